@@ -1,0 +1,54 @@
+// The seam between the MCP/tools layer and everything behind it (filters, backend, audit).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/types.hpp"
+
+namespace execmcp::host {
+
+struct ExecuteArgs {
+  std::string command;
+  std::optional<std::chrono::milliseconds> timeout;  // none: the agent's default
+  std::string work_dir;                              // empty: the agent's cwd
+};
+
+struct ExecuteOutcome {
+  sdk::ExecResult result;
+  // Set when a filter denied the command; then nothing was executed.
+  bool blocked = false;
+  std::string blocked_by;  // filter name, e.g. "sanitize"
+  std::string rule;        // the rule that matched
+  std::string reason;      // one sentence for the agent
+};
+
+// One configured agent: its filter chain, its backend, its limits, its audit log.
+// Thread-safe: the MCP layer calls it from several request threads at once. Never throws on the
+// request path; failures come back inside the outcome / result.
+class Agent {
+ public:
+  virtual ~Agent() = default;
+
+  [[nodiscard]] virtual const std::string& id() const = 0;
+  [[nodiscard]] virtual const std::string& cwd() const = 0;
+
+  // Filters, then the backend; applies the agent's default timeout and output cap; writes one
+  // audit line (agent, command, verdict, exit code, duration).
+  virtual ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
+                                 const sdk::CancelToken* cancel) = 0;
+
+  // For commands the host builds itself (read_docstring): the backend only, no filters; audited
+  // with verdict "internal".
+  virtual sdk::ExecResult run_internal(const std::string& command,
+                                       const sdk::CancelToken* cancel) = 0;
+
+  virtual sdk::FileReadResult read_file(const sdk::FileReadRequest& request) = 0;
+  virtual sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) = 0;
+
+  [[nodiscard]] virtual sdk::BackendTraits traits() const = 0;
+};
+
+}  // namespace execmcp::host

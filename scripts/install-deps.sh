@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what execmcp needs on Debian 12, by package name, skipping what is already there.
+#   scripts/install-deps.sh            build + run dependencies
+#   scripts/install-deps.sh --test     also what the test suites need (Docker engine, debootstrap, Node.js)
+set -euo pipefail
+
+want_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates clang-format
+  libboost-dev libboost-filesystem-dev libboost-system-dev
+  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
+  libgtest-dev libgmock-dev
+  python3 python3-venv
+)
+if [ "$want_test" = 1 ]; then
+  packages+=(docker.io debootstrap iproute2 procps)
+  # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present" >&2
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,9 @@
+// Everything a plugin author needs, in one include.
+#pragma once
+
+#include "execmcp/sdk/command_filter.hpp"
+#include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/path_policy.hpp"
+#include "execmcp/sdk/plugin.hpp"
+#include "execmcp/sdk/types.hpp"
+#include "execmcp/sdk/version.hpp"
