@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs missing Debian packages, then configures and builds execmcp into build/ (or $EXECMCP_BUILD_DIR).
+#   scripts/build.sh [--test] [extra cmake args...]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
+
+deps_args=()
+if [ "${1:-}" = "--test" ]; then deps_args+=(--test); shift; fi
+"$root/scripts/install-deps.sh" "${deps_args[@]}"
+
+jobs="${EXECMCP_JOBS:-$(nproc)}"
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
+elif [ "$#" -gt 0 ]; then
+  cmake "$build_dir" "$@" >&2
+fi
+cmake --build "$build_dir" -j "$jobs" >&2
+echo "execmcp: built $build_dir/bin/execmcp" >&2

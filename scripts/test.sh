@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything the tests need, builds, starts a Docker engine if none answers, builds the
+# runtime image (cached), installs the MCP client for the end-to-end tests, and runs every test.
+#   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L docker   or   -LE docker
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
+
+"$root/scripts/build.sh" --test
+
+engine_started=0
+cleanup() {
+  if [ "$engine_started" = 1 ]; then "$root/scripts/docker-engine.sh" stop || true; fi
+}
+trap cleanup EXIT
+
+if [ "${EXECMCP_DOCKER_TESTS:-1}" != 0 ]; then
+  if ! "$root/scripts/docker-engine.sh" status >/dev/null 2>&1; then
+    "$root/scripts/docker-engine.sh" start
+    engine_started=1
+  fi
+  "$root/docker/build.sh"
+fi
+
+# The end-to-end tests drive the real server with the official MCP TypeScript SDK client.
+if [ -f "$root/tests/e2e/package.json" ]; then
+  (cd "$root/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+
+cd "$build_dir"
+ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" "$@"
