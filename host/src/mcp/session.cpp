@@ -1,0 +1,275 @@
+// The MCP session: method table, version negotiation, tool calls on workers, cancellation.
+#include "mcp/session.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
+#include "mcp/utf8.hpp"
+
+namespace execmcp::host::mcp {
+
+using nlohmann::json;
+
+namespace {
+
+bool is_request_id(const json& id) {
+  return id.is_string() || id.is_number_integer();
+}
+
+// Reads an optional string member without throwing when the client sent another type.
+std::string string_member(const json& object, const char* key, std::string fallback = {}) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+json to_call_result(const tools::ToolResult& result) {
+  json reply{
+      {"content", json::array({json{{"type", "text"}, {"text", sanitize_utf8(result.text)}}})},
+      {"isError", result.is_error}};
+  if (!result.structured.is_null()) reply["structuredContent"] = result.structured;
+  return reply;
+}
+
+}  // namespace
+
+Session::Session(Agent& agent, Transport& transport, ServerOptions options)
+    : agent_(agent),
+      transport_(transport),
+      options_(std::move(options)),
+      tools_(tools::make_builtin_tools()),
+      dispatcher_([this](const json& message) { send(message); }),
+      pool_(options_.max_concurrent_calls) {
+  register_handlers();
+}
+
+Session::~Session() {
+  cancel_all();
+  pool_.shutdown();
+  ticker_.stop();
+}
+
+void Session::register_handlers() {
+  dispatcher_.on_request("initialize", [this](const Request& r) { return handle_initialize(r); });
+  dispatcher_.on_request("ping", [](const Request&) -> RpcOutcome { return json::object(); });
+  dispatcher_.on_request("tools/list", [this](const Request& r) { return handle_tools_list(r); });
+  dispatcher_.on_deferred_request("tools/call", [this](Request r, Responder responder) {
+    handle_tools_call(std::move(r), std::move(responder));
+  });
+  dispatcher_.on_notification("notifications/initialized", [this](const Notification&) {
+    spdlog::debug("mcp: client reports initialized");
+  });
+  dispatcher_.on_notification("notifications/cancelled",
+                              [this](const Notification& n) { handle_cancelled(n); });
+}
+
+int Session::run() {
+  spdlog::info("mcp: serving agent '{}' ({} concurrent calls)", agent_.id(),
+               std::max<std::size_t>(options_.max_concurrent_calls, 1));
+  while (!stop_requested_.load()) {
+    std::optional<std::string> line = transport_.read_line();
+    if (!line) break;
+    dispatcher_.handle_line(*line);
+  }
+  if (stop_requested_.load()) {
+    spdlog::info("mcp: stop requested; cancelling running calls");
+  } else if (write_failed_.load()) {
+    spdlog::info("mcp: the client stopped reading; shutting down");
+  } else {
+    spdlog::info("mcp: end of input; shutting down");
+  }
+  cancel_all();
+  pool_.shutdown();  // every call answers promptly: backends honour the cancel token
+  ticker_.stop();
+  spdlog::info("mcp: session ended");
+  return 0;
+}
+
+void Session::request_stop() {
+  stop_requested_.store(true);
+  transport_.close();
+}
+
+void Session::send(const json& message) {
+  if (write_failed_.load()) return;
+  if (!transport_.write_line(serialize_message(message))) {
+    if (!write_failed_.exchange(true)) {
+      spdlog::warn("mcp: cannot write to the client; ending the session");
+      transport_.close();
+    }
+  }
+}
+
+RpcOutcome Session::handle_initialize(const Request& request) {
+  const auto version = request.params.find("protocolVersion");
+  if (version == request.params.end() || !version->is_string()) {
+    return RpcError{rpc_error::kInvalidParams,
+                    "Invalid params: 'protocolVersion' (a string) is required"};
+  }
+  const std::string requested = version->get<std::string>();
+  std::string negotiated = kSupportedProtocolVersions[0];
+  for (const char* supported : kSupportedProtocolVersions) {
+    if (requested == supported) negotiated = supported;
+  }
+  std::string client = "unknown client";
+  if (const auto info = request.params.find("clientInfo");
+      info != request.params.end() && info->is_object()) {
+    client = string_member(*info, "name", "?") + " " + string_member(*info, "version");
+  }
+  client = sanitize_utf8(client);
+  spdlog::info("mcp: initialize from {} (asked for protocol {}, using {})", client, requested,
+               negotiated);
+  if (initialized_.exchange(true)) spdlog::warn("mcp: initialize received twice");
+
+  const std::string instructions =
+      "This server runs shell commands for agent '" + agent_.id() + "' in its workspace " +
+      agent_.cwd() +
+      ". Use execute_command to run commands (each call passes the agent's command filters; a "
+      "refused command is reported, not run), read_file and write_file for files inside the "
+      "agent's allowed paths, and read_docstring to read the documentation of a Python tool "
+      "function without running it.";
+  return json{
+      {"protocolVersion", negotiated},
+      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+      {"serverInfo",
+       {{"name", options_.server_name},
+        {"version",
+         options_.server_version.empty() ? std::string("0.0.0") : options_.server_version}}},
+      {"instructions", sanitize_utf8(instructions)},
+  };
+}
+
+RpcOutcome Session::handle_tools_list(const Request&) {
+  if (!initialized_.load()) spdlog::warn("mcp: tools/list before initialize; serving it anyway");
+  json list = json::array();
+  for (const auto& tool : tools_) {
+    list.push_back(json{{"name", tool.name},
+                        {"title", tool.title},
+                        {"description", tool.description},
+                        {"inputSchema", tool.input_schema},
+                        {"outputSchema", tool.output_schema}});
+  }
+  return json{{"tools", std::move(list)}};
+}
+
+void Session::handle_tools_call(Request request, Responder responder) {
+  if (!initialized_.load()) spdlog::warn("mcp: tools/call before initialize; serving it anyway");
+  const auto name = request.params.find("name");
+  if (name == request.params.end() || !name->is_string()) {
+    responder.reply(RpcError{rpc_error::kInvalidParams,
+                             "Invalid params: 'name' (the tool name, a string) is required"});
+    return;
+  }
+  const tools::Tool* tool = nullptr;
+  for (const auto& candidate : tools_) {
+    if (candidate.name == name->get_ref<const std::string&>()) tool = &candidate;
+  }
+  if (tool == nullptr) {
+    responder.reply(RpcError{rpc_error::kInvalidParams,
+                             "Unknown tool: " + sanitize_utf8(name->get<std::string>())});
+    return;
+  }
+  if (const auto args = request.params.find("arguments");
+      args != request.params.end() && !args->is_object() && !args->is_null()) {
+    responder.reply(
+        RpcError{rpc_error::kInvalidParams, "Invalid params: 'arguments' must be an object"});
+    return;
+  }
+
+  auto call = std::make_shared<Call>();
+  {
+    std::lock_guard lock(calls_mutex_);
+    if (!calls_.emplace(request.id.dump(), call).second) {
+      responder.reply(RpcError{
+          rpc_error::kInvalidRequest,
+          "Invalid Request: id " + request.id.dump() + " is already used by a call in progress"});
+      return;
+    }
+    if (shutting_down_) call->cancel.request_cancel();
+  }
+  pool_.submit([this, tool, request = std::move(request), call, responder] {
+    run_tool_call(*tool, request, call, responder);
+  });
+}
+
+void Session::run_tool_call(const tools::Tool& tool, const Request& request,
+                            const std::shared_ptr<Call>& call, const Responder& responder) {
+  std::optional<RpcOutcome> outcome;
+  std::unique_ptr<ProgressReporter> progress;
+  if (call->cancel.cancel_requested()) {
+    // Cancelled while queued: do not start it at all.
+    outcome = to_call_result(
+        tools::ToolResult{"The call was cancelled before it started.", nullptr, true});
+  } else {
+    if (const auto meta = request.params.find("_meta");
+        meta != request.params.end() && meta->is_object()) {
+      if (const auto token = meta->find("progressToken");
+          token != meta->end() && (token->is_string() || token->is_number_integer())) {
+        progress = std::make_unique<ProgressReporter>(
+            *token, [this](const json& notification) { send(notification); });
+        ticker_.add(progress.get());
+      }
+    }
+    const json no_arguments = json::object();
+    const auto args = request.params.find("arguments");
+    const json& arguments = args == request.params.end() || args->is_null() ? no_arguments : *args;
+    tools::ToolContext context{agent_, progress.get(), &call->cancel};
+    try {
+      tools::ToolOutcome result = tool.run(arguments, context);
+      if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
+        outcome = RpcError{rpc_error::kInvalidParams, "Invalid arguments for tool " + tool.name +
+                                                          ": " + sanitize_utf8(bad->message)};
+      } else {
+        outcome = to_call_result(std::get<tools::ToolResult>(result));
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("mcp: tool {} failed: {}", tool.name, e.what());
+      outcome = RpcError{rpc_error::kInternalError,
+                         "Internal error in tool " + tool.name + ": " + sanitize_utf8(e.what())};
+    }
+    if (progress) {
+      ticker_.remove(progress.get());
+      // Progress always precedes the response; a cancelled call gets neither.
+      if (!call->cancelled_by_client.load()) progress->finish();
+    }
+  }
+  {
+    std::lock_guard lock(calls_mutex_);
+    calls_.erase(request.id.dump());
+  }
+  if (call->cancelled_by_client.load()) {
+    responder.drop("cancelled by the client");  // MCP: no response to a cancelled request
+  } else {
+    responder.reply(std::move(*outcome));
+  }
+}
+
+void Session::handle_cancelled(const Notification& notification) {
+  const auto id = notification.params.find("requestId");
+  if (id == notification.params.end() || !is_request_id(*id)) {
+    spdlog::warn("mcp: notifications/cancelled without a valid requestId; ignored");
+    return;
+  }
+  std::shared_ptr<Call> call;
+  {
+    std::lock_guard lock(calls_mutex_);
+    if (const auto it = calls_.find(id->dump()); it != calls_.end()) call = it->second;
+  }
+  const std::string reason = sanitize_utf8(string_member(notification.params, "reason"));
+  if (!call) {
+    spdlog::debug("mcp: cancel for id {} which is not running; ignored", id->dump());
+    return;
+  }
+  spdlog::info("mcp: client cancelled call {}{}{}", id->dump(), reason.empty() ? "" : ": ", reason);
+  call->cancelled_by_client.store(true);
+  call->cancel.request_cancel();
+}
+
+void Session::cancel_all() {
+  std::lock_guard lock(calls_mutex_);
+  shutting_down_ = true;
+  for (auto& [id, call] : calls_) call->cancel.request_cancel();
+}
+
+}  // namespace execmcp::host::mcp

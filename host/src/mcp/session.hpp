@@ -1,0 +1,76 @@
+// One MCP session: lifecycle (initialize, ping), tools/list and tools/call over a Transport.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/agent.hpp"
+#include "mcp/json_rpc.hpp"
+#include "mcp/progress_reporter.hpp"
+#include "mcp/stdio_server.hpp"
+#include "mcp/transport.hpp"
+#include "mcp/worker_pool.hpp"
+#include "tools/tool.hpp"
+
+namespace execmcp::host::mcp {
+
+// Protocol versions we speak, newest first.
+inline constexpr const char* kSupportedProtocolVersions[] = {"2025-06-18", "2025-03-26",
+                                                             "2024-11-05"};
+
+// Reads requests on the calling thread (ping, initialize, tools/list and cancellation are
+// answered there); tools/call runs on a pool of options.max_concurrent_calls workers.
+class Session {
+ public:
+  Session(Agent& agent, Transport& transport, ServerOptions options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Serves until end of input, a write failure or request_stop(); then cancels every running
+  // call, waits for all of them (their responses are still written) and returns the exit code.
+  int run();
+
+  // Thread safe (the signal thread calls it): ends run() as soon as running calls are done.
+  void request_stop();
+
+ private:
+  struct Call {
+    sdk::CancelToken cancel;
+    std::atomic<bool> cancelled_by_client{false};
+  };
+
+  void send(const nlohmann::json& message);
+  void register_handlers();
+  RpcOutcome handle_initialize(const Request& request);
+  RpcOutcome handle_tools_list(const Request& request);
+  void handle_tools_call(Request request, Responder responder);
+  void run_tool_call(const tools::Tool& tool, const Request& request,
+                     const std::shared_ptr<Call>& call, const Responder& responder);
+  void handle_cancelled(const Notification& notification);
+  void cancel_all();
+
+  Agent& agent_;
+  Transport& transport_;
+  const ServerOptions options_;
+  const std::vector<tools::Tool> tools_;
+  Dispatcher dispatcher_;
+
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> write_failed_{false};
+  std::atomic<bool> initialized_{false};
+
+  std::mutex calls_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // key: id.dump()
+  bool shutting_down_ = false;                                    // guarded by calls_mutex_
+
+  // Declared last: destroyed (stopped and joined) first, while everything above is alive.
+  ProgressTicker ticker_;
+  WorkerPool pool_;
+};
+
+}  // namespace execmcp::host::mcp

@@ -1,0 +1,27 @@
+// The transport seam: how the MCP session reads and writes newline-delimited JSON-RPC messages.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace execmcp::host::mcp {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Blocks for the next message line (without its newline). nullopt: end of input, a read error,
+  // or close() was called.
+  virtual std::optional<std::string> read_line() = 0;
+
+  // Writes one message followed by a newline, atomically with respect to other writers. Thread
+  // safe. Returns false once the peer is gone; later writes then fail fast.
+  virtual bool write_line(std::string_view message) = 0;
+
+  // Ends input: wakes a blocked read_line() (from any thread). Writes stay possible so responses
+  // to calls still running can be delivered during shutdown.
+  virtual void close() = 0;
+};
+
+}  // namespace execmcp::host::mcp

@@ -1,0 +1,36 @@
+// A fixed set of threads that run queued tasks (MCP tool calls); owned, stopped and joined.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace execmcp::host::mcp {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(std::size_t threads);
+  ~WorkerPool();  // same as shutdown()
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Queues a task; it runs when a thread is free. Tasks must not throw.
+  void submit(std::function<void()> task);
+  // Runs every task already queued, then joins the threads. Later submits run inline.
+  void shutdown();
+
+ private:
+  void work();
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace execmcp::host::mcp

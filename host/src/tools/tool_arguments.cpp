@@ -1,0 +1,99 @@
+// Strict tools/call argument reading (see tool_arguments.hpp).
+#include "tools/tool_arguments.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace execmcp::host::tools {
+
+ToolArguments::ToolArguments(const nlohmann::json& arguments,
+                             std::initializer_list<std::string_view> known)
+    : arguments_(arguments) {
+  if (!arguments_.is_object()) {
+    fail("'arguments' must be an object");
+    return;
+  }
+  for (const auto& [key, value] : arguments_.items()) {
+    bool found = false;
+    std::string list;
+    for (std::string_view name : known) {
+      found = found || key == name;
+      if (!list.empty()) list += ", ";
+      list += name;
+    }
+    if (!found) {
+      fail("unknown argument '" + key + "' (known: " + list + ")");
+      return;
+    }
+  }
+}
+
+void ToolArguments::fail(std::string message) {
+  if (!error_) error_ = std::move(message);
+}
+
+const nlohmann::json* ToolArguments::find(std::string_view name) {
+  if (error_ || !arguments_.is_object()) return nullptr;
+  const auto it = arguments_.find(std::string(name));
+  if (it == arguments_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string ToolArguments::required_string(std::string_view name) {
+  const nlohmann::json* value = find(name);
+  if (value == nullptr) {
+    fail("missing required argument '" + std::string(name) + "' (a string)");
+    return {};
+  }
+  if (!value->is_string()) {
+    fail("argument '" + std::string(name) + "' must be a string, got " + value->type_name());
+    return {};
+  }
+  return value->get<std::string>();
+}
+
+std::optional<std::string> ToolArguments::optional_string(std::string_view name) {
+  const nlohmann::json* value = find(name);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_string()) {
+    fail("argument '" + std::string(name) + "' must be a string, got " + value->type_name());
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+std::optional<double> ToolArguments::optional_number(std::string_view name) {
+  const nlohmann::json* value = find(name);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_number()) {
+    fail("argument '" + std::string(name) + "' must be a number, got " + value->type_name());
+    return std::nullopt;
+  }
+  return value->get<double>();
+}
+
+std::optional<std::int64_t> ToolArguments::optional_integer(std::string_view name) {
+  const nlohmann::json* value = find(name);
+  if (value == nullptr) return std::nullopt;
+  if (value->is_number_integer()) {
+    if (value->is_number_unsigned() &&
+        value->get<std::uint64_t>() >
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      fail("argument '" + std::string(name) + "' is too large");
+      return std::nullopt;
+    }
+    return value->get<std::int64_t>();
+  }
+  // Some clients send every number as a float; accept 10.0 but not 10.5.
+  if (value->is_number_float()) {
+    const double d = value->get<double>();
+    if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.0e15) {
+      return static_cast<std::int64_t>(d);
+    }
+  }
+  fail("argument '" + std::string(name) + "' must be an integer, got " +
+       (value->is_number() ? std::string("a fractional number") : value->type_name()));
+  return std::nullopt;
+}
+
+}  // namespace execmcp::host::tools

@@ -1,0 +1,419 @@
+// MCP session tests over the in-memory transport: lifecycle, errors, tool calls, concurrency,
+// cancellation, progress and shutdown.
+#include "mcp/session.hpp"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "fake_agent.hpp"
+#include "mcp/memory_transport.hpp"
+#include "mcp/utf8.hpp"
+
+namespace execmcp::host::mcp {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::FakeAgent;
+
+constexpr auto kWait = 10s;
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { start(ServerOptions{"execmcp", "1.2.3", 4}); }
+  void TearDown() override { stop(); }
+
+  void start(const ServerOptions& options) {
+    session_ = std::make_unique<Session>(agent_, transport_, options);
+    done_ = std::async(std::launch::async, [this] { return session_->run(); });
+  }
+  // Ends input and returns run()'s exit code (-100 if it did not return in time).
+  int stop() {
+    if (!session_) return -100;
+    transport_.end_input();
+    int code = -100;
+    if (done_.wait_for(kWait) == std::future_status::ready) code = done_.get();
+    EXPECT_NE(code, -100) << "Session::run did not return after end of input";
+    if (code == -100) std::abort();  // a hung session would hang the whole test binary
+    session_.reset();
+    return code;
+  }
+
+  void send(const json& message) { transport_.push_line(message.dump()); }
+  void notify(const std::string& method, json params) {
+    send(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}});
+  }
+  void send_request(const json& id, const std::string& method, json params = json::object()) {
+    send(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+  }
+  json request(const json& id, const std::string& method, json params = json::object()) {
+    send_request(id, method, std::move(params));
+    auto response = transport_.wait_for_response(id, kWait);
+    EXPECT_TRUE(response.has_value()) << "no response to " << method << " id " << id;
+    return response.value_or(json::object());
+  }
+  json call(const json& id, const std::string& tool, json arguments) {
+    return request(id, "tools/call", json{{"name", tool}, {"arguments", std::move(arguments)}});
+  }
+  bool has_response(const json& id) {
+    for (const auto& line : transport_.written()) {
+      const json m = json::parse(line);
+      if (m.contains("id") && m["id"] == id) return true;
+    }
+    return false;
+  }
+
+  FakeAgent agent_;
+  MemoryTransport transport_;
+  std::unique_ptr<Session> session_;
+  std::future<int> done_;
+};
+
+json initialize_params(const std::string& version) {
+  return json{{"protocolVersion", version},
+              {"capabilities", json::object()},
+              {"clientInfo", {{"name", "test-client"}, {"version", "0.1"}}}};
+}
+
+TEST_F(SessionTest, InitializeAgreesToEachSupportedVersion) {
+  int id = 1;
+  for (const char* version : {"2025-06-18", "2025-03-26", "2024-11-05"}) {
+    const json response = request(id++, "initialize", initialize_params(version));
+    EXPECT_EQ(response["result"]["protocolVersion"], version);
+  }
+}
+
+TEST_F(SessionTest, InitializeAnswersUnknownVersionWithLatestAndDescribesServer) {
+  const json response = request(1, "initialize", initialize_params("1999-01-01"));
+  const json& result = response["result"];
+  EXPECT_EQ(result["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(result["capabilities"]["tools"]["listChanged"], false);
+  EXPECT_EQ(result["serverInfo"]["name"], "execmcp");
+  EXPECT_EQ(result["serverInfo"]["version"], "1.2.3");
+  ASSERT_TRUE(result["instructions"].is_string());
+  EXPECT_NE(result["instructions"].get<std::string>().find("agent_a"), std::string::npos);
+}
+
+TEST_F(SessionTest, InitializeWithoutProtocolVersionIsInvalidParams) {
+  const json response = request(1, "initialize", json::object());
+  EXPECT_EQ(response["error"]["code"], rpc_error::kInvalidParams);
+  EXPECT_NE(response["error"]["message"].get<std::string>().find("protocolVersion"),
+            std::string::npos);
+}
+
+TEST_F(SessionTest, PingAnswersEmptyObjectAndKeepsStringIds) {
+  const json response = request("abc", "ping");
+  EXPECT_EQ(response["jsonrpc"], "2.0");
+  EXPECT_EQ(response["result"], json::object());
+}
+
+TEST_F(SessionTest, ToolsListHasFourToolsWithBothSchemas) {
+  const json response = request(1, "tools/list");
+  const json& tools = response["result"]["tools"];
+  ASSERT_EQ(tools.size(), 4u);
+  std::set<std::string> names;
+  for (const auto& tool : tools) {
+    names.insert(tool["name"].get<std::string>());
+    EXPECT_EQ(tool["inputSchema"]["type"], "object") << tool["name"];
+    EXPECT_EQ(tool["outputSchema"]["type"], "object") << tool["name"];
+    EXPECT_TRUE(tool["inputSchema"]["required"].is_array()) << tool["name"];
+    EXPECT_FALSE(tool["description"].get<std::string>().empty());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"execute_command", "read_file", "write_file",
+                                          "read_docstring"}));
+  const json& exec = tools[0];
+  EXPECT_EQ(exec["name"], "execute_command");
+  for (const char* field :
+       {"success", "exit_code", "stdout", "stderr", "execution_time", "timed_out", "truncated"}) {
+    EXPECT_TRUE(exec["outputSchema"]["properties"].contains(field)) << field;
+  }
+}
+
+TEST_F(SessionTest, MalformedJsonGetsParseErrorAndServingContinues) {
+  transport_.push_line("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
+  const auto error = transport_.wait_for(
+      [](const json& m) { return m.contains("error") && m["error"]["code"] == -32700; }, kWait);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_TRUE((*error)["id"].is_null());
+  EXPECT_EQ(request(2, "ping")["result"], json::object());
+}
+
+TEST_F(SessionTest, NonRequestsAreInvalidRequest) {
+  transport_.push_line("42");
+  transport_.push_line(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
+  transport_.push_line(R"({"jsonrpc":"2.0","id":7})");
+  transport_.push_line(R"({"jsonrpc":"1.0","id":8,"method":"ping"})");
+  transport_.push_line(R"({"jsonrpc":"2.0","id":{"x":1},"method":"ping"})");
+  transport_.push_line(R"({"jsonrpc":"2.0","id":9,"method":"ping","params":"x"})");
+  ASSERT_TRUE(transport_.wait_for_response(9, kWait).has_value());
+  int invalid = 0;
+  for (const auto& line : transport_.written()) {
+    const json m = json::parse(line);
+    if (m.contains("error") && m["error"]["code"] == rpc_error::kInvalidRequest) ++invalid;
+  }
+  EXPECT_EQ(invalid, 5);  // 42, the batch, no method, wrong version, object id
+  EXPECT_EQ((*transport_.wait_for_response(7, kWait))["error"]["code"], rpc_error::kInvalidRequest);
+  EXPECT_EQ((*transport_.wait_for_response(8, kWait))["error"]["code"], rpc_error::kInvalidRequest);
+  EXPECT_EQ((*transport_.wait_for_response(9, kWait))["error"]["code"], rpc_error::kInvalidParams);
+}
+
+TEST_F(SessionTest, UnknownMethodIsMethodNotFound) {
+  const json response = request(3, "resources/list");
+  EXPECT_EQ(response["error"]["code"], rpc_error::kMethodNotFound);
+}
+
+TEST_F(SessionTest, NotificationsAndClientResponsesGetNoAnswer) {
+  notify("notifications/initialized", json::object());
+  notify("notifications/unknown_thing", json{{"x", 1}});
+  transport_.push_line(R"({"jsonrpc":"2.0","id":55,"result":{}})");
+  notify("notifications/cancelled", json{{"requestId", 12345}});  // nothing is running
+  request(1, "ping");
+  EXPECT_EQ(transport_.written().size(), 1u);
+}
+
+TEST_F(SessionTest, ToolArgumentErrorsAreInvalidParamsNamingTheArgument) {
+  struct Case {
+    std::string tool;
+    json arguments;
+    std::string mentions;
+  };
+  const std::vector<Case> cases = {
+      {"execute_command", json::object(), "command"},
+      {"execute_command", json{{"command", 5}}, "command"},
+      {"execute_command", json{{"command", "ls"}, {"timeout", -1}}, "timeout"},
+      {"execute_command", json{{"command", "ls"}, {"timeout", "10"}}, "timeout"},
+      {"execute_command", json{{"command", "ls"}, {"work_dir", true}}, "work_dir"},
+      {"execute_command", json{{"command", "ls"}, {"cwd", "/"}}, "cwd"},
+      {"read_file", json{{"path", "/a"}, {"line_count", 0}}, "line_count"},
+      {"read_file", json{{"path", "/a"}, {"line_count", -3}}, "line_count"},
+      {"read_file", json{{"path", "/a"}, {"offset", 0}}, "offset"},
+      {"read_file", json{{"path", "/a"}, {"offset", 1.5}}, "offset"},
+      {"write_file", json{{"path", "/a"}}, "content"},
+      {"read_docstring", json{{"module", "os; rm -rf /"}, {"function", "f"}}, "module"},
+      {"nope", json::object(), "nope"},
+  };
+  int id = 100;
+  for (const auto& c : cases) {
+    const json response = call(id++, c.tool, c.arguments);
+    ASSERT_TRUE(response.contains("error")) << c.tool << " " << c.arguments;
+    EXPECT_EQ(response["error"]["code"], rpc_error::kInvalidParams) << c.arguments;
+    EXPECT_NE(response["error"]["message"].get<std::string>().find(c.mentions), std::string::npos)
+        << response["error"]["message"];
+  }
+  EXPECT_EQ(agent_.executions(), 0);
+  const json no_name = request(200, "tools/call", json{{"arguments", json::object()}});
+  EXPECT_EQ(no_name["error"]["code"], rpc_error::kInvalidParams);
+  const json bad_args = request(201, "tools/call", json{{"name", "read_file"}, {"arguments", 3}});
+  EXPECT_EQ(bad_args["error"]["code"], rpc_error::kInvalidParams);
+}
+
+TEST_F(SessionTest, ExecuteCommandSuccess) {
+  const json response = call(1, "execute_command",
+                             json{{"command", "echo hi"}, {"timeout", 2.5}, {"work_dir", "sub"}});
+  const json& result = response["result"];
+  EXPECT_EQ(result["isError"], false);
+  const json& s = result["structuredContent"];
+  EXPECT_EQ(s["success"], true);
+  EXPECT_EQ(s["exit_code"], 0);
+  EXPECT_EQ(s["stdout"], "hi\n");
+  EXPECT_EQ(s["stderr"], "");
+  EXPECT_EQ(s["timed_out"], false);
+  EXPECT_EQ(s["truncated"], false);
+  EXPECT_EQ(s["cancelled"], false);
+  EXPECT_FALSE(s.contains("error"));
+  EXPECT_FALSE(s.contains("notices"));
+  ASSERT_EQ(result["content"].size(), 1u);
+  EXPECT_EQ(result["content"][0]["type"], "text");
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("Exit code: 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("hi"), std::string::npos) << text;
+  const ExecuteArgs args = agent_.last_args();
+  EXPECT_EQ(args.command, "echo hi");
+  ASSERT_TRUE(args.timeout.has_value());
+  EXPECT_EQ(args.timeout->count(), 2500);
+  EXPECT_EQ(args.work_dir, "sub");
+}
+
+TEST_F(SessionTest, FailingCommandIsAResultNotAnError) {
+  const json result = call(1, "execute_command", json{{"command", "fail"}})["result"];
+  EXPECT_EQ(result["isError"], false);
+  EXPECT_EQ(result["structuredContent"]["success"], false);
+  EXPECT_EQ(result["structuredContent"]["exit_code"], 3);
+  EXPECT_FALSE(agent_.last_args().timeout.has_value());
+}
+
+TEST_F(SessionTest, BlockedCommandIsToolErrorWithFilterAndRule) {
+  const json result = call(1, "execute_command", json{{"command", "blocked"}})["result"];
+  EXPECT_EQ(result["isError"], true);
+  const json& s = result["structuredContent"];
+  EXPECT_EQ(s["success"], false);
+  EXPECT_EQ(s["blocked_by"], "patterns");
+  EXPECT_EQ(s["rule"], "rm -rf");
+  EXPECT_EQ(s["error"], "destructive commands are not allowed");
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("blocked by filter 'patterns'"), std::string::npos) << text;
+  EXPECT_NE(text.find("not run"), std::string::npos) << text;
+}
+
+TEST_F(SessionTest, BackendErrorIsToolError) {
+  const json result = call(1, "execute_command", json{{"command", "broken"}})["result"];
+  EXPECT_EQ(result["isError"], true);
+  EXPECT_EQ(result["structuredContent"]["error"], "docker engine is not reachable");
+  EXPECT_NE(result["content"][0]["text"].get<std::string>().find("could not be run"),
+            std::string::npos);
+}
+
+TEST_F(SessionTest, TruncationAndNoticesAreReported) {
+  const json result = call(1, "execute_command", json{{"command", "truncated"}})["result"];
+  EXPECT_EQ(result["structuredContent"]["truncated"], true);
+  EXPECT_EQ(result["structuredContent"]["notices"], json::array({"container was recreated"}));
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("truncated"), std::string::npos) << text;
+  EXPECT_NE(text.find("container was recreated"), std::string::npos) << text;
+}
+
+TEST_F(SessionTest, NonUtf8OutputBecomesValidJson) {
+  const json result = call(1, "execute_command", json{{"command", "binary"}})["result"];
+  for (const auto& line : transport_.written()) EXPECT_TRUE(is_valid_utf8(line));
+  const std::string out = result["structuredContent"]["stdout"];
+  EXPECT_EQ(out, std::string("ok \xEF\xBF\xBD\xEF\xBF\xBD\x00 \xEF\xBF\xBD", 14));
+  EXPECT_EQ(result["structuredContent"]["stderr"], "\xEF\xBF\xBD");
+}
+
+TEST_F(SessionTest, LongCallDoesNotBlockPingOrOtherCalls) {
+  send_request(10, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
+  EXPECT_EQ(request(11, "ping")["result"], json::object());
+  EXPECT_EQ(call(12, "execute_command", json{{"command", "echo hi"}})["result"]["isError"], false);
+  EXPECT_FALSE(has_response(10));
+  notify("notifications/cancelled", json{{"requestId", 10}, {"reason", "test over"}});
+  ASSERT_TRUE(agent_.wait_slow_finished(1, kWait));
+}
+
+TEST_F(SessionTest, ClientCancelSetsTokenAndSuppressesTheResponse) {
+  send_request("slow-1", "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
+  notify("notifications/cancelled", json{{"requestId", "slow-1"}});
+  ASSERT_TRUE(agent_.wait_slow_finished(1, kWait));
+  EXPECT_EQ(stop(), 0);  // joins the workers, so the call has been answered or dropped
+  EXPECT_FALSE(has_response("slow-1"));
+}
+
+TEST_F(SessionTest, DuplicateIdOfRunningCallIsRejected) {
+  send_request(5, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
+  const json dup = call(5, "execute_command", json{{"command", "echo hi"}});
+  EXPECT_EQ(dup["error"]["code"], rpc_error::kInvalidRequest);
+  notify("notifications/cancelled", json{{"requestId", 5}});
+  ASSERT_TRUE(agent_.wait_slow_finished(1, kWait));
+}
+
+TEST_F(SessionTest, ProgressNotificationsPrecedeTheResult) {
+  const json params{{"name", "execute_command"},
+                    {"arguments", {{"command", "emit"}}},
+                    {"_meta", {{"progressToken", "tok-1"}}}};
+  const json response = request(1, "tools/call", params);
+  ASSERT_EQ(response["result"]["isError"], false);
+  std::string streamed;
+  double last_progress = -1;
+  int notifications = 0;
+  bool saw_result = false;
+  for (const auto& line : transport_.written()) {
+    const json m = json::parse(line);
+    if (m.contains("id")) {
+      saw_result = true;
+      continue;
+    }
+    ASSERT_EQ(m["method"], "notifications/progress");
+    EXPECT_FALSE(saw_result) << "progress after the result";
+    EXPECT_EQ(m["params"]["progressToken"], "tok-1");
+    const double progress = m["params"]["progress"];
+    EXPECT_GT(progress, last_progress);
+    last_progress = progress;
+    streamed += m["params"]["message"].get<std::string>();
+    ++notifications;
+  }
+  EXPECT_GE(notifications, 2);  // part1 goes out at once, the rest 250 ms later
+  EXPECT_EQ(streamed, "part1\npart2 \xE2\x82\xAC end\n");
+}
+
+TEST_F(SessionTest, ProgressIsCoalesced) {
+  const json params{{"name", "execute_command"},
+                    {"arguments", {{"command", "emit-many"}}},
+                    {"_meta", {{"progressToken", 77}}}};
+  ASSERT_EQ(request(1, "tools/call", params)["result"]["isError"], false);
+  std::string streamed;
+  int notifications = 0;
+  for (const auto& line : transport_.written()) {
+    const json m = json::parse(line);
+    if (m.value("method", "") != "notifications/progress") continue;
+    EXPECT_EQ(m["params"]["progressToken"], 77);
+    streamed += m["params"]["message"].get<std::string>();
+    ++notifications;
+  }
+  EXPECT_EQ(streamed, std::string(1000, 'x'));
+  EXPECT_GE(notifications, 1);
+  EXPECT_LT(notifications, 50);  // 1000 chunks emitted back to back
+}
+
+TEST_F(SessionTest, NoProgressWithoutToken) {
+  call(1, "execute_command", json{{"command", "emit"}});
+  EXPECT_EQ(transport_.written().size(), 1u);
+}
+
+TEST_F(SessionTest, EndOfInputCancelsRunningCallsAndAnswersThem) {
+  send_request(1, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  send_request(2, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  ASSERT_TRUE(agent_.wait_slow_started(2, kWait));
+  EXPECT_EQ(stop(), 0);
+  EXPECT_TRUE(agent_.wait_slow_finished(2, 0s));
+  for (int id : {1, 2}) {
+    const auto response = transport_.wait_for_response(id, 0s);
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ((*response)["result"]["structuredContent"]["cancelled"], true);
+    EXPECT_EQ((*response)["result"]["structuredContent"]["success"], false);
+  }
+}
+
+TEST_F(SessionTest, QueuedCallsBeyondThePoolWaitAndAreCancelledOnShutdown) {
+  for (int id = 1; id <= 5; ++id) {  // pool of 4: the fifth waits in the queue
+    send_request(id, "tools/call",
+                 json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  }
+  ASSERT_TRUE(agent_.wait_slow_started(4, kWait));
+  EXPECT_EQ(request(6, "ping")["result"], json::object());
+  EXPECT_EQ(stop(), 0);
+  EXPECT_EQ(agent_.executions(), 4);  // the queued one never started
+  const auto queued = transport_.wait_for_response(5, 0s);
+  ASSERT_TRUE(queued.has_value());
+  EXPECT_EQ((*queued)["result"]["isError"], true);
+}
+
+TEST_F(SessionTest, RequestStopFromAnotherThreadEndsRun) {
+  send_request(1, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
+  std::thread([this] { session_->request_stop(); }).join();
+  ASSERT_EQ(done_.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(done_.get(), 0);
+  EXPECT_TRUE(transport_.wait_for_response(1, 0s).has_value());
+  session_.reset();
+}
+
+TEST_F(SessionTest, WriteFailureEndsTheSession) {
+  transport_.fail_writes();
+  send_request(1, "ping");
+  ASSERT_EQ(done_.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(done_.get(), 0);
+  session_.reset();
+}
+
+}  // namespace
+}  // namespace execmcp::host::mcp

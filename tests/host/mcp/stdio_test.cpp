@@ -1,0 +1,220 @@
+// Tests for the stdio transport over real pipes, and serve_stdio in a forked child process.
+#include "mcp/stdio_transport.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_agent.hpp"
+#include "mcp/stdio_server.hpp"
+
+namespace execmcp::host::mcp {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct Pipe {
+  Pipe() { EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0); }
+  ~Pipe() {
+    close_read();
+    close_write();
+  }
+  void close_read() {
+    if (fds[0] >= 0) ::close(fds[0]);
+    fds[0] = -1;
+  }
+  void close_write() {
+    if (fds[1] >= 0) ::close(fds[1]);
+    fds[1] = -1;
+  }
+  void write(std::string_view bytes) const {
+    ASSERT_EQ(::write(fds[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  int fds[2] = {-1, -1};
+};
+
+// Reads one line from fd, waiting at most `timeout`.
+std::optional<std::string> read_line(int fd, std::string& buffer,
+                                     std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (const auto nl = buffer.find('\n'); nl != std::string::npos) {
+      std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n <= 0) return std::nullopt;
+    buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+TEST(StdioTransport, ReadsLinesSplitAcrossWritesAndStripsCr) {
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1]);
+  in.write("{\"a\":");
+  in.write("1}\r\n{\"b\":2}\n\nlast-without-newline");
+  in.close_write();
+  EXPECT_EQ(transport.read_line(), "{\"a\":1}");
+  EXPECT_EQ(transport.read_line(), "{\"b\":2}");
+  EXPECT_EQ(transport.read_line(), "");
+  EXPECT_EQ(transport.read_line(), "last-without-newline");
+  EXPECT_EQ(transport.read_line(), std::nullopt);
+}
+
+TEST(StdioTransport, WritesOneMessagePerLineFromManyThreads) {
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1]);
+  const std::string payload(5000, 'x');  // larger than PIPE_BUF, so atomicity is ours
+  auto reader = std::async(std::launch::async, [&] {
+    std::string buffer;
+    int lines = 0;
+    while (auto line = read_line(out.fds[0], buffer, 10s)) {
+      EXPECT_EQ(*line, payload);
+      if (++lines == 400) break;
+    }
+    return lines;
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) EXPECT_TRUE(transport.write_line(payload));
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(reader.get(), 400);
+}
+
+TEST(StdioTransport, CloseWakesABlockedReader) {
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1]);
+  auto reader = std::async(std::launch::async, [&] { return transport.read_line(); });
+  EXPECT_EQ(reader.wait_for(50ms), std::future_status::timeout);
+  transport.close();
+  ASSERT_EQ(reader.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(reader.get(), std::nullopt);
+  EXPECT_TRUE(transport.write_line("{}"));  // writing still works after close()
+}
+
+TEST(StdioTransport, WriteToClosedPipeFailsWithoutKillingUs) {
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old);
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1]);
+  out.close_read();
+  EXPECT_FALSE(transport.write_line("{}"));
+  EXPECT_FALSE(transport.write_line("{}"));
+  ::sigaction(SIGPIPE, &old, nullptr);
+}
+
+// The whole server in a child process with real stdin/stdout pipes; SIGTERM ends it cleanly.
+TEST(ServeStdio, ServesOverPipesAndStopsOnSigterm) {
+  Pipe to_child;
+  Pipe from_child;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(to_child.fds[0], STDIN_FILENO);
+    ::dup2(from_child.fds[1], STDOUT_FILENO);
+    to_child.close_write();
+    from_child.close_read();
+    testing::FakeAgent agent;
+    const int code = serve_stdio(agent, ServerOptions{"execmcp", "9.9", 2});
+    ::_exit(code == 0 ? 0 : 10 + code);
+  }
+  to_child.close_read();
+  from_child.close_write();
+  std::string buffer;
+
+  to_child.write(
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})"
+      "\n");
+  const auto init = read_line(from_child.fds[0], buffer, 10s);
+  ASSERT_TRUE(init.has_value());
+  EXPECT_EQ(json::parse(*init)["result"]["protocolVersion"], "2025-03-26");
+
+  to_child.write(
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"slow"}}})"
+      "\n");
+  to_child.write(R"({"jsonrpc":"2.0","id":3,"method":"ping"})"
+                 "\n");
+  const auto ping = read_line(from_child.fds[0], buffer, 10s);
+  ASSERT_TRUE(ping.has_value());
+  EXPECT_EQ(json::parse(*ping)["id"], 3);
+
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  const auto cancelled = read_line(from_child.fds[0], buffer, 10s);
+  ASSERT_TRUE(cancelled.has_value());
+  const json response = json::parse(*cancelled);
+  EXPECT_EQ(response["id"], 2);
+  // Cancelled while running (structured result) or, if SIGTERM won the race, before it started.
+  const json& result = response["result"];
+  EXPECT_TRUE(result.contains("structuredContent")
+                  ? result["structuredContent"]["cancelled"] == true
+                  : result["content"][0]["text"].get<std::string>().find("cancelled") !=
+                        std::string::npos)
+      << result;
+
+  int status = 0;
+  for (int i = 0; i < 1000 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "server did not exit after SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(ServeStdio, EndOfInputEndsTheServer) {
+  Pipe to_child;
+  Pipe from_child;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(to_child.fds[0], STDIN_FILENO);
+    ::dup2(from_child.fds[1], STDOUT_FILENO);
+    to_child.close_write();
+    from_child.close_read();
+    testing::FakeAgent agent;
+    ::_exit(serve_stdio(agent, ServerOptions{}));
+  }
+  to_child.close_read();
+  from_child.close_write();
+  to_child.write(R"({"jsonrpc":"2.0","id":1,"method":"ping"})"
+                 "\n");
+  to_child.close_write();
+  std::string buffer;
+  const auto ping = read_line(from_child.fds[0], buffer, 10s);
+  ASSERT_TRUE(ping.has_value());
+  EXPECT_EQ(json::parse(*ping)["result"], json::object());
+  int status = 0;
+  for (int i = 0; i < 1000 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace execmcp::host::mcp

@@ -1,0 +1,264 @@
+// Tests for the tools called directly: read_file slicing, write_file, read_docstring against a
+// real python3 and the execute_command argument handling.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fake_agent.hpp"
+#include "mcp/utf8.hpp"
+#include "tools/read_docstring_command.hpp"
+#include "tools/tool.hpp"
+
+namespace execmcp::host::tools {
+namespace {
+
+using nlohmann::json;
+using testing::FakeAgent;
+
+class ToolsTest : public ::testing::Test {
+ protected:
+  ToolOutcome run(const Tool& tool, const json& arguments) {
+    ToolContext context{agent_, nullptr, &cancel_};
+    return tool.run(arguments, context);
+  }
+  ToolResult ok(const Tool& tool, const json& arguments) {
+    ToolOutcome outcome = run(tool, arguments);
+    if (auto* error = std::get_if<ArgumentError>(&outcome)) {
+      ADD_FAILURE() << "argument error: " << error->message;
+      return {};
+    }
+    return std::get<ToolResult>(outcome);
+  }
+  std::string argument_error(const Tool& tool, const json& arguments) {
+    ToolOutcome outcome = run(tool, arguments);
+    if (auto* error = std::get_if<ArgumentError>(&outcome)) return error->message;
+    ADD_FAILURE() << "expected an argument error for " << arguments;
+    return {};
+  }
+
+  FakeAgent agent_;
+  sdk::CancelToken cancel_;
+  Tool read_file_ = make_read_file_tool();
+  Tool write_file_ = make_write_file_tool();
+  Tool execute_ = make_execute_command_tool();
+  Tool docstring_ = make_read_docstring_tool();
+};
+
+TEST_F(ToolsTest, ReadFileWholeFile) {
+  agent_.put_file("/w/a.txt", "one\ntwo\nthree\n");
+  const ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}});
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.structured["content"], "one\ntwo\nthree\n");
+  EXPECT_EQ(r.structured["total_lines"], 3);
+  EXPECT_EQ(r.structured["start_line"], 1);
+  EXPECT_EQ(r.structured["lines_returned"], 3);
+  EXPECT_EQ(r.structured["truncated"], false);
+  EXPECT_EQ(r.text, "one\ntwo\nthree\n");
+}
+
+TEST_F(ToolsTest, ReadFileSlices) {
+  agent_.put_file("/w/a.txt", "1\n2\n3\n4\n5");  // no newline at the end
+  ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 2}, {"line_count", 2}});
+  EXPECT_EQ(r.structured["content"], "2\n3\n");
+  EXPECT_EQ(r.structured["total_lines"], 5);
+  EXPECT_EQ(r.structured["start_line"], 2);
+  EXPECT_EQ(r.structured["lines_returned"], 2);
+  EXPECT_EQ(r.structured["truncated"], false);
+
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 4}, {"line_count", 100}});
+  EXPECT_EQ(r.structured["content"], "4\n5");
+  EXPECT_EQ(r.structured["lines_returned"], 2);
+
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 5}});
+  EXPECT_EQ(r.structured["content"], "5");
+  EXPECT_EQ(r.structured["lines_returned"], 1);
+
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 3.0}, {"line_count", 1}});
+  EXPECT_EQ(r.structured["content"], "3\n");
+}
+
+TEST_F(ToolsTest, ReadFileOffsetPastEndIsEmptyWithNotice) {
+  agent_.put_file("/w/a.txt", "1\n2\n");
+  const ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 3}});
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.structured["content"], "");
+  EXPECT_EQ(r.structured["lines_returned"], 0);
+  EXPECT_EQ(r.structured["total_lines"], 2);
+  EXPECT_NE(r.text.find("past the end"), std::string::npos) << r.text;
+}
+
+TEST_F(ToolsTest, ReadFileEmptyFile) {
+  agent_.put_file("/w/empty", "");
+  const ToolResult r = ok(read_file_, json{{"path", "/w/empty"}});
+  EXPECT_EQ(r.structured["total_lines"], 0);
+  EXPECT_EQ(r.structured["lines_returned"], 0);
+  EXPECT_EQ(r.text, "(empty file)");
+}
+
+TEST_F(ToolsTest, ReadFileBadArguments) {
+  EXPECT_NE(argument_error(read_file_, json{{"path", "/a"}, {"line_count", 0}}).find("line_count"),
+            std::string::npos);
+  EXPECT_NE(argument_error(read_file_, json{{"path", "/a"}, {"line_count", -1}}).find("line_count"),
+            std::string::npos);
+  EXPECT_NE(argument_error(read_file_, json{{"path", "/a"}, {"offset", -2}}).find("offset"),
+            std::string::npos);
+  EXPECT_NE(argument_error(read_file_, json::object()).find("path"), std::string::npos);
+  EXPECT_NE(argument_error(read_file_, json{{"path", ""}}).find("path"), std::string::npos);
+}
+
+TEST_F(ToolsTest, ReadFileMissingIsToolError) {
+  const ToolResult r = ok(read_file_, json{{"path", "/w/none"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_NE(r.text.find("no such file"), std::string::npos);
+  EXPECT_NE(r.text.find("/w/none"), std::string::npos);
+}
+
+TEST_F(ToolsTest, ReadFileBinaryIsReplacedWithNotice) {
+  agent_.put_file("/w/bin", std::string("\x7F"
+                                        "ELF\x02\x01\x01\x00\xFF\xFE\n\x89PNG",
+                                        14));
+  const ToolResult r = ok(read_file_, json{{"path", "/w/bin"}});
+  EXPECT_FALSE(r.is_error);
+  const std::string content = r.structured["content"];
+  EXPECT_TRUE(mcp::is_valid_utf8(content));
+  EXPECT_NE(content.find("\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_NE(r.structured["notice"].get<std::string>().find("not valid UTF-8"), std::string::npos);
+  EXPECT_NO_THROW((void)r.structured.dump());
+}
+
+TEST_F(ToolsTest, ReadFileCapsLinesAndSaysHowToContinue) {
+  std::string big;
+  for (int i = 1; i <= 25000; ++i) big += std::to_string(i) + "\n";
+  agent_.put_file("/w/big", big);
+  const ToolResult r = ok(read_file_, json{{"path", "/w/big"}});
+  EXPECT_EQ(r.structured["total_lines"], 25000);
+  EXPECT_EQ(r.structured["lines_returned"], 20000);
+  EXPECT_EQ(r.structured["truncated"], true);
+  EXPECT_NE(r.text.find("offset=20001"), std::string::npos);
+}
+
+TEST_F(ToolsTest, WriteFileStoresAndReportsBytes) {
+  const ToolResult r = ok(write_file_, json{{"path", "/w/new.txt"}, {"content", "hello\n"}});
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.structured["bytes_written"], 6);
+  EXPECT_EQ(r.structured["path"], "/w/new.txt");
+  EXPECT_EQ(agent_.file("/w/new.txt"), "hello\n");
+}
+
+TEST_F(ToolsTest, WriteFileRefusedIsToolError) {
+  const ToolResult r = ok(write_file_, json{{"path", "/readonly/x"}, {"content", "x"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_NE(r.text.find("outside"), std::string::npos);
+  EXPECT_FALSE(agent_.file("/readonly/x").has_value());
+}
+
+TEST_F(ToolsTest, ExecuteCommandRejectsBadTimeoutsAndEmptyCommand) {
+  EXPECT_NE(argument_error(execute_, json{{"command", "ls"}, {"timeout", 0}}).find("timeout"),
+            std::string::npos);
+  EXPECT_NE(argument_error(execute_, json{{"command", "ls"}, {"timeout", 1e12}}).find("timeout"),
+            std::string::npos);
+  EXPECT_NE(argument_error(execute_, json{{"command", "  "}}).find("command"), std::string::npos);
+  EXPECT_EQ(agent_.executions(), 0);
+}
+
+TEST(ShellQuote, RoundTripsThroughSh) {
+  const std::string nasty = "it's $(rm -rf /) `x` \"q\" \\ ; | & \n end";
+  const auto result = execmcp::host::testing::run_shell("printf %s " + shell_quote(nasty));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.stdout_data, nasty);
+}
+
+class ReadDocstringTest : public ToolsTest {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("execmcp-docstring-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_ / "mytools");
+    // Importing the package would create this marker; parsing must not.
+    write("mytools/__init__.py",
+          "open(" + quoted((dir_ / "imported").string()) + ", 'w').write('yes')\n");
+    write("mytools/web.py",
+          "\"\"\"Web helpers.\"\"\"\n"
+          "import does_not_exist_anywhere\n"
+          "def fetch(url):\n"
+          "    \"\"\"Fetch a URL.\n\n    Returns the body as text (caf\xC3\xA9).\n    \"\"\"\n"
+          "    return url\n"
+          "async def poll():\n    \"\"\"Poll forever.\"\"\"\n"
+          "def bare():\n    return 1\n"
+          "class Client:\n"
+          "    \"\"\"A client.\"\"\"\n"
+          "    def get(self, key):\n        \"\"\"Get one key.\"\"\"\n");
+    agent_.set_tools_dir(dir_.string());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void write(const std::string& relative, const std::string& text) {
+    std::ofstream(dir_ / relative) << text;
+  }
+  static std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReadDocstringTest, ReadsFunctionDocstringWithoutImporting) {
+  const ToolResult r = ok(docstring_, json{{"module", "mytools.web"}, {"function", "fetch"}});
+  ASSERT_FALSE(r.is_error) << r.text;
+  EXPECT_EQ(r.structured["docstring"], "Fetch a URL.\n\nReturns the body as text (caf\xC3\xA9).");
+  EXPECT_EQ(r.structured["module"], "mytools.web");
+  EXPECT_EQ(r.structured["function"], "fetch");
+  EXPECT_EQ(r.text, r.structured["docstring"]);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "imported"));
+  EXPECT_NE(agent_.last_internal().find("python3"), std::string::npos);
+}
+
+TEST_F(ReadDocstringTest, ReadsMethodsAsyncFunctionsAndMissingDocstrings) {
+  EXPECT_EQ(ok(docstring_, json{{"module", "mytools.web"}, {"function", "Client.get"}})
+                .structured["docstring"],
+            "Get one key.");
+  EXPECT_EQ(
+      ok(docstring_, json{{"module", "mytools.web"}, {"function", "poll"}}).structured["docstring"],
+      "Poll forever.");
+  const ToolResult bare = ok(docstring_, json{{"module", "mytools.web"}, {"function", "bare"}});
+  EXPECT_FALSE(bare.is_error);
+  EXPECT_EQ(bare.structured["docstring"], "");
+  EXPECT_NE(bare.text.find("no docstring"), std::string::npos);
+}
+
+TEST_F(ReadDocstringTest, NotFoundIsToolError) {
+  ToolResult r = ok(docstring_, json{{"module", "mytools.web"}, {"function", "nothing"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_NE(r.text.find("'nothing' not found"), std::string::npos) << r.text;
+  r = ok(docstring_, json{{"module", "mytools.absent"}, {"function", "f"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_NE(r.text.find("not found"), std::string::npos) << r.text;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "imported"));
+}
+
+TEST_F(ReadDocstringTest, RejectsNamesThatAreNotIdentifiers) {
+  for (const char* module : {"a;b", "a..b", ".a", "a b", "1abc", "a/b", ""}) {
+    EXPECT_NE(
+        argument_error(docstring_, json{{"module", module}, {"function", "f"}}).find("module"),
+        std::string::npos)
+        << module;
+  }
+  for (const char* function : {"f()", "a.b.c", "x'y", "-f"}) {
+    EXPECT_NE(
+        argument_error(docstring_, json{{"module", "m"}, {"function", function}}).find("function"),
+        std::string::npos)
+        << function;
+  }
+  EXPECT_TRUE(agent_.last_internal().empty());
+}
+
+TEST(ReadDocstringOutput, HelperFailureIsReported) {
+  sdk::ExecResult result;
+  result.exit_code = 127;
+  result.stderr_data = "sh: python3: not found\n";
+  const DocstringLookup lookup = parse_read_docstring_output(result);
+  EXPECT_NE(lookup.error.find("python3: not found"), std::string::npos);
+  EXPECT_NE(lookup.error.find("127"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace execmcp::host::tools
