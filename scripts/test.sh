@@ -10,7 +10,7 @@ build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
 
 engine_started=0
 cleanup() {
-  if [ "$engine_started" = 1 ]; then "$root/scripts/docker-engine.sh" stop || true; fi
+  if [ "$engine_started" = 1 ]; then "$root/scripts/docker-engine.sh" stop --force || true; fi
 }
 trap cleanup EXIT
 

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Starts, stops and reports a Docker engine on a machine without systemd (CI, sandboxes, containers).
+#   scripts/docker-engine.sh start    start dockerd in the background unless an engine already answers
+#   scripts/docker-engine.sh stop [--force]
+#                                     stop the dockerd that this script started (never anyone else's);
+#                                     refuses while containers run unless --force
+#   scripts/docker-engine.sh status   say whether an engine answers and who started it
+# Environment:
+#   EXECMCP_STATE_DIR      where the log and pid file go (default /tmp)
+#   EXECMCP_DOCKERD_ARGS   extra dockerd arguments, e.g. "--storage-driver=vfs"
+#   EXECMCP_DOCKER_WAIT    seconds to wait for the socket (default 60)
+#   EXECMCP_DOCKER_SOCKET  socket dockerd listens on (default /var/run/docker.sock). A second daemon
+#                          on one host needs its own --data-root, --exec-root, --pidfile and bridge
+#                          (--bridge=none deletes docker0, breaking the first daemon's networking).
+set -euo pipefail
+
+state_dir="${EXECMCP_STATE_DIR:-/tmp}"
+log_file="$state_dir/execmcp-dockerd.log"
+pid_file="$state_dir/execmcp-dockerd.pid"
+driver_file="$state_dir/execmcp-dockerd.driver"
+socket="${EXECMCP_DOCKER_SOCKET:-/var/run/docker.sock}"
+wait_secs="${EXECMCP_DOCKER_WAIT:-60}"
+export DOCKER_HOST="${DOCKER_HOST:-unix://$socket}"
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+say() { echo "docker-engine: $*" >&2; }
+
+# True when an engine answers on DOCKER_HOST, else on the socket. `docker version` needs both the
+# client and the server half; the client negotiates the API version down to the daemon's.
+engine_answers() {
+  if command -v docker >/dev/null 2>&1; then
+    timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 && return 0
+  fi
+  # No CLI: ask the socket directly.
+  [ -S "$socket" ] && command -v curl >/dev/null 2>&1 &&
+    timeout 5 curl -fsS --unix-socket "$socket" http://localhost/_ping >/dev/null 2>&1
+}
+
+our_pid() {
+  [ -f "$pid_file" ] || return 1
+  local pid
+  pid="$(cat "$pid_file")"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  # Not root: the recorded pid is the sudo that runs dockerd, which passes signals on.
+  case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+    dockerd | sudo) echo "$pid" ;;
+    *) return 1 ;;
+  esac
+}
+
+install_engine() {
+  say "dockerd not found; installing docker.io"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends docker.io >&2
+}
+
+# Launches dockerd with the given extra args and waits for it; returns 1 (daemon gone) on failure.
+launch() {
+  local pid
+  # shellcheck disable=SC2086 # EXECMCP_DOCKERD_ARGS is a word list on purpose
+  $sudo setsid dockerd --host="unix://$socket" "$@" ${EXECMCP_DOCKERD_ARGS:-} >>"$log_file" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$pid_file"
+  local waited=0
+  while [ "$waited" -lt "$wait_secs" ]; do
+    if engine_answers; then
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      rm -f "$pid_file"
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  say "engine did not answer within ${wait_secs}s; stopping it"
+  kill "$pid" 2>/dev/null || true
+  rm -f "$pid_file"
+  return 2
+}
+
+cmd_start() {
+  if engine_answers; then
+    echo "engine already running"
+    return 0
+  fi
+  command -v dockerd >/dev/null 2>&1 || install_engine
+  mkdir -p "$state_dir"
+  # A stale socket from a killed daemon makes dockerd refuse to start.
+  if [ -S "$socket" ] && ! pgrep -x dockerd >/dev/null 2>&1; then $sudo rm -f "$socket"; fi
+  : >"$log_file"
+  say "starting dockerd (log: $log_file)"
+  # First let dockerd choose the storage driver: it keeps the one /var/lib/docker already uses and
+  # otherwise prefers overlay2. Inside some sandboxes (overlayfs root, no nested overlay mounts) that
+  # fails and dockerd exits; vfs always works (a full copy per layer: slower, bigger), so it is the
+  # fallback. The driver that worked is remembered so later starts go straight to it.
+  local drivers=(auto vfs)
+  if [[ "${EXECMCP_DOCKERD_ARGS:-}" == *storage-driver* ]]; then
+    drivers=(auto)
+  elif [ -f "$driver_file" ] && [ "$(cat "$driver_file")" = vfs ]; then
+    drivers=(vfs)
+  fi
+  local d rc
+  for d in "${drivers[@]}"; do
+    rc=0
+    if [ "$d" = vfs ]; then
+      say "starting with storage driver vfs"
+      launch --storage-driver=vfs || rc=$?
+    else
+      launch || rc=$?
+    fi
+    if [ "$rc" -eq 0 ]; then
+      echo "$d" >"$driver_file"
+      say "engine running (pid $(cat "$pid_file"), storage driver $(docker info --format '{{.Driver}}' 2>/dev/null || echo '?'))"
+      return 0
+    fi
+    [ "$rc" -eq 2 ] && break # hung, not refused: another driver will not help
+  done
+  say "dockerd failed to start; last lines of $log_file:"
+  tail -n 30 "$log_file" >&2
+  # Sandboxes without netfilter: containers with --network none still work without it.
+  if grep -qi 'iptables' "$log_file"; then
+    say "hint: no iptables here; try EXECMCP_DOCKERD_ARGS='--iptables=false' (bridge networking will have no NAT)"
+  fi
+  return 1
+}
+
+cmd_stop() {
+  local pid
+  if ! pid="$(our_pid)"; then
+    rm -f "$pid_file"
+    if engine_answers; then
+      say "an engine is running but this script did not start it; leaving it alone"
+    else
+      say "no engine running"
+    fi
+    return 0
+  fi
+  # The engine is shared: others' containers would die with it, so that takes an explicit --force.
+  local running
+  running="$(docker ps -q 2>/dev/null | wc -l)"
+  if [ "$running" -gt 0 ] && [ "$force" = 0 ]; then
+    say "$running container(s) still running on this engine; not stopping it (use: stop --force)"
+    return 1
+  fi
+  say "stopping dockerd (pid $pid)"
+  $sudo kill -TERM "$pid"
+  # dockerd stops its containers first (default 10 s each, in parallel), so allow a while.
+  local waited=0
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 60 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "dockerd did not exit within 60s; killing it"
+    $sudo kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pid_file"
+  say "stopped"
+}
+
+cmd_status() {
+  local pid=""
+  pid="$(our_pid)" || pid=""
+  if engine_answers; then
+    local ver driver cg
+    ver="$(docker version --format 'server {{.Server.Version}} (API {{.Server.APIVersion}}), client {{.Client.Version}}' 2>/dev/null || echo '?')"
+    driver="$(docker info --format '{{.Driver}}' 2>/dev/null || echo '?')"
+    cg="$(docker info --format '{{.CgroupVersion}}' 2>/dev/null || echo '?')"
+    echo "engine running: $ver, storage driver $driver, cgroup v$cg"
+    if [ -n "$pid" ]; then echo "started by this script (pid $pid, log $log_file)"; else echo "not started by this script"; fi
+    return 0
+  fi
+  echo "engine not running"
+  return 1
+}
+
+force=0
+[ "${2:-}" = --force ] && force=1
+case "${1:-}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  -h | --help | help) sed -n '2,14p' "$0" ;;
+  *)
+    sed -n '2,14p' "$0" >&2
+    exit 2
+    ;;
+esac
