@@ -1,0 +1,49 @@
+// The `local` executor backend: runs an agent's commands as subprocesses on the host.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <list>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "execmcp/sdk/executor_backend.hpp"
+#include "local_settings.hpp"
+
+namespace execmcp::plugins::local {
+
+class LocalBackend final : public sdk::ExecutorBackend {
+ public:
+  // Throws std::invalid_argument on bad settings.
+  explicit LocalBackend(const sdk::BackendInit& init);
+  ~LocalBackend() override;
+
+  std::string start() override;
+  void stop() noexcept override;
+  void cleanup() noexcept override;
+
+  sdk::ExecResult execute(const sdk::ExecRequest& request) override;
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override;
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
+
+  [[nodiscard]] sdk::BackendTraits traits() const override;
+
+ private:
+  // Applies command_prefix / venv / extra env; returns "" or an error.
+  std::string prepare(const sdk::ExecRequest& request, const std::string& work_dir,
+                      std::string& command, std::vector<std::string>& env) const;
+  void log(sdk::LogLevel level, const std::string& message) const noexcept;
+
+  sdk::BackendInit init_;
+  std::vector<sdk::PathGrant> grants_;
+  LocalSettings settings_;
+
+  // Each running execute() owns one stop flag here; stop() raises them all and waits.
+  std::mutex running_mutex_;
+  std::condition_variable running_done_;
+  std::list<std::atomic<bool>> running_;
+};
+
+}  // namespace execmcp::plugins::local

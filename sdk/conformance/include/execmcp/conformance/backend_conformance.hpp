@@ -1,0 +1,51 @@
+// The backend conformance kit: GoogleTest cases that hold any ExecutorBackend to the SDK contract.
+//
+// Usage, in one .cpp of your test program (linked to execmcp::conformance and GTest::gtest_main):
+//
+//   execmcp::conformance::BackendUnderTest mine() {
+//     execmcp::conformance::BackendUnderTest backend;
+//     backend.name = "mine";
+//     backend.factory = execmcp::conformance::plugin_backend_factory("/path/execmcp_mine.so");
+//     backend.settings_json = R"({"image": "x"})";
+//     return backend;
+//   }
+//   const bool registered = execmcp::conformance::register_backend(mine());
+//
+// Every registered backend gets the whole suite, named BackendConformance.<Case>/<name>.
+// Workspaces are made under `temp_root` and handed to the backend at their host paths, so a
+// sandboxed backend must make them visible at the same path (the house rule for Docker).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "execmcp/sdk/executor_backend.hpp"
+
+namespace execmcp::conformance {
+
+// Makes a backend for one test. It may throw; the test then fails with the message.
+using BackendFactory =
+    std::function<std::unique_ptr<sdk::ExecutorBackend>(const sdk::BackendInit& init)>;
+
+struct BackendUnderTest {
+  std::string name;  // test-name suffix: letters, digits and '_'
+  BackendFactory factory;
+  std::string settings_json = "{}";  // BackendInit::settings_json for every test
+  std::string temp_root;             // where workspaces are made; empty: the system temp dir
+  // How much longer than asked a kill (timeout, cancel, stop) may take to come back. Generous on
+  // purpose: this checks behaviour, timing targets belong in benchmarks.
+  std::chrono::seconds slack{20};
+};
+
+// Registers a backend for the suite. Call before testing::InitGoogleTest(), e.g. from a static
+// initializer as above. Returns true so it can initialize a static.
+bool register_backend(BackendUnderTest backend);
+
+// A factory that loads a backend plugin (built with EXECMCP_BACKEND_PLUGIN) through Boost.DLL,
+// checks its descriptor, and keeps the library loaded for as long as any backend made from it.
+BackendFactory plugin_backend_factory(const std::string& library_path);
+
+}  // namespace execmcp::conformance

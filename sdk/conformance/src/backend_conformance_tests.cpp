@@ -1,0 +1,498 @@
+// The conformance cases: each checks one clause of the backend contract on every registered
+// backend.
+//
+// The cases only use POSIX sh and a few coreutils (sleep, head, tr, cat, printf, setsid when
+// present), so a sandboxed backend with a small image passes too. Whether a process tree is dead
+// is judged by a heartbeat file in the workspace that a background loop appends to: it must stop
+// growing once execute() has returned.
+//
+// register_backend() lives in this file on purpose: calling it pulls this object file (and so
+// these tests) out of the static library into the test program.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "execmcp/conformance/backend_conformance.hpp"
+
+namespace execmcp::conformance {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::vector<BackendUnderTest>& registry() {
+  static std::vector<BackendUnderTest> backends;
+  return backends;
+}
+
+std::string read_host_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_host_file(const fs::path& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+std::uintmax_t file_size_or_zero(const fs::path& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Collects streamed chunks; the backend calls it from its own thread.
+class RecordingSink final : public sdk::OutputSink {
+ public:
+  void on_output(sdk::StreamKind stream, std::string_view chunk) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (stream == sdk::StreamKind::Stdout) {
+      if (stdout_.empty()) first_stdout_at_ = Clock::now();
+      stdout_.append(chunk);
+    } else {
+      stderr_.append(chunk);
+    }
+  }
+  std::string stdout_data() {
+    std::lock_guard lock(mutex_);
+    return stdout_;
+  }
+  std::string stderr_data() {
+    std::lock_guard lock(mutex_);
+    return stderr_;
+  }
+  Clock::time_point first_stdout_at() {
+    std::lock_guard lock(mutex_);
+    return first_stdout_at_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string stdout_;
+  std::string stderr_;
+  Clock::time_point first_stdout_at_{};
+};
+
+class BackendConformance : public ::testing::TestWithParam<BackendUnderTest> {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    const auto& param = GetParam();
+    fs::path base = param.temp_root.empty() ? fs::temp_directory_path() : fs::path(param.temp_root);
+    std::string pattern = (base / "execmcp-conformance-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr) << "cannot create a temp dir under " << base;
+    root_ = fs::canonical(pattern);
+    workspace_ = root_ / "workspace";
+    context_ = root_ / "context";
+    outside_ = root_ / "outside";
+    for (const auto& dir : {workspace_, context_, outside_, root_ / "logs"})
+      fs::create_directories(dir);
+    // Sandboxes often run commands as another user: let it write the workspace.
+    fs::permissions(workspace_, fs::perms::all);
+    write_host_file(context_ / "readme.txt", "context file\n");
+    write_host_file(outside_ / "secret.txt", "secret\n");
+
+    init_.agent_id = "conformance-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+    init_.instance_id = "conformance-" + std::to_string(::getpid());
+    init_.cwd = workspace_.string();
+    init_.paths = {{workspace_.string(), true}, {context_.string(), false}};
+    init_.log_dir = (root_ / "logs").string();
+    init_.settings_json = param.settings_json;
+    init_.log = &log_;
+    try {
+      backend_ = param.factory(init_);
+    } catch (const std::exception& e) {
+      FAIL() << "the factory of '" << param.name << "' threw: " << e.what();
+    }
+    ASSERT_NE(backend_, nullptr) << "the factory of '" << param.name << "' returned null";
+    ASSERT_EQ(backend_->start(), "");
+  }
+
+  void TearDown() override {
+    if (backend_) {
+      backend_->cleanup();
+      backend_.reset();
+    }
+    std::error_code ec;
+    if (!root_.empty()) fs::remove_all(root_, ec);
+  }
+
+  sdk::ExecResult run(const std::string& command, std::chrono::milliseconds timeout = 60s,
+                      const std::string& work_dir = "") {
+    sdk::ExecRequest request;
+    request.command = command;
+    request.timeout = timeout;
+    request.work_dir = work_dir;
+    return backend_->execute(request);
+  }
+
+  // A background loop that appends to `name` in the workspace every 0.1 s.
+  std::string heartbeat(const std::string& name) const {
+    return "while :; do echo x >> '" + (workspace_ / name).string() + "'; sleep 0.1; done";
+  }
+
+  void wait_for_heartbeat(const std::string& name) const {
+    auto until = Clock::now() + slack();
+    while (file_size_or_zero(workspace_ / name) == 0 && Clock::now() < until)
+      std::this_thread::sleep_for(20ms);
+    ASSERT_GT(file_size_or_zero(workspace_ / name), 0u) << "the heartbeat loop never started";
+  }
+
+  // The loop is dead when the file stops growing (checked over a second, twelve beats' worth).
+  void expect_heartbeat_dead(const std::string& name) const {
+    ASSERT_GT(file_size_or_zero(workspace_ / name), 0u) << "the heartbeat loop never ran";
+    std::this_thread::sleep_for(200ms);
+    auto before = file_size_or_zero(workspace_ / name);
+    std::this_thread::sleep_for(1200ms);
+    EXPECT_EQ(file_size_or_zero(workspace_ / name), before)
+        << "a process of the command's tree is still running after execute() returned";
+  }
+
+  std::chrono::seconds slack() const { return GetParam().slack; }
+
+  class NullLog final : public sdk::LogSink {
+   public:
+    void log(sdk::LogLevel, std::string_view) noexcept override {}
+  };
+
+  NullLog log_;
+  fs::path root_, workspace_, context_, outside_;
+  sdk::BackendInit init_;
+  std::unique_ptr<sdk::ExecutorBackend> backend_;
+};
+
+TEST_P(BackendConformance, ReportsExitCodes) {
+  for (int code : {0, 1, 3, 42, 255}) {
+    auto result = run("exit " + std::to_string(code));
+    EXPECT_EQ(result.error, "");
+    EXPECT_EQ(result.exit_code, code) << "exit " << code;
+    EXPECT_FALSE(result.timed_out);
+    EXPECT_FALSE(result.cancelled);
+  }
+  EXPECT_EQ(run("true").exit_code, 0);
+  EXPECT_EQ(run("false").exit_code, 1);
+  EXPECT_EQ(run("this-command-does-not-exist-xyz").exit_code, 127);
+}
+
+TEST_P(BackendConformance, ReportsDeathBySignalAs128PlusSignal) {
+  EXPECT_EQ(run("kill -9 $$").exit_code, 128 + 9);
+  EXPECT_EQ(run("kill -15 $$").exit_code, 128 + 15);
+}
+
+TEST_P(BackendConformance, KeepsStdoutAndStderrApart) {
+  auto result = run("echo out1; echo err1 >&2; echo out2; echo err2 >&2");
+  EXPECT_EQ(result.error, "");
+  EXPECT_EQ(result.stdout_data, "out1\nout2\n");
+  EXPECT_EQ(result.stderr_data, "err1\nerr2\n");
+  EXPECT_FALSE(result.stdout_truncated);
+  EXPECT_FALSE(result.stderr_truncated);
+}
+
+TEST_P(BackendConformance, StdinIsEmptyNotTheServersInput) {
+  auto result = run("cat; echo \"cat=$?\"", 30s);
+  EXPECT_FALSE(result.timed_out) << "the command waited for input";
+  EXPECT_EQ(result.stdout_data, "cat=0\n");
+}
+
+TEST_P(BackendConformance, PreservesNonUtf8BytesRaw) {
+  auto result = run(R"(printf '\377\376\000\200abc\303'; printf '\351\000' >&2)");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.stdout_data, std::string("\xff\xfe\0\x80"
+                                            "abc\xc3",
+                                            8));
+  EXPECT_EQ(result.stderr_data, std::string("\xe9\0", 2));
+}
+
+TEST_P(BackendConformance, PassesRequestEnvironment) {
+  sdk::ExecRequest request;
+  request.command = R"(printf '%s|%s' "$EXECMCP_CONF_A" "$EXECMCP_CONF_B")";
+  request.env = {{"EXECMCP_CONF_A", "one two"}, {"EXECMCP_CONF_B", "x=y"}};
+  auto result = backend_->execute(request);
+  EXPECT_EQ(result.stdout_data, "one two|x=y");
+}
+
+TEST_P(BackendConformance, MeasuresDuration) {
+  auto result = run("sleep 0.3");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_GE(result.duration_seconds, 0.25);
+  EXPECT_LT(result.duration_seconds, 0.3 + static_cast<double>(slack().count()));
+}
+
+TEST_P(BackendConformance, TimeoutKillsTheWholeTree) {
+  auto started = Clock::now();
+  auto result = run("(" + heartbeat("hb") + ") & sleep 1000", 1500ms);
+  double elapsed = seconds_since(started);
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_FALSE(result.cancelled);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_LT(elapsed, 1.5 + static_cast<double>(slack().count()));
+  expect_heartbeat_dead("hb");
+}
+
+TEST_P(BackendConformance, TimeoutKillsASetsidEscapee) {
+  if (run("command -v setsid").exit_code != 0) GTEST_SKIP() << "no setsid in this backend";
+  auto result = run("setsid sh -c \"" + heartbeat("hb") + "\" & sleep 1000", 1500ms);
+  EXPECT_TRUE(result.timed_out);
+  expect_heartbeat_dead("hb");
+}
+
+TEST_P(BackendConformance, CommandLeavingBackgroundJobDoesNotHang) {
+  auto started = Clock::now();
+  auto result = run("(" + heartbeat("hb") + ") & sleep 0.5; echo done", 120s);
+  EXPECT_EQ(result.stdout_data, "done\n");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_LT(seconds_since(started), 0.5 + static_cast<double>(slack().count()));
+  expect_heartbeat_dead("hb");
+}
+
+TEST_P(BackendConformance, CancelKillsTheTreeAndReturnsPromptly) {
+  sdk::CancelToken cancel;
+  sdk::ExecRequest request;
+  request.command = "(" + heartbeat("hb") + ") & sleep 1000";
+  request.timeout = 600s;
+  request.cancel = &cancel;
+  auto future = std::async(std::launch::async, [&] { return backend_->execute(request); });
+  wait_for_heartbeat("hb");
+  auto cancelled_at = Clock::now();
+  cancel.request_cancel();
+  ASSERT_EQ(future.wait_for(slack()), std::future_status::ready) << "cancel was not honoured";
+  auto result = future.get();
+  EXPECT_LT(seconds_since(cancelled_at), static_cast<double>(slack().count()));
+  EXPECT_TRUE(result.cancelled);
+  EXPECT_FALSE(result.timed_out);
+  expect_heartbeat_dead("hb");
+}
+
+TEST_P(BackendConformance, StopKillsRunningCommands) {
+  sdk::ExecRequest request;
+  request.command = "(" + heartbeat("hb") + ") & sleep 1000";
+  request.timeout = 600s;
+  auto future = std::async(std::launch::async, [&] { return backend_->execute(request); });
+  wait_for_heartbeat("hb");
+  backend_->stop();
+  ASSERT_EQ(future.wait_for(slack()), std::future_status::ready) << "stop() left it running";
+  auto result = future.get();
+  EXPECT_NE(result.exit_code, 0);
+  expect_heartbeat_dead("hb");
+}
+
+TEST_P(BackendConformance, CapsOutputPerStreamAndKeepsDraining) {
+  sdk::ExecRequest request;
+  request.command =
+      "head -c 300000 /dev/zero | tr '\\000' a; head -c 5000 /dev/zero | tr '\\000' b >&2;"
+      " echo finished > '" +
+      (workspace_ / "finished").string() + "'";
+  request.output_cap = 1000;
+  auto result = backend_->execute(request);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.stdout_data, std::string(1000, 'a'));
+  EXPECT_TRUE(result.stdout_truncated);
+  EXPECT_EQ(result.stderr_data, std::string(1000, 'b'));
+  EXPECT_TRUE(result.stderr_truncated);
+  EXPECT_EQ(read_host_file(workspace_ / "finished"), "finished\n")
+      << "the command did not run to its end: was its output drained?";
+}
+
+TEST_P(BackendConformance, DrainsLargeOutputWithoutBlocking) {
+  sdk::ExecRequest request;
+  request.command = "head -c 30000000 /dev/zero; echo end >&2";
+  request.output_cap = 4096;
+  request.timeout = 120s;
+  auto result = backend_->execute(request);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.stdout_data.size(), 4096u);
+  EXPECT_TRUE(result.stdout_truncated);
+  EXPECT_EQ(result.stderr_data, "end\n");
+  EXPECT_FALSE(result.stderr_truncated);
+}
+
+TEST_P(BackendConformance, OutputExactlyAtTheCapIsNotTruncated) {
+  sdk::ExecRequest request;
+  request.command = "printf abcd";
+  request.output_cap = 4;
+  auto result = backend_->execute(request);
+  EXPECT_EQ(result.stdout_data, "abcd");
+  EXPECT_FALSE(result.stdout_truncated);
+}
+
+TEST_P(BackendConformance, StreamsOutputWhileRunning) {
+  RecordingSink sink;
+  sdk::ExecRequest request;
+  request.command = "echo first; echo warn >&2; sleep 1.5; echo second";
+  request.sink = &sink;
+  auto result = backend_->execute(request);
+  auto returned_at = Clock::now();
+  EXPECT_EQ(result.stdout_data, "first\nsecond\n");
+  EXPECT_EQ(sink.stdout_data(), result.stdout_data);
+  EXPECT_EQ(sink.stderr_data(), "warn\n");
+  ASSERT_NE(sink.first_stdout_at(), Clock::time_point{});
+  EXPECT_GT(std::chrono::duration<double>(returned_at - sink.first_stdout_at()).count(), 0.5)
+      << "output arrived only at the end, not while the command ran";
+}
+
+TEST_P(BackendConformance, WorkDirDefaultsToCwdAndResolvesInside) {
+  fs::create_directories(workspace_ / "sub" / "dir");
+  EXPECT_EQ(run("pwd -P").stdout_data, workspace_.string() + "\n");
+  EXPECT_EQ(run("pwd -P", 60s, "sub/dir").stdout_data,
+            (workspace_ / "sub" / "dir").string() + "\n");
+  EXPECT_EQ(run("pwd -P", 60s, (workspace_ / "sub").string()).stdout_data,
+            (workspace_ / "sub").string() + "\n");
+  // Context paths are allowed paths too (read-only ones included).
+  EXPECT_EQ(run("pwd -P", 60s, context_.string()).stdout_data, context_.string() + "\n");
+}
+
+TEST_P(BackendConformance, WorkDirOutsideAllowedPathsIsRefused) {
+  fs::create_symlink(outside_, workspace_ / "escape");
+  const std::string marker = (workspace_ / "ran").string();
+  for (const std::string& work_dir : {outside_.string(), std::string("/"), std::string(".."),
+                                      std::string("escape"), std::string("escape/../outside")}) {
+    auto result = run("touch '" + marker + "'", 60s, work_dir);
+    EXPECT_NE(result.error, "") << "work_dir " << work_dir << " was accepted";
+    EXPECT_FALSE(fs::exists(marker)) << "the command ran in work_dir " << work_dir;
+  }
+}
+
+TEST_P(BackendConformance, WorkDirThatDoesNotExistIsRefused) {
+  auto result = run("true", 60s, "no/such/dir");
+  EXPECT_NE(result.error, "");
+}
+
+TEST_P(BackendConformance, FileWriteReadRoundTripKeepsEveryByte) {
+  std::string data;
+  for (int round = 0; round < 4; ++round)
+    for (int b = 0; b < 256; ++b) data.push_back(static_cast<char>(b));
+  auto written = backend_->write_file({"deep/er/file.bin", data});
+  ASSERT_EQ(written.error, "");
+  EXPECT_EQ(written.bytes_written, data.size());
+  EXPECT_EQ(read_host_file(workspace_ / "deep/er/file.bin"), data) << "not at the host path";
+
+  auto read = backend_->read_file({(workspace_ / "deep/er/file.bin").string()});
+  ASSERT_EQ(read.error, "");
+  EXPECT_EQ(read.data, data);
+  EXPECT_FALSE(read.truncated);
+
+  auto exact = backend_->read_file({"deep/er/file.bin", data.size()});
+  EXPECT_EQ(exact.data, data);
+  EXPECT_FALSE(exact.truncated);
+
+  auto partial = backend_->read_file({"deep/er/file.bin", 10});
+  EXPECT_EQ(partial.error, "");
+  EXPECT_EQ(partial.data, data.substr(0, 10));
+  EXPECT_TRUE(partial.truncated);
+
+  // The command sees what the file tool wrote.
+  EXPECT_EQ(run("wc -c < deep/er/file.bin | tr -d ' '").stdout_data, "1024\n");
+
+  auto overwrite = backend_->write_file({"deep/er/file.bin", "short"});
+  EXPECT_EQ(overwrite.error, "");
+  EXPECT_EQ(backend_->read_file({"deep/er/file.bin"}).data, "short");
+}
+
+TEST_P(BackendConformance, FileToolsRefuseOutsideAndReadOnlyPaths) {
+  fs::create_symlink(outside_, workspace_ / "escape");
+  auto read_outside = backend_->read_file({(outside_ / "secret.txt").string()});
+  EXPECT_NE(read_outside.error, "");
+  EXPECT_EQ(read_outside.data, "");
+  auto read_link = backend_->read_file({"escape/secret.txt"});
+  EXPECT_NE(read_link.error, "");
+  EXPECT_EQ(read_link.data, "");
+  EXPECT_NE(backend_->read_file({"../outside/secret.txt"}).error, "");
+
+  EXPECT_NE(backend_->write_file({(outside_ / "new.txt").string(), "x"}).error, "");
+  EXPECT_NE(backend_->write_file({"escape/new.txt", "x"}).error, "");
+  EXPECT_FALSE(fs::exists(outside_ / "new.txt"));
+
+  // A read-only context path: readable, not writable.
+  auto context_read = backend_->read_file({(context_ / "readme.txt").string()});
+  EXPECT_EQ(context_read.error, "");
+  EXPECT_EQ(context_read.data, "context file\n");
+  EXPECT_NE(backend_->write_file({(context_ / "readme.txt").string(), "changed"}).error, "");
+  EXPECT_EQ(read_host_file(context_ / "readme.txt"), "context file\n");
+}
+
+TEST_P(BackendConformance, ReadingAMissingFileIsAnError) {
+  auto result = backend_->read_file({"does-not-exist.txt"});
+  EXPECT_NE(result.error, "");
+  EXPECT_EQ(result.data, "");
+}
+
+TEST_P(BackendConformance, RunsManyCommandsAtOnce) {
+  constexpr int kCommands = 8;
+  std::vector<std::future<sdk::ExecResult>> futures;
+  auto started = Clock::now();
+  for (int i = 0; i < kCommands; ++i) {
+    futures.push_back(std::async(std::launch::async, [this, i] {
+      return run("echo start-" + std::to_string(i) + "; sleep 1; echo end-" + std::to_string(i) +
+                 " >&2; exit " + std::to_string(i));
+    }));
+  }
+  for (int i = 0; i < kCommands; ++i) {
+    auto result = futures[static_cast<std::size_t>(i)].get();
+    EXPECT_EQ(result.error, "");
+    EXPECT_EQ(result.exit_code, i);
+    EXPECT_EQ(result.stdout_data, "start-" + std::to_string(i) + "\n");
+    EXPECT_EQ(result.stderr_data, "end-" + std::to_string(i) + "\n");
+  }
+  // Serialized they would take 8 s or more.
+  EXPECT_LT(seconds_since(started), 7.5) << "commands did not run concurrently";
+}
+
+TEST_P(BackendConformance, LifecycleCallsAreIdempotent) {
+  EXPECT_EQ(backend_->start(), "");  // a second start adopts what the first made
+  EXPECT_EQ(run("echo one").stdout_data, "one\n");
+  backend_->stop();
+  backend_->stop();
+  EXPECT_EQ(backend_->start(), "");
+  EXPECT_EQ(run("echo two").stdout_data, "two\n");
+  backend_->cleanup();
+  backend_->cleanup();  // TearDown cleans up a third time
+}
+
+TEST_P(BackendConformance, ReportsTraits) {
+  auto traits = backend_->traits();
+  EXPECT_FALSE(traits.python.empty());
+}
+
+std::string test_name(const ::testing::TestParamInfo<BackendUnderTest>& info) {
+  std::string name;
+  for (char c : info.param.name)
+    name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  if (name.empty()) name = "backend" + std::to_string(info.index);
+  return name;
+}
+
+}  // namespace
+
+bool register_backend(BackendUnderTest backend) {
+  registry().push_back(std::move(backend));
+  return true;
+}
+
+// Evaluated by InitGoogleTest(), after static initializers have registered the backends.
+INSTANTIATE_TEST_SUITE_P(Backends, BackendConformance, ::testing::ValuesIn(registry()), test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BackendConformance);
+
+}  // namespace execmcp::conformance

@@ -1,0 +1,301 @@
+// Local-only behaviour of the `local` plugin: settings, venv precedence, process-tree kills seen in
+// /proc, stdin, memory under huge output. The generic contract is covered by the conformance kit.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <boost/dll/shared_library.hpp>
+
+#include "execmcp/conformance/backend_conformance.hpp"
+#include "execmcp/sdk/plugin.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using execmcp::sdk::ExecRequest;
+using execmcp::sdk::ExecResult;
+using execmcp::sdk::ExecutorBackend;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Processes (not zombies) that have `marker` as one whole argument.
+int count_processes_with_arg(const std::string& marker) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string nul(1, '\0');
+    // cmdline is the arguments, each followed by a NUL.
+    if ((nul + read_text(entry.path() / "cmdline")).find(nul + marker + nul) != std::string::npos)
+      ++count;
+  }
+  return count;
+}
+
+// A sleep duration nobody else uses, so its processes can be found in /proc.
+std::string unique_sleep_arg() {
+  std::random_device rd;
+  return std::to_string(900000 + rd() % 99999) + "." + std::to_string(1 + rd() % 9);
+}
+
+std::size_t peak_rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
+}
+
+class LocalBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("VIRTUAL_ENV");
+    std::string pattern = (fs::temp_directory_path() / "execmcp-local-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = fs::canonical(pattern);
+    workspace_ = root_ / "ws";
+    fs::create_directories(workspace_);
+  }
+  void TearDown() override {
+    for (auto& b : backends_) b->cleanup();
+    backends_.clear();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  ExecutorBackend& make(const std::string& settings, const std::string& tools_dir = "") {
+    execmcp::sdk::BackendInit init;
+    init.agent_id = "local-test";
+    init.cwd = workspace_.string();
+    init.paths = {{workspace_.string(), true}};
+    init.tools_dir = tools_dir;
+    init.settings_json = settings;
+    backends_.push_back(factory_(init));
+    EXPECT_EQ(backends_.back()->start(), "");
+    return *backends_.back();
+  }
+
+  std::string refusal(const std::string& settings) {
+    try {
+      make(settings);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static ExecResult run(ExecutorBackend& backend, const std::string& command,
+                        std::chrono::milliseconds timeout = 60s, const std::string& work_dir = "") {
+    ExecRequest request;
+    request.command = command;
+    request.timeout = timeout;
+    request.work_dir = work_dir;
+    return backend.execute(request);
+  }
+
+  void make_venv(const fs::path& dir) {
+    std::string cmd = "python3 -m venv --without-pip '" + dir.string() + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_TRUE(fs::exists(dir / "bin" / "python"));
+  }
+
+  execmcp::conformance::BackendFactory factory_ =
+      execmcp::conformance::plugin_backend_factory(EXECMCP_LOCAL_PLUGIN_PATH);
+  fs::path root_, workspace_;
+  std::vector<std::unique_ptr<ExecutorBackend>> backends_;
+};
+
+TEST_F(LocalBackendTest, DescriptorSaysLocalBackend) {
+  boost::dll::shared_library library(EXECMCP_LOCAL_PLUGIN_PATH);
+  const auto& descriptor =
+      library.get_alias<const execmcp::sdk::PluginDescriptor>(execmcp::sdk::kDescriptorSymbol);
+  EXPECT_EQ(descriptor.magic, execmcp::sdk::kDescriptorMagic);
+  EXPECT_STREQ(descriptor.name, "local");
+  EXPECT_EQ(descriptor.kind, execmcp::sdk::PluginKind::Backend);
+  EXPECT_EQ(descriptor.abi_major, execmcp::sdk::kAbiMajor);
+}
+
+TEST_F(LocalBackendTest, RefusesBadSettingsNamingTheKey) {
+  auto unknown = refusal(R"({"shel": "/bin/sh"})");
+  EXPECT_NE(unknown.find("unknown setting 'shel'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("known: shell, command_prefix"), std::string::npos) << unknown;
+  EXPECT_NE(refusal(R"({"auto_venv": "yes"})").find("'auto_venv'"), std::string::npos);
+  EXPECT_NE(refusal(R"({"env": {"A": 1}})").find("'env.A'"), std::string::npos);
+  EXPECT_NE(refusal(R"({"env": []})").find("'env'"), std::string::npos);
+  EXPECT_NE(refusal(R"({"shell": "/no/such/shell"})").find("'shell'"), std::string::npos);
+  EXPECT_NE(refusal(R"([1])").find("object"), std::string::npos);
+  EXPECT_NE(refusal("{not json").find("JSON"), std::string::npos);
+  EXPECT_EQ(refusal(""), "");
+}
+
+TEST_F(LocalBackendTest, TraitsComeFromInit) {
+  auto traits = make("{}", "/opt/tools").traits();
+  EXPECT_EQ(traits.tools_dir, "/opt/tools");
+  EXPECT_EQ(traits.python, "python3");
+  EXPECT_FALSE(traits.isolated);
+}
+
+TEST_F(LocalBackendTest, StartCreatesAMissingCwd) {
+  fs::remove_all(workspace_);
+  make("{}");
+  EXPECT_TRUE(fs::is_directory(workspace_));
+}
+
+TEST_F(LocalBackendTest, StdinIsDevNull) {
+  auto& backend = make("{}");
+  auto result = run(backend, "readlink /proc/self/fd/0; cat", 30s);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.stdout_data, "/dev/null\n");
+}
+
+TEST_F(LocalBackendTest, TimeoutLeavesNoMarkedProcessAlive) {
+  auto& backend = make("{}");
+  const std::string marker = unique_sleep_arg();
+  // One grandchild in the shell's group, one that leaves it with setsid, one double-forked.
+  auto future = std::async(std::launch::async, [&] {
+    return run(backend,
+               "sleep " + marker + " & setsid sleep " + marker + " & (sleep " + marker +
+                   " &) ; sleep 1000",
+               3s);
+  });
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (count_processes_with_arg(marker) < 3 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(count_processes_with_arg(marker), 3) << "the marked processes never all started";
+  auto result = future.get();
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 128 + 9);
+  EXPECT_EQ(count_processes_with_arg(marker), 0) << "a descendant survived the timeout";
+}
+
+TEST_F(LocalBackendTest, NormalExitKillsLeftoverBackgroundProcesses) {
+  auto& backend = make("{}");
+  const std::string marker = unique_sleep_arg();
+  auto started = std::chrono::steady_clock::now();
+  auto result =
+      run(backend, "sleep " + marker + " & setsid sleep " + marker + " & sleep 0.3; echo hi", 120s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 20s) << "waited for the leftovers";
+  EXPECT_EQ(result.stdout_data, "hi\n");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(count_processes_with_arg(marker), 0);
+}
+
+TEST_F(LocalBackendTest, HugeOutputKeepsMemoryFlat) {
+  auto& backend = make("{}");
+  // Reset the peak-RSS counter so this test measures only itself.
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const auto peak_before = peak_rss_kib();
+  ExecRequest request;
+  request.command = "head -c 200000000 /dev/zero; head -c 100000000 /dev/zero >&2";
+  request.output_cap = 1024 * 1024;
+  request.timeout = 170s;
+  auto result = backend.execute(request);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.stdout_data.size(), 1024u * 1024u);
+  EXPECT_EQ(result.stderr_data.size(), 1024u * 1024u);
+  EXPECT_TRUE(result.stdout_truncated);
+  EXPECT_TRUE(result.stderr_truncated);
+  EXPECT_LT(peak_rss_kib(), peak_before + 64 * 1024) << "memory grew with the output";
+}
+
+TEST_F(LocalBackendTest, WorkDirOutsideIsRefusedWithAClearMessage) {
+  auto& backend = make("{}");
+  fs::create_directories(root_ / "other");
+  fs::create_symlink(root_ / "other", workspace_ / "link-out");
+  for (const std::string& dir : {(root_ / "other").string(), std::string("link-out")}) {
+    auto result = run(backend, "echo ran", 60s, dir);
+    EXPECT_NE(result.error.find("work_dir"), std::string::npos) << result.error;
+    EXPECT_NE(result.error.find("outside this agent's allowed paths"), std::string::npos)
+        << result.error;
+    EXPECT_EQ(result.stdout_data, "");
+  }
+  // A symlink that stays inside is fine.
+  fs::create_directories(workspace_ / "real");
+  fs::create_symlink(workspace_ / "real", workspace_ / "link-in");
+  EXPECT_EQ(run(backend, "pwd -P", 60s, "link-in").stdout_data,
+            (workspace_ / "real").string() + "\n");
+}
+
+TEST_F(LocalBackendTest, ShellSettingIsUsed) {
+  auto& bash = make(R"({"shell": "/bin/bash"})");
+  EXPECT_NE(run(bash, "printf %s \"$BASH_VERSION\"").stdout_data, "");
+}
+
+TEST_F(LocalBackendTest, SettingsEnvAndRequestEnvApplyInOrder) {
+  auto& backend = make(R"({"env": {"EXECMCP_A": "settings", "EXECMCP_B": "settings"}})");
+  ExecRequest request;
+  request.command = "printf '%s|%s' \"$EXECMCP_A\" \"$EXECMCP_B\"";
+  request.env = {{"EXECMCP_B", "request"}};
+  EXPECT_EQ(backend.execute(request).stdout_data, "settings|request");
+  request.env = {{"BAD=NAME", "x"}};
+  EXPECT_NE(backend.execute(request).error, "");
+}
+
+TEST_F(LocalBackendTest, VenvPrecedence) {
+  const fs::path explicit_venv = root_ / "explicit-venv";
+  make_venv(explicit_venv);
+  make_venv(workspace_ / ".venv");
+  fs::create_directories(workspace_ / "sub");
+  make_venv(workspace_ / "sub" / ".venv");
+  const std::string probe = "printf '%s|%s' \"$VIRTUAL_ENV\" \"$(command -v python)\"";
+  auto expect_venv = [&](const std::string& output, const fs::path& venv) {
+    EXPECT_EQ(output, venv.string() + "|" + (venv / "bin" / "python").string());
+  };
+
+  // Auto-detected: the work dir's .venv first, then the agent cwd's.
+  auto& automatic = make("{}");
+  expect_venv(run(automatic, probe).stdout_data, workspace_ / ".venv");
+  expect_venv(run(automatic, probe, 60s, "sub").stdout_data, workspace_ / "sub" / ".venv");
+  // The venv's interpreter really runs.
+  EXPECT_EQ(run(automatic, "python -c 'import sys; print(sys.prefix)'").stdout_data,
+            (workspace_ / ".venv").string() + "\n");
+
+  auto& no_auto = make(R"({"auto_venv": false})");
+  EXPECT_EQ(run(no_auto, "printf '%s' \"$VIRTUAL_ENV\"").stdout_data, "");
+
+  // venv_path beats the auto-detected one.
+  auto& explicit_backend = make(R"({"venv_path": ")" + explicit_venv.string() + R"("})");
+  expect_venv(run(explicit_backend, probe).stdout_data, explicit_venv);
+
+  // command_prefix beats venv_path: no venv variables, the prefix wraps the command.
+  auto& prefixed = make(R"({"command_prefix": "env EXECMCP_PREFIXED=1", "venv_path": ")" +
+                        explicit_venv.string() + R"("})");
+  auto result = run(prefixed, "printenv EXECMCP_PREFIXED VIRTUAL_ENV");
+  EXPECT_EQ(result.stdout_data, "1\n");
+
+  // A venv_path without bin/ is an error naming it; nothing runs.
+  fs::create_directories(root_ / "not-a-venv");
+  auto& broken = make(R"({"venv_path": ")" + (root_ / "not-a-venv").string() + R"("})");
+  auto refused = run(broken, "echo ran");
+  EXPECT_NE(refused.error.find("not-a-venv"), std::string::npos) << refused.error;
+  EXPECT_EQ(refused.stdout_data, "");
+}
+
+TEST_F(LocalBackendTest, CancelledResultReportsKillSignal) {
+  auto& backend = make("{}");
+  execmcp::sdk::CancelToken cancel;
+  cancel.request_cancel();  // already cancelled: killed at once
+  ExecRequest request;
+  request.command = "sleep 1000";
+  request.cancel = &cancel;
+  auto result = backend.execute(request);
+  EXPECT_TRUE(result.cancelled);
+  EXPECT_EQ(result.exit_code, 128 + 9);
+}
+
+}  // namespace
