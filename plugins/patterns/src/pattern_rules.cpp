@@ -1,0 +1,193 @@
+// Allow/deny regex rules judged on the whole line and on each simple command it would run.
+#include "execmcp/plugins/patterns/pattern_rules.hpp"
+
+#include <pthread.h>
+
+#include <cctype>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "execmcp/plugins/shell_syntax/simple_commands.hpp"
+
+namespace execmcp::plugins::patterns {
+namespace {
+
+using shell_syntax::SimpleCommand;
+
+// libstdc++'s matcher needs a few hundred bytes of stack per input character.
+constexpr std::size_t kMatcherStackBytes = 128 * 1024 * 1024;
+constexpr std::size_t kMaxQuotedCommand = 120;
+
+std::string shorten(std::string text) {
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  if (text.size() > kMaxQuotedCommand) text = text.substr(0, kMaxQuotedCommand) + "...";
+  return text;
+}
+
+// For a search, ".*X" is found exactly where "X" is, but std::regex tries the ".*" from every
+// start position (quadratic, and one stack frame per character): drop it before compiling.
+std::string without_leading_dot_star(std::string source) {
+  while (source.starts_with(".*") && source.size() > 2) {
+    std::size_t cut = source.starts_with(".*?") ? 3 : 2;
+    if (cut >= source.size() || source[cut] == '|' || source[cut] == '*' || source[cut] == '+' ||
+        source[cut] == '?' || source[cut] == '{')
+      break;
+    source.erase(0, cut);
+  }
+  return source;
+}
+
+std::vector<Pattern> compile_list(const std::string& key, const nlohmann::json& value) {
+  if (!value.is_array())
+    throw std::invalid_argument("setting '" + key + "' must be a list of regular expressions");
+  std::vector<Pattern> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string where = "setting '" + key + "[" + std::to_string(i) + "]'";
+    if (!value[i].is_string())
+      throw std::invalid_argument(where + " must be a regular expression (a string)");
+    std::string source = value[i].get<std::string>();
+    if (source.empty()) throw std::invalid_argument(where + " is empty (it would match anything)");
+    try {
+      std::string compiled = key == "deny" ? without_leading_dot_star(source) : source;
+      out.push_back({source, std::regex(compiled, std::regex::ECMAScript)});
+    } catch (const std::regex_error& e) {
+      throw std::invalid_argument(where + ": invalid regular expression '" + source +
+                                  "': " + e.what());
+    }
+  }
+  return out;
+}
+
+const Pattern* first_found(const std::vector<Pattern>& patterns, const std::string& text) {
+  for (const auto& pattern : patterns) {
+    if (std::regex_search(text, pattern.regex)) return &pattern;
+  }
+  return nullptr;
+}
+
+bool matches_at_start(const std::vector<Pattern>& patterns, const std::string& text) {
+  for (const auto& pattern : patterns) {
+    if (std::regex_search(text, pattern.regex, std::regex_constants::match_continuous)) return true;
+  }
+  return false;
+}
+
+std::string joined_words(const SimpleCommand& cmd) {
+  std::string out;
+  for (const auto& word : cmd.words) {
+    if (!out.empty()) out += ' ';
+    out += word;
+  }
+  return out;
+}
+
+sdk::FilterVerdict judge_here(std::string_view command_line, const Settings& settings) {
+  const std::string line(command_line);
+  shell_syntax::ParsedLine parsed = shell_syntax::parse_line(line);
+
+  auto deny_for = [](const Pattern& pattern, const std::string& where) {
+    return sdk::FilterVerdict::deny(
+        pattern.source, "the command matches the deny pattern '" + pattern.source + "'" + where);
+  };
+  if (const Pattern* hit = first_found(settings.deny, line)) return deny_for(*hit, "");
+  for (const auto& cmd : parsed.commands) {
+    const Pattern* hit = first_found(settings.deny, cmd.raw);
+    if (hit == nullptr) hit = first_found(settings.deny, joined_words(cmd));
+    if (hit != nullptr) return deny_for(*hit, " (in '" + shorten(cmd.raw) + "')");
+  }
+
+  if (settings.allow.empty()) return sdk::FilterVerdict::allow();
+  if (parsed.too_deep)
+    return sdk::FilterVerdict::deny("too-deep",
+                                    "the command nests substitutions or shell strings more than " +
+                                        std::to_string(shell_syntax::kMaxDepth) +
+                                        " levels deep, too deep to check against the allow list");
+  for (const auto& cmd : parsed.commands) {
+    // What sudo runs is a second view of a command already checked as `sudo ...`.
+    if (cmd.source == shell_syntax::Source::Privileged) continue;
+    if (matches_at_start(settings.allow, cmd.text)) continue;
+    std::string allowed;
+    for (const auto& pattern : settings.allow)
+      allowed += (allowed.empty() ? "'" : ", '") + pattern.source + "'";
+    return sdk::FilterVerdict::deny(
+        "allow-list", "'" + shorten(cmd.text) +
+                          "' does not match any allowed pattern (allowed: " + allowed + ")");
+  }
+  return sdk::FilterVerdict::allow();
+}
+
+// Runs `task` on a thread with a large stack and waits for it. False if no thread could start.
+template <class Task>
+bool run_on_large_stack(Task& task) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setstacksize(&attr, kMatcherStackBytes);
+  pthread_t thread;
+  auto trampoline = [](void* arg) -> void* {
+    (*static_cast<Task*>(arg))();
+    return nullptr;
+  };
+  int rc = pthread_create(&thread, &attr, trampoline, &task);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return false;
+  pthread_join(thread, nullptr);
+  return true;
+}
+
+}  // namespace
+
+Settings parse_settings(std::string_view settings_json) {
+  Settings settings;
+  std::string_view trimmed = settings_json;
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front())))
+    trimmed.remove_prefix(1);
+  if (trimmed.empty()) return settings;
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(settings_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("patterns settings are not valid JSON: ") + e.what());
+  }
+  if (json.is_null()) return settings;
+  if (!json.is_object()) throw std::invalid_argument("patterns settings must be a mapping");
+  for (const auto& [key, value] : json.items()) {
+    if (key == "allow")
+      settings.allow = compile_list(key, value);
+    else if (key == "deny")
+      settings.deny = compile_list(key, value);
+    else
+      throw std::invalid_argument("unknown setting '" + key + "' (known: allow, deny)");
+  }
+  return settings;
+}
+
+sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings) {
+  if (settings.allow.empty() && settings.deny.empty()) return sdk::FilterVerdict::allow();
+  if (command_line.size() > kMaxLineBytes)
+    return sdk::FilterVerdict::deny("too-long",
+                                    "the command is " + std::to_string(command_line.size()) +
+                                        " bytes; the patterns filter checks at most " +
+                                        std::to_string(kMaxLineBytes) +
+                                        " (write long content with the write_file tool instead)");
+  sdk::FilterVerdict verdict;
+  std::exception_ptr error;
+  auto task = [&]() noexcept {
+    try {
+      verdict = judge_here(command_line, settings);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  };
+  if (!run_on_large_stack(task))
+    return sdk::FilterVerdict::deny("patterns-error",
+                                    "the command could not be checked (no matcher thread)");
+  if (error) std::rethrow_exception(error);
+  return verdict;
+}
+
+}  // namespace execmcp::plugins::patterns

@@ -1,0 +1,343 @@
+// The sanitize rules: destructive and privilege-changing commands, judged per simple command.
+#include "execmcp/plugins/sanitize/sanitize_rules.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "execmcp/plugins/shell_syntax/simple_commands.hpp"
+
+namespace execmcp::plugins::sanitize {
+namespace {
+
+using shell_syntax::normalize_path;
+using shell_syntax::SimpleCommand;
+
+constexpr std::size_t kMaxQuotedCommand = 120;
+
+std::string quote_command(const SimpleCommand& cmd) {
+  std::string text = cmd.text.empty() ? cmd.raw : cmd.text;
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  if (text.size() > kMaxQuotedCommand) text = text.substr(0, kMaxQuotedCommand) + "...";
+  return " (" + text + ")";
+}
+
+bool is_option(const std::string& word) {
+  return word.size() > 1 && word[0] == '-';
+}
+
+// Words after the command name that are not options (GNU tools accept options anywhere).
+std::vector<std::string> operands(const SimpleCommand& cmd) {
+  std::vector<std::string> out;
+  bool options_done = false;
+  for (std::size_t i = 1; i < cmd.words.size(); ++i) {
+    const std::string& w = cmd.words[i];
+    if (!options_done && w == "--") {
+      options_done = true;
+    } else if (options_done || !is_option(w)) {
+      out.push_back(w);
+    }
+  }
+  return out;
+}
+
+// "/", "/*", "~", "~/", "~/*", "$HOME", "${HOME}/*", "//", "/./", "/.." ...
+bool is_root_or_home(const std::string& target) {
+  std::string rest;
+  if (target.starts_with("~")) {
+    auto slash = target.find('/');
+    rest = slash == std::string::npos ? "" : target.substr(slash);
+  } else if (target.starts_with("${HOME}")) {
+    rest = target.substr(7);
+  } else if (target.starts_with("$HOME")) {
+    rest = target.substr(5);
+    if (!rest.empty() && rest[0] != '/') return false;  // $HOMEDIR is another variable
+  } else if (target.starts_with("/")) {
+    rest = target;
+  } else {
+    return false;
+  }
+  std::string normalized = normalize_path("/" + rest);
+  return normalized == "/" || normalized == "/*" || normalized == "/**";
+}
+
+// Any /dev/ path except the harmless pseudo-devices and descriptors.
+bool is_protected_device(const std::string& path) {
+  if (!path.starts_with("/")) return false;
+  std::string normalized = normalize_path(path);
+  if (!normalized.starts_with("/dev/")) return false;
+  std::string rel = normalized.substr(5);
+  static const std::set<std::string> kHarmless{"null",  "zero", "full",   "stdout", "stderr",
+                                               "stdin", "tty",  "random", "urandom"};
+  if (kHarmless.count(rel) != 0) return false;
+  return !(rel.starts_with("fd/") || rel.starts_with("shm/") || rel.starts_with("pts/"));
+}
+
+bool is_dev_null(const std::string& path) {
+  return path.starts_with("/") && normalize_path(path) == "/dev/null";
+}
+
+// --- destructive rules ------------------------------------------------------------------------
+
+bool rm_root(const SimpleCommand& cmd) {
+  if (cmd.name() != "rm") return false;
+  bool recursive = false;
+  bool no_preserve_root = false;
+  bool options_done = false;
+  std::vector<std::string> targets;
+  for (std::size_t i = 1; i < cmd.words.size(); ++i) {
+    const std::string& w = cmd.words[i];
+    if (!options_done && w == "--") {
+      options_done = true;
+    } else if (!options_done && w.starts_with("--")) {
+      recursive = recursive || w == "--recursive";
+      no_preserve_root = no_preserve_root || w == "--no-preserve-root";
+    } else if (!options_done && is_option(w)) {
+      recursive = recursive || w.find_first_of("rR") != std::string::npos;
+    } else {
+      targets.push_back(w);
+    }
+  }
+  if (no_preserve_root) return true;  // it exists only to delete /
+  return recursive && std::any_of(targets.begin(), targets.end(), is_root_or_home);
+}
+
+bool dd_device(const SimpleCommand& cmd) {
+  if (cmd.name() != "dd") return false;
+  return std::any_of(cmd.words.begin() + 1, cmd.words.end(), [](const std::string& w) {
+    return w.starts_with("of=") && is_protected_device(w.substr(3));
+  });
+}
+
+bool is_disk_tool(const std::string& name) {
+  static const std::set<std::string> kTools{"mke2fs", "mkswap", "fdisk",     "sfdisk",
+                                            "cfdisk", "gdisk",  "sgdisk",    "parted",
+                                            "wipefs", "shred",  "blkdiscard"};
+  return name.starts_with("mkfs") || kTools.count(name) != 0;
+}
+
+bool block_device_write(const SimpleCommand& cmd) {
+  for (const auto& redirection : cmd.redirections) {
+    if (redirection.writes() && is_protected_device(redirection.target)) return true;
+  }
+  const std::string name = cmd.name();
+  std::vector<std::string> args = operands(cmd);
+  if (is_disk_tool(name)) {
+    bool listing = (name == "fdisk" || name == "sfdisk") &&
+                   std::any_of(cmd.words.begin(), cmd.words.end(),
+                               [](const std::string& w) { return w == "-l" || w == "--list"; });
+    return !listing && std::any_of(args.begin(), args.end(), is_protected_device);
+  }
+  if (name == "tee") return std::any_of(args.begin(), args.end(), is_protected_device);
+  if ((name == "cp" || name == "mv" || name == "install") && args.size() >= 2)
+    return is_protected_device(args.back());
+  return false;
+}
+
+bool move_to_dev_null(const SimpleCommand& cmd) {
+  if (cmd.name() != "mv") return false;
+  for (std::size_t i = 1; i < cmd.words.size(); ++i) {
+    const std::string& w = cmd.words[i];
+    if ((w == "-t" || w == "--target-directory") && i + 1 < cmd.words.size() &&
+        is_dev_null(cmd.words[i + 1]))
+      return true;
+    if (w.starts_with("--target-directory=") && is_dev_null(w.substr(19))) return true;
+  }
+  std::vector<std::string> args = operands(cmd);
+  return args.size() >= 2 && is_dev_null(args.back());
+}
+
+// --- privilege rules --------------------------------------------------------------------------
+
+// MassGen blocks every chmod, and so do we: a mode change is a privilege decision the operator
+// makes, e.g. `allow: [chmod]` for agents that need `chmod +x`.
+bool is_chmod(const SimpleCommand& cmd) { return cmd.name() == "chmod"; }
+
+// --- fork bombs -------------------------------------------------------------------------------
+
+// Structural: a function whose body runs itself twice in one pipeline or twice in background.
+bool fork_bomb_structural(const std::vector<SimpleCommand>& commands) {
+  std::map<std::pair<std::string, int>, int> piped;  // (function, pipeline) -> self calls
+  std::map<std::string, int> backgrounded;           // function -> backgrounded self calls
+  for (const auto& cmd : commands) {
+    if (cmd.function.empty() || cmd.name() != cmd.function) continue;
+    if (++piped[{cmd.function, cmd.pipeline}] >= 2) return true;
+    if (cmd.background && ++backgrounded[cmd.function] >= 2) return true;
+  }
+  return false;
+}
+
+// Tolerant text form, for what the splitter might read differently: NAME(){ NAME|NAME& } with any
+// spacing, and `function NAME { ... }`.
+bool fork_bomb_text(std::string_view line) {
+  std::string t;
+  for (char c : line) {
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') t += c;
+  }
+  auto body_forks = [&](const std::string& name, std::size_t body_start) {
+    std::size_t body_end = t.find('}', body_start);
+    std::string body = t.substr(
+        body_start, body_end == std::string::npos ? std::string::npos : body_end - body_start);
+    return body.find(name + "|" + name + "&") != std::string::npos ||
+           body.find(name + "|&" + name + "&") != std::string::npos;
+  };
+  const std::string_view kStop = "(){}|&;<>\"'`$";
+  for (std::size_t at = t.find("(){"); at != std::string::npos; at = t.find("(){", at + 1)) {
+    std::size_t begin = at;
+    while (begin > 0 && kStop.find(t[begin - 1]) == std::string_view::npos) --begin;
+    std::string name = t.substr(begin, at - begin);
+    if (name.starts_with("function")) name = name.substr(8);
+    if (!name.empty() && body_forks(name, at + 3)) return true;
+  }
+  for (std::size_t at = t.find("function"); at != std::string::npos;
+       at = t.find("function", at + 1)) {
+    std::size_t brace = t.find('{', at);
+    if (brace == std::string::npos) break;
+    std::string name = t.substr(at + 8, brace - at - 8);
+    if (name.ends_with("()")) name.resize(name.size() - 2);
+    if (!name.empty() && name.find_first_of(kStop) == std::string::npos &&
+        body_forks(name, brace + 1))
+      return true;
+  }
+  return false;
+}
+
+struct Rule {
+  RuleInfo info;
+  bool (*matches)(const SimpleCommand&);
+  std::string_view reason;  // completed with the offending command
+};
+
+bool is_privilege_tool(const SimpleCommand& cmd) {
+  const std::string name = cmd.name();
+  return name == "sudo" || name == "doas" || name == "pkexec";
+}
+bool is_su(const SimpleCommand& cmd) {
+  return cmd.name() == "su";
+}
+bool is_chown(const SimpleCommand& cmd) {
+  const std::string name = cmd.name();
+  return name == "chown" || name == "chgrp";
+}
+
+const std::vector<Rule>& command_rules() {
+  static const std::vector<Rule> kRules{
+      {{"rm-root", "recursive rm of /, ~ or $HOME (any spelling), or rm --no-preserve-root", false},
+       rm_root,
+       "deleting the root or home directory is blocked"},
+      {{"dd-device", "dd writing to a device (of=/dev/sda ...)", false},
+       dd_device,
+       "writing raw data to a device with dd is blocked"},
+      {{"block-device-write",
+        "redirections, tee or cp onto a device; mkfs*, fdisk, wipefs, shred ... on a device",
+        false},
+       block_device_write,
+       "writing to, formatting or wiping a device is blocked"},
+      {{"move-to-dev-null", "mv of anything to /dev/null", false},
+       move_to_dev_null,
+       "moving files to /dev/null destroys them and is blocked"},
+      {{"sudo", "running a command as another user with sudo, doas or pkexec", true},
+       is_privilege_tool,
+       "running commands with elevated privileges (sudo, doas, pkexec) is blocked"},
+      {{"su", "switching user with su", true}, is_su, "switching user with su is blocked"},
+      {{"chown", "changing ownership with chown or chgrp", true},
+       is_chown,
+       "changing file ownership is blocked"},
+      {{"chmod", "changing file modes with chmod", true},
+       is_chmod,
+       "changing file modes with chmod is blocked (allow it with sanitize's `allow: [chmod]`)"},
+  };
+  return kRules;
+}
+
+constexpr std::string_view kForkBombReason =
+    "a fork bomb (a function that runs itself twice in the background) is blocked";
+
+}  // namespace
+
+const std::vector<RuleInfo>& rules() {
+  static const std::vector<RuleInfo> kInfos = [] {
+    std::vector<RuleInfo> infos;
+    infos.push_back(
+        {"fork-bomb", "a function that runs itself twice, piped and backgrounded", false});
+    for (const auto& rule : command_rules()) infos.push_back(rule.info);
+    return infos;
+  }();
+  return kInfos;
+}
+
+Settings parse_settings(std::string_view settings_json) {
+  Settings settings;
+  std::string_view trimmed = settings_json;
+  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front())))
+    trimmed.remove_prefix(1);
+  if (trimmed.empty()) return settings;
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(settings_json);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("sanitize settings are not valid JSON: ") + e.what());
+  }
+  if (json.is_null()) return settings;
+  if (!json.is_object()) throw std::invalid_argument("sanitize settings must be a mapping");
+  std::string configurable;
+  for (const auto& info : rules()) {
+    if (!info.configurable) continue;
+    configurable += (configurable.empty() ? "" : ", ") + std::string(info.id);
+  }
+  for (const auto& [key, value] : json.items()) {
+    if (key != "allow") throw std::invalid_argument("unknown setting '" + key + "' (known: allow)");
+    if (!value.is_array())
+      throw std::invalid_argument("setting 'allow' must be a list of rule names (" + configurable +
+                                  ")");
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (!value[i].is_string())
+        throw std::invalid_argument("setting 'allow[" + std::to_string(i) +
+                                    "]' must be a rule name (" + configurable + ")");
+      std::string name = value[i].get<std::string>();
+      auto it = std::find_if(rules().begin(), rules().end(),
+                             [&](const RuleInfo& info) { return info.id == name; });
+      if (it == rules().end())
+        throw std::invalid_argument("setting 'allow': unknown rule '" + name +
+                                    "' (valid: " + configurable + ")");
+      if (!it->configurable)
+        throw std::invalid_argument("setting 'allow': rule '" + name +
+                                    "' cannot be switched off (valid: " + configurable + ")");
+      settings.allowed.insert(name);
+    }
+  }
+  return settings;
+}
+
+sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings) {
+  if (fork_bomb_text(command_line))
+    return sdk::FilterVerdict::deny("fork-bomb", std::string(kForkBombReason));
+  shell_syntax::ParsedLine parsed = shell_syntax::parse_line(command_line);
+  if (fork_bomb_structural(parsed.commands))
+    return sdk::FilterVerdict::deny("fork-bomb", std::string(kForkBombReason));
+  // Rule by rule, so `sudo rm -rf /` reports rm-root, the graver one, rather than sudo.
+  for (const auto& rule : command_rules()) {
+    if (settings.allowed.count(std::string(rule.info.id)) != 0) continue;
+    for (const auto& cmd : parsed.commands) {
+      if (!rule.matches(cmd)) continue;
+      std::string reason = std::string(rule.reason) + quote_command(cmd);
+      if (rule.info.configurable)
+        reason += "; the agent's config can allow it with sanitize setting allow: [" +
+                  std::string(rule.info.id) + "]";
+      return sdk::FilterVerdict::deny(std::string(rule.info.id), std::move(reason));
+    }
+  }
+  if (parsed.too_deep)
+    return sdk::FilterVerdict::deny("too-deep",
+                                    "the command nests substitutions or shell strings more than " +
+                                        std::to_string(shell_syntax::kMaxDepth) +
+                                        " levels deep, too deep to judge");
+  return sdk::FilterVerdict::allow();
+}
+
+}  // namespace execmcp::plugins::sanitize

@@ -1,0 +1,112 @@
+// Tests for the container spec: name sanitizing, labels, mounts, limits and the create body.
+#include "docker_common/container_spec.hpp"
+
+#include <gtest/gtest.h>
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+sdk::BackendInit sample_init() {
+  sdk::BackendInit init;
+  init.agent_id = "agent_a";
+  init.instance_id = "i42";
+  init.cwd = "/work/ws/a";
+  init.paths = {{"/work/ws/a", true}, {"/work/ctx/ro", false}, {"/work/ctx/rw", true}};
+  init.tools_dir = "/opt/execmcp/tools";
+  init.skills_dir = "/opt/execmcp/skills";
+  init.temp_workspace = "/work/tmp_ws";
+  return init;
+}
+
+TEST(ContainerName, SanitizesToDockersCharset) {
+  EXPECT_EQ(container_name("agent_a", "i42"), "execmcp-agent_a-i42");
+  const std::string n = container_name("my agent/ü:1", "x@y");
+  EXPECT_EQ(
+      n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"),
+      std::string::npos)
+      << n;
+  EXPECT_EQ(n.rfind("execmcp-my-agent-", 0), 0u) << n;
+  EXPECT_LE(container_name(std::string(500, 'a'), "b").size(), 128u);
+}
+
+TEST(ContainerMounts, SamePathsAsTheHostWithTheRightModes) {
+  auto mounts = container_mounts(sample_init(), {{"/data", "/mnt/data", false}});
+  ASSERT_EQ(mounts.size(), 7u);
+  auto find = [&](const std::string& target) -> const MountSpec* {
+    for (const auto& m : mounts)
+      if (m.target == target) return &m;
+    return nullptr;
+  };
+  ASSERT_TRUE(find("/work/ws/a"));
+  EXPECT_FALSE(find("/work/ws/a")->read_only);
+  EXPECT_EQ(find("/work/ws/a")->source, "/work/ws/a");
+  EXPECT_TRUE(find("/work/ctx/ro")->read_only);
+  EXPECT_FALSE(find("/work/ctx/rw")->read_only);
+  EXPECT_TRUE(find("/work/tmp_ws")->read_only);
+  EXPECT_EQ(find("/tools")->source, "/opt/execmcp/tools");
+  EXPECT_TRUE(find("/tools")->read_only);
+  EXPECT_EQ(find("/skills")->source, "/opt/execmcp/skills");
+  EXPECT_FALSE(find("/mnt/data")->read_only);
+}
+
+TEST(ContainerMounts, SkipsUnsetDirsAndDuplicateTargets) {
+  sdk::BackendInit init;
+  init.cwd = "/w";
+  init.paths = {{"/w", true}, {"/w", false}};
+  auto mounts = container_mounts(init, {{"/other", "/w", true}});
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_FALSE(mounts[0].read_only);
+}
+
+TEST(ContainerLabels, MarkOwnershipForOrphanRemoval) {
+  auto labels = container_labels("a", "i", 1234, "hostx");
+  EXPECT_EQ(labels.at(kLabelManaged), "true");
+  EXPECT_EQ(labels.at(kLabelAgent), "a");
+  EXPECT_EQ(labels.at(kLabelInstance), "i");
+  EXPECT_EQ(labels.at(kLabelOwnerPid), "1234");
+  EXPECT_EQ(labels.at(kLabelOwnerHost), "hostx");
+}
+
+TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
+  DockerSettings s;
+  s.memory_bytes = 64LL * 1024 * 1024;
+  s.cpus = 1.5;
+  s.pids_limit = 64;
+  s.env = {{"FOO", "bar"}};
+  auto spec = make_container_spec(sample_init(), s, "1000:1000", 77, "h");
+  const auto body = container_create_body(spec);
+  EXPECT_EQ(body["Image"], "execmcp/runtime:latest");
+  EXPECT_EQ(body["User"], "1000:1000");
+  EXPECT_EQ(body["WorkingDir"], "/work/ws/a");
+  EXPECT_EQ(body["Cmd"], nlohmann::json::array({"sleep", "infinity"}));
+  EXPECT_EQ(body["Env"], nlohmann::json::array({"FOO=bar"}));
+  EXPECT_EQ(body["Labels"]["execmcp.owner.pid"], "77");
+  const auto& host = body["HostConfig"];
+  EXPECT_EQ(host["NetworkMode"], "none");
+  EXPECT_EQ(host["Memory"], 64LL * 1024 * 1024);
+  EXPECT_EQ(host["MemorySwap"], 64LL * 1024 * 1024);
+  EXPECT_EQ(host["NanoCpus"], 1500000000LL);
+  EXPECT_EQ(host["PidsLimit"], 64);
+  EXPECT_EQ(host["CapDrop"], nlohmann::json::array({"ALL"}));
+  EXPECT_EQ(host["SecurityOpt"], nlohmann::json::array({"no-new-privileges"}));
+  EXPECT_EQ(host["Init"], true);
+  ASSERT_EQ(host["Mounts"].size(), 6u);
+  EXPECT_EQ(host["Mounts"][0]["Type"], "bind");
+  EXPECT_EQ(host["Mounts"][0]["Source"], "/work/ws/a");
+  EXPECT_EQ(host["Mounts"][0]["Target"], "/work/ws/a");
+  EXPECT_EQ(host["Mounts"][0]["ReadOnly"], false);
+  EXPECT_EQ(host["Mounts"][1]["ReadOnly"], true);
+}
+
+TEST(ContainerCreateBody, NoLimitsMeansNoLimitKeys) {
+  DockerSettings s;
+  s.pids_limit = 0;
+  const auto host =
+      container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
+  EXPECT_FALSE(host.contains("Memory"));
+  EXPECT_FALSE(host.contains("NanoCpus"));
+  EXPECT_FALSE(host.contains("PidsLimit"));
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,165 @@
+// Tests for the patterns rules: settings validation, deny search, allow-list per simple command.
+#include "execmcp/plugins/patterns/pattern_rules.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace execmcp::plugins::patterns {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string settings_error(const std::string& json) {
+  try {
+    (void)parse_settings(json);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
+TEST(PatternSettings, EmptyMeansNothingConfigured) {
+  for (const char* json : {"", "{}", "null", R"({"allow": [], "deny": []})"}) {
+    Settings settings = parse_settings(json);
+    EXPECT_TRUE(settings.allow.empty()) << json;
+    EXPECT_TRUE(settings.deny.empty()) << json;
+  }
+  EXPECT_FALSE(judge("rm -rf / ; anything at all", parse_settings("")).denied());
+}
+
+TEST(PatternSettings, AreStrict) {
+  EXPECT_THAT(settings_error(R"({"blocked": []})"),
+              HasSubstr("unknown setting 'blocked' (known: allow, deny)"));
+  EXPECT_THAT(settings_error(R"({"deny": "rm"})"),
+              HasSubstr("setting 'deny' must be a list of regular expressions"));
+  EXPECT_THAT(settings_error(R"({"allow": ["ls", 3]})"),
+              HasSubstr("setting 'allow[1]' must be a regular expression"));
+  EXPECT_THAT(settings_error(R"({"deny": [""]})"), HasSubstr("setting 'deny[0]' is empty"));
+  EXPECT_THAT(settings_error("[]"), HasSubstr("must be a mapping"));
+  EXPECT_THAT(settings_error("{"), HasSubstr("not valid JSON"));
+}
+
+TEST(PatternSettings, InvalidRegexNamesIndexAndError) {
+  std::string message = settings_error(R"({"deny": ["ok", "rm (-rf"]})");
+  EXPECT_THAT(message, HasSubstr("setting 'deny[1]': invalid regular expression 'rm (-rf': "));
+  EXPECT_GT(message.size(),
+            std::string("setting 'deny[1]': invalid regular expression 'rm (-rf': ").size());
+  EXPECT_THAT(settings_error(R"({"allow": ["[a-"]})"), HasSubstr("setting 'allow[0]'"));
+}
+
+TEST(PatternDeny, SearchesTheWholeLine) {
+  Settings settings = parse_settings(R"({"deny": ["curl .*\\| *sh"]})");
+  sdk::FilterVerdict verdict = judge("curl https://x.sh | sh", settings);
+  EXPECT_TRUE(verdict.denied());
+  EXPECT_EQ(verdict.rule, "curl .*\\| *sh");
+  EXPECT_THAT(verdict.reason, HasSubstr("matches the deny pattern 'curl .*\\| *sh'"));
+  EXPECT_FALSE(judge("curl https://x.sh -o x.sh", settings).denied());
+}
+
+TEST(PatternDeny, MatchesAnywhereLikeReSearch) {
+  Settings settings = parse_settings(R"({"deny": ["rm\\s+-rf"]})");
+  EXPECT_TRUE(judge("cd x && rm  -rf build", settings).denied());
+  EXPECT_TRUE(judge("echo 'rm -rf'", settings).denied());  // text, not commands: anywhere counts
+  EXPECT_FALSE(judge("rm -r build", settings).denied());
+}
+
+TEST(PatternDeny, SeesCommandsAfterQuoteRemoval) {
+  Settings settings = parse_settings(R"({"deny": ["^rm -rf"]})");
+  EXPECT_TRUE(judge("'rm' \"-rf\" x", settings).denied());
+  EXPECT_TRUE(judge("cd /tmp; rm -rf x", settings).denied());  // ^ anchors each simple command too
+  EXPECT_TRUE(judge("echo $(rm -rf x)", settings).denied());
+  EXPECT_TRUE(judge("bash -c 'rm -rf x'", settings).denied());
+  EXPECT_FALSE(judge("echo rm -rf", settings).denied());
+}
+
+TEST(PatternAllow, EveryCommandMustMatchAtItsStart) {
+  Settings settings = parse_settings(R"({"allow": ["git ", "ls\\b", "cd\\b"]})");
+  EXPECT_FALSE(judge("git status", settings).denied());
+  EXPECT_FALSE(judge("cd repo && git log | ls", settings).denied());
+  EXPECT_FALSE(judge("  FOO=1 git status", settings).denied());
+  sdk::FilterVerdict verdict = judge("git status; rm -rf build", settings);
+  EXPECT_TRUE(verdict.denied());
+  EXPECT_EQ(verdict.rule, "allow-list");
+  EXPECT_THAT(verdict.reason, HasSubstr("'rm -rf build' does not match any allowed pattern"));
+  EXPECT_THAT(verdict.reason, HasSubstr("'git ', 'ls\\b', 'cd\\b'"));
+  // Anchored at the start, like re.match: "echo git status" does not start with "git ".
+  EXPECT_TRUE(judge("echo git status", settings).denied());
+  EXPECT_TRUE(judge("lsblk", settings).denied());
+}
+
+TEST(PatternAllow, CommandsInsideSubstitutionsAndShellStringsCount) {
+  Settings settings = parse_settings(R"({"allow": ["ls", "echo", "bash -c"]})");
+  EXPECT_FALSE(judge("echo $(ls)", settings).denied());
+  EXPECT_EQ(judge("echo $(rm -rf x)", settings).rule, "allow-list");
+  EXPECT_FALSE(judge("bash -c 'ls -la'", settings).denied());
+  EXPECT_EQ(judge("bash -c 'rm x'", settings).rule, "allow-list");
+}
+
+TEST(PatternAllow, SudoIsJudgedAsWritten) {
+  Settings settings = parse_settings(R"({"allow": ["sudo apt "]})");
+  EXPECT_FALSE(judge("sudo apt install x", settings).denied());
+  EXPECT_TRUE(judge("apt install x", settings).denied());
+}
+
+TEST(PatternAllow, DenyWinsOverAllow) {
+  Settings settings = parse_settings(R"({"allow": ["git"], "deny": ["--force"]})");
+  EXPECT_FALSE(judge("git push", settings).denied());
+  EXPECT_EQ(judge("git push --force", settings).rule, "--force");
+}
+
+TEST(PatternAllow, EmptyLineRunsNothingSoPasses) {
+  Settings settings = parse_settings(R"({"allow": ["ls"]})");
+  EXPECT_FALSE(judge("", settings).denied());
+  EXPECT_FALSE(judge("# comment only", settings).denied());
+}
+
+TEST(PatternLimits, LongLinesAreMatchedOnALargeStack) {
+  // libstdc++ std::regex recurses once per character: "echo a*$" over 60 KB needs far more than
+  // a default 8 MB thread stack.
+  Settings settings = parse_settings(R"({"allow": ["echo a*$"]})");
+  std::string line = "echo " + std::string(kMaxLineBytes - 100, 'a');
+  EXPECT_FALSE(judge(line, settings).denied());
+  EXPECT_EQ(judge(line + "b", settings).rule, "allow-list");
+}
+
+TEST(PatternLimits, LeadingDotStarInDenyPatternsStaysFast) {
+  // Searching ".*zzz" naively is quadratic (minutes on 60 KB); it is searched as "zzz".
+  Settings settings = parse_settings(R"({"deny": [".*zzz", ".*?(curl|wget).*\\|\\s*sh"]})");
+  std::string line = "echo " + std::string(kMaxLineBytes - 100, 'a');
+  EXPECT_FALSE(judge(line, settings).denied());
+  sdk::FilterVerdict verdict = judge(line + "zzz", settings);
+  EXPECT_EQ(verdict.rule, ".*zzz");  // reported as written in the config
+  EXPECT_EQ(judge("curl x | sh", settings).rule, ".*?(curl|wget).*\\|\\s*sh");
+}
+
+TEST(PatternLimits, TooLongLinesAreRefused) {
+  Settings settings = parse_settings(R"({"deny": ["x"]})");
+  std::string line = "echo " + std::string(kMaxLineBytes, 'a');
+  sdk::FilterVerdict verdict = judge(line, settings);
+  EXPECT_EQ(verdict.rule, "too-long");
+  EXPECT_THAT(verdict.reason, HasSubstr("write_file"));
+}
+
+TEST(PatternConcurrency, OneSettingsObjectServesManyThreads) {
+  Settings settings = parse_settings(R"({"allow": ["git "], "deny": ["--force"]})");
+  std::vector<int> wrong(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        if (judge("git status", settings).denied()) ++wrong[t];
+        if (judge("git push --force", settings).rule != "--force") ++wrong[t];
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::patterns
