@@ -1,0 +1,84 @@
+// The audit trail: one log line per command, and optionally one JSON object per line in a file.
+#include "agent/audit_log.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+namespace execmcp::host {
+
+namespace {
+
+// Commands may hold any bytes; replace invalid UTF-8 rather than fail the audit.
+std::string json_text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string utc_timestamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[40];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buffer, static_cast<int>(millis));
+  return out;
+}
+
+}  // namespace
+
+AuditLog::AuditLog(const std::string& file) : path_(file) {
+  if (file.empty()) return;
+  std::error_code ec;
+  const auto parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  file_ = std::fopen(file.c_str(), "a");
+  if (file_ == nullptr)
+    throw std::runtime_error("cannot open audit file '" + file + "': " + std::strerror(errno));
+}
+
+AuditLog::~AuditLog() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+std::string AuditLog::to_json_line(const AuditRecord& record) {
+  nlohmann::json line = {
+      {"time", utc_timestamp()},        {"agent", record.agent_id},
+      {"instance", record.instance_id}, {"verdict", record.verdict},
+      {"command", record.command},      {"work_dir", record.work_dir},
+      {"exit_code", record.exit_code},  {"duration_seconds", record.duration_seconds},
+      {"timed_out", record.timed_out},  {"cancelled", record.cancelled}};
+  if (!record.reason.empty()) line["reason"] = record.reason;
+  if (!record.error.empty()) line["error"] = record.error;
+  return json_text(line);
+}
+
+void AuditLog::record(const AuditRecord& record) noexcept {
+  try {
+    spdlog::info("audit agent={} verdict={} exit={} duration={:.3f} command={}", record.agent_id,
+                 record.verdict, record.exit_code, record.duration_seconds,
+                 json_text(record.command));
+    if (file_ == nullptr) return;
+    const std::string line = to_json_line(record) + "\n";
+    std::lock_guard lock(mutex_);
+    std::fwrite(line.data(), 1, line.size(), file_);
+    std::fflush(file_);
+  } catch (const std::exception& e) {
+    try {
+      spdlog::error("audit: cannot write record: {}", e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace execmcp::host

@@ -1,0 +1,45 @@
+// The audit trail: one log line per command, and optionally one JSON object per line in a file.
+#pragma once
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+namespace execmcp::host {
+
+struct AuditRecord {
+  std::string agent_id;
+  std::string instance_id;
+  std::string command;
+  std::string work_dir;
+  std::string verdict;  // "allowed", "blocked:<filter>/<rule>", "internal"
+  std::string reason;   // why it was blocked, when it was
+  int exit_code = -1;
+  double duration_seconds = 0.0;
+  bool timed_out = false;
+  bool cancelled = false;
+  std::string error;  // the backend's error, when it could not run the command
+};
+
+// Thread-safe; the file (if any) is opened for appending and written one whole line at a time.
+class AuditLog {
+ public:
+  // Empty `file`: log lines only. Throws std::runtime_error if the file cannot be opened.
+  explicit AuditLog(const std::string& file = {});
+  ~AuditLog();
+  AuditLog(const AuditLog&) = delete;
+  AuditLog& operator=(const AuditLog&) = delete;
+
+  void record(const AuditRecord& record) noexcept;
+  [[nodiscard]] const std::string& file() const { return path_; }
+
+  // The JSON object written for `record`, as one line without the newline.
+  static std::string to_json_line(const AuditRecord& record);
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::mutex mutex_;
+};
+
+}  // namespace execmcp::host

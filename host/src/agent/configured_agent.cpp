@@ -1,0 +1,306 @@
+// The Agent behind an MCP session: a config entry made real (filter chain, backend, limits, audit).
+#include "agent/configured_agent.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/spdlog_sink.hpp"
+
+namespace execmcp::host {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string format_seconds(std::chrono::milliseconds value) {
+  std::ostringstream out;
+  out << static_cast<double>(value.count()) / 1000.0 << "s";
+  return out.str();
+}
+
+}  // namespace
+
+std::string make_instance_id() {
+  std::random_device device;
+  std::ostringstream out;
+  out << ::getpid() << "-" << std::hex << (device() & 0xffffffU);
+  return out.str();
+}
+
+ConfiguredAgent::ConfiguredAgent(Parts parts) : parts_(std::move(parts)) {
+  if (!parts_.audit) parts_.audit = std::make_shared<AuditLog>();
+  if (parts_.instance_id.empty()) parts_.instance_id = make_instance_id();
+}
+
+ConfiguredAgent::~ConfiguredAgent() {
+  shutdown();
+}
+
+void ConfiguredAgent::start() {
+  if (!parts_.backend) throw std::runtime_error("agent '" + parts_.id + "' has no backend");
+  std::string error;
+  start_attempted_.store(true);
+  try {
+    error = parts_.backend->start();
+  } catch (const std::exception& e) {
+    error = std::string("threw: ") + e.what();
+  } catch (...) {
+    error = "threw an unknown exception";
+  }
+  if (!error.empty())
+    throw std::runtime_error("agent '" + parts_.id + "': backend '" + parts_.backend_name +
+                             "' failed to start: " + error);
+}
+
+void ConfiguredAgent::shutdown() noexcept {
+  std::call_once(shutdown_once_, [this] {
+    shut_down_.store(true);
+    if (!parts_.backend || !start_attempted_.load()) return;
+    try {
+      parts_.backend->stop();
+    } catch (...) {
+      spdlog::error("agent '{}': backend '{}' threw in stop()", parts_.id, parts_.backend_name);
+    }
+    try {
+      parts_.backend->cleanup();
+    } catch (...) {
+      spdlog::error("agent '{}': backend '{}' threw in cleanup()", parts_.id, parts_.backend_name);
+    }
+  });
+}
+
+std::vector<std::string> ConfiguredAgent::filter_names() const {
+  std::vector<std::string> names;
+  for (const auto& filter : parts_.filters) names.push_back(filter.name);
+  return names;
+}
+
+sdk::ExecResult ConfiguredAgent::run_backend(sdk::ExecRequest& request) {
+  sdk::ExecResult result;
+  if (shut_down_.load()) {
+    result.error = "agent '" + parts_.id + "' is shutting down";
+    return result;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    result = parts_.backend->execute(request);
+  } catch (const std::exception& e) {
+    result = {};
+    result.error = "backend '" + parts_.backend_name + "' failed: " + e.what();
+  } catch (...) {
+    result = {};
+    result.error = "backend '" + parts_.backend_name + "' failed with an unknown exception";
+  }
+  if (result.duration_seconds <= 0.0) result.duration_seconds = seconds_since(start);
+  return result;
+}
+
+void ConfiguredAgent::audit(const std::string& command, const std::string& work_dir,
+                            std::string verdict, std::string reason,
+                            const sdk::ExecResult& result) const {
+  AuditRecord record;
+  record.agent_id = parts_.id;
+  record.instance_id = parts_.instance_id;
+  record.command = command;
+  record.work_dir = work_dir;
+  record.verdict = std::move(verdict);
+  record.reason = std::move(reason);
+  record.exit_code = result.exit_code;
+  record.duration_seconds = result.duration_seconds;
+  record.timed_out = result.timed_out;
+  record.cancelled = result.cancelled;
+  // A blocked command's error only repeats the reason.
+  if (record.reason.empty()) record.error = result.error;
+  parts_.audit->record(record);
+}
+
+ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink* sink,
+                                        const sdk::CancelToken* cancel) {
+  ExecuteOutcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  if (args.command.find_first_not_of(" \t\r\n") == std::string::npos) {
+    outcome.result.error = "empty command";
+    audit(args.command, args.work_dir, "internal", {}, outcome.result);
+    return outcome;
+  }
+
+  const sdk::FilterRequest filter_request{parts_.id, args.command, args.work_dir};
+  for (const auto& filter : parts_.filters) {
+    sdk::FilterVerdict verdict;
+    try {
+      verdict = filter.filter->check(filter_request);
+    } catch (...) {
+      // A filter that cannot decide must not let the command through.
+      verdict = sdk::FilterVerdict::deny("filter-error", "the '" + filter.name +
+                                                             "' filter failed, so the command "
+                                                             "was refused");
+    }
+    if (!verdict.denied()) continue;
+    outcome.blocked = true;
+    outcome.blocked_by = filter.name;
+    outcome.rule = verdict.rule;
+    outcome.reason = verdict.reason;
+    outcome.result.error = "blocked by the '" + filter.name + "' filter (rule '" + verdict.rule +
+                           "'): " + verdict.reason;
+    outcome.result.duration_seconds = seconds_since(start);
+    audit(args.command, args.work_dir, "blocked:" + filter.name + "/" + verdict.rule,
+          verdict.reason, outcome.result);
+    return outcome;
+  }
+
+  sdk::ExecRequest request;
+  request.command = args.command;
+  request.work_dir = args.work_dir;
+  request.output_cap = parts_.output_cap;
+  request.sink = sink;
+  request.cancel = cancel;
+  request.timeout = parts_.timeout;
+  std::string notice;
+  if (args.timeout && args.timeout->count() > 0) {
+    request.timeout = *args.timeout;
+    if (request.timeout > parts_.max_timeout) {
+      notice = "requested timeout " + format_seconds(*args.timeout) +
+               " is above this agent's max_timeout; used " + format_seconds(parts_.max_timeout);
+      request.timeout = parts_.max_timeout;
+    }
+  }
+  outcome.result = run_backend(request);
+  if (!notice.empty()) outcome.result.notices.push_back(notice);
+  audit(args.command, args.work_dir, "allowed", {}, outcome.result);
+  return outcome;
+}
+
+sdk::ExecResult ConfiguredAgent::run_internal(const std::string& command,
+                                              const sdk::CancelToken* cancel) {
+  sdk::ExecRequest request;
+  request.command = command;
+  request.timeout = parts_.timeout;
+  request.output_cap = parts_.output_cap;
+  request.cancel = cancel;
+  auto result = run_backend(request);
+  audit(command, {}, "internal", {}, result);
+  return result;
+}
+
+sdk::FileReadResult ConfiguredAgent::read_file(const sdk::FileReadRequest& request) {
+  sdk::FileReadResult result;
+  try {
+    result = parts_.backend->read_file(request);
+  } catch (const std::exception& e) {
+    result.error = "backend '" + parts_.backend_name + "' failed to read: " + e.what();
+  } catch (...) {
+    result.error = "backend '" + parts_.backend_name + "' failed to read";
+  }
+  spdlog::debug("agent={} read_file path={} error={}", parts_.id, request.path, result.error);
+  return result;
+}
+
+sdk::FileWriteResult ConfiguredAgent::write_file(const sdk::FileWriteRequest& request) {
+  sdk::FileWriteResult result;
+  try {
+    result = parts_.backend->write_file(request);
+  } catch (const std::exception& e) {
+    result.error = "backend '" + parts_.backend_name + "' failed to write: " + e.what();
+  } catch (...) {
+    result.error = "backend '" + parts_.backend_name + "' failed to write";
+  }
+  spdlog::info("audit agent={} write_file path={} bytes={}{}", parts_.id, request.path,
+               result.bytes_written, result.error.empty() ? "" : " error=" + result.error);
+  return result;
+}
+
+sdk::BackendTraits ConfiguredAgent::traits() const {
+  try {
+    return parts_.backend->traits();
+  } catch (...) {
+    return {};
+  }
+}
+
+std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,
+                                             const PluginRegistry& registry,
+                                             const AgentBuildOptions& options) {
+  if (!agent.mcp_enabled)
+    throw ConfigError({agent.location.str() + ": agent '" + agent.id +
+                       "' has enable_mcp_command_line turned off; set "
+                       "`enable_mcp_command_line: true` in its backend to serve it"});
+  if (options.touch_filesystem) {
+    std::error_code ec;
+    std::filesystem::create_directories(agent.cwd, ec);
+    if (ec)
+      throw ConfigError({agent.location.str() + ": agent '" + agent.id +
+                         "': cannot create workspace '" + agent.cwd + "': " + ec.message()});
+  }
+
+  ConfiguredAgent::Parts parts;
+  parts.id = agent.id;
+  parts.instance_id = options.instance_id.empty() ? make_instance_id() : options.instance_id;
+  parts.cwd = agent.cwd;
+  parts.backend_name = agent.backend.plugin;
+  parts.timeout = agent.timeout;
+  parts.max_timeout = agent.max_timeout;
+  parts.output_cap = agent.output_cap;
+  const std::string audit_file =
+      options.audit_file.empty() ? config.audit_file : options.audit_file;
+  try {
+    parts.audit = std::make_shared<AuditLog>(options.touch_filesystem ? audit_file : "");
+  } catch (const std::exception& e) {
+    throw ConfigError({config.source_file + ": " + e.what()});
+  }
+
+  std::vector<std::string> problems;
+  auto problem = [&](const PluginRef& ref, const std::string& message) {
+    // An unknown plugin is the name's fault; anything else is about its settings.
+    if (registry.find(ref.plugin) == nullptr && !ref.plugin_key_path.empty()) {
+      problems.push_back(ref.plugin_location.str() + ": " + ref.plugin_key_path + ": " + message);
+    } else {
+      problems.push_back(ref.location.str() + ": " + ref.key_path + ": " + message);
+    }
+  };
+
+  for (const auto& ref : agent.filters) {
+    parts.log_sinks.push_back(std::make_unique<SpdlogSink>(ref.plugin, agent.id));
+    sdk::FilterInit init;
+    init.agent_id = agent.id;
+    init.settings_json = ref.settings.dump();
+    init.log = parts.log_sinks.back().get();
+    try {
+      parts.filters.push_back({ref.plugin, registry.create_filter(ref.plugin, init)});
+    } catch (const std::exception& e) {
+      problem(ref, e.what());
+    }
+  }
+
+  sdk::BackendInit init;
+  init.agent_id = agent.id;
+  init.instance_id = parts.instance_id;
+  init.cwd = agent.cwd;
+  init.paths.push_back({agent.cwd, true});
+  for (const auto& context : agent.context_paths)
+    init.paths.push_back({context.path, context.writable});
+  if (!agent.skills_dir.empty()) init.paths.push_back({agent.skills_dir, false});
+  if (!agent.temp_workspace.empty()) init.paths.push_back({agent.temp_workspace, false});
+  init.tools_dir = agent.tools_dir;
+  init.skills_dir = agent.skills_dir;
+  init.temp_workspace = agent.temp_workspace;
+  init.log_dir = config.log_dir;
+  init.settings_json = agent.backend.settings.dump();
+  parts.log_sinks.push_back(std::make_unique<SpdlogSink>(agent.backend.plugin, agent.id));
+  init.log = parts.log_sinks.back().get();
+  try {
+    parts.backend = registry.create_backend(agent.backend.plugin, init);
+  } catch (const std::exception& e) {
+    problem(agent.backend, e.what());
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+  return std::make_unique<ConfiguredAgent>(std::move(parts));
+}
+
+}  // namespace execmcp::host

@@ -1,0 +1,90 @@
+// The Agent behind an MCP session: a config entry made real (filter chain, backend, limits, audit).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/agent.hpp"
+#include "agent/audit_log.hpp"
+#include "config/config.hpp"
+#include "plugins/plugin_registry.hpp"
+
+namespace execmcp::host {
+
+struct NamedFilter {
+  std::string name;  // the plugin name, reported when it denies
+  PluginPtr<sdk::CommandFilter> filter;
+};
+
+class ConfiguredAgent final : public Agent {
+ public:
+  struct Parts {
+    std::string id;
+    std::string instance_id;
+    std::string cwd;
+    std::string backend_name;
+    // Declared before the plugin objects: plugins keep raw pointers to these sinks.
+    std::vector<std::unique_ptr<sdk::LogSink>> log_sinks;
+    PluginPtr<sdk::ExecutorBackend> backend;
+    std::vector<NamedFilter> filters;  // chain order
+    std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+    std::chrono::milliseconds max_timeout{std::chrono::seconds(600)};
+    std::size_t output_cap = sdk::kDefaultOutputCap;
+    std::shared_ptr<AuditLog> audit;  // never null after construction
+  };
+
+  explicit ConfiguredAgent(Parts parts);
+  ~ConfiguredAgent() override;
+  ConfiguredAgent(const ConfiguredAgent&) = delete;
+  ConfiguredAgent& operator=(const ConfiguredAgent&) = delete;
+
+  // Starts the backend (creates or adopts its container, ...). Throws std::runtime_error.
+  void start();
+  // Stops and cleans up the backend if start() was tried; runs once. Also run by the destructor.
+  void shutdown() noexcept;
+
+  [[nodiscard]] const std::string& id() const override { return parts_.id; }
+  [[nodiscard]] const std::string& cwd() const override { return parts_.cwd; }
+  [[nodiscard]] const std::string& instance_id() const { return parts_.instance_id; }
+  [[nodiscard]] const std::string& backend_name() const { return parts_.backend_name; }
+  [[nodiscard]] std::vector<std::string> filter_names() const;
+
+  ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
+                         const sdk::CancelToken* cancel) override;
+  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel) override;
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override;
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
+  [[nodiscard]] sdk::BackendTraits traits() const override;
+
+ private:
+  sdk::ExecResult run_backend(sdk::ExecRequest& request);
+  void audit(const std::string& command, const std::string& work_dir, std::string verdict,
+             std::string reason, const sdk::ExecResult& result) const;
+
+  Parts parts_;
+  std::once_flag shutdown_once_;
+  std::atomic<bool> shut_down_{false};
+  // A backend that was never started (check-config) has nothing to stop or clean up.
+  std::atomic<bool> start_attempted_{false};
+};
+
+struct AgentBuildOptions {
+  std::string audit_file;        // overrides the config's audit_file when non-empty
+  bool touch_filesystem = true;  // create the workspace, open the audit file; false: check only
+  std::string instance_id;       // empty: make_instance_id()
+};
+
+// A process-unique id: the pid and random hex, e.g. "12345-9f3a1c". Safe in container names.
+std::string make_instance_id();
+
+// Creates the agent's filters and backend through the registry (does not start the backend).
+// Throws ConfigError naming the config line of every plugin whose settings were refused.
+std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,
+                                             const PluginRegistry& registry,
+                                             const AgentBuildOptions& options = {});
+
+}  // namespace execmcp::host

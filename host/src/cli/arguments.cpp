@@ -1,0 +1,150 @@
+// Command-line parsing for the execmcp program (hand-rolled: a handful of subcommands and options).
+#include "cli/arguments.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace execmcp::host::cli {
+
+namespace {
+
+// Options each command accepts; anything else is a usage error.
+bool accepts(const std::string& command, const std::string& option) {
+  static const std::array<std::pair<const char*, std::array<const char*, 6>>, 4> kOptions = {{
+      {"serve", {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", ""}},
+      {"plugins", {"--config", "--log-level", "", "", "", ""}},
+      {"check-config", {"--config", "--log-level", "", "", "", ""}},
+      {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
+  }};
+  for (const auto& [name, options] : kOptions) {
+    if (command != name) continue;
+    return std::find_if(options.begin(), options.end(),
+                        [&](const char* known) { return option == known; }) != options.end();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return R"(usage:
+  execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
+      Serve one agent over MCP on stdin/stdout.
+  execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
+      Run one command through the agent's filters and backend; exits with its exit code.
+  execmcp check-config FILE
+      Validate a config (execmcp or MassGen schema) and the settings of its plugins.
+  execmcp plugins [--config FILE]
+      List the plugins found, and the files that could not be loaded.
+  execmcp --version | --help
+
+LEVEL is trace, debug, info, warn or error (default: info for serve, warn otherwise).
+Logs go to stderr; stdout belongs to MCP.
+Plugins are searched in the config's plugin_paths, $EXECMCP_PLUGIN_PATH (colon-separated),
+<program dir>/../lib/execmcp/plugins and <program dir>.
+)";
+}
+
+ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
+  ParsedArguments parsed;
+  Arguments& args = parsed.arguments;
+  auto fail = [&](std::string message) {
+    parsed.error = std::move(message);
+    return parsed;
+  };
+  if (argv.empty()) return fail("no command given");
+  const std::string& first = argv[0];
+  if (first == "--version" || first == "-V" || first == "version") {
+    args.command = "version";
+    return parsed;
+  }
+  if (first == "--help" || first == "-h" || first == "help") {
+    args.command = "help";
+    return parsed;
+  }
+  if (first != "serve" && first != "plugins" && first != "check-config" && first != "exec")
+    return fail("unknown command '" + first + "'");
+  args.command = first;
+
+  std::vector<std::string> positional;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    std::string option = argv[i];
+    if (option == "--") {
+      if (args.command != "exec") return fail("'--' is only used by exec");
+      args.exec_command.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+      break;
+    }
+    if (option == "--help" || option == "-h") {
+      args.command = "help";
+      return parsed;
+    }
+    if (option.rfind("--", 0) != 0) {
+      positional.push_back(option);
+      continue;
+    }
+    std::string value;
+    bool has_value = false;
+    if (auto eq = option.find('='); eq != std::string::npos) {
+      value = option.substr(eq + 1);
+      option = option.substr(0, eq);
+      has_value = true;
+    }
+    if (!accepts(args.command, option))
+      return fail("unknown option '" + option + "' for " + args.command);
+    if (!has_value) {
+      if (i + 1 >= argv.size()) return fail("option " + option + " needs a value");
+      value = argv[++i];
+    }
+    if (option == "--config") {
+      args.config_file = value;
+    } else if (option == "--agent") {
+      args.agent_id = value;
+    } else if (option == "--log-level") {
+      static const std::array<const char*, 5> kLevels = {"trace", "debug", "info", "warn", "error"};
+      if (std::find_if(kLevels.begin(), kLevels.end(),
+                       [&](const char* level) { return value == level; }) == kLevels.end())
+        return fail("--log-level must be one of trace, debug, info, warn, error; got '" + value +
+                    "'");
+      args.log_level = value;
+    } else if (option == "--audit-file") {
+      args.audit_file = value;
+    } else if (option == "--work-dir") {
+      args.work_dir = value;
+    } else if (option == "--max-concurrent") {
+      try {
+        std::size_t used = 0;
+        const long long n = std::stoll(value, &used);
+        if (used != value.size() || n < 1 || n > 1024) throw std::invalid_argument(value);
+        args.max_concurrent = static_cast<std::size_t>(n);
+      } catch (const std::exception&) {
+        return fail("--max-concurrent needs a whole number from 1 to 1024, got '" + value + "'");
+      }
+    } else if (option == "--timeout") {
+      try {
+        std::size_t used = 0;
+        const double seconds = std::stod(value, &used);
+        if (used != value.size() || !(seconds > 0)) throw std::invalid_argument(value);
+        args.timeout_seconds = seconds;
+      } catch (const std::exception&) {
+        return fail("--timeout needs a number of seconds > 0, got '" + value + "'");
+      }
+    }
+  }
+
+  if (args.command == "check-config" && args.config_file.empty() && positional.size() == 1) {
+    args.config_file = positional.front();
+    positional.clear();
+  }
+  if (!positional.empty())
+    return fail("unexpected argument '" + positional.front() + "'" +
+                (args.command == "exec" ? " (put the command after --)" : ""));
+  if (args.config_file.empty() && args.command != "plugins")
+    return fail(args.command == "check-config" ? "check-config needs a config FILE"
+                                               : args.command + " needs --config FILE");
+  if (args.command == "exec" && args.exec_command.empty())
+    return fail("exec needs a command after --");
+  return parsed;
+}
+
+}  // namespace execmcp::host::cli

@@ -1,0 +1,31 @@
+// Command-line parsing for the execmcp program (hand-rolled: a handful of subcommands and options).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace execmcp::host::cli {
+
+struct Arguments {
+  std::string command;  // serve | plugins | check-config | exec | version | help
+  std::string config_file;
+  std::string agent_id;
+  std::string log_level;  // empty: the command's default
+  std::string audit_file;
+  std::string work_dir;
+  std::optional<std::size_t> max_concurrent;
+  std::optional<double> timeout_seconds;
+  std::vector<std::string> exec_command;  // after `--`
+};
+
+struct ParsedArguments {
+  Arguments arguments;
+  std::string error;  // non-empty: print it and the usage, exit 2
+};
+
+ParsedArguments parse_arguments(const std::vector<std::string>& argv);
+std::string usage_text();
+
+}  // namespace execmcp::host::cli

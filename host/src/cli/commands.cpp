@@ -1,0 +1,282 @@
+// The execmcp subcommands (serve, exec, check-config, plugins) behind main().
+#include "cli/commands.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include "cli/arguments.hpp"
+#include "config/config.hpp"
+#include "plugins/plugin_registry.hpp"
+
+#ifndef EXECMCP_VERSION
+#define EXECMCP_VERSION "0.0.0"
+#endif
+
+namespace execmcp::host::cli {
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitBlocked = 126;      // like a shell's "cannot execute"
+constexpr int kExitCouldNotRun = 125;  // the backend could not run the command at all
+constexpr int kExitTimedOut = 124;     // like timeout(1)
+
+void setup_logging(const std::string& level, const std::string& fallback) {
+  // stdout belongs to MCP: every log line goes to stderr.
+  auto logger = spdlog::stderr_color_mt("execmcp");
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level.empty() ? fallback : level));
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+void print_problems(const std::vector<std::string>& problems) {
+  for (const auto& problem : problems) std::cerr << "error: " << problem << "\n";
+}
+
+PluginRegistry scan_plugins(const Config* config) {
+  PluginRegistry registry;
+  std::vector<std::string> from_config;
+  if (config != nullptr) from_config = config->plugin_paths;
+  registry.scan(PluginRegistry::default_search_dirs(from_config), from_config);
+  return registry;
+}
+
+void log_registry_problems(const PluginRegistry& registry) {
+  for (const auto& warning : registry.warnings()) spdlog::warn("plugins: {}", warning);
+  for (const auto& error : registry.errors()) spdlog::warn("plugins: {}", error);
+}
+
+std::string program_path() {
+  boost::dll::fs::error_code ec;
+  const auto path = boost::dll::program_location(ec);
+  return ec ? std::string("execmcp") : path.string();
+}
+
+// Loads the config, scans plugins, builds and starts the selected agent; nullptr after printing
+// the reason when any of that fails.
+std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
+                                               std::shared_ptr<const Config>& config) {
+  try {
+    config = load_config(args.config_file);
+    for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+    const AgentConfig& selected = config->select_agent(args.agent_id);
+    PluginRegistry registry = scan_plugins(config.get());
+    log_registry_problems(registry);
+    AgentBuildOptions options;
+    options.audit_file = args.audit_file;
+    auto agent = build_agent(*config, selected, registry, options);
+    agent->start();
+    return agent;
+  } catch (const ConfigError& e) {
+    print_problems(e.problems());
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+  }
+  return nullptr;
+}
+
+int command_serve(const Arguments& args, const ServeFunction& serve) {
+  if (!serve) {
+    std::cerr << "error: this execmcp was built without the MCP server\n";
+    return 1;
+  }
+  std::shared_ptr<const Config> config;
+  auto agent = prepare_agent(args, config);
+  if (!agent) return 1;
+  const std::string filters = join(agent->filter_names(), ", ");
+  spdlog::info(
+      "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio; "
+      "point your MCP client's command at: {} serve --config {} --agent {}",
+      agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd(),
+      program_path(), config->source_file, agent->id());
+  ServeRequest request;
+  request.server_version = EXECMCP_VERSION;
+  if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
+  int code = 1;
+  try {
+    code = serve(*agent, request);
+  } catch (const std::exception& e) {
+    spdlog::error("MCP server failed: {}", e.what());
+  }
+  agent->shutdown();
+  spdlog::info("execmcp: agent '{}' stopped", agent->id());
+  return code;
+}
+
+sdk::CancelToken* g_exec_cancel = nullptr;
+extern "C" void on_exec_signal(int) {
+  if (g_exec_cancel != nullptr) g_exec_cancel->request_cancel();
+}
+
+int command_exec(const Arguments& args) {
+  std::shared_ptr<const Config> config;
+  auto agent = prepare_agent(args, config);
+  if (!agent) return 1;
+  ExecuteArgs exec;
+  exec.command = join(args.exec_command, " ");
+  exec.work_dir = args.work_dir;
+  if (args.timeout_seconds)
+    exec.timeout = std::chrono::milliseconds(static_cast<long long>(*args.timeout_seconds * 1000));
+
+  sdk::CancelToken cancel;
+  g_exec_cancel = &cancel;
+  auto old_int = std::signal(SIGINT, on_exec_signal);
+  auto old_term = std::signal(SIGTERM, on_exec_signal);
+  const ExecuteOutcome outcome = agent->execute(exec, nullptr, &cancel);
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  g_exec_cancel = nullptr;
+  agent->shutdown();
+
+  const auto& result = outcome.result;
+  std::fwrite(result.stdout_data.data(), 1, result.stdout_data.size(), stdout);
+  std::fflush(stdout);
+  std::fwrite(result.stderr_data.data(), 1, result.stderr_data.size(), stderr);
+  for (const auto& notice : result.notices) std::cerr << "execmcp: note: " << notice << "\n";
+  if (result.stdout_truncated) std::cerr << "execmcp: note: stdout was truncated\n";
+  if (result.stderr_truncated) std::cerr << "execmcp: note: stderr was truncated\n";
+  if (outcome.blocked) {
+    std::cerr << "execmcp: blocked by the '" << outcome.blocked_by << "' filter (rule '"
+              << outcome.rule << "'): " << outcome.reason << "\n";
+    return kExitBlocked;
+  }
+  if (!result.error.empty()) {
+    std::cerr << "execmcp: " << result.error << "\n";
+    return kExitCouldNotRun;
+  }
+  if (result.timed_out) {
+    std::cerr << "execmcp: the command timed out\n";
+    return kExitTimedOut;
+  }
+  if (result.cancelled) {
+    std::cerr << "execmcp: the command was cancelled\n";
+    return 130;
+  }
+  return result.exit_code >= 0 ? result.exit_code : kExitCouldNotRun;
+}
+
+int command_check_config(const Arguments& args) {
+  std::shared_ptr<const Config> config;
+  try {
+    config = load_config(args.config_file);
+  } catch (const ConfigError& e) {
+    print_problems(e.problems());
+    return 1;
+  }
+  std::cout << args.config_file << ": " << schema_name(config->schema) << " config, "
+            << config->agents.size() << (config->agents.size() == 1 ? " agent" : " agents") << "\n";
+  for (const auto& agent : config->agents) {
+    std::vector<std::string> filters;
+    for (const auto& filter : agent.filters) filters.push_back(filter.plugin);
+    std::cout << "  agent '" << agent.id << "': backend " << agent.backend.plugin
+              << ", filters: " << (filters.empty() ? "none" : join(filters, " -> "))
+              << ", workspace " << (agent.cwd.empty() ? "(none)" : agent.cwd) << ", timeout "
+              << agent.timeout.count() / 1000.0 << "s (max " << agent.max_timeout.count() / 1000.0
+              << "s)";
+    if (!agent.context_paths.empty())
+      std::cout << ", " << agent.context_paths.size() << " context path(s)";
+    if (!agent.mcp_enabled) std::cout << " [MCP command line disabled]";
+    std::cout << "\n";
+  }
+  for (const auto& warning : config->warnings) std::cout << "warning: " << warning << "\n";
+
+  // Instantiate (never start) each agent's plugins so their settings errors show up now.
+  PluginRegistry registry = scan_plugins(config.get());
+  for (const auto& warning : registry.warnings()) std::cout << "warning: " << warning << "\n";
+  std::vector<std::string> problems;
+  for (const auto& agent : config->agents) {
+    if (!agent.mcp_enabled) continue;
+    try {
+      AgentBuildOptions options;
+      options.touch_filesystem = false;
+      build_agent(*config, agent, registry, options);
+    } catch (const ConfigError& e) {
+      problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+    } catch (const std::exception& e) {
+      problems.push_back(config->source_file + ": agent '" + agent.id + "': " + e.what());
+    }
+  }
+  if (!problems.empty()) {
+    // Unloadable files matter only when a plugin the config names was not found.
+    for (const auto& error : registry.errors()) std::cerr << "note: " << error << "\n";
+    print_problems(problems);
+    return 1;
+  }
+  std::cout << args.config_file << ": OK\n";
+  return 0;
+}
+
+int command_plugins(const Arguments& args) {
+  std::shared_ptr<const Config> config;
+  if (!args.config_file.empty()) {
+    try {
+      config = load_config(args.config_file);
+    } catch (const ConfigError& e) {
+      print_problems(e.problems());
+      return 1;
+    }
+  }
+  PluginRegistry registry = scan_plugins(config.get());
+  for (const auto& info : registry.plugins()) {
+    std::printf("%-16s %-8s %-10s ABI %u.%u  %s\n", info.name.c_str(), kind_name(info.kind),
+                info.version.c_str(), info.abi_major, info.abi_minor, info.file.c_str());
+    if (!info.description.empty()) std::printf("%-16s %s\n", "", info.description.c_str());
+  }
+  std::fflush(stdout);
+  for (const auto& warning : registry.warnings()) std::cerr << "warning: " << warning << "\n";
+  for (const auto& error : registry.errors()) std::cerr << "error: " << error << "\n";
+  if (registry.plugins().empty()) {
+    std::cerr << "no plugins found (searched: "
+              << join(PluginRegistry::default_search_dirs(config ? config->plugin_paths
+                                                                 : std::vector<std::string>{}),
+                      ", ")
+              << ")\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* version() {
+  return EXECMCP_VERSION;
+}
+
+int run(const std::vector<std::string>& argv, const ServeFunction& serve) {
+  const ParsedArguments parsed = parse_arguments(argv);
+  if (!parsed.error.empty()) {
+    std::cerr << "execmcp: " << parsed.error << "\n\n" << usage_text();
+    return kExitUsage;
+  }
+  const Arguments& args = parsed.arguments;
+  if (args.command == "help") {
+    std::cout << "execmcp " << EXECMCP_VERSION << ": a code-execution MCP server for AI agents\n\n"
+              << usage_text();
+    return 0;
+  }
+  if (args.command == "version") {
+    std::cout << "execmcp " << EXECMCP_VERSION << " (plugin ABI " << sdk::kAbiMajor << "."
+              << sdk::kAbiMinor << ", " << sdk::kCompilerId << ")\n";
+    return 0;
+  }
+  // Only serve logs at info by default; exec's stderr should be the command's own.
+  const bool quiet = args.command != "serve";
+  setup_logging(args.log_level, quiet ? "warn" : "info");
+  if (args.command == "serve") return command_serve(args, serve);
+  if (args.command == "exec") return command_exec(args);
+  if (args.command == "check-config") return command_check_config(args);
+  return command_plugins(args);
+}
+
+}  // namespace execmcp::host::cli

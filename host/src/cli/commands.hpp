@@ -1,0 +1,27 @@
+// The execmcp subcommands (serve, exec, check-config, plugins) behind main().
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/configured_agent.hpp"
+
+namespace execmcp::host::cli {
+
+struct ServeRequest {
+  std::string server_version;
+  std::size_t max_concurrent = 8;
+};
+
+// Serves MCP for a started agent until the client goes away or a signal arrives; returns the exit
+// code. Provided by main() so the core library does not depend on the MCP library.
+using ServeFunction = std::function<int(ConfiguredAgent& agent, const ServeRequest& request)>;
+
+// Runs the command line (argv without the program name); returns the process exit code.
+int run(const std::vector<std::string>& argv, const ServeFunction& serve);
+
+const char* version();
+
+}  // namespace execmcp::host::cli

@@ -1,0 +1,88 @@
+// The validated, immutable configuration of an execmcp process: its agents and where plugins live.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace execmcp::host {
+
+// Where a value came from, so errors found later (plugin settings) can still name the line.
+struct SourceLocation {
+  std::string file;
+  int line = 0;  // 1-based; 0 when unknown
+  [[nodiscard]] std::string str() const;
+};
+
+// A plugin named in the config with the settings it will parse itself.
+struct PluginRef {
+  std::string plugin;                                  // descriptor name: "local", "sanitize"
+  nlohmann::json settings = nlohmann::json::object();  // always an object
+  std::string key_path;                                // e.g. "agents[0].filters[1].settings"
+  SourceLocation location;         // of the settings node (or of the plugin entry when it has none)
+  std::string plugin_key_path;     // where the plugin is named, e.g. "agents[0].backend.plugin"
+  SourceLocation plugin_location;  // for "no plugin named ..." errors
+};
+
+struct ContextPath {
+  std::string path;  // absolute, expanded
+  bool writable = false;
+};
+
+struct AgentConfig {
+  std::string id;
+  std::string cwd;  // absolute, expanded; may be empty only when mcp_enabled is false
+  PluginRef backend;
+  std::vector<PluginRef> filters;  // in chain order
+  std::vector<ContextPath> context_paths;
+  std::string tools_dir;  // absolute; defaults to <cwd>/tools
+  std::string skills_dir;
+  std::string temp_workspace;
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds max_timeout{std::chrono::seconds(600)};
+  std::size_t output_cap = 1024 * 1024;
+  // MassGen's enable_mcp_command_line; always true for native configs.
+  bool mcp_enabled = true;
+  std::string key_path;  // "agents[0]" or "agent"
+  SourceLocation location;
+};
+
+enum class ConfigSchema { Native, MassGen };
+
+struct Config {
+  std::string source_file;  // absolute
+  ConfigSchema schema = ConfigSchema::Native;
+  std::vector<std::string> plugin_paths;  // absolute
+  std::string log_dir;
+  std::string audit_file;
+  std::vector<AgentConfig> agents;
+  std::vector<std::string> warnings;  // worth telling the operator, not fatal
+
+  // Returns the agent named `id`, or the only agent when `id` is empty; throws ConfigError.
+  [[nodiscard]] const AgentConfig& select_agent(const std::string& id) const;
+};
+
+// One or more problems found while loading; what() lists them one per line, each as
+// "file:line: key.path: message".
+class ConfigError : public std::runtime_error {
+ public:
+  explicit ConfigError(std::vector<std::string> problems);
+  [[nodiscard]] const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  std::vector<std::string> problems_;
+};
+
+// Reads and validates a config file (native `execmcp: 1` schema or MassGen-compatible).
+std::shared_ptr<const Config> load_config(const std::string& path);
+// Same, from text; `path` is used for messages and to resolve relative paths.
+std::shared_ptr<const Config> load_config_text(const std::string& text, const std::string& path);
+
+const char* schema_name(ConfigSchema schema);
+
+}  // namespace execmcp::host

@@ -1,0 +1,295 @@
+// Loads a config file: detects the schema, runs its reader, and applies the shared defaults.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "config/config.hpp"
+#include "config/config_parsers.hpp"
+#include "config/path_expansion.hpp"
+
+namespace execmcp::host {
+
+namespace config_detail {
+
+std::optional<std::string> get_path(YamlReader& reader, const YAML::Node& node,
+                                    std::string_view path, const std::string& base_dir) {
+  auto text = reader.get_string(node, path);
+  if (!text) return std::nullopt;
+  try {
+    return expand_path(*text, base_dir);
+  } catch (const std::invalid_argument& e) {
+    reader.error(node, path, e.what());
+    return std::nullopt;
+  }
+}
+
+void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_view path,
+                        const std::string& base_dir, bool strict, std::vector<ContextPath>& out) {
+  if (!reader.expect_list(list, path)) return;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto entry = list[i];
+    const std::string entry_path = index_key(path, i);
+    if (!reader.expect_map(entry, entry_path)) continue;
+    if (strict) reader.reject_unknown_keys(entry, entry_path, {"path", "permission"});
+    ContextPath context;
+    if (!entry["path"]) {
+      reader.error(entry, join_key(entry_path, "path"), "required key is missing");
+      continue;
+    }
+    auto resolved = get_path(reader, entry["path"], join_key(entry_path, "path"), base_dir);
+    if (!resolved) continue;
+    context.path = *resolved;
+    if (entry["permission"]) {
+      auto permission = reader.get_string(entry["permission"], join_key(entry_path, "permission"));
+      if (!permission) continue;
+      if (*permission == "write") {
+        context.writable = true;
+      } else if (*permission != "read") {
+        reader.error(entry["permission"], join_key(entry_path, "permission"),
+                     "expected 'read' or 'write', found '" + *permission + "'");
+        continue;
+      }
+    }
+    out.push_back(std::move(context));
+  }
+}
+
+bool check_agent_id(YamlReader& reader, const YAML::Node& node, std::string_view path,
+                    const std::string& id) {
+  static const std::regex kIdPattern("[A-Za-z0-9][A-Za-z0-9_.-]{0,62}");
+  if (std::regex_match(id, kIdPattern)) return true;
+  reader.error(node, path,
+               "agent id '" + id +
+                   "' must start with a letter or digit and contain only letters, digits, '_', "
+                   "'.', '-' (at most 63 characters)");
+  return false;
+}
+
+namespace {
+
+std::optional<PluginRef> read_plugin_ref(YamlReader& reader, const YAML::Node& node,
+                                         const std::string& path) {
+  if (!reader.expect_map(node, path)) return std::nullopt;
+  reader.reject_unknown_keys(node, path, {"plugin", "settings"});
+  PluginRef ref;
+  if (!node["plugin"]) {
+    reader.error(node, join_key(path, "plugin"), "required key is missing");
+    return std::nullopt;
+  }
+  auto name = reader.get_string(node["plugin"], join_key(path, "plugin"));
+  if (!name) return std::nullopt;
+  if (name->empty()) {
+    reader.error(node["plugin"], join_key(path, "plugin"), "plugin name is empty");
+    return std::nullopt;
+  }
+  ref.plugin = *name;
+  ref.plugin_key_path = join_key(path, "plugin");
+  ref.plugin_location = reader.location(node["plugin"]);
+  ref.key_path = join_key(path, "settings");
+  ref.location = reader.location(node);
+  if (const auto settings = node["settings"]) {
+    if (!settings.IsNull()) {  // `settings:` with nothing after it means "no settings"
+      if (!reader.expect_map(settings, ref.key_path)) return std::nullopt;
+      ref.settings = to_json(settings);
+      ref.location = reader.location(settings);
+      if (ref.plugin == "patterns") {
+        reader.check_regex_list(settings["allow"], join_key(ref.key_path, "allow"));
+        reader.check_regex_list(settings["deny"], join_key(ref.key_path, "deny"));
+      }
+    }
+  }
+  return ref;
+}
+
+std::optional<std::chrono::milliseconds> read_seconds(YamlReader& reader, const YAML::Node& node,
+                                                      const std::string& path) {
+  auto value = reader.get_number(node, path);
+  if (!value) return std::nullopt;
+  if (*value <= 0 || *value > 7 * 24 * 3600) {
+    reader.error(
+        node, path,
+        "expected a number of seconds > 0 (at most a week), found '" + node.Scalar() + "'");
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(static_cast<long long>(*value * 1000.0));
+}
+
+void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                       const std::string& base_dir, Config& config) {
+  if (!reader.expect_map(node, path)) return;
+  reader.reject_unknown_keys(
+      node, path,
+      {"id", "cwd", "backend", "filters", "context_paths", "tools_dir", "skills_dir",
+       "temp_workspace", "timeout", "max_timeout", "output_cap"});
+  AgentConfig agent;
+  agent.key_path = path;
+  agent.location = reader.location(node);
+  if (!node["id"]) {
+    reader.error(node, join_key(path, "id"), "required key is missing");
+  } else if (auto id = reader.get_string(node["id"], join_key(path, "id"))) {
+    if (check_agent_id(reader, node["id"], join_key(path, "id"), *id)) agent.id = *id;
+  }
+  if (!node["cwd"]) {
+    reader.error(node, join_key(path, "cwd"), "required key is missing (the agent's workspace)");
+  } else if (auto cwd = get_path(reader, node["cwd"], join_key(path, "cwd"), base_dir)) {
+    agent.cwd = *cwd;
+  }
+  if (node["backend"]) {
+    if (auto ref = read_plugin_ref(reader, node["backend"], join_key(path, "backend")))
+      agent.backend = std::move(*ref);
+  } else {
+    agent.backend.plugin = "local";
+    agent.backend.key_path = join_key(path, "backend");
+    agent.backend.location = agent.location;
+    agent.backend.plugin_key_path = agent.backend.key_path;
+    agent.backend.plugin_location = agent.location;
+  }
+  if (const auto filters = node["filters"]) {
+    const std::string filters_path = join_key(path, "filters");
+    if (reader.expect_list(filters, filters_path)) {
+      for (std::size_t i = 0; i < filters.size(); ++i) {
+        if (auto ref = read_plugin_ref(reader, filters[i], index_key(filters_path, i)))
+          agent.filters.push_back(std::move(*ref));
+      }
+    }
+  }
+  if (const auto context = node["context_paths"])
+    read_context_paths(reader, context, join_key(path, "context_paths"), base_dir, true,
+                       agent.context_paths);
+  for (auto [key, target] :
+       {std::pair{"tools_dir", &agent.tools_dir}, std::pair{"skills_dir", &agent.skills_dir},
+        std::pair{"temp_workspace", &agent.temp_workspace}}) {
+    if (const auto value = node[key]) {
+      if (auto resolved = get_path(reader, value, join_key(path, key), base_dir))
+        *target = *resolved;
+    }
+  }
+  if (const auto value = node["timeout"]) {
+    if (auto timeout = read_seconds(reader, value, join_key(path, "timeout")))
+      agent.timeout = *timeout;
+  }
+  if (const auto value = node["max_timeout"]) {
+    if (auto timeout = read_seconds(reader, value, join_key(path, "max_timeout")))
+      agent.max_timeout = *timeout;
+  }
+  if (agent.timeout > agent.max_timeout)
+    reader.error(node["timeout"] ? node["timeout"] : node, join_key(path, "timeout"),
+                 "default timeout is larger than max_timeout");
+  if (const auto value = node["output_cap"]) {
+    if (auto cap = reader.get_integer(value, join_key(path, "output_cap"))) {
+      if (*cap <= 0) {
+        reader.error(value, join_key(path, "output_cap"),
+                     "expected a number of bytes > 0, found '" + value.Scalar() + "'");
+      } else {
+        agent.output_cap = static_cast<std::size_t>(*cap);
+      }
+    }
+  }
+  config.agents.push_back(std::move(agent));
+}
+
+}  // namespace
+
+void parse_native(const YAML::Node& root, YamlReader& reader, Config& config,
+                  const std::string& base_dir) {
+  reader.reject_unknown_keys(root, "",
+                             {"execmcp", "plugin_paths", "log_dir", "audit_file", "agents"});
+  if (auto version = reader.get_integer(root["execmcp"], "execmcp")) {
+    if (*version != 1)
+      reader.error(root["execmcp"], "execmcp",
+                   "unsupported schema version " + std::to_string(*version) +
+                       " (this execmcp reads version 1)");
+  }
+  if (const auto paths = root["plugin_paths"]) {
+    if (reader.expect_list(paths, "plugin_paths")) {
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        if (auto resolved = get_path(reader, paths[i], index_key("plugin_paths", i), base_dir))
+          config.plugin_paths.push_back(*resolved);
+      }
+    }
+  }
+  if (const auto value = root["log_dir"]) {
+    if (auto resolved = get_path(reader, value, "log_dir", base_dir)) config.log_dir = *resolved;
+  }
+  if (const auto value = root["audit_file"]) {
+    if (auto resolved = get_path(reader, value, "audit_file", base_dir))
+      config.audit_file = *resolved;
+  }
+  const auto agents = root["agents"];
+  if (!agents) {
+    reader.error(root, "agents", "required key is missing (a list of agents)");
+    return;
+  }
+  if (!reader.expect_list(agents, "agents")) return;
+  if (agents.size() == 0) reader.error(agents, "agents", "the list of agents is empty");
+  for (std::size_t i = 0; i < agents.size(); ++i)
+    read_native_agent(reader, agents[i], index_key("agents", i), base_dir, config);
+}
+
+}  // namespace config_detail
+
+namespace {
+
+void apply_defaults(config_detail::YamlReader& reader, Config& config) {
+  std::set<std::string> seen;
+  for (auto& agent : config.agents) {
+    if (!agent.id.empty() && !seen.insert(agent.id).second)
+      reader.error_at(agent.location.line, config_detail::join_key(agent.key_path, "id"),
+                      "duplicate agent id '" + agent.id + "'");
+    if (agent.tools_dir.empty() && !agent.cwd.empty()) agent.tools_dir = agent.cwd + "/tools";
+    if (agent.filters.empty() && agent.mcp_enabled)
+      config.warnings.push_back("agent '" + agent.id +
+                                "' has no filters: every command goes straight to the backend");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Config> load_config_text(const std::string& text, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  if (ec) absolute = path;
+  const std::string base_dir = absolute.parent_path().lexically_normal().string();
+
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(
+        {path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg});
+  }
+  auto config = std::make_shared<Config>();
+  config->source_file = absolute.string();
+  config_detail::YamlReader reader(path);
+  if (!root.IsMap()) {
+    throw ConfigError({path +
+                       ": expected a map at the top (with 'execmcp: 1' and 'agents:', "
+                       "or a MassGen 'agent:' / 'agents:'), found " +
+                       config_detail::describe(root)});
+  }
+  if (root["execmcp"]) {
+    config->schema = ConfigSchema::Native;
+    config_detail::parse_native(root, reader, *config, base_dir);
+  } else {
+    config->schema = ConfigSchema::MassGen;
+    config_detail::parse_massgen(root, reader, *config, base_dir);
+  }
+  apply_defaults(reader, *config);
+  if (!reader.errors().empty()) throw ConfigError(reader.errors());
+  return config;
+}
+
+std::shared_ptr<const Config> load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError({path + ": cannot open config file"});
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_config_text(text.str(), path);
+}
+
+}  // namespace execmcp::host

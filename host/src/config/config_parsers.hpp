@@ -1,0 +1,33 @@
+// The two schema readers behind load_config(), and the pieces they share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/config.hpp"
+#include "config/yaml_reader.hpp"
+
+namespace execmcp::host::config_detail {
+
+// The native schema (`execmcp: 1`): strict, unknown keys are errors.
+void parse_native(const YAML::Node& root, YamlReader& reader, Config& config,
+                  const std::string& base_dir);
+// The MassGen schema: reads the keys execmcp understands and ignores the rest.
+void parse_massgen(const YAML::Node& root, YamlReader& reader, Config& config,
+                   const std::string& base_dir);
+
+// A path value with ${VAR} / ~ expanded and made absolute against base_dir.
+std::optional<std::string> get_path(YamlReader& reader, const YAML::Node& node,
+                                    std::string_view path, const std::string& base_dir);
+// `[{path, permission: read|write}]`; strict rejects unknown keys in each entry.
+void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_view path,
+                        const std::string& base_dir, bool strict, std::vector<ContextPath>& out);
+// Ids end up in container names and log lines, so they are kept to a safe alphabet.
+bool check_agent_id(YamlReader& reader, const YAML::Node& node, std::string_view path,
+                    const std::string& id);
+
+}  // namespace execmcp::host::config_detail

@@ -1,0 +1,210 @@
+// Reads MassGen config files: the code-execution keys of each agent's backend, nothing else.
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "config/config_parsers.hpp"
+
+namespace execmcp::host::config_detail {
+
+namespace {
+
+constexpr const char* kDefaultDockerImage = "execmcp/runtime:latest";
+
+const std::set<std::string>& backend_keys_we_read() {
+  static const std::set<std::string> keys = {"cwd",
+                                             "enable_mcp_command_line",
+                                             "command_line_execution_mode",
+                                             "command_line_allowed_commands",
+                                             "command_line_blocked_commands",
+                                             "command_line_docker_image",
+                                             "command_line_docker_memory_limit",
+                                             "command_line_docker_cpu_limit",
+                                             "command_line_docker_network_mode",
+                                             "command_execution_prefix",
+                                             "command_execution_venv_path",
+                                             "context_paths"};
+  return keys;
+}
+
+void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                        const std::string& base_dir,
+                        const std::vector<ContextPath>& orchestrator_paths, Config& config) {
+  if (!reader.expect_map(node, path)) return;
+  AgentConfig agent;
+  agent.key_path = path;
+  agent.location = reader.location(node);
+  if (!node["id"]) {
+    reader.error(node, join_key(path, "id"), "required key is missing");
+  } else if (auto id = reader.get_string(node["id"], join_key(path, "id"))) {
+    if (check_agent_id(reader, node["id"], join_key(path, "id"), *id)) agent.id = *id;
+  }
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key != "id" && key != "backend")
+      spdlog::debug("{}: ignoring MassGen key '{}' (not about code execution)", reader.file(),
+                    join_key(path, key));
+  }
+  const std::string backend_path = join_key(path, "backend");
+  const auto backend = node["backend"];
+  if (!backend) {
+    reader.error(node, backend_path, "required key is missing");
+    return;
+  }
+  if (!reader.expect_map(backend, backend_path)) return;
+  for (const auto& entry : backend) {
+    const std::string key = entry.first.Scalar();
+    if (backend_keys_we_read().count(key) == 0)
+      spdlog::debug("{}: ignoring MassGen key '{}'", reader.file(), join_key(backend_path, key));
+  }
+  auto key_path = [&](const char* key) { return join_key(backend_path, key); };
+
+  agent.mcp_enabled = false;
+  if (const auto value = backend["enable_mcp_command_line"]) {
+    if (auto enabled = reader.get_bool(value, key_path("enable_mcp_command_line")))
+      agent.mcp_enabled = *enabled;
+  }
+  if (const auto value = backend["cwd"]) {
+    if (auto cwd = get_path(reader, value, key_path("cwd"), base_dir)) agent.cwd = *cwd;
+  } else if (agent.mcp_enabled) {
+    reader.error(backend, key_path("cwd"),
+                 "required key is missing (enable_mcp_command_line needs a workspace)");
+  }
+
+  std::string mode = "local";
+  if (const auto value = backend["command_line_execution_mode"]) {
+    if (auto text = reader.get_string(value, key_path("command_line_execution_mode"))) {
+      if (*text == "local" || *text == "docker") {
+        mode = *text;
+      } else {
+        reader.error(value, key_path("command_line_execution_mode"),
+                     "expected 'local' or 'docker', found '" + *text + "'");
+      }
+    }
+  }
+
+  // MassGen always checks dangerous commands, so sanitize is always first.
+  PluginRef sanitize;
+  sanitize.plugin = "sanitize";
+  sanitize.key_path = backend_path;
+  sanitize.location = reader.location(backend);
+  sanitize.plugin_key_path = backend_path;
+  sanitize.plugin_location = sanitize.location;
+  agent.filters.push_back(std::move(sanitize));
+
+  PluginRef patterns;
+  patterns.plugin = "patterns";
+  patterns.key_path = backend_path;
+  patterns.location = reader.location(backend);
+  patterns.plugin_key_path = backend_path;
+  patterns.plugin_location = patterns.location;
+  bool has_patterns = false;
+  for (auto [key, setting] : {std::pair{"command_line_allowed_commands", "allow"},
+                              std::pair{"command_line_blocked_commands", "deny"}}) {
+    const auto value = backend[key];
+    if (!value || value.IsNull()) continue;
+    if (auto list = reader.get_string_list(value, key_path(key))) {
+      reader.check_regex_list(value, key_path(key));
+      patterns.settings[setting] = *list;
+      patterns.location = reader.location(value);
+      has_patterns = true;
+    }
+  }
+  if (has_patterns) agent.filters.push_back(std::move(patterns));
+
+  PluginRef& backend_ref = agent.backend;
+  backend_ref.key_path = backend_path;
+  backend_ref.location = reader.location(backend);
+  backend_ref.plugin = mode == "docker" ? "docker-api" : "local";
+  backend_ref.plugin_key_path = key_path("command_line_execution_mode");
+  backend_ref.plugin_location = reader.location(
+      backend["command_line_execution_mode"] ? backend["command_line_execution_mode"] : backend);
+  auto& settings = backend_ref.settings;
+  if (const auto value = backend["command_execution_prefix"]) {
+    if (auto text = reader.get_string(value, key_path("command_execution_prefix")))
+      settings["command_prefix"] = *text;
+  }
+  if (const auto value = backend["command_execution_venv_path"]) {
+    if (auto venv = get_path(reader, value, key_path("command_execution_venv_path"), base_dir))
+      settings["venv_path"] = *venv;
+  }
+  if (mode == "docker") {
+    settings["image"] = kDefaultDockerImage;
+    if (const auto value = backend["command_line_docker_image"]) {
+      if (auto text = reader.get_string(value, key_path("command_line_docker_image")))
+        settings["image"] = *text;
+    }
+    if (const auto value = backend["command_line_docker_memory_limit"]) {
+      if (auto text = reader.get_string(value, key_path("command_line_docker_memory_limit")))
+        settings["memory"] = *text;
+    }
+    if (const auto value = backend["command_line_docker_cpu_limit"]) {
+      if (auto cpus = reader.get_number(value, key_path("command_line_docker_cpu_limit"))) {
+        if (*cpus <= 0) {
+          reader.error(value, key_path("command_line_docker_cpu_limit"),
+                       "expected a number of CPUs > 0, found '" + value.Scalar() + "'");
+        } else {
+          settings["cpus"] = *cpus;
+        }
+      }
+    }
+    if (const auto value = backend["command_line_docker_network_mode"]) {
+      if (auto text = reader.get_string(value, key_path("command_line_docker_network_mode"))) {
+        if (*text == "none" || *text == "bridge" || *text == "host") {
+          settings["network"] = *text;
+        } else {
+          reader.error(value, key_path("command_line_docker_network_mode"),
+                       "expected 'none', 'bridge' or 'host', found '" + *text + "'");
+        }
+      }
+    }
+  } else {
+    for (const char* key : {"command_line_docker_image", "command_line_docker_memory_limit",
+                            "command_line_docker_cpu_limit", "command_line_docker_network_mode"}) {
+      if (backend[key])
+        config.warnings.push_back(reader.location(backend[key]).str() + ": " + key_path(key) +
+                                  " is ignored because command_line_execution_mode is local");
+    }
+  }
+
+  if (const auto value = backend["context_paths"])
+    read_context_paths(reader, value, key_path("context_paths"), base_dir, false,
+                       agent.context_paths);
+  for (const auto& shared : orchestrator_paths) agent.context_paths.push_back(shared);
+
+  if (!agent.mcp_enabled && !agent.id.empty())
+    config.warnings.push_back(reader.location(node).str() + ": agent '" + agent.id +
+                              "' does not set enable_mcp_command_line: true; `execmcp serve` "
+                              "will refuse it");
+  config.agents.push_back(std::move(agent));
+}
+
+}  // namespace
+
+void parse_massgen(const YAML::Node& root, YamlReader& reader, Config& config,
+                   const std::string& base_dir) {
+  std::vector<ContextPath> orchestrator_paths;
+  if (const auto orchestrator = root["orchestrator"]) {
+    if (reader.expect_map(orchestrator, "orchestrator")) {
+      if (const auto paths = orchestrator["context_paths"])
+        read_context_paths(reader, paths, "orchestrator.context_paths", base_dir, false,
+                           orchestrator_paths);
+    }
+  }
+  const auto single = root["agent"];
+  const auto many = root["agents"];
+  if (!single && !many) {
+    reader.error(root, "",
+                 "neither 'execmcp: 1' (an execmcp config) nor 'agent:' / 'agents:' (a MassGen "
+                 "config) found");
+    return;
+  }
+  if (single) read_massgen_agent(reader, single, "agent", base_dir, orchestrator_paths, config);
+  if (many && reader.expect_list(many, "agents")) {
+    for (std::size_t i = 0; i < many.size(); ++i)
+      read_massgen_agent(reader, many[i], index_key("agents", i), base_dir, orchestrator_paths,
+                         config);
+  }
+}
+
+}  // namespace execmcp::host::config_detail

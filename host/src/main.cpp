@@ -1,0 +1,25 @@
+// The execmcp program's entry point: the CLI, wired to the MCP stdio server.
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+
+#if defined(EXECMCP_HAVE_MCP) && __has_include("mcp/stdio_server.hpp")
+#include "mcp/stdio_server.hpp"
+#define EXECMCP_WITH_MCP 1
+#endif
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  execmcp::host::cli::ServeFunction serve;
+#ifdef EXECMCP_WITH_MCP
+  serve = [](execmcp::host::ConfiguredAgent& agent,
+             const execmcp::host::cli::ServeRequest& request) {
+    execmcp::host::mcp::ServerOptions options;
+    options.server_version = request.server_version;
+    options.max_concurrent_calls = request.max_concurrent;
+    return execmcp::host::mcp::serve_stdio(agent, options);
+  };
+#endif
+  return execmcp::host::cli::run(args, serve);
+}

@@ -1,0 +1,374 @@
+// Tests of ConfiguredAgent: filter chain order, limits, guards around plugins, audit and cleanup.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/configured_agent.hpp"
+#include "config/config.hpp"
+#include "test_support.hpp"
+
+namespace execmcp::host {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct BackendLog {
+  std::mutex mutex;
+  std::vector<sdk::ExecRequest> requests;
+  std::atomic<int> starts{0};
+  std::atomic<int> stops{0};
+  std::atomic<int> cleanups{0};
+};
+
+class FakeBackend final : public sdk::ExecutorBackend {
+ public:
+  explicit FakeBackend(BackendLog& log, std::string start_error = {}, bool throw_on_execute = false)
+      : log_(log), start_error_(std::move(start_error)), throw_(throw_on_execute) {}
+  std::string start() override {
+    ++log_.starts;
+    return start_error_;
+  }
+  void stop() noexcept override { ++log_.stops; }
+  void cleanup() noexcept override { ++log_.cleanups; }
+  sdk::ExecResult execute(const sdk::ExecRequest& request) override {
+    if (throw_) throw std::runtime_error("engine on fire");
+    {
+      std::lock_guard lock(log_.mutex);
+      log_.requests.push_back(request);
+    }
+    sdk::ExecResult result;
+    result.exit_code = 7;
+    result.stdout_data = "ran:" + request.command;
+    result.duration_seconds = 0.25;
+    return result;
+  }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest&) override {
+    throw std::runtime_error("disk gone");
+  }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override {
+    return {request.data.size(), {}};
+  }
+  [[nodiscard]] sdk::BackendTraits traits() const override {
+    sdk::BackendTraits traits;
+    traits.python = "python3.11";
+    return traits;
+  }
+
+ private:
+  BackendLog& log_;
+  std::string start_error_;
+  bool throw_;
+};
+
+class FakeFilter final : public sdk::CommandFilter {
+ public:
+  FakeFilter(std::string needle, std::atomic<int>& calls)
+      : needle_(std::move(needle)), calls_(calls) {}
+  [[nodiscard]] sdk::FilterVerdict check(
+      const sdk::FilterRequest& request) const noexcept override {
+    ++calls_;
+    if (request.command.find(needle_) != std::string_view::npos)
+      return sdk::FilterVerdict::deny("has-" + needle_, "contains " + needle_);
+    return sdk::FilterVerdict::allow();
+  }
+
+ private:
+  std::string needle_;
+  std::atomic<int>& calls_;
+};
+
+struct Harness {
+  BackendLog backend_log;
+  std::atomic<int> first_calls{0};
+  std::atomic<int> second_calls{0};
+  tests::TempDir dir;
+  std::string audit_path = (dir.path() / "audit.jsonl").string();
+
+  std::unique_ptr<ConfiguredAgent> make(std::string start_error = {}, bool throwing = false) {
+    ConfiguredAgent::Parts parts;
+    parts.id = "alpha";
+    parts.instance_id = "123-abc";
+    parts.cwd = "/ws";
+    parts.backend_name = "fake";
+    parts.backend = adopt_plugin_object<sdk::ExecutorBackend>(
+        std::make_unique<FakeBackend>(backend_log, std::move(start_error), throwing));
+    parts.filters.push_back({"first", adopt_plugin_object<sdk::CommandFilter>(
+                                          std::make_unique<FakeFilter>("sudo", first_calls))});
+    parts.filters.push_back({"second", adopt_plugin_object<sdk::CommandFilter>(
+                                           std::make_unique<FakeFilter>("rm", second_calls))});
+    parts.timeout = std::chrono::seconds(5);
+    parts.max_timeout = std::chrono::seconds(20);
+    parts.output_cap = 1234;
+    parts.audit = std::make_shared<AuditLog>(audit_path);
+    return std::make_unique<ConfiguredAgent>(std::move(parts));
+  }
+
+  std::vector<nlohmann::json> audit_lines() const {
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(tests::read_text(audit_path));
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  }
+};
+
+TEST(ConfiguredAgent, AllowedCommandRunsWithAgentLimitsAndIsAudited) {
+  Harness h;
+  auto agent = h.make();
+  agent->start();
+  sdk::CancelToken cancel;
+  const auto outcome = agent->execute({"echo hi", std::nullopt, "sub"}, nullptr, &cancel);
+  EXPECT_FALSE(outcome.blocked);
+  EXPECT_EQ(outcome.result.exit_code, 7);
+  EXPECT_EQ(outcome.result.stdout_data, "ran:echo hi");
+  ASSERT_EQ(h.backend_log.requests.size(), 1u);
+  const auto& request = h.backend_log.requests[0];
+  EXPECT_EQ(request.timeout, std::chrono::seconds(5));
+  EXPECT_EQ(request.output_cap, 1234u);
+  EXPECT_EQ(request.work_dir, "sub");
+  EXPECT_EQ(request.cancel, &cancel);
+  EXPECT_EQ(h.first_calls, 1);
+  EXPECT_EQ(h.second_calls, 1);
+
+  const auto lines = h.audit_lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["agent"], "alpha");
+  EXPECT_EQ(lines[0]["instance"], "123-abc");
+  EXPECT_EQ(lines[0]["verdict"], "allowed");
+  EXPECT_EQ(lines[0]["command"], "echo hi");
+  EXPECT_EQ(lines[0]["work_dir"], "sub");
+  EXPECT_EQ(lines[0]["exit_code"], 7);
+  EXPECT_DOUBLE_EQ(lines[0]["duration_seconds"].get<double>(), 0.25);
+}
+
+TEST(ConfiguredAgent, FirstDenyStopsTheChainAndNothingRuns) {
+  Harness h;
+  auto agent = h.make();
+  agent->start();
+  const auto outcome = agent->execute({"sudo rm -rf /tmp/x", std::nullopt, ""}, nullptr, nullptr);
+  EXPECT_TRUE(outcome.blocked);
+  EXPECT_EQ(outcome.blocked_by, "first");
+  EXPECT_EQ(outcome.rule, "has-sudo");
+  EXPECT_EQ(outcome.reason, "contains sudo");
+  EXPECT_THAT(outcome.result.error, HasSubstr("blocked by the 'first' filter"));
+  EXPECT_EQ(h.first_calls, 1);
+  EXPECT_EQ(h.second_calls, 0);  // the chain stopped at the first deny
+  EXPECT_TRUE(h.backend_log.requests.empty());
+
+  const auto second = agent->execute({"rm x", std::nullopt, ""}, nullptr, nullptr);
+  EXPECT_EQ(second.blocked_by, "second");
+  EXPECT_TRUE(h.backend_log.requests.empty());
+
+  const auto lines = h.audit_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["verdict"], "blocked:first/has-sudo");
+  EXPECT_EQ(lines[0]["reason"], "contains sudo");
+  EXPECT_EQ(lines[1]["verdict"], "blocked:second/has-rm");
+}
+
+TEST(ConfiguredAgent, TimeoutIsClampedToMaxWithANotice) {
+  Harness h;
+  auto agent = h.make();
+  agent->start();
+  auto outcome = agent->execute({"a", std::chrono::seconds(3), ""}, nullptr, nullptr);
+  EXPECT_TRUE(outcome.result.notices.empty());
+  outcome = agent->execute({"b", std::chrono::seconds(3600), ""}, nullptr, nullptr);
+  ASSERT_EQ(h.backend_log.requests.size(), 2u);
+  EXPECT_EQ(h.backend_log.requests[0].timeout, std::chrono::seconds(3));
+  EXPECT_EQ(h.backend_log.requests[1].timeout, std::chrono::seconds(20));
+  ASSERT_EQ(outcome.result.notices.size(), 1u);
+  EXPECT_THAT(outcome.result.notices[0], HasSubstr("max_timeout"));
+}
+
+TEST(ConfiguredAgent, EmptyCommandIsRefusedWithoutRunning) {
+  Harness h;
+  auto agent = h.make();
+  const auto outcome = agent->execute({"  \n", std::nullopt, ""}, nullptr, nullptr);
+  EXPECT_EQ(outcome.result.error, "empty command");
+  EXPECT_TRUE(h.backend_log.requests.empty());
+  EXPECT_EQ(h.first_calls, 0);
+}
+
+TEST(ConfiguredAgent, ThrowingBackendBecomesAnErrorResult) {
+  Harness h;
+  auto agent = h.make({}, true);
+  const auto outcome = agent->execute({"ls", std::nullopt, ""}, nullptr, nullptr);
+  EXPECT_FALSE(outcome.blocked);
+  EXPECT_EQ(outcome.result.exit_code, -1);
+  EXPECT_THAT(outcome.result.error, HasSubstr("backend 'fake' failed: engine on fire"));
+  const auto read = agent->read_file({"x", 10});
+  EXPECT_THAT(read.error, HasSubstr("disk gone"));
+  EXPECT_EQ(h.audit_lines().at(0)["error"], outcome.result.error);
+}
+
+TEST(ConfiguredAgent, RunInternalSkipsFiltersAndIsAuditedAsInternal) {
+  Harness h;
+  auto agent = h.make();
+  const auto result = agent->run_internal("sudo python3 -c 'print(1)'", nullptr);
+  EXPECT_EQ(result.stdout_data, "ran:sudo python3 -c 'print(1)'");
+  EXPECT_EQ(h.first_calls, 0);
+  EXPECT_EQ(h.audit_lines().at(0)["verdict"], "internal");
+}
+
+TEST(ConfiguredAgent, StartFailureIsAClearError) {
+  Harness h;
+  auto agent = h.make("no engine");
+  try {
+    agent->start();
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "agent 'alpha': backend 'fake' failed to start: no engine");
+  }
+}
+
+TEST(ConfiguredAgent, ShutdownRunsStopAndCleanupExactlyOnce) {
+  Harness h;
+  {
+    auto agent = h.make();
+    agent->start();
+    agent->shutdown();
+    agent->shutdown();
+    EXPECT_EQ(h.backend_log.stops, 1);
+    EXPECT_EQ(h.backend_log.cleanups, 1);
+    const auto outcome = agent->execute({"ls", std::nullopt, ""}, nullptr, nullptr);
+    EXPECT_THAT(outcome.result.error, HasSubstr("shutting down"));
+  }  // the destructor must not clean up again
+  EXPECT_EQ(h.backend_log.cleanups, 1);
+
+  Harness never_started;
+  { auto agent = never_started.make(); }
+  EXPECT_EQ(never_started.backend_log.cleanups, 0);
+
+  Harness destructor_only;
+  {
+    auto agent = destructor_only.make();
+    agent->start();
+  }
+  EXPECT_EQ(destructor_only.backend_log.stops, 1);
+  EXPECT_EQ(destructor_only.backend_log.cleanups, 1);
+}
+
+TEST(ConfiguredAgent, ForwardsTraitsAndFileWrites) {
+  Harness h;
+  auto agent = h.make();
+  EXPECT_EQ(agent->traits().python, "python3.11");
+  EXPECT_EQ(agent->write_file({"f", "abc"}).bytes_written, 3u);
+  EXPECT_EQ(agent->id(), "alpha");
+  EXPECT_EQ(agent->cwd(), "/ws");
+  EXPECT_EQ(agent->filter_names(), (std::vector<std::string>{"first", "second"}));
+}
+
+TEST(ConfiguredAgent, ConcurrentCallsAreAllAuditedAsWholeLines) {
+  Harness h;
+  auto agent = h.make();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&agent, t] {
+      for (int i = 0; i < 25; ++i)
+        agent->execute({"cmd " + std::to_string(t) + " " + std::to_string(i), std::nullopt, ""},
+                       nullptr, nullptr);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(h.audit_lines().size(), 100u);  // each line parses as JSON
+  EXPECT_EQ(h.backend_log.requests.size(), 100u);
+}
+
+// build_agent: config entry -> real plugins from the registry, with settings errors on their line.
+TEST(BuildAgent, CreatesFiltersAndBackendFromConfigThroughPlugins) {
+  tests::TempDir dir;
+  const std::string config_path = (dir.path() / "agents.yaml").string();
+  const auto config = load_config_text(R"(execmcp: 1
+agents:
+  - id: alpha
+    cwd: ws
+    backend:
+      plugin: fixture-echo
+      settings: {exit_code: 3}
+    filters:
+      - plugin: fixture-word
+        settings: {word: forbidden}
+    context_paths:
+      - path: /data
+)",
+                                       config_path);
+  PluginRegistry registry;
+  registry.scan({EXECMCP_FIXTURE_PLUGIN_DIR});
+  AgentBuildOptions options;
+  options.audit_file = (dir.path() / "audit.jsonl").string();
+  auto agent = build_agent(*config, config->agents[0], registry, options);
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "ws"));  // workspace created
+  agent->start();
+  EXPECT_EQ(agent->instance_id().rfind(std::to_string(::getpid()) + "-", 0), 0u);
+
+  const auto ok = agent->execute({"echo fine", std::nullopt, ""}, nullptr, nullptr);
+  EXPECT_EQ(ok.result.exit_code, 3);
+  EXPECT_EQ(ok.result.stdout_data, "echo:echo fine\n");
+  EXPECT_EQ(ok.result.stderr_data, "cwd:" + dir.str() + "/ws\n");
+
+  const auto blocked = agent->execute({"say forbidden things", std::nullopt, ""}, nullptr, nullptr);
+  EXPECT_TRUE(blocked.blocked);
+  EXPECT_EQ(blocked.blocked_by, "fixture-word");
+  EXPECT_EQ(blocked.rule, "word-forbidden");
+  EXPECT_THAT(tests::read_text(dir.path() / "audit.jsonl"),
+              HasSubstr("\"verdict\":\"blocked:fixture-word/word-forbidden\""));
+}
+
+TEST(BuildAgent, PluginSettingsErrorsNameTheConfigLine) {
+  const auto config = load_config_text(R"(execmcp: 1
+agents:
+  - id: alpha
+    cwd: /tmp/execmcp-never-created
+    backend:
+      plugin: fixture-echo
+      settings:
+        colour: red
+    filters:
+      - plugin: fixture-word
+        settings: {words: [a]}
+      - plugin: no-such-filter
+)",
+                                       "cfg/agents.yaml");
+  PluginRegistry registry;
+  registry.scan({EXECMCP_FIXTURE_PLUGIN_DIR});
+  AgentBuildOptions options;
+  options.touch_filesystem = false;
+  try {
+    build_agent(*config, config->agents[0], registry, options);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.problems().size(), 3u);
+    EXPECT_THAT(e.problems()[0], HasSubstr("agents.yaml:11: agents[0].filters[0].settings: plugin "
+                                           "'fixture-word'"));
+    EXPECT_THAT(e.problems()[0], HasSubstr("unknown setting 'words'"));
+    EXPECT_THAT(e.problems()[1], HasSubstr("agents.yaml:12: agents[0].filters[1].plugin: no "
+                                           "filter plugin named 'no-such-filter'"));
+    EXPECT_THAT(e.problems()[2], HasSubstr("agents.yaml:8: agents[0].backend.settings: plugin "
+                                           "'fixture-echo'"));
+    EXPECT_THAT(e.problems()[2], HasSubstr("unknown setting 'colour'"));
+  }
+  EXPECT_FALSE(std::filesystem::exists("/tmp/execmcp-never-created"));
+}
+
+TEST(BuildAgent, RefusesAMassGenAgentWithoutMcpCommandLine) {
+  const auto config =
+      load_config_text("agent:\n  id: a\n  backend:\n    type: openai\n", "/c/mg.yaml");
+  PluginRegistry registry;
+  try {
+    build_agent(*config, config->agents[0], registry);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("enable_mcp_command_line: true"));
+  }
+}
+
+}  // namespace
+}  // namespace execmcp::host

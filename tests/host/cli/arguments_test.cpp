@@ -1,0 +1,69 @@
+// Tests of the command-line parser: each command's options, and clear usage errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli/arguments.hpp"
+
+namespace execmcp::host::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Arguments, ParsesServe) {
+  const auto parsed =
+      parse_arguments({"serve", "--config", "c.yaml", "--agent=a", "--log-level", "debug",
+                       "--audit-file", "a.jsonl", "--max-concurrent", "3"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_EQ(parsed.arguments.command, "serve");
+  EXPECT_EQ(parsed.arguments.config_file, "c.yaml");
+  EXPECT_EQ(parsed.arguments.agent_id, "a");
+  EXPECT_EQ(parsed.arguments.log_level, "debug");
+  EXPECT_EQ(parsed.arguments.audit_file, "a.jsonl");
+  EXPECT_EQ(parsed.arguments.max_concurrent, 3u);
+}
+
+TEST(Arguments, ParsesExecWithCommandAfterDoubleDash) {
+  const auto parsed = parse_arguments(
+      {"exec", "--config", "c.yaml", "--timeout", "2.5", "--work-dir", "sub", "--", "ls", "-la"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_EQ(parsed.arguments.timeout_seconds, 2.5);
+  EXPECT_EQ(parsed.arguments.work_dir, "sub");
+  EXPECT_EQ(parsed.arguments.exec_command, (std::vector<std::string>{"ls", "-la"}));
+}
+
+TEST(Arguments, CheckConfigTakesAPositionalFile) {
+  const auto parsed = parse_arguments({"check-config", "x.yaml"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_EQ(parsed.arguments.config_file, "x.yaml");
+}
+
+TEST(Arguments, VersionAndHelp) {
+  EXPECT_EQ(parse_arguments({"--version"}).arguments.command, "version");
+  EXPECT_EQ(parse_arguments({"--help"}).arguments.command, "help");
+  EXPECT_EQ(parse_arguments({"serve", "--help"}).arguments.command, "help");
+  EXPECT_EQ(parse_arguments({"plugins"}).error, "");
+}
+
+TEST(Arguments, UsageErrorsSayWhatIsWrong) {
+  EXPECT_THAT(parse_arguments({}).error, HasSubstr("no command"));
+  EXPECT_THAT(parse_arguments({"launch"}).error, HasSubstr("unknown command 'launch'"));
+  EXPECT_THAT(parse_arguments({"serve"}).error, HasSubstr("serve needs --config FILE"));
+  EXPECT_THAT(parse_arguments({"serve", "--config"}).error, HasSubstr("--config needs a value"));
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--timeout", "3"}).error,
+              HasSubstr("unknown option '--timeout' for serve"));
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--log-level", "loud"}).error,
+              HasSubstr("--log-level must be one of"));
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-concurrent", "0"}).error,
+              HasSubstr("--max-concurrent needs a whole number"));
+  EXPECT_THAT(parse_arguments({"exec", "--config", "c"}).error,
+              HasSubstr("needs a command after --"));
+  EXPECT_THAT(parse_arguments({"exec", "--config", "c", "ls"}).error,
+              HasSubstr("put the command after --"));
+  EXPECT_THAT(parse_arguments({"exec", "--config", "c", "--timeout", "-1", "--", "ls"}).error,
+              HasSubstr("--timeout needs a number of seconds > 0"));
+  EXPECT_THAT(parse_arguments({"check-config"}).error,
+              HasSubstr("check-config needs a config FILE"));
+}
+
+}  // namespace
+}  // namespace execmcp::host::cli

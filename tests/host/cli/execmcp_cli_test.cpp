@@ -1,0 +1,214 @@
+// Tests of the execmcp program itself, run as a child process the way an operator runs it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace execmcp::tests {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Runs `execmcp <args>` with a clean EXECMCP_PLUGIN_PATH; stdout and stderr kept apart.
+RunResult run_execmcp(const std::string& args, const TempDir& dir, const std::string& env = {}) {
+  const auto out = dir.path() / "stdout.txt";
+  const auto err = dir.path() / "stderr.txt";
+  const std::string command = "env -u EXECMCP_PLUGIN_PATH " + env + " " + quote(EXECMCP_BINARY) +
+                              " " + args + " </dev/null >" + quote(out.string()) + " 2>" +
+                              quote(err.string());
+  const int status = std::system(command.c_str());
+  RunResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = read_text(out);
+  result.err = read_text(err);
+  return result;
+}
+
+std::string fixture_config(const TempDir& dir, const std::string& extra_backend_settings = "") {
+  const auto file = dir.path() / "fixture.yaml";
+  write_text(file, "execmcp: 1\nplugin_paths: [" + std::string(EXECMCP_FIXTURE_PLUGIN_DIR) +
+                       "]\nagents:\n  - id: echo\n    cwd: ws\n    backend:\n"
+                       "      plugin: fixture-echo\n      settings: {exit_code: 3" +
+                       extra_backend_settings +
+                       "}\n    filters:\n      - plugin: fixture-word\n"
+                       "        settings: {word: forbidden}\n");
+  return file.string();
+}
+
+TEST(ExecmcpCli, VersionAndHelp) {
+  TempDir dir;
+  auto result = run_execmcp("--version", dir);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.out, HasSubstr("execmcp "));
+  EXPECT_THAT(result.out, HasSubstr("plugin ABI"));
+  result = run_execmcp("--help", dir);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.out, HasSubstr("execmcp serve --config FILE"));
+  result = run_execmcp("frobnicate", dir);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("unknown command 'frobnicate'"));
+}
+
+TEST(ExecmcpCli, CheckConfigOnABadFileExitsOneWithTheLine) {
+  TempDir dir;
+  const auto file = dir.path() / "bad.yaml";
+  write_text(file, "execmcp: 1\nagents:\n  - id: a\n    cwd: /w\n    timeout: abc\n");
+  const auto result = run_execmcp("check-config " + quote(file.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err,
+              HasSubstr("bad.yaml:5: agents[0].timeout: expected a number, found 'abc'"));
+}
+
+TEST(ExecmcpCli, CheckConfigInstantiatesPluginsAndReportsTheirSettingsErrors) {
+  TempDir dir;
+  auto result = run_execmcp("check-config " + quote(fixture_config(dir)), dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("agent 'echo': backend fixture-echo, filters: fixture-word"));
+  EXPECT_THAT(result.out, HasSubstr(": OK"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ws"));  // check-config touches nothing
+
+  result = run_execmcp("check-config " + quote(fixture_config(dir, ", colour: red")), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("fixture.yaml:8: agents[0].backend.settings"),
+                                HasSubstr("unknown setting 'colour'")));
+}
+
+TEST(ExecmcpCli, PluginsListsGoodOnesAndExplainsBadFiles) {
+  TempDir dir;
+  const auto result = run_execmcp("plugins --config " + quote(fixture_config(dir)), dir);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.out,
+              AllOf(HasSubstr("fixture-echo"), HasSubstr("backend"), HasSubstr("fixture-word"),
+                    HasSubstr("filter"), HasSubstr("fixture_echo_backend.so")));
+  EXPECT_THAT(result.err, AllOf(HasSubstr("fixture_abi_major.so: incompatible plugin ABI"),
+                                HasSubstr("fixture_no_descriptor.so: not an execmcp plugin")));
+}
+
+TEST(ExecmcpCli, PluginsFromEnvironmentPath) {
+  TempDir dir;
+  const auto result =
+      run_execmcp("plugins", dir, "EXECMCP_PLUGIN_PATH=" + quote(EXECMCP_FIXTURE_PLUGIN_DIR));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_THAT(result.out, HasSubstr("fixture-echo"));
+}
+
+#if defined(EXECMCP_HAVE_PLUGIN_LOCAL) && defined(EXECMCP_HAVE_PLUGIN_SANITIZE) && \
+    defined(EXECMCP_HAVE_PLUGIN_PATTERNS)
+TEST(ExecmcpCli, PluginsListsTheInTreePlugins) {
+  TempDir dir;
+  const auto result = run_execmcp("plugins", dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, AllOf(HasSubstr("local"), HasSubstr("sanitize"), HasSubstr("patterns")));
+  EXPECT_THAT(result.out, Not(HasSubstr("fixture-echo")));  // fixtures stay out of the real dir
+}
+
+TEST(ExecmcpCli, ExecRunsThroughTheRealLocalPluginAndFilters) {
+  TempDir dir;
+  const auto config = dir.path() / "local.yaml";
+  write_text(config,
+             "execmcp: 1\nagents:\n  - id: default\n    cwd: ws\n    backend: {plugin: local}\n"
+             "    filters:\n      - plugin: sanitize\n      - plugin: patterns\n"
+             "        settings: {deny: ['\\bgit\\s+push\\b']}\n");
+  auto result = run_execmcp("exec --log-level info --config " + quote(config.string()) +
+                                " -- 'echo hello; pwd; echo oops >&2; exit 4'",
+                            dir);
+  EXPECT_EQ(result.exit_code, 4) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("hello\n" + dir.str() + "/ws\n"));
+  EXPECT_THAT(result.err, HasSubstr("oops"));
+  EXPECT_THAT(result.err, HasSubstr("audit agent=default verdict=allowed exit=4"));
+
+  result = run_execmcp("exec --config " + quote(config.string()) + " -- git push origin", dir);
+  EXPECT_EQ(result.exit_code, 126);
+  EXPECT_THAT(result.err, HasSubstr("blocked by the 'patterns' filter"));
+
+  result = run_execmcp("check-config " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+#endif
+
+TEST(ExecmcpCli, ExecPrintsOutputAndExitsWithTheCommandsCode) {
+  TempDir dir;
+  const std::string config = fixture_config(dir);
+  const std::string audit = (dir.path() / "audit.jsonl").string();
+  auto result = run_execmcp(
+      "exec --config " + quote(config) + " --audit-file " + quote(audit) + " -- echo hi", dir);
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_EQ(result.out, "echo:echo hi\n");
+  EXPECT_THAT(result.err, HasSubstr("cwd:" + dir.str() + "/ws"));
+  EXPECT_THAT(read_text(audit), HasSubstr("\"verdict\":\"allowed\""));
+
+  result = run_execmcp("exec --config " + quote(config) + " -- say forbidden words", dir);
+  EXPECT_EQ(result.exit_code, 126);
+  EXPECT_EQ(result.out, "");
+  EXPECT_THAT(result.err,
+              HasSubstr("blocked by the 'fixture-word' filter (rule 'word-forbidden')"));
+}
+
+TEST(ExecmcpCli, ServeRefusesUnknownAgentAndBadBackendClearly) {
+  TempDir dir;
+  const std::string config = fixture_config(dir, ", start_error: engine missing");
+  auto result = run_execmcp("serve --config " + quote(config) + " --agent nobody", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("no agent 'nobody' (agents: echo)"));
+  result = run_execmcp("exec --config " + quote(config) + " -- true", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("backend 'fixture-echo' failed to start: engine missing"));
+}
+
+#ifdef EXECMCP_TEST_HAVE_MCP
+TEST(ExecmcpCli, ServeAnswersOverStdioAndCleansUpOnce) {
+  TempDir dir;
+  const std::string marker = (dir.path() / "cleanups.txt").string();
+  const std::string config = fixture_config(dir, ", cleanup_marker: " + quote(marker));
+  const auto requests = dir.path() / "requests.jsonl";
+  write_text(requests,
+             R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":)"
+             R"("2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}})"
+             "\n"
+             R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+             "\n"
+             R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command",)"
+             R"("arguments":{"command":"echo served"}}})"
+             "\n");
+  const auto out = dir.path() / "out.txt";
+  const auto err = dir.path() / "err.txt";
+  // Keep stdin open a moment after the requests: EOF ends the session and cancels pending calls.
+  const std::string command = "(cat " + quote(requests.string()) +
+                              "; sleep 1) | env -u "
+                              "EXECMCP_PLUGIN_PATH " +
+                              quote(EXECMCP_BINARY) + " serve --config " + quote(config) + " >" +
+                              quote(out.string()) + " 2>" + quote(err.string());
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_text(err);
+  const std::string stdout_text = read_text(out);
+  EXPECT_THAT(stdout_text, HasSubstr(R"("id":1)"));
+  EXPECT_THAT(stdout_text, HasSubstr("echo:echo served"));
+  const std::string stderr_text = read_text(err);
+  EXPECT_THAT(stderr_text, HasSubstr("serving agent 'echo' (backend fixture-echo"));
+  EXPECT_THAT(stderr_text, HasSubstr("serve --config " + config + " --agent echo"));
+  EXPECT_EQ(read_text(marker), "cleanup\n");  // once, after the MCP server returned
+}
+#endif
+
+}  // namespace
+}  // namespace execmcp::tests

@@ -1,0 +1,39 @@
+// Every example config shipped in configs/ must load and validate, so none of them rots.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "test_support.hpp"
+
+namespace execmcp::host {
+namespace {
+
+TEST(ExampleConfigs, EveryYamlInConfigsValidates) {
+  tests::TempDir workspace;
+  tests::ScopedEnv env("EXECMCP_WORKSPACE", workspace.str());
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(EXECMCP_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml")
+      files.push_back(entry.path());
+  }
+  ASSERT_GE(files.size(), 4u) << "configs/ should hold the example configs";
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.string());
+    try {
+      const auto config = load_config(file.string());
+      EXPECT_FALSE(config->agents.empty());
+      bool any_served = false;
+      for (const auto& agent : config->agents) any_served = any_served || agent.mcp_enabled;
+      EXPECT_TRUE(any_served) << "an example config should have an agent execmcp can serve";
+    } catch (const ConfigError& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace execmcp::host

@@ -1,0 +1,154 @@
+// Tests of MassGen-compatible configs: the keys execmcp reads, the ones it ignores, and the
+// mapping.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/config.hpp"
+
+namespace execmcp::host {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string load_error(const std::string& text) {
+  try {
+    load_config_text(text, "mg.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(MassGenConfig, SingleLocalAgentWithPatterns) {
+  const auto config = load_config_text(R"(agent:
+  id: coder
+  system_message: hi
+  backend:
+    type: openai
+    model: gpt-4o
+    api_key: sk-whatever
+    cwd: /w/coder
+    enable_mcp_command_line: true
+    command_execution_prefix: uv run
+    command_execution_venv_path: /venvs/a
+    command_line_allowed_commands: ['^python']
+    command_line_blocked_commands: ['rm -rf']
+    context_paths:
+      - path: /ctx
+        permission: write
+        protected_paths: [x]
+orchestrator:
+  context_paths:
+    - path: /shared
+ui: {display_type: simple}
+)",
+                                       "/c/mg.yaml");
+  EXPECT_EQ(config->schema, ConfigSchema::MassGen);
+  ASSERT_EQ(config->agents.size(), 1u);
+  const auto& agent = config->agents[0];
+  EXPECT_EQ(agent.id, "coder");
+  EXPECT_EQ(agent.cwd, "/w/coder");
+  EXPECT_TRUE(agent.mcp_enabled);
+  EXPECT_EQ(agent.backend.plugin, "local");
+  EXPECT_EQ(agent.backend.settings,
+            (nlohmann::json{{"command_prefix", "uv run"}, {"venv_path", "/venvs/a"}}));
+  ASSERT_EQ(agent.filters.size(), 2u);
+  EXPECT_EQ(agent.filters[0].plugin, "sanitize");
+  EXPECT_EQ(agent.filters[1].plugin, "patterns");
+  EXPECT_EQ(agent.filters[1].settings,
+            (nlohmann::json{{"allow", {"^python"}}, {"deny", {"rm -rf"}}}));
+  ASSERT_EQ(agent.context_paths.size(), 2u);
+  EXPECT_EQ(agent.context_paths[0].path, "/ctx");
+  EXPECT_TRUE(agent.context_paths[0].writable);
+  EXPECT_EQ(agent.context_paths[1].path, "/shared");
+  EXPECT_FALSE(agent.context_paths[1].writable);
+  EXPECT_TRUE(config->warnings.empty());
+}
+
+TEST(MassGenConfig, DockerModeMapsToDockerApi) {
+  const auto config = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker
+      command_line_docker_memory_limit: 2g
+      command_line_docker_cpu_limit: 1.5
+      command_line_docker_network_mode: bridge
+  - id: b
+    backend:
+      cwd: /w/b
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker
+      command_line_docker_image: my/image:2
+)",
+                                       "/c/mg.yaml");
+  ASSERT_EQ(config->agents.size(), 2u);
+  const auto& a = config->agents[0];
+  EXPECT_EQ(a.backend.plugin, "docker-api");
+  EXPECT_EQ(a.backend.settings, (nlohmann::json{{"image", "execmcp/runtime:latest"},
+                                                {"memory", "2g"},
+                                                {"cpus", 1.5},
+                                                {"network", "bridge"}}));
+  ASSERT_EQ(a.filters.size(), 1u);  // sanitize only: no allow/deny lists
+  EXPECT_EQ(a.filters[0].plugin, "sanitize");
+  EXPECT_EQ(config->agents[1].backend.settings["image"], "my/image:2");
+}
+
+TEST(MassGenConfig, DisabledCommandLineIsAWarningNotAnError) {
+  const auto config =
+      load_config_text("agent:\n  id: a\n  backend:\n    type: claude\n", "mg.yaml");
+  EXPECT_FALSE(config->agents[0].mcp_enabled);
+  ASSERT_FALSE(config->warnings.empty());
+  EXPECT_THAT(config->warnings[0], HasSubstr("mg.yaml:2: agent 'a' does not set "
+                                             "enable_mcp_command_line: true"));
+}
+
+TEST(MassGenConfig, WrongTypesOfKeysWeReadAreErrorsWithLines) {
+  EXPECT_EQ(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
+                       "yes please\n"),
+            "mg.yaml:5: agent.backend.enable_mcp_command_line: expected true or false, found "
+            "'yes please'");
+  EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
+                         "true\n    command_line_blocked_commands: 'rm'\n"),
+              HasSubstr("mg.yaml:6: agent.backend.command_line_blocked_commands: expected a list"));
+  EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
+                         "true\n    command_line_execution_mode: vm\n"),
+              HasSubstr(":6: agent.backend.command_line_execution_mode: expected 'local' or "
+                        "'docker', found 'vm'"));
+  EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
+                         "true\n    command_line_execution_mode: docker\n"
+                         "    command_line_docker_cpu_limit: lots\n"),
+              HasSubstr(":7: agent.backend.command_line_docker_cpu_limit: expected a number"));
+  EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
+                         "true\n    command_line_execution_mode: docker\n"
+                         "    command_line_docker_network_mode: everywhere\n"),
+              HasSubstr(":7: agent.backend.command_line_docker_network_mode: expected 'none', "
+                        "'bridge' or 'host'"));
+}
+
+TEST(MassGenConfig, InvalidRegexInAllowedCommandsIsAnError) {
+  EXPECT_THAT(
+      load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
+                 "true\n    command_line_allowed_commands:\n      - '^ls'\n      - '[z-a]'\n"),
+      HasSubstr("mg.yaml:8: agent.backend.command_line_allowed_commands[1]: invalid "
+                "regular expression '[z-a]'"));
+}
+
+TEST(MassGenConfig, EnabledAgentNeedsACwd) {
+  EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    enable_mcp_command_line: true\n"),
+              HasSubstr("agent.backend.cwd: required key is missing"));
+}
+
+TEST(MassGenConfig, NeitherSchemaIsAClearError) {
+  EXPECT_THAT(load_error("model: gpt\n"), HasSubstr("neither 'execmcp: 1'"));
+  EXPECT_THAT(load_error("- a\n- b\n"), HasSubstr("expected a map at the top"));
+}
+
+TEST(MassGenConfig, MissingBackendIsAnError) {
+  EXPECT_THAT(load_error("agents:\n  - id: a\n    model: x\n"),
+              HasSubstr("agents[0].backend: required key is missing"));
+}
+
+}  // namespace
+}  // namespace execmcp::host
