@@ -98,7 +98,7 @@ std::string render(const json& s, const ExecuteOutcome& outcome) {
     if (outcome.result.cancelled) text << "\nThe command was cancelled and killed.";
     const auto& out = s["stdout"].get_ref<const std::string&>();
     const auto& err = s["stderr"].get_ref<const std::string&>();
-    text << "\n--- stdout ---\n" << (out.empty() ? "(empty)" : out);
+    text << "\n--- stdout ---\n" << (out.empty() ? "(empty)\n" : out);
     if (!out.empty() && out.back() != '\n') text << '\n';
     text << "--- stderr ---\n" << (err.empty() ? "(empty)" : err);
     if (outcome.result.stdout_truncated || outcome.result.stderr_truncated) {

@@ -1,0 +1,126 @@
+// Filter plugins seen from the client: a denied command is a tool error naming filter and rule,
+// and it never runs. Also the same config in MassGen's format.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { callTool, connectClient, makeWorkspace, nativeConfig, randomName, textOf, writeConfig } from './lib/harness.mjs';
+
+describe('filters (sanitize + patterns)', () => {
+  let w;
+  let conn;
+
+  before(async () => {
+    w = makeWorkspace();
+    conn = await connectClient(nativeConfig(w));
+  });
+
+  after(async () => {
+    await conn?.close();
+    w?.cleanup();
+  });
+
+  test('rm -rf / is blocked by sanitize, naming the filter and the rule', async () => {
+    const r = await callTool(conn.client, 'execute_command', { command: 'rm -rf /' });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    const s = r.structuredContent;
+    assert.ok(s, 'a blocked call still has structuredContent');
+    assert.equal(s.success, false);
+    assert.equal(s.blocked_by, 'sanitize');
+    assert.ok(typeof s.rule === 'string' && s.rule.length > 0, `rule: ${JSON.stringify(s.rule)}`);
+    assert.match(textOf(r), /sanitize/);
+  });
+
+  test('a deny pattern blocks, naming patterns and the regex', async () => {
+    const name = randomName('curl-ran');
+    const r = await callTool(conn.client, 'execute_command', { command: `curl http://127.0.0.1:9/ ; touch ${name}` });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.equal(r.structuredContent.blocked_by, 'patterns');
+    assert.match(r.structuredContent.rule, /\^curl/);
+    assert.match(textOf(r), /patterns/);
+    assert.equal(fs.existsSync(path.join(w.ws, name)), false, 'a blocked command must not run');
+  });
+
+  test('a command the filters allow runs', async () => {
+    const r = await callTool(conn.client, 'execute_command', { command: 'echo curl is fine here' });
+    assert.notEqual(r.isError, true, textOf(r));
+    assert.equal(r.structuredContent.stdout, 'curl is fine here\n');
+  });
+});
+
+describe('MassGen-format config', () => {
+  let w;
+  let conn;
+
+  before(async () => {
+    w = makeWorkspace();
+    const file = writeConfig(
+      w,
+      'agents:\n' +
+        '  - id: default\n' +
+        '    backend:\n' +
+        '      type: openai\n' +
+        '      model: x\n' +
+        `      cwd: ${JSON.stringify(w.ws)}\n` +
+        '      enable_mcp_command_line: true\n' +
+        '      command_line_execution_mode: local\n' +
+        '      command_line_blocked_commands: ["^curl"]\n',
+      'massgen.yaml',
+    );
+    conn = await connectClient(file);
+  });
+
+  after(async () => {
+    await conn?.close();
+    w?.cleanup();
+  });
+
+  test('serves the four tools', async () => {
+    const { tools } = await conn.client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['execute_command', 'read_docstring', 'read_file', 'write_file']);
+  });
+
+  test('runs commands in the configured cwd', async () => {
+    const r = await callTool(conn.client, 'execute_command', { command: 'echo hi && pwd' });
+    assert.notEqual(r.isError, true, textOf(r));
+    assert.equal(r.structuredContent.stdout, `hi\n${w.ws}\n`);
+  });
+
+  test('command_line_blocked_commands blocks', async () => {
+    const r = await callTool(conn.client, 'execute_command', { command: 'curl http://127.0.0.1:9/' });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.ok(r.structuredContent?.blocked_by, `blocked_by: ${JSON.stringify(r.structuredContent)}`);
+  });
+});
+
+describe('config variable expansion', () => {
+  let w;
+  let conn;
+
+  before(async () => {
+    w = makeWorkspace();
+    const file = writeConfig(
+      w,
+      'execmcp: 1\n' +
+        'agents:\n' +
+        '  - id: default\n' +
+        '    cwd: "${EXECMCP_E2E_WS:-/nonexistent/unset}"\n' +
+        '    backend: {plugin: local, settings: {}}\n' +
+        '    filters: [{plugin: sanitize}]\n',
+      'expand.yaml',
+    );
+    conn = await connectClient(file, { env: { EXECMCP_E2E_WS: w.ws } });
+  });
+
+  after(async () => {
+    await conn?.close();
+    w?.cleanup();
+  });
+
+  test('${VAR:-default} takes the variable from the server environment', async () => {
+    const r = await callTool(conn.client, 'execute_command', { command: 'pwd' });
+    assert.notEqual(r.isError, true, textOf(r));
+    assert.equal(r.structuredContent.stdout.trim(), w.ws);
+  });
+});
