@@ -1,0 +1,759 @@
+// The docker-api backend: container lifecycle, exec with a per-call kill sweep, file tools.
+#include "docker_api_backend.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "docker_common/container_spec.hpp"
+#include "exec_stream_decoder.hpp"
+#include "execmcp/sdk/path_policy.hpp"
+
+namespace execmcp::plugins::docker_api {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+namespace dc = docker_common;
+
+constexpr const char* kMarkerVar = "EXECMCP_CALL";
+constexpr const char* kBuildHint = "build it with docker/build.sh (from the execmcp source tree)";
+
+std::string url_encode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string random_marker() {
+  thread_local std::mt19937_64 rng{
+      std::random_device{}() ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())};
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 2; ++i) {
+    auto v = rng();
+    for (int j = 0; j < 16; ++j, v >>= 4) out.push_back(hex[v & 15]);
+  }
+  return out;
+}
+
+std::string this_host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+bool pid_alive(long pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// Kills every process whose environment carries EXECMCP_CALL=<marker>, repeating until a full pass
+// finds none, so children forked during the sweep (a fork bomb) are caught too. Python does it in
+// one process, which still works when the pids limit leaves no room for `grep` forks.
+constexpr const char* kSweepPython = R"PY(
+import os, sys, time
+want = b"EXECMCP_CALL=" + sys.argv[1].encode()
+me = os.getpid()
+end = time.time() + 10
+quiet = 0
+while time.time() < end and quiet < 3:
+    found = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == me:
+            continue
+        try:
+            with open("/proc/" + d + "/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if want in env:
+            found += 1
+            try:
+                # The whole group first: a group kill is atomic against fork.
+                with open("/proc/" + d + "/stat", "rb") as f:
+                    pgrp = int(f.read().rsplit(b")", 1)[1].split()[2])
+                if pgrp != os.getpgrp():
+                    os.killpg(pgrp, 9)
+            except (OSError, ValueError, IndexError):
+                pass
+            try:
+                os.kill(int(d), 9)
+            except OSError:
+                pass
+    quiet = 0 if found else quiet + 1
+    time.sleep(0.02)
+
+def zombies():
+    n = 0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/" + d + "/stat", "rb") as f:
+                    n += b") Z " in f.read()
+            except OSError:
+                pass
+    return n
+
+# Killed processes hold their pids until init reaps them; wait so the pids limit frees.
+while time.time() < end and zombies():
+    time.sleep(0.01)
+if quiet >= 3:
+    print("execmcp-swept")
+)PY";
+
+constexpr const char* kSweepShell =
+    "m=\"EXECMCP_CALL=$1\"; i=0; while [ $i -lt 50 ]; do f=0; "
+    "for d in /proc/[0-9]*; do if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then "
+    "kill -9 \"${d#/proc/}\" 2>/dev/null; f=1; fi; done; [ $f = 0 ] && echo execmcp-swept && "
+    "break; "
+    "i=$((i+1)); done";
+
+// Every command runs under this wrapper: $1 shell, $2 command, $3 call marker. Only the command
+// carries the marker in its environment; when it exits, the wrapper kills whatever it left behind
+// (background jobs, setsid escapees, fork-bomb children) so nothing outlives the call, like the
+// local backend. One grep per pass keeps the common case cheap. If forks keep failing (a fork bomb
+// holds every pid) it says so on stderr and the backend finishes the job from outside.
+constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
+constexpr const char* kWrapper =
+    "sh_=$1; cmd_=$2; mark=$3\n"
+    // The command leads its own process group, so one kill reaches the whole group at once (the
+    // kernel makes a group kill atomic against fork, which a pid-by-pid sweep is not).
+    "EXECMCP_CALL=\"$mark\" setsid \"$sh_\" -c \"$cmd_\" &\n"
+    "pid=$!\n"
+    "wait $pid\n"
+    "rc=$?\n"
+    "kill -9 -$pid 2>/dev/null\n"
+    "read -r l 2>/dev/null < /proc/$$/stat; r=${l##*) }; set -- $r; own=$3\n"
+    "i=0; quiet=0; all=\n"
+    "while [ $i -lt 200 ] && [ $quiet -lt 2 ]; do\n"
+    "  i=$((i+1))\n"
+    // grep also reads the marker from stdin, so its output proves it ran: under an exhausted
+    // pids limit its fork fails, and silence must not read as "nothing left".
+    "  p=$(grep -lzsF --label=execmcp-ran \"EXECMCP_CALL=$mark\" - /proc/[0-9]*/environ <<E\n"
+    "EXECMCP_CALL=$mark\n"
+    "E\n"
+    ")\n"
+    "  case \"$p\" in *execmcp-ran*) ;; *) continue ;; esac\n"
+    "  k=; g=\n"
+    "  for f in $p; do case \"$f\" in /proc/*) f=${f#/proc/}; q=${f%/environ}; k=\"$k $q\"\n"
+    "    if read -r l 2>/dev/null < /proc/$q/stat; then r=${l##*) }; set -- $r\n"
+    "      [ \"$3\" != \"$own\" ] && g=\"$g -$3\"; fi ;; esac; done\n"
+    "  if [ -z \"$k\" ]; then quiet=$((quiet+1)); else quiet=0; kill -9 $g $k 2>/dev/null; "
+    "all=\"$all $k\"; fi\n"
+    "done\n"
+    "[ $quiet -ge 2 ] || echo execmcp-sweep-incomplete >&2\n"
+    // Killed processes hold their pids until init reaps them: wait, reading /proc/*/stat with
+    // the `read` builtin (no forks), so the next call is not refused by the pids limit.
+    "n=0\n"
+    "while [ -n \"$all\" ] && [ $n -lt 3000 ]; do\n"
+    "  z=0\n"
+    "  for s in /proc/[0-9]*/stat; do\n"
+    "    read -r l 2>/dev/null < \"$s\" || continue\n"
+    "    case \"$l\" in *\") Z \"*) z=1; break ;; esac\n"
+    "  done\n"
+    "  [ $z = 0 ] && break\n"
+    "  n=$((n+1))\n"
+    "done\n"
+    "exit $rc\n";
+
+// Collects decoded exec output with per-stream caps (draining past the cap) and streams the kept
+// part to the sink, like the local backend.
+class CappedCollector final : public ExecStreamDecoder::Handler {
+ public:
+  CappedCollector(sdk::ExecResult& result, std::size_t cap, sdk::OutputSink* sink)
+      : result_(result), cap_(cap), sink_(sink) {}
+
+  void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
+    if (stream == ExecStreamDecoder::Stream::SystemError) {
+      daemon_error_.append(data);
+      return;
+    }
+    const bool out = stream == ExecStreamDecoder::Stream::Stdout;
+    if (!out) {
+      stderr_tail_.append(data);
+      if (stderr_tail_.size() > 64) stderr_tail_.erase(0, stderr_tail_.size() - 64);
+    }
+    std::string& buf = out ? result_.stdout_data : result_.stderr_data;
+    bool& truncated = out ? result_.stdout_truncated : result_.stderr_truncated;
+    const std::size_t room = buf.size() < cap_ ? cap_ - buf.size() : 0;
+    const std::size_t keep = std::min(room, data.size());
+    if (keep > 0) {
+      buf.append(data.data(), keep);
+      if (sink_ != nullptr)
+        sink_->on_output(out ? sdk::StreamKind::Stdout : sdk::StreamKind::Stderr,
+                         data.substr(0, keep));
+    }
+    if (keep < data.size()) truncated = true;
+  }
+
+  [[nodiscard]] const std::string& daemon_error() const { return daemon_error_; }
+  // The last bytes of stderr, kept even past the cap (the wrapper's sentinel lands there).
+  [[nodiscard]] const std::string& stderr_tail() const { return stderr_tail_; }
+
+ private:
+  sdk::ExecResult& result_;
+  std::size_t cap_;
+  sdk::OutputSink* sink_;
+  std::string daemon_error_;
+  std::string stderr_tail_;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out.push_back(c);
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+DockerApiBackend::DockerApiBackend(const sdk::BackendInit& init)
+    : init_(init),
+      settings_(dc::parse_docker_settings(init.settings_json)),
+      client_(
+          parse_docker_host(select_docker_host(settings_.docker_host, std::getenv("DOCKER_HOST")))),
+      name_(dc::container_name(init.agent_id, init.instance_id)),
+      host_name_(this_host_name()) {
+  if (init_.cwd.empty() || init_.cwd.front() != '/')
+    throw std::invalid_argument("the docker-api backend needs an absolute workspace (cwd)");
+  if (init_.paths.empty()) init_.paths.push_back({init_.cwd, true});
+  // The container user is chosen at start(): the host may create the workspace after loading us.
+}
+
+std::string DockerApiBackend::user() {
+  std::lock_guard lock(mutex_);
+  return user_.user;
+}
+
+void DockerApiBackend::log(sdk::LogLevel level, const std::string& message) const {
+  if (init_.log != nullptr) init_.log->log(level, message);  // the host prefixes plugin and agent
+}
+
+std::string DockerApiBackend::api(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  return "/v" + api_version_ + path;
+}
+
+std::string DockerApiBackend::ensure_api_version() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!api_version_.empty()) return {};
+  }
+  auto r = client_.request("GET", "/version", {}, std::chrono::seconds(10));
+  if (!r.error.empty()) return r.error;
+  if (r.status != 200) return "Docker answered /version with " + engine_message(r.status, r.body);
+  const auto j = json::parse(r.body, nullptr, false);
+  const std::string server =
+      j.is_object() && j.contains("ApiVersion") && j["ApiVersion"].is_string()
+          ? j["ApiVersion"].get<std::string>()
+          : std::string(kMaxApiVersion);
+  std::lock_guard lock(mutex_);
+  api_version_ = negotiate_api_version(server);
+  return {};
+}
+
+std::string DockerApiBackend::check_image() {
+  auto r = client_.request("GET", api("/images/" + settings_.image + "/json"));
+  if (!r.error.empty()) return r.error;
+  if (r.status == 404) return "image '" + settings_.image + "' not found: " + kBuildHint;
+  if (r.status != 200)
+    return "inspecting image '" + settings_.image + "' failed: " + engine_message(r.status, r.body);
+  return {};
+}
+
+std::string DockerApiBackend::prepare_workspace_access() {
+  std::lock_guard lock(mutex_);
+  if (access_granted_) return {};
+  try {
+    user_ = dc::choose_container_user(settings_.user, init_.cwd);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  if (!user_.grant_acl) {
+    access_granted_ = true;
+    return {};
+  }
+  // The container runs as uid 1000 while the files belong to root: grant 1000 an ACL (rwX on
+  // writable grants, r-X on read-only ones) instead of changing anyone's ownership.
+  for (const auto& grant : init_.paths) {
+    if (auto err = dc::grant_acl_recursive(grant.path, dc::kImageUid, grant.writable); !err.empty())
+      return "cannot give the container user (uid 1000) access to '" + grant.path + "': " + err +
+             "; set the backend's 'user' setting or make the workspace owned by a non-root user";
+  }
+  if (!init_.temp_workspace.empty())
+    dc::grant_acl_recursive(init_.temp_workspace, dc::kImageUid, false);
+  access_granted_ = true;
+  return {};
+}
+
+void DockerApiBackend::remove_orphans() {
+  const json filters = {{"label",
+                         {std::string(dc::kLabelManaged) + "=true",
+                          std::string(dc::kLabelOwnerHost) + "=" + host_name_}}};
+  auto r =
+      client_.request("GET", api("/containers/json?all=1&filters=" + url_encode(filters.dump())));
+  if (!r.ok()) {
+    log(sdk::LogLevel::Warn, "listing containers for orphan removal failed: " +
+                                 (r.error.empty() ? engine_message(r.status, r.body) : r.error));
+    return;
+  }
+  const auto list = json::parse(r.body, nullptr, false);
+  if (!list.is_array()) return;
+  for (const auto& c : list) {
+    if (!c.is_object() || !c.contains("Labels") || !c["Labels"].is_object()) continue;
+    const auto& labels = c["Labels"];
+    const std::string pid_text = labels.value(dc::kLabelOwnerPid, std::string());
+    long pid = 0;
+    try {
+      pid = std::stol(pid_text);
+    } catch (...) {
+      pid = 0;
+    }
+    if (pid_alive(pid)) continue;
+    const std::string id = c.value("Id", std::string());
+    if (id.empty()) continue;
+    auto del = client_.request("DELETE", api("/containers/" + id + "?force=1&v=1"));
+    log(sdk::LogLevel::Info, "removed orphan container " + id.substr(0, 12) + " (owner pid " +
+                                 pid_text + " is gone)" +
+                                 (del.ok() || del.status == 404 ? "" : ": " + del.error));
+  }
+}
+
+std::string DockerApiBackend::create_and_start() {
+  auto spec = dc::make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
+  // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
+  // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
+  std::erase_if(spec.mounts, [&](const dc::MountSpec& m) {
+    const bool optional = m.target == "/tools" || m.target == "/skills" ||
+                          (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
+    std::error_code ec;
+    if (!optional || std::filesystem::exists(m.source, ec)) return false;
+    log(sdk::LogLevel::Info,
+        "not mounting " + m.source + " at " + m.target + ": it does not exist");
+    return true;
+  });
+  const std::string body = dc::container_create_body(spec).dump();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto r = client_.request("POST", api("/containers/create?name=" + url_encode(name_)), body);
+    if (!r.error.empty()) return r.error;
+    if (r.status == 404) return "image '" + settings_.image + "' not found: " + kBuildHint;
+    if (r.status == 409 && attempt == 0) {
+      // A stale container holds our name (e.g. left by a previous run with our instance id).
+      client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+      continue;
+    }
+    if (r.status != 201)
+      return "creating container '" + name_ + "' failed: " + engine_message(r.status, r.body);
+    break;
+  }
+  auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
+  if (!s.error.empty()) return s.error;
+  if (s.status != 204 && s.status != 304)
+    return "starting container '" + name_ + "' failed: " + engine_message(s.status, s.body);
+  std::string reason;
+  {
+    std::lock_guard lock(mutex_);
+    reason = user_.reason;
+  }
+  log(sdk::LogLevel::Info,
+      "container " + name_ + " running as user " + user() + " (" + reason + ")");
+  return {};
+}
+
+std::string DockerApiBackend::start() {
+  try {
+    if (auto err = ensure_api_version(); !err.empty()) return err;
+    if (auto err = check_image(); !err.empty()) return err;
+    if (auto err = prepare_workspace_access(); !err.empty()) return err;
+    remove_orphans();
+    auto del = client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+    if (del.ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
+    return create_and_start();
+  } catch (const std::exception& e) {
+    return std::string("docker-api start failed: ") + e.what();
+  }
+}
+
+std::string DockerApiBackend::recover_container(std::vector<std::string>& notices) {
+  if (auto err = ensure_api_version(); !err.empty()) return err;
+  if (auto err = prepare_workspace_access(); !err.empty()) return err;
+  auto r = client_.request("GET", api("/containers/" + name_ + "/json"));
+  if (!r.error.empty()) return r.error;
+  if (r.status == 200) {
+    const auto j = json::parse(r.body, nullptr, false);
+    const bool running = j.is_object() && j.contains("State") && j["State"].is_object() &&
+                         j["State"].value("Running", false);
+    if (running) return {};
+    auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
+    if (s.error.empty() && (s.status == 204 || s.status == 304)) {
+      notices.push_back("container was recreated: " + name_ +
+                        " had stopped and was started again (files outside the mounted paths "
+                        "were kept)");
+      log(sdk::LogLevel::Warn, "container " + name_ + " was not running; restarted it");
+      return {};
+    }
+    client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+  } else if (r.status != 404) {
+    return "inspecting container '" + name_ + "' failed: " + engine_message(r.status, r.body);
+  }
+  if (auto err = create_and_start(); !err.empty()) return err;
+  notices.push_back("container was recreated: " + name_ +
+                    " was gone and a fresh one was created (files outside the mounted paths "
+                    "were lost)");
+  log(sdk::LogLevel::Warn, "container " + name_ + " was gone; recreated it");
+  return {};
+}
+
+void DockerApiBackend::kill_marked(const std::string& marker) {
+  const std::string script = std::string("command -v python3 >/dev/null 2>&1 && exec python3 -c ") +
+                             shell_quote(kSweepPython) + " \"$1\"; " + kSweepShell;
+  const json body = {{"Cmd", {"/bin/sh", "-c", script, "execmcp-kill", marker}},
+                     {"AttachStdout", true},
+                     {"AttachStderr", true},
+                     {"User", user()}};
+  // A fork bomb can hold every pid for a moment, so the sweep's own exec may fail: retry.
+  const auto give_up = Clock::now() + std::chrono::seconds(15);
+  while (Clock::now() < give_up) {
+    auto c = client_.request("POST", api("/containers/" + name_ + "/exec"), body.dump(),
+                             std::chrono::seconds(10));
+    if (!c.ok()) return;  // no container, no processes
+    const auto id = json::parse(c.body, nullptr, false).value("Id", std::string());
+    std::string error;
+    auto conn = client_.start_exec(api("/exec/" + id + "/start"), error, std::chrono::seconds(10));
+    if (conn) {
+      // Success is the sweep's own word on stdout: an exec that could not even start (no pid
+      // left for it) must not count.
+      sdk::ExecResult sweep;
+      CappedCollector collector(sweep, 4096, nullptr);
+      ExecStreamDecoder decoder;
+      char buf[4096];
+      const auto end = Clock::now() + std::chrono::seconds(15);
+      while (Clock::now() < end) {
+        auto rr = conn->read_some(buf, sizeof buf, std::chrono::milliseconds(200));
+        if (rr.bytes > 0 && !decoder.feed(std::string_view(buf, rr.bytes), collector)) break;
+        if (rr.eof || !rr.error.empty()) break;
+      }
+      if (sweep.stdout_data.find("execmcp-swept") != std::string::npos) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  log(sdk::LogLevel::Warn,
+      "could not confirm that every process of call " + marker + " was killed");
+}
+
+sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
+  const auto started = Clock::now();
+  sdk::ExecResult result;
+  auto finish = [&]() -> sdk::ExecResult {
+    result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return std::move(result);
+  };
+  const std::uint64_t generation = stop_generation_.load();
+
+  if (auto err = ensure_api_version(); !err.empty()) {
+    result.error = err;
+    return finish();
+  }
+  std::string exec_id;
+  for (int attempt = 0; attempt < 2 && exec_id.empty(); ++attempt) {
+    json body = {{"Cmd", spec.cmd},
+                 {"AttachStdout", true},
+                 {"AttachStderr", true},
+                 {"AttachStdin", spec.stdin_data.has_value()},
+                 {"WorkingDir", spec.work_dir},
+                 {"User", user()},
+                 {"Env", spec.env},
+                 {"Tty", false}};
+    auto r = client_.request("POST", api("/containers/" + name_ + "/exec"), body.dump());
+    if (!r.error.empty()) {
+      result.error = r.error;
+      return finish();
+    }
+    if (r.status == 201) {
+      exec_id = json::parse(r.body, nullptr, false).value("Id", std::string());
+      if (exec_id.empty()) {
+        result.error = "Docker created an exec without an id";
+        return finish();
+      }
+      break;
+    }
+    if ((r.status == 404 || r.status == 409) && attempt == 0) {
+      std::lock_guard lock(recover_mutex_);
+      if (auto err = recover_container(result.notices); !err.empty()) {
+        result.error = err;
+        return finish();
+      }
+      continue;
+    }
+    result.error = "creating the exec failed: " + engine_message(r.status, r.body);
+    return finish();
+  }
+
+  std::string error;
+  auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
+  if (!conn) {
+    result.error = error;
+    return finish();
+  }
+  std::string stdin_error;
+  if (spec.stdin_data) {
+    // A command that exits early (e.g. EROFS) breaks the pipe: keep going to read its stderr.
+    stdin_error = conn->write_all(*spec.stdin_data, std::chrono::seconds(60));
+    conn->close_write();
+  }
+
+  CappedCollector collector(result, spec.output_cap, spec.sink);
+  ExecStreamDecoder decoder;
+  std::vector<char> buf(64 * 1024);
+  const bool has_deadline = spec.timeout.count() > 0;
+  const auto deadline = started + spec.timeout;
+  bool killed = false;
+  Clock::time_point drain_until{};
+  for (;;) {
+    if (!killed) {
+      bool kill = false;
+      if (spec.cancel != nullptr && spec.cancel->cancel_requested()) {
+        result.cancelled = kill = true;
+      } else if (stop_generation_.load() != generation) {
+        result.cancelled = kill = true;
+        result.notices.push_back("the backend was stopped while the command ran");
+      } else if (has_deadline && Clock::now() >= deadline) {
+        result.timed_out = kill = true;
+      }
+      if (kill) {
+        killed = true;
+        kill_marked(spec.marker);
+        drain_until = Clock::now() + std::chrono::seconds(2);
+      }
+    } else if (Clock::now() >= drain_until) {
+      break;  // something outside our marker still holds the stream open; stop waiting
+    }
+    auto wait = std::chrono::milliseconds(50);
+    auto rr = conn->read_some(buf.data(), buf.size(), wait);
+    if (!rr.error.empty()) {
+      if (!killed) result.error = rr.error;
+      break;
+    }
+    if (rr.bytes > 0 && !decoder.feed(std::string_view(buf.data(), rr.bytes), collector)) {
+      result.error = decoder.error();
+      break;
+    }
+    if (rr.eof) break;
+  }
+  conn.reset();
+  if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
+    const std::string_view sentinel = kSweepIncomplete;
+    if (std::string_view(result.stderr_data).ends_with(sentinel))
+      result.stderr_data.resize(result.stderr_data.size() - sentinel.size());
+    if (!killed) kill_marked(spec.marker);
+  }
+  if (!collector.daemon_error().empty() && result.error.empty())
+    result.error = "Docker reported an error: " + collector.daemon_error();
+
+  // The exit code is known once the daemon has seen the process end; poll briefly.
+  for (int i = 0; i < 40; ++i) {
+    auto r =
+        client_.request("GET", api("/exec/" + exec_id + "/json"), {}, std::chrono::seconds(10));
+    if (!r.ok()) break;
+    const auto j = json::parse(r.body, nullptr, false);
+    if (!j.is_object()) break;
+    if (!j.value("Running", false)) {
+      if (j.contains("ExitCode") && j["ExitCode"].is_number_integer())
+        result.exit_code = j["ExitCode"].get<int>();
+      break;
+    }
+    if (killed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  // Only a command that claims success while its input was cut short is an error here; one that
+  // failed says why on its stderr.
+  if (!stdin_error.empty() && result.error.empty() && result.exit_code == 0)
+    result.error = stdin_error;
+  return finish();
+}
+
+sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
+  try {
+    const auto resolved =
+        sdk::resolve_inside(request.work_dir, init_.cwd, init_.paths, sdk::Access::Read);
+    if (!resolved.error.empty()) {
+      sdk::ExecResult result;
+      result.error = "work_dir refused: " + resolved.error;
+      return result;
+    }
+    // Grants are mounted at their host paths, so the host can tell; runc would silently create
+    // a missing working directory instead of failing.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(resolved.path, ec)) {
+      sdk::ExecResult result;
+      result.error = "work_dir refused: '" + request.work_dir + "' (" + resolved.path +
+                     ") does not exist or is not a directory";
+      return result;
+    }
+    std::string command = request.command;
+    if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + command;
+    if (!settings_.venv_path.empty()) {
+      const std::string venv = settings_.venv_path.front() == '/'
+                                   ? settings_.venv_path
+                                   : init_.cwd + "/" + settings_.venv_path;
+      command = "export PATH=" + shell_quote(venv + "/bin") +
+                ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
+    }
+    ExecSpec spec;
+    spec.marker = random_marker();
+    spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
+    spec.work_dir = resolved.path;
+    for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
+    spec.timeout = request.timeout;
+    spec.output_cap = request.output_cap;
+    spec.sink = request.sink;
+    spec.cancel = request.cancel;
+    auto result = run_exec(spec);
+    if (result.exit_code == 137 && !result.timed_out && !result.cancelled && settings_.memory_bytes)
+      result.notices.push_back(
+          "the command was killed with SIGKILL (exit 137); the container's memory limit (" +
+          std::to_string(*settings_.memory_bytes / (1024 * 1024)) +
+          " MiB) is the likely cause (out of memory)");
+    return result;
+  } catch (const std::exception& e) {
+    sdk::ExecResult result;
+    result.error = std::string("docker-api: ") + e.what();
+    return result;
+  }
+}
+
+sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& request) {
+  sdk::FileReadResult out;
+  try {
+    ExecSpec spec;
+    spec.marker = random_marker();
+    // Read one byte more than allowed to learn whether the file is larger.
+    const std::size_t max_bytes = std::min<std::size_t>(request.max_bytes, std::size_t{1} << 40);
+    const std::string limit = std::to_string(max_bytes + 1);
+    spec.cmd = {"/bin/sh", "-c",
+                "if [ -d \"$1\" ]; then echo \"'$1' is a directory\" >&2; exit 21; fi; "
+                "exec head -c " +
+                    limit + " -- \"$1\"",
+                "execmcp-read", request.path};
+    spec.work_dir = init_.cwd;
+    spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
+    spec.timeout = std::chrono::seconds(60);
+    spec.output_cap = max_bytes + 1;
+    auto r = run_exec(spec);
+    if (!r.error.empty()) {
+      out.error = r.error;
+    } else if (r.exit_code != 0) {
+      std::string msg = r.stderr_data;
+      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      out.error = "cannot read '" + request.path +
+                  "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
+    } else {
+      out.data = std::move(r.stdout_data);
+      if (out.data.size() > max_bytes) {
+        out.data.resize(max_bytes);
+        out.truncated = true;
+      }
+    }
+  } catch (const std::exception& e) {
+    out.error = std::string("docker-api: ") + e.what();
+  }
+  return out;
+}
+
+sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& request) {
+  sdk::FileWriteResult out;
+  try {
+    ExecSpec spec;
+    spec.marker = random_marker();
+    // Bytes go through the exec's stdin, so any byte value survives; the container's mounts and
+    // user decide whether the write is allowed (a read-only context path fails with EROFS).
+    spec.cmd = {"/bin/sh", "-c", "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\"",
+                "execmcp-write", request.path};
+    spec.work_dir = init_.cwd;
+    spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
+    spec.stdin_data = request.data;
+    spec.timeout = std::chrono::seconds(120);
+    spec.output_cap = 64 * 1024;
+    auto r = run_exec(spec);
+    if (!r.error.empty()) {
+      out.error = r.error;
+    } else if (r.exit_code != 0) {
+      std::string msg = r.stderr_data;
+      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      out.error = "cannot write '" + request.path +
+                  "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
+    } else {
+      out.bytes_written = request.data.size();
+    }
+  } catch (const std::exception& e) {
+    out.error = std::string("docker-api: ") + e.what();
+  }
+  return out;
+}
+
+void DockerApiBackend::stop() noexcept {
+  stop_generation_.fetch_add(1);
+}
+
+void DockerApiBackend::cleanup() noexcept {
+  try {
+    stop();
+    if (!ensure_api_version().empty()) return;
+    auto logs = client_.request("GET", api("/containers/" + name_ + "/logs?stdout=1&stderr=1"), {},
+                                std::chrono::seconds(30));
+    if (logs.ok() && !init_.log_dir.empty()) {
+      std::string text;
+      std::string err;
+      demux_all(logs.body, text, &err);
+      std::error_code ec;
+      std::filesystem::create_directories(init_.log_dir, ec);
+      const std::string file = init_.log_dir + "/" + name_ + ".log";
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f << text;
+      if (!err.empty()) f << "\n[execmcp: log stream ended early: " << err << "]\n";
+      if (!f) log(sdk::LogLevel::Warn, "cannot write container log to " + file);
+    }
+    auto del = client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+    if (!del.ok() && del.status != 404)
+      log(sdk::LogLevel::Warn,
+          "removing container " + name_ +
+              " failed: " + (del.error.empty() ? engine_message(del.status, del.body) : del.error));
+  } catch (...) {
+    // cleanup never throws; the host may call it from a signal path.
+  }
+}
+
+sdk::BackendTraits DockerApiBackend::traits() const {
+  sdk::BackendTraits t;
+  std::error_code ec;
+  // Mounted at /tools only when it exists (see create_and_start()).
+  t.tools_dir =
+      !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec) ? "/tools" : "";
+  t.python = "python3";
+  t.isolated = true;
+  return t;
+}
+
+}  // namespace execmcp::plugins::docker_api

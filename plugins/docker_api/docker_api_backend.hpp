@@ -1,0 +1,75 @@
+// The docker-api executor backend: one persistent container per agent, driven over the Engine API.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "docker_client.hpp"
+#include "docker_common/docker_settings.hpp"
+#include "docker_common/workspace_access.hpp"
+#include "execmcp/sdk/executor_backend.hpp"
+
+namespace execmcp::plugins::docker_api {
+
+class DockerApiBackend final : public sdk::ExecutorBackend {
+ public:
+  // Throws std::invalid_argument on bad settings.
+  explicit DockerApiBackend(const sdk::BackendInit& init);
+  ~DockerApiBackend() override = default;
+
+  std::string start() override;
+  void stop() noexcept override;
+  void cleanup() noexcept override;
+
+  sdk::ExecResult execute(const sdk::ExecRequest& request) override;
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override;
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
+
+  [[nodiscard]] sdk::BackendTraits traits() const override;
+
+ private:
+  struct ExecSpec {
+    std::vector<std::string> cmd;
+    std::string work_dir;
+    std::vector<std::string> env;
+    std::optional<std::string> stdin_data;
+    std::chrono::milliseconds timeout{0};  // 0: none
+    std::size_t output_cap = sdk::kDefaultOutputCap;
+    sdk::OutputSink* sink = nullptr;
+    const sdk::CancelToken* cancel = nullptr;
+    std::string marker;  // EXECMCP_CALL value, for the kill sweep
+  };
+
+  std::string api(const std::string& path);
+  std::string ensure_api_version();
+  std::string user();
+  std::string check_image();
+  std::string prepare_workspace_access();
+  void remove_orphans();
+  std::string create_and_start();
+  // Brings back a container that is gone or not running; "" or an error.
+  std::string recover_container(std::vector<std::string>& notices);
+  // Runs one exec to completion (or timeout/cancel), recovering the container once if needed.
+  sdk::ExecResult run_exec(const ExecSpec& spec);
+  void kill_marked(const std::string& marker);
+  void log(sdk::LogLevel level, const std::string& message) const;
+
+  sdk::BackendInit init_;
+  docker_common::DockerSettings settings_;
+  DockerClient client_;
+  std::string name_;
+  std::string host_name_;
+
+  std::mutex mutex_;  // guards api_version_, user_ and access_granted_
+  std::string api_version_;
+  docker_common::UserChoice user_;  // chosen by prepare_workspace_access()
+  bool access_granted_ = false;
+  std::mutex recover_mutex_;  // one container recovery at a time
+  std::atomic<std::uint64_t> stop_generation_{0};
+};
+
+}  // namespace execmcp::plugins::docker_api

@@ -1,0 +1,283 @@
+// Beast/Asio implementation of the Docker client: every operation runs on a private io_context
+// with a deadline, so a hung engine costs a timeout, never a stuck thread.
+#include "docker_client.hpp"
+
+#include <optional>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+namespace execmcp::plugins::docker_api {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using Socket = asio::generic::stream_protocol::socket;
+using Clock = std::chrono::steady_clock;
+using boost::system::error_code;
+
+constexpr std::size_t kMaxBody = 256u * 1024 * 1024;  // logs of a chatty container
+
+// Runs the io_context until `done` or the deadline; on the deadline closes the socket so the
+// pending operation completes with operation_aborted. Returns false on timeout.
+bool run_until(asio::io_context& io, Socket& socket, const bool& done, Clock::time_point deadline) {
+  io.restart();
+  while (!done) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      error_code ignored;
+      socket.close(ignored);
+      io.restart();
+      io.run();
+      return false;
+    }
+    io.run_one_for(deadline - now);
+    if (io.stopped() && !done) io.restart();
+  }
+  return true;
+}
+
+std::string connect_error(const DockerEndpoint& ep, const error_code& ec) {
+  if (ec == asio::error::access_denied || ec.value() == EACCES)
+    return "no permission to use the Docker socket at " + ep.uri +
+           ": add this user to the 'docker' group (then log in again) or run execmcp as a user "
+           "that may use the socket (" +
+           ec.message() + ")";
+  return "cannot reach Docker at " + ep.uri + ": is dockerd running? (" + ec.message() + ")";
+}
+
+// Opens a connected socket or returns an error text.
+std::string connect(asio::io_context& io, Socket& socket, const DockerEndpoint& ep,
+                    Clock::time_point deadline) {
+  error_code ec;
+  bool done = false;
+  if (ep.kind == DockerEndpoint::Kind::Unix) {
+    asio::generic::stream_protocol::endpoint target{
+        asio::local::stream_protocol::endpoint(ep.path)};
+    socket.async_connect(target, [&](const error_code& e) {
+      ec = e;
+      done = true;
+    });
+    if (!run_until(io, socket, done, deadline))
+      return "cannot reach Docker at " + ep.uri + ": is dockerd running? (connect timed out)";
+    if (ec) return connect_error(ep, ec);
+    return {};
+  }
+  asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(ep.host, ep.port, ec);
+  if (ec)
+    return "cannot reach Docker at " + ep.uri + ": cannot resolve host (" + ec.message() + ")";
+  for (const auto& r : results) {
+    error_code ignored;
+    socket.close(ignored);
+    done = false;
+    socket.async_connect(asio::generic::stream_protocol::endpoint(r.endpoint()),
+                         [&](const error_code& e) {
+                           ec = e;
+                           done = true;
+                         });
+    if (!run_until(io, socket, done, deadline))
+      return "cannot reach Docker at " + ep.uri + ": is dockerd running? (connect timed out)";
+    if (!ec) return {};
+  }
+  return connect_error(ep, ec);
+}
+
+http::request<http::string_body> make_request(std::string_view method, const std::string& path,
+                                              const std::string& body) {
+  http::request<http::string_body> req{
+      http::string_to_verb(boost::beast::string_view(method.data(), method.size())), path, 11};
+  req.set(http::field::host, "docker");
+  req.set(http::field::user_agent, "execmcp-docker-api");
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+  }
+  req.prepare_payload();
+  return req;
+}
+
+class BeastExecConnection final : public ExecConnection {
+ public:
+  BeastExecConnection(std::unique_ptr<asio::io_context> io, std::unique_ptr<Socket> socket,
+                      std::string leftover)
+      : io_(std::move(io)), socket_(std::move(socket)), leftover_(std::move(leftover)) {}
+
+  ~BeastExecConnection() override {
+    error_code ignored;
+    socket_->close(ignored);
+  }
+
+  ReadResult read_some(char* buffer, std::size_t size, std::chrono::milliseconds wait) override {
+    ReadResult r;
+    if (!leftover_.empty()) {
+      r.bytes = std::min(size, leftover_.size());
+      std::copy_n(leftover_.data(), r.bytes, buffer);
+      leftover_.erase(0, r.bytes);
+      return r;
+    }
+    if (!socket_->is_open()) {
+      r.eof = true;
+      return r;
+    }
+    bool done = false;
+    error_code ec;
+    socket_->async_read_some(asio::buffer(buffer, size), [&](const error_code& e, std::size_t n) {
+      ec = e;
+      r.bytes = n;
+      done = true;
+    });
+    io_->restart();
+    io_->run_one_for(wait);
+    if (!done) {
+      // Nothing arrived in time: abandon this read (no data is lost: a cancelled read took none).
+      error_code ignored;
+      socket_->cancel(ignored);
+      io_->restart();
+      while (!done) io_->run_one();
+    }
+    if (ec == asio::error::operation_aborted) {
+      r.timed_out = r.bytes == 0;
+    } else if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+      r.eof = true;
+    } else if (ec) {
+      r.error = "reading the exec stream failed: " + ec.message();
+    }
+    return r;
+  }
+
+  std::string write_all(std::string_view data, std::chrono::milliseconds timeout) override {
+    bool done = false;
+    error_code ec;
+    asio::async_write(*socket_, asio::buffer(data.data(), data.size()),
+                      [&](const error_code& e, std::size_t) {
+                        ec = e;
+                        done = true;
+                      });
+    if (!run_until(*io_, *socket_, done, Clock::now() + timeout))
+      return "writing to the exec stream timed out";
+    if (ec) return "writing to the exec stream failed: " + ec.message();
+    return {};
+  }
+
+  void close_write() override {
+    error_code ignored;
+    socket_->shutdown(asio::socket_base::shutdown_send, ignored);
+  }
+
+ private:
+  std::unique_ptr<asio::io_context> io_;
+  std::unique_ptr<Socket> socket_;
+  std::string leftover_;
+};
+
+}  // namespace
+
+DockerClient::DockerClient(DockerEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
+
+HttpResponse DockerClient::request(std::string_view method, const std::string& path,
+                                   const std::string& body, std::chrono::milliseconds timeout) {
+  HttpResponse out;
+  const auto deadline = Clock::now() + timeout;
+  asio::io_context io;
+  Socket socket(io);
+  if (out.error = connect(io, socket, endpoint_, deadline); !out.error.empty()) return out;
+
+  auto req = make_request(method, path, body);
+  req.keep_alive(false);
+  bool done = false;
+  error_code ec;
+  http::async_write(socket, req, [&](const error_code& e, std::size_t) {
+    ec = e;
+    done = true;
+  });
+  if (!run_until(io, socket, done, deadline)) {
+    out.error = "Docker did not answer " + std::string(method) + " " + path + " in time";
+    return out;
+  }
+  if (ec) {
+    out.error =
+        "sending " + std::string(method) + " " + path + " to Docker failed: " + ec.message();
+    return out;
+  }
+  boost::beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxBody);
+  done = false;
+  http::async_read(socket, buffer, parser, [&](const error_code& e, std::size_t) {
+    ec = e;
+    done = true;
+  });
+  if (!run_until(io, socket, done, deadline)) {
+    out.error = "Docker did not answer " + std::string(method) + " " + path + " in time";
+    return out;
+  }
+  if (ec) {
+    out.error = "reading Docker's answer to " + std::string(method) + " " + path +
+                " failed: " + ec.message();
+    return out;
+  }
+  out.status = static_cast<int>(parser.get().result_int());
+  out.body = std::move(parser.get().body());
+  return out;
+}
+
+std::unique_ptr<ExecConnection> DockerClient::start_exec(const std::string& path,
+                                                         std::string& error,
+                                                         std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto io = std::make_unique<asio::io_context>();
+  auto socket = std::make_unique<Socket>(*io);
+  if (error = connect(*io, *socket, endpoint_, deadline); !error.empty()) return nullptr;
+
+  auto req = make_request("POST", path, R"({"Detach":false,"Tty":false})");
+  req.set(http::field::connection, "Upgrade");
+  req.set(http::field::upgrade, "tcp");
+  bool done = false;
+  error_code ec;
+  http::async_write(*socket, req, [&](const error_code& e, std::size_t) {
+    ec = e;
+    done = true;
+  });
+  if (!run_until(*io, *socket, done, deadline) || ec) {
+    error = "starting the exec failed: " + (ec ? ec.message() : std::string("timed out"));
+    return nullptr;
+  }
+  boost::beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxBody);
+  done = false;
+  http::async_read_header(*socket, buffer, parser, [&](const error_code& e, std::size_t) {
+    ec = e;
+    done = true;
+  });
+  if (!run_until(*io, *socket, done, deadline) || ec) {
+    error = "starting the exec failed: " + (ec ? ec.message() : std::string("timed out"));
+    return nullptr;
+  }
+  const int status = static_cast<int>(parser.get().result_int());
+  if (status != 101 && status != 200) {
+    done = false;
+    http::async_read(*socket, buffer, parser, [&](const error_code& e, std::size_t) {
+      ec = e;
+      done = true;
+    });
+    run_until(*io, *socket, done, deadline);
+    error = "starting the exec failed: " + engine_message(status, parser.get().body());
+    return nullptr;
+  }
+  // Bytes after the header belong to the raw stream.
+  const auto data = buffer.data();
+  std::string leftover(static_cast<const char*>(data.data()), data.size());
+  return std::make_unique<BeastExecConnection>(std::move(io), std::move(socket),
+                                               std::move(leftover));
+}
+
+}  // namespace execmcp::plugins::docker_api

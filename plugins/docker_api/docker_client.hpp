@@ -1,0 +1,59 @@
+// A small HTTP/1.1 client for the Docker Engine API over a unix socket or tcp (Boost.Beast inside).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "docker_endpoint.hpp"
+
+namespace execmcp::plugins::docker_api {
+
+struct HttpResponse {
+  int status = 0;  // 0 when the request did not complete
+  std::string body;
+  std::string error;  // transport failure (engine unreachable, timeout, ...), already phrased
+  [[nodiscard]] bool ok() const { return error.empty() && status >= 200 && status < 300; }
+};
+
+// The hijacked connection of POST /exec/{id}/start: raw multiplexed bytes out, stdin bytes in.
+class ExecConnection {
+ public:
+  virtual ~ExecConnection() = default;
+  struct ReadResult {
+    std::size_t bytes = 0;
+    bool eof = false;
+    bool timed_out = false;  // nothing arrived within the wait
+    std::string error;
+  };
+  // Waits at most `wait` for some bytes.
+  virtual ReadResult read_some(char* buffer, std::size_t size, std::chrono::milliseconds wait) = 0;
+  // Writes everything (for stdin); returns "" or an error.
+  virtual std::string write_all(std::string_view data, std::chrono::milliseconds timeout) = 0;
+  // Half-closes the connection so the command sees end of stdin.
+  virtual void close_write() = 0;
+};
+
+// One connection per request: simple, and safe to use from several threads at once.
+class DockerClient {
+ public:
+  explicit DockerClient(DockerEndpoint endpoint);
+
+  // `path` is used as given (no version prefix); `body` is JSON text or empty.
+  HttpResponse request(std::string_view method, const std::string& path,
+                       const std::string& body = {},
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  // Starts an exec with the connection hijacked. On failure returns null and sets `error`.
+  std::unique_ptr<ExecConnection> start_exec(
+      const std::string& path, std::string& error,
+      std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  [[nodiscard]] const DockerEndpoint& endpoint() const { return endpoint_; }
+
+ private:
+  DockerEndpoint endpoint_;
+};
+
+}  // namespace execmcp::plugins::docker_api

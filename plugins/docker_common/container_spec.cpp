@@ -1,0 +1,94 @@
+// Builds the per-agent container spec and its Engine API JSON.
+#include "docker_common/container_spec.hpp"
+
+#include <cmath>
+
+namespace execmcp::plugins::docker_common {
+
+std::string container_name(const std::string& agent_id, const std::string& instance_id) {
+  std::string raw = "execmcp-" + agent_id + "-" + instance_id;
+  std::string out;
+  out.reserve(raw.size());
+  for (char c : raw) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    out.push_back(ok ? c : '-');
+  }
+  if (out.size() > 128) out.resize(128);
+  return out;
+}
+
+std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
+                                        const std::vector<MountSpec>& extra) {
+  std::vector<MountSpec> mounts;
+  auto add = [&](const std::string& source, const std::string& target, bool read_only) {
+    if (source.empty()) return;
+    for (const auto& m : mounts)
+      if (m.target == target) return;
+    mounts.push_back({source, target, read_only});
+  };
+  add(init.cwd, init.cwd, false);
+  for (std::size_t i = 1; i < init.paths.size(); ++i)
+    add(init.paths[i].path, init.paths[i].path, !init.paths[i].writable);
+  add(init.temp_workspace, init.temp_workspace, true);
+  add(init.tools_dir, "/tools", true);
+  add(init.skills_dir, "/skills", true);
+  for (const auto& m : extra) add(m.source, m.target, m.read_only);
+  return mounts;
+}
+
+std::map<std::string, std::string> container_labels(const std::string& agent_id,
+                                                    const std::string& instance_id,
+                                                    std::int64_t owner_pid,
+                                                    const std::string& owner_host) {
+  return {{kLabelManaged, "true"},
+          {kLabelAgent, agent_id},
+          {kLabelInstance, instance_id},
+          {kLabelOwnerPid, std::to_string(owner_pid)},
+          {kLabelOwnerHost, owner_host}};
+}
+
+ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
+                                  const std::string& user, std::int64_t owner_pid,
+                                  const std::string& owner_host) {
+  ContainerSpec spec;
+  spec.name = container_name(init.agent_id, init.instance_id);
+  spec.image = settings.image;
+  spec.user = user;
+  spec.working_dir = init.cwd;
+  for (const auto& [k, v] : settings.env) spec.env.push_back(k + "=" + v);
+  spec.labels = container_labels(init.agent_id, init.instance_id, owner_pid, owner_host);
+  spec.mounts = container_mounts(init, settings.extra_mounts);
+  spec.memory_bytes = settings.memory_bytes;
+  if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
+  spec.pids_limit = settings.pids_limit;
+  spec.network = settings.network;
+  spec.cmd = {"sleep", "infinity"};
+  return spec;
+}
+
+nlohmann::json container_create_body(const ContainerSpec& spec) {
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const auto& m : spec.mounts)
+    mounts.push_back(
+        {{"Type", "bind"}, {"Source", m.source}, {"Target", m.target}, {"ReadOnly", m.read_only}});
+  nlohmann::json host{{"NetworkMode", spec.network},
+                      {"Mounts", mounts},
+                      {"CapDrop", nlohmann::json::array({"ALL"})},
+                      {"SecurityOpt", nlohmann::json::array({"no-new-privileges"})},
+                      {"Init", true}};
+  if (spec.memory_bytes) {
+    host["Memory"] = *spec.memory_bytes;
+    host["MemorySwap"] = *spec.memory_bytes;  // no swap beyond the limit: a hog is OOM-killed
+  }
+  if (spec.nano_cpus) host["NanoCpus"] = *spec.nano_cpus;
+  if (spec.pids_limit > 0) host["PidsLimit"] = spec.pids_limit;
+  nlohmann::json body{{"Image", spec.image}, {"Cmd", spec.cmd},
+                      {"User", spec.user},   {"WorkingDir", spec.working_dir},
+                      {"Env", spec.env},     {"Labels", spec.labels},
+                      {"Tty", false},        {"OpenStdin", false},
+                      {"HostConfig", host}};
+  return body;
+}
+
+}  // namespace execmcp::plugins::docker_common

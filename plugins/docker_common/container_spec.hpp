@@ -1,0 +1,61 @@
+// The per-agent container as data: name, labels, mounts, limits, and its Engine API create body.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "docker_common/docker_settings.hpp"
+#include "execmcp/sdk/executor_backend.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+inline constexpr const char* kLabelManaged = "execmcp.managed";
+inline constexpr const char* kLabelAgent = "execmcp.agent";
+inline constexpr const char* kLabelInstance = "execmcp.instance";
+inline constexpr const char* kLabelOwnerPid = "execmcp.owner.pid";
+inline constexpr const char* kLabelOwnerHost = "execmcp.owner.host";
+
+struct ContainerSpec {
+  std::string name;
+  std::string image;
+  std::string user;              // "uid:gid" or a name; never root
+  std::string working_dir;       // the agent's cwd, same path as on the host
+  std::vector<std::string> env;  // "KEY=VALUE"
+  std::map<std::string, std::string> labels;
+  std::vector<MountSpec> mounts;
+  std::optional<std::int64_t> memory_bytes;
+  std::optional<std::int64_t> nano_cpus;
+  std::int64_t pids_limit = 0;
+  std::string network = "none";
+  std::vector<std::string> cmd;  // keeps the container alive between commands
+};
+
+// "execmcp-<agent>-<instance>", with every character outside Docker's name charset
+// [a-zA-Z0-9_.-] replaced by '-', at most 128 characters.
+std::string container_name(const std::string& agent_id, const std::string& instance_id);
+
+// Mounts at the same paths as on the host: workspace rw, context paths ro unless writable,
+// temp workspace ro, tools -> /tools ro, skills -> /skills ro, then extra mounts. A target already
+// mounted is not mounted twice (the first, more specific entry wins).
+std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
+                                        const std::vector<MountSpec>& extra);
+
+std::map<std::string, std::string> container_labels(const std::string& agent_id,
+                                                    const std::string& instance_id,
+                                                    std::int64_t owner_pid,
+                                                    const std::string& owner_host);
+
+ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
+                                  const std::string& user, std::int64_t owner_pid,
+                                  const std::string& owner_host);
+
+// The body of POST /containers/create. Hardened: CapDrop ALL, no-new-privileges, an init process
+// (reaps the orphans a killed command leaves behind, so they do not eat the pids limit).
+nlohmann::json container_create_body(const ContainerSpec& spec);
+
+}  // namespace execmcp::plugins::docker_common

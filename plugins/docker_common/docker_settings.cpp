@@ -1,0 +1,139 @@
+// Strict parsing of the Docker backends' settings.
+#include "docker_common/docker_settings.hpp"
+
+#include <array>
+#include <cmath>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "docker_common/memory_limit.hpp"
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+constexpr std::array<const char*, 12> kKnownKeys = {
+    "image", "memory",       "cpus",        "pids_limit",     "network",   "user",
+    "env",   "extra_mounts", "docker_host", "command_prefix", "venv_path", "shell"};
+
+[[noreturn]] void bad(const std::string& key, const std::string& expected) {
+  throw std::invalid_argument("setting '" + key + "': expected " + expected);
+}
+
+std::string get_string(const nlohmann::json& value, const std::string& key) {
+  if (!value.is_string()) bad(key, "a string");
+  return value.get<std::string>();
+}
+
+std::string known_keys() {
+  std::string out;
+  for (const char* k : kKnownKeys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
+MountSpec parse_mount(const nlohmann::json& item, std::size_t index) {
+  const std::string where = "extra_mounts[" + std::to_string(index) + "]";
+  if (!item.is_object()) bad(where, "an object {source, target, read_only}");
+  MountSpec mount;
+  for (const auto& [k, v] : item.items()) {
+    if (k == "source") {
+      mount.source = get_string(v, where + ".source");
+    } else if (k == "target") {
+      mount.target = get_string(v, where + ".target");
+    } else if (k == "read_only") {
+      if (!v.is_boolean()) bad(where + ".read_only", "true or false");
+      mount.read_only = v.get<bool>();
+    } else {
+      throw std::invalid_argument("unknown setting '" + where + "." + k +
+                                  "' (known: source, target, read_only)");
+    }
+  }
+  if (mount.source.empty() || mount.source.front() != '/')
+    bad(where + ".source", "an absolute host path");
+  if (mount.target.empty()) mount.target = mount.source;
+  if (mount.target.front() != '/') bad(where + ".target", "an absolute container path");
+  return mount;
+}
+
+}  // namespace
+
+bool is_root_user(const std::string& user) {
+  const std::string name = user.substr(0, user.find(':'));
+  return name == "root" || name == "0" ||
+         (!name.empty() && name.find_first_not_of('0') == std::string::npos);
+}
+
+DockerSettings parse_docker_settings(const std::string& settings_json) {
+  DockerSettings s;
+  if (settings_json.empty()) return s;
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(settings_json);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(std::string("settings are not valid JSON: ") + e.what());
+  }
+  if (root.is_null()) return s;
+  if (!root.is_object()) throw std::invalid_argument("settings: expected an object");
+
+  for (const auto& [key, value] : root.items()) {
+    if (key == "image") {
+      s.image = get_string(value, key);
+      if (s.image.empty()) bad(key, "a non-empty image reference");
+    } else if (key == "memory") {
+      if (value.is_number_integer()) {
+        if (value.get<std::int64_t>() <= 0) bad(key, std::string(kMemoryLimitForms));
+        s.memory_bytes = value.get<std::int64_t>();
+      } else if (value.is_string()) {
+        try {
+          s.memory_bytes = parse_memory_limit(value.get<std::string>());
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument("setting 'memory': " + std::string(e.what()));
+        }
+      } else {
+        bad(key, std::string(kMemoryLimitForms));
+      }
+    } else if (key == "cpus") {
+      if (!value.is_number()) bad(key, "a positive number of CPUs, e.g. 1.5");
+      const double cpus = value.get<double>();
+      if (!(cpus > 0.0) || !std::isfinite(cpus) || cpus > 1024.0)
+        bad(key, "a positive number of CPUs, e.g. 1.5");
+      s.cpus = cpus;
+    } else if (key == "pids_limit") {
+      if (!value.is_number_integer()) bad(key, "an integer (<= 0 for no limit)");
+      s.pids_limit = value.get<std::int64_t>();
+    } else if (key == "network") {
+      s.network = get_string(value, key);
+      if (s.network != "none" && s.network != "bridge" && s.network != "host")
+        bad(key, "one of none, bridge, host (got '" + s.network + "')");
+    } else if (key == "user") {
+      s.user = get_string(value, key);
+      if (is_root_user(s.user))
+        bad(key, "a non-root user (\"uid\" or \"uid:gid\"); root is never allowed");
+    } else if (key == "env") {
+      if (!value.is_object()) bad(key, "an object of string values");
+      for (const auto& [name, v] : value.items()) {
+        if (name.empty() || name.find('=') != std::string::npos)
+          bad(key, "variable names without '=' (got '" + name + "')");
+        s.env[name] = get_string(v, "env." + name);
+      }
+    } else if (key == "extra_mounts") {
+      if (!value.is_array()) bad(key, "a list of {source, target, read_only}");
+      for (std::size_t i = 0; i < value.size(); ++i)
+        s.extra_mounts.push_back(parse_mount(value[i], i));
+    } else if (key == "docker_host") {
+      s.docker_host = get_string(value, key);
+    } else if (key == "command_prefix") {
+      s.command_prefix = get_string(value, key);
+    } else if (key == "venv_path") {
+      s.venv_path = get_string(value, key);  // relative: taken from the agent's cwd
+    } else if (key == "shell") {
+      s.shell = get_string(value, key);
+      if (s.shell.empty() || s.shell.front() != '/') bad(key, "an absolute path, e.g. /bin/sh");
+    } else {
+      throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys() + ")");
+    }
+  }
+  return s;
+}
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,40 @@
+// The settings both Docker backends accept, parsed strictly from the plugin's settings JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace execmcp::plugins::docker_common {
+
+struct MountSpec {
+  std::string source;  // host path, absolute
+  std::string target;  // container path, absolute
+  bool read_only = true;
+};
+
+struct DockerSettings {
+  std::string image = "execmcp/runtime:latest";
+  std::optional<std::int64_t> memory_bytes;  // unset: no limit
+  std::optional<double> cpus;                // unset: no limit
+  std::int64_t pids_limit = 512;             // <= 0: no limit
+  std::string network = "none";              // none | bridge | host
+  std::string user;                          // empty: the workspace-owner policy decides
+  std::map<std::string, std::string> env;
+  std::vector<MountSpec> extra_mounts;
+  std::string docker_host;  // empty: $DOCKER_HOST, then unix:///var/run/docker.sock
+  std::string command_prefix;
+  std::string venv_path;  // container path; relative means relative to the agent's cwd
+  std::string shell = "/bin/sh";
+};
+
+// Throws std::invalid_argument naming the key and what it expects, or the unknown key and the
+// known ones.
+DockerSettings parse_docker_settings(const std::string& settings_json);
+
+// True for "root", "0", "root:x", "0:x": the container user may never be root.
+bool is_root_user(const std::string& user);
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,692 @@
+// Integration tests of the docker-api backend plugin against the real Docker engine, loaded the
+// way the host loads it (Boost.DLL).
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/dll/shared_library.hpp>
+
+#include "execmcp/sdk/plugin.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using execmcp::sdk::BackendInit;
+using execmcp::sdk::ExecRequest;
+using execmcp::sdk::ExecResult;
+using execmcp::sdk::ExecutorBackend;
+
+constexpr const char* kImage = "execmcp/runtime:latest";
+
+// Runs a shell command on the host (the docker CLI, for "outside" actions); returns stdout.
+std::string sh(const std::string& command, int* status = nullptr) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  if (status != nullptr) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string read_host_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool container_exists(const std::string& name) {
+  int status = 0;
+  sh("docker inspect --type container " + name, &status);
+  return status == 0;
+}
+
+// Keeps the plugin library loaded for the whole run; backends are destroyed before it unloads.
+boost::dll::shared_library& plugin() {
+  static boost::dll::shared_library lib(EXECMCP_DOCKER_API_PLUGIN, boost::dll::load_mode::rtld_now);
+  return lib;
+}
+
+struct Collector : execmcp::sdk::LogSink {
+  void log(execmcp::sdk::LogLevel, std::string_view message) noexcept override {
+    std::fprintf(stderr, "  [plugin] %.*s\n", static_cast<int>(message.size()), message.data());
+  }
+};
+Collector g_log;
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    std::string tmpl = "/tmp/execmcp-dockertest-" + tag + "-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+    ::chmod(path_.c_str(), 0755);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string instance_tag() {
+  return "t" + std::to_string(::getpid());
+}
+
+std::unique_ptr<ExecutorBackend> make_backend(BackendInit init, std::string* error = nullptr) {
+  auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
+  if (init.instance_id.empty()) init.instance_id = instance_tag();
+  init.log = &g_log;
+  std::string err;
+  std::unique_ptr<ExecutorBackend> backend(factory(init, err));
+  if (error != nullptr) *error = err;
+  return backend;
+}
+
+ExecResult run(ExecutorBackend& b, const std::string& command,
+               std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  ExecRequest req;
+  req.command = command;
+  req.timeout = timeout;
+  return b.execute(req);
+}
+
+bool docker_tests_disabled() {
+  const char* flag = std::getenv("EXECMCP_DOCKER_TESTS");
+  return flag != nullptr && std::string(flag) == "0";
+}
+
+// The engine gate: skip only when asked to, fail loudly when the engine is not there.
+void require_engine() {
+  if (docker_tests_disabled())
+    GTEST_SKIP() << "EXECMCP_DOCKER_TESTS=0: SKIPPING the Docker integration tests";
+  int status = 0;
+  sh("docker version --format '{{.Server.Version}}'", &status);
+  ASSERT_EQ(status, 0) << "the Docker engine is not reachable; start it with "
+                          "scripts/docker-engine.sh start (or set EXECMCP_DOCKER_TESTS=0 to skip)";
+  sh("docker image inspect " + std::string(kImage), &status);
+  ASSERT_EQ(status, 0) << "image " << kImage << " is missing; build it with docker/build.sh";
+}
+
+#define REQUIRE_ENGINE()                          \
+  do {                                            \
+    require_engine();                             \
+    if (IsSkipped() || HasFatalFailure()) return; \
+  } while (0)
+
+// ---- one shared container for the behaviour tests ----------------------------------------------
+
+class DockerApiShared : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (docker_tests_disabled()) return;
+    workspace_ = std::make_unique<TempDir>("ws");
+    ctx_ro_ = std::make_unique<TempDir>("ctxro");
+    ctx_rw_ = std::make_unique<TempDir>("ctxrw");
+    std::ofstream(ctx_ro_->path() + "/keep.txt") << "original";
+    BackendInit init;
+    init.agent_id = "shared";
+    init.cwd = workspace_->path();
+    init.paths = {{workspace_->path(), true}, {ctx_ro_->path(), false}, {ctx_rw_->path(), true}};
+    init.log_dir = workspace_->path() + "/.logs";
+    init.settings_json = R"({"pids_limit": 256})";
+    backend_ = make_backend(init, &create_error_);
+    if (backend_) start_error_ = backend_->start();
+  }
+  static void TearDownTestSuite() {
+    if (backend_) backend_->cleanup();
+    backend_.reset();
+    workspace_.reset();
+    ctx_ro_.reset();
+    ctx_rw_.reset();
+  }
+  void SetUp() override {
+    REQUIRE_ENGINE();
+    ASSERT_TRUE(backend_) << create_error_;
+    ASSERT_EQ(start_error_, "");
+  }
+  ExecutorBackend& b() { return *backend_; }
+  static std::string name() { return "execmcp-shared-" + instance_tag(); }
+
+  static inline std::unique_ptr<TempDir> workspace_, ctx_ro_, ctx_rw_;
+  static inline std::unique_ptr<ExecutorBackend> backend_;
+  static inline std::string create_error_, start_error_;
+};
+
+TEST_F(DockerApiShared, RunsAsUid1000NeverRoot) {
+  // Policy (docs/docker-backend.md): a root-owned workspace -> the image user 1000 plus an ACL.
+  auto r = run(b(), "id -u; id -g; cat /proc/self/status | grep CapEff");
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data.substr(0, 10), "1000\n1000\n");
+  EXPECT_NE(r.stdout_data.find("CapEff:\t0000000000000000"), std::string::npos) << r.stdout_data;
+  // no-new-privileges: even a setuid binary cannot become root.
+  auto su = run(b(), "cat /proc/self/status | grep NoNewPrivs");
+  EXPECT_NE(su.stdout_data.find("NoNewPrivs:\t1"), std::string::npos) << su.stdout_data;
+}
+
+TEST_F(DockerApiShared, OutputExitCodeAndStderr) {
+  auto r = run(b(), "echo out; echo err >&2; exit 3");
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.stdout_data, "out\n");
+  EXPECT_EQ(r.stderr_data, "err\n");
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_GT(r.duration_seconds, 0.0);
+}
+
+TEST_F(DockerApiShared, StatePersistsAcrossCalls) {
+  ASSERT_EQ(run(b(), "echo remembered > /tmp/state.txt").exit_code, 0);
+  auto r = run(b(), "cat /tmp/state.txt");
+  EXPECT_EQ(r.stdout_data, "remembered\n");
+}
+
+TEST_F(DockerApiShared, WorkspaceIsSharedBothWaysAtTheHostPath) {
+  const std::string ws = workspace_->path();
+  auto pwd = run(b(), "pwd");
+  EXPECT_EQ(trim(pwd.stdout_data), ws);
+  std::ofstream(ws + "/from_host.txt") << "hello from host";
+  auto r = run(b(), "cat " + ws + "/from_host.txt && echo -n container-made > made.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "hello from host");
+  EXPECT_EQ(read_host_file(ws + "/made.txt"), "container-made");
+}
+
+TEST_F(DockerApiShared, NetworkNoneLeavesOnlyLoopback) {
+  auto r = run(b(), "ls /sys/class/net");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "lo\n");
+}
+
+TEST_F(DockerApiShared, ReadOnlyContextCannotBeWritten) {
+  const std::string file = ctx_ro_->path() + "/keep.txt";
+  auto r = run(b(), "cat " + file + " && echo changed > " + file);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.stdout_data.find("original"), std::string::npos);
+  EXPECT_EQ(read_host_file(file), "original");
+  auto w = b().write_file({file, "changed"});
+  EXPECT_NE(w.error.find("Read-only file system"), std::string::npos) << w.error;
+  EXPECT_EQ(read_host_file(file), "original");
+  // The writable context works.
+  auto ok = run(b(), "echo yes > " + ctx_rw_->path() + "/new.txt");
+  EXPECT_EQ(ok.exit_code, 0) << ok.stderr_data;
+  EXPECT_EQ(read_host_file(ctx_rw_->path() + "/new.txt"), "yes\n");
+}
+
+TEST_F(DockerApiShared, TimeoutKillsTheWholeTreeIncludingSetsidEscapees) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run(b(), "setsid sleep 1001 >/dev/null 2>&1 & sleep 1002 & sleep 1003",
+               std::chrono::seconds(2));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.cancelled);
+  EXPECT_LT(secs, 20.0);
+  auto ps = run(b(), "ps -eo args");
+  ASSERT_EQ(ps.exit_code, 0) << ps.stderr_data;
+  EXPECT_EQ(ps.stdout_data.find("sleep 100"), std::string::npos) << ps.stdout_data;
+}
+
+TEST_F(DockerApiShared, NothingOutlivesANormalCall) {
+  // Like the local backend: background jobs and setsid escapees die when the command returns.
+  auto r = run(b(), "sleep 1006 & setsid sleep 1007 >/dev/null 2>&1 & echo started",
+               std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_data, "started\n");
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_LT(r.duration_seconds, 20.0);
+  auto ps = run(b(), "ps -eo args");
+  EXPECT_EQ(ps.stdout_data.find("sleep 100"), std::string::npos) << ps.stdout_data;
+}
+
+TEST_F(DockerApiShared, CancelKillsTheTree) {
+  execmcp::sdk::CancelToken token;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    token.request_cancel();
+  });
+  ExecRequest req;
+  req.command = "sleep 1004 & sleep 1005";
+  req.timeout = std::chrono::seconds(120);
+  req.cancel = &token;
+  auto r = b().execute(req);
+  canceller.join();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_LT(r.duration_seconds, 30.0);
+  auto ps = run(b(), "ps -eo args");
+  EXPECT_EQ(ps.stdout_data.find("sleep 100"), std::string::npos) << ps.stdout_data;
+}
+
+TEST_F(DockerApiShared, OutputIsCappedAndDrained) {
+  ExecRequest req;
+  req.command = "head -c 300000 /dev/zero; echo done >&2";
+  req.output_cap = 1000;
+  auto r = b().execute(req);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_data.size(), 1000u);
+  EXPECT_TRUE(r.stdout_truncated);
+  EXPECT_FALSE(r.stderr_truncated);
+  EXPECT_EQ(r.stderr_data, "done\n");
+}
+
+TEST_F(DockerApiShared, SinkReceivesOutputWhileItRuns) {
+  struct Sink : execmcp::sdk::OutputSink {
+    std::string out, err;
+    void on_output(execmcp::sdk::StreamKind k, std::string_view c) noexcept override {
+      (k == execmcp::sdk::StreamKind::Stdout ? out : err).append(c);
+    }
+  } sink;
+  ExecRequest req;
+  req.command = "echo a; echo b >&2; echo c";
+  req.sink = &sink;
+  auto r = b().execute(req);
+  EXPECT_EQ(sink.out, "a\nc\n");
+  EXPECT_EQ(sink.err, "b\n");
+  EXPECT_EQ(r.stdout_data, sink.out);
+}
+
+TEST_F(DockerApiShared, EnvAndWorkDir) {
+  fs::create_directories(workspace_->path() + "/sub");
+  ExecRequest req;
+  req.command = "pwd; echo $GREETING";
+  req.work_dir = "sub";
+  req.env = {{"GREETING", "hi there"}};
+  auto r = b().execute(req);
+  EXPECT_EQ(r.stdout_data, workspace_->path() + "/sub\nhi there\n");
+  req.work_dir = "/etc";
+  auto refused = b().execute(req);
+  EXPECT_NE(refused.error.find("outside"), std::string::npos) << refused.error;
+  req.work_dir = ctx_ro_->path();  // readable grants are valid work dirs
+  EXPECT_EQ(b().execute(req).exit_code, 0);
+}
+
+TEST_F(DockerApiShared, FileRoundTripKeepsAll256ByteValues) {
+  std::string data;
+  for (int round = 0; round < 4; ++round)
+    for (int i = 0; i < 256; ++i) data.push_back(static_cast<char>(i));
+  auto w = b().write_file({"bytes/all.bin", data});
+  ASSERT_EQ(w.error, "");
+  EXPECT_EQ(w.bytes_written, data.size());
+  EXPECT_EQ(read_host_file(workspace_->path() + "/bytes/all.bin"), data);
+  auto r = b().read_file({"bytes/all.bin"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.data, data);
+  EXPECT_FALSE(r.truncated);
+  // A larger payload goes through stdin in many frames.
+  std::string big(3 * 1024 * 1024 + 17, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 7919) & 0xFF);
+  ASSERT_EQ(b().write_file({workspace_->path() + "/big.bin", big}).error, "");
+  EXPECT_EQ(b().read_file({"big.bin"}).data, big);
+}
+
+TEST_F(DockerApiShared, ReadsAFileTheContainerWroteToTmp) {
+  ASSERT_EQ(run(b(), "printf 'abcdef' > /tmp/made-inside.txt").exit_code, 0);
+  auto r = b().read_file({"/tmp/made-inside.txt"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.data, "abcdef");
+  execmcp::sdk::FileReadRequest small{"/tmp/made-inside.txt", 4};
+  auto t = b().read_file(small);
+  EXPECT_EQ(t.data, "abcd");
+  EXPECT_TRUE(t.truncated);
+  auto missing = b().read_file({"/tmp/nope.txt"});
+  EXPECT_NE(missing.error, "");
+}
+
+TEST_F(DockerApiShared, ParallelCallsAllSucceed) {
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      auto r = run(b(), "echo " + std::to_string(i));
+      if (r.exit_code == 0 && r.stdout_data == std::to_string(i) + "\n") ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 4);
+}
+
+TEST_F(DockerApiShared, TraitsDescribeTheSandbox) {
+  auto t = b().traits();
+  EXPECT_TRUE(t.isolated);
+  EXPECT_EQ(t.python, "python3");
+  EXPECT_EQ(t.tools_dir, "");  // no tools_dir configured
+}
+
+TEST_F(DockerApiShared, LatencyOfTrivialCalls) {
+  // Not a timing target (those live in bench/): prints what one call costs, for the report.
+  constexpr int kCalls = 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) ASSERT_EQ(run(b(), "true").exit_code, 0);
+  const double ours =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+      kCalls;
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i)
+    ASSERT_EQ(trim(sh("docker exec " + name() + " true; echo $?")), "0");
+  const double cli =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count() /
+      kCalls;
+  std::printf(
+      "[latency] docker-api execute(true): %.1f ms/call; `docker exec %s true`: %.1f ms/call\n",
+      ours, name().c_str(), cli);
+}
+
+// ---- limits: a small container that hogs memory and fork-bombs -------------------------------
+
+class DockerApiLimits : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (docker_tests_disabled()) return;
+    workspace_ = std::make_unique<TempDir>("limits");
+    BackendInit init;
+    init.agent_id = "limits";
+    init.cwd = workspace_->path();
+    init.paths = {{workspace_->path(), true}};
+    init.settings_json = R"({"memory": "64m", "pids_limit": 64, "cpus": 1})";
+    backend_ = make_backend(init, &create_error_);
+    if (backend_) start_error_ = backend_->start();
+  }
+  static void TearDownTestSuite() {
+    if (backend_) backend_->cleanup();
+    backend_.reset();
+    workspace_.reset();
+  }
+  void SetUp() override {
+    REQUIRE_ENGINE();
+    ASSERT_TRUE(backend_) << create_error_;
+    ASSERT_EQ(start_error_, "");
+  }
+  static inline std::unique_ptr<TempDir> workspace_;
+  static inline std::unique_ptr<ExecutorBackend> backend_;
+  static inline std::string create_error_, start_error_;
+};
+
+TEST_F(DockerApiLimits, MemoryHogIsKilledAndReported) {
+  auto r = run(*backend_, "python3 -c \"s = b'x' * (200 * 1024 * 1024); print(len(s))\"");
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.exit_code, 137) << r.stdout_data << r.stderr_data;
+  bool noticed = false;
+  for (const auto& n : r.notices) noticed |= n.find("memory") != std::string::npos;
+  EXPECT_TRUE(noticed);
+  EXPECT_EQ(run(*backend_, "echo alive").stdout_data, "alive\n");
+}
+
+TEST_F(DockerApiLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
+  auto r = run(*backend_, "bomb() { bomb | bomb & }; bomb", std::chrono::seconds(5));
+  // Contained either way: it hits the pids limit and dies out, or it runs until the timeout kills
+  // it.
+  EXPECT_EQ(r.error, "");
+  EXPECT_LT(r.duration_seconds, 30.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto next =
+      run(*backend_,
+          "echo alive; ps -e --no-headers | wc -l; ps -eo pid,ppid,stat,args | grep -v EXECMCP >&2",
+          std::chrono::seconds(30));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  ASSERT_EQ(next.error, "");
+  ASSERT_EQ(next.stdout_data.substr(0, 6), "alive\n") << next.stdout_data << next.stderr_data;
+  // Nothing of the bomb is left.
+  EXPECT_EQ(next.stderr_data.find("bomb"), std::string::npos) << next.stderr_data;
+  EXPECT_LE(std::atoi(next.stdout_data.c_str() + 6), 8) << next.stdout_data << next.stderr_data;
+}
+
+// ---- lifecycle ------------------------------------------------------------------------------
+
+class DockerApiLifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override { REQUIRE_ENGINE(); }
+  BackendInit init_for(const std::string& agent, const TempDir& ws,
+                       const std::string& settings = "{}") {
+    BackendInit init;
+    init.agent_id = agent;
+    init.cwd = ws.path();
+    init.paths = {{ws.path(), true}};
+    init.log_dir = ws.path() + "/.logs";
+    init.settings_json = settings;
+    return init;
+  }
+};
+
+TEST_F(DockerApiLifecycle, ContainerKilledOrRemovedFromOutsideIsRecreated) {
+  TempDir ws("recreate");
+  auto b = make_backend(init_for("recreate", ws));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  const std::string name = "execmcp-recreate-" + instance_tag();
+  ASSERT_EQ(run(*b, "true").exit_code, 0);
+
+  sh("docker kill " + name);
+  auto r1 = run(*b, "echo back");
+  EXPECT_EQ(r1.error, "");
+  EXPECT_EQ(r1.stdout_data, "back\n");
+  ASSERT_FALSE(r1.notices.empty());
+  EXPECT_NE(r1.notices[0].find("container was recreated"), std::string::npos);
+
+  sh("docker rm -f " + name);
+  auto r2 = run(*b, "echo again");
+  EXPECT_EQ(r2.error, "");
+  EXPECT_EQ(r2.stdout_data, "again\n");
+  ASSERT_FALSE(r2.notices.empty());
+  EXPECT_NE(r2.notices[0].find("container was recreated"), std::string::npos);
+  // And the next call is ordinary again.
+  EXPECT_TRUE(run(*b, "true").notices.empty());
+  b->cleanup();
+}
+
+TEST_F(DockerApiLifecycle, StaleContainerWithOurNameIsReplaced) {
+  TempDir ws("stale");
+  const std::string name = "execmcp-stale-" + instance_tag();
+  sh("docker rm -f " + name);
+  const std::string stale_id =
+      trim(sh("docker create --name " + name + " --label stale=yes " + kImage + " sleep 5"));
+  ASSERT_FALSE(stale_id.empty());
+  auto b = make_backend(init_for("stale", ws));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  const std::string now_id = trim(sh("docker inspect --format '{{.Id}}' " + name));
+  EXPECT_NE(now_id, stale_id);
+  EXPECT_EQ(
+      trim(sh("docker inspect --format '{{index .Config.Labels \"execmcp.managed\"}}' " + name)),
+      "true");
+  EXPECT_EQ(run(*b, "echo ok").stdout_data, "ok\n");
+  b->cleanup();
+}
+
+TEST_F(DockerApiLifecycle, OrphanOfADeadInstanceIsRemovedAtStartButALiveOneIsKept) {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // `child` is now a pid that no longer exists
+  const std::string host = trim(sh("hostname"));
+  auto labelled = [&](const std::string& name, long pid) {
+    sh("docker rm -f " + name);
+    return trim(sh("docker create --name " + name +
+                   " --label execmcp.managed=true --label execmcp.owner.host=" + host +
+                   " --label execmcp.owner.pid=" + std::to_string(pid) + " " + kImage));
+  };
+  const std::string dead = "execmcp-orphan-dead-" + instance_tag();
+  const std::string live = "execmcp-orphan-live-" + instance_tag();
+  ASSERT_FALSE(labelled(dead, child).empty());
+  ASSERT_FALSE(labelled(live, ::getpid()).empty());
+
+  TempDir ws("orphan");
+  auto b = make_backend(init_for("orphan", ws));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  EXPECT_FALSE(container_exists(dead));
+  EXPECT_TRUE(container_exists(live));
+  sh("docker rm -f " + live);
+  b->cleanup();
+}
+
+TEST_F(DockerApiLifecycle, CleanupRemovesTheContainerAndLeavesItsLog) {
+  TempDir ws("cleanup");
+  auto b = make_backend(init_for("cleanup", ws));
+  ASSERT_TRUE(b);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(b->start(), "");
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_EQ(run(*b, "true").exit_code, 0);
+  std::printf(
+      "[latency] start() (orphan scan + create + start): %.0f ms; first call: %.0f ms\n",
+      std::chrono::duration<double, std::milli>(t1 - t0).count(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+  const std::string name = "execmcp-cleanup-" + instance_tag();
+  EXPECT_TRUE(container_exists(name));
+  b->cleanup();
+  EXPECT_FALSE(container_exists(name));
+  EXPECT_TRUE(fs::exists(ws.path() + "/.logs/" + name + ".log"));
+}
+
+TEST_F(DockerApiLifecycle, MissingImageNamesTheBuildScript) {
+  TempDir ws("noimage");
+  auto b = make_backend(init_for("noimage", ws, R"({"image": "execmcp/does-not-exist:never"})"));
+  ASSERT_TRUE(b);
+  const std::string err = b->start();
+  EXPECT_NE(err.find("docker/build.sh"), std::string::npos) << err;
+  EXPECT_NE(err.find("execmcp/does-not-exist:never"), std::string::npos) << err;
+}
+
+TEST_F(DockerApiLifecycle, BadSettingsAreRefusedAtCreation) {
+  TempDir ws("bad");
+  std::string error;
+  EXPECT_FALSE(make_backend(init_for("bad", ws, R"({"memory": "lots"})"), &error));
+  EXPECT_NE(error.find("memory"), std::string::npos) << error;
+  EXPECT_FALSE(make_backend(init_for("bad", ws, R"({"user": "root"})"), &error));
+  EXPECT_NE(error.find("user"), std::string::npos) << error;
+  EXPECT_FALSE(make_backend(init_for("bad", ws, R"({"colour": "red"})"), &error));
+  EXPECT_NE(error.find("unknown setting 'colour'"), std::string::npos) << error;
+}
+
+TEST_F(DockerApiLifecycle, EngineUnreachableIsAClearErrorAndRecoveryWorks) {
+  TempDir ws("down");
+  TempDir sockdir("sock");
+  const std::string sock = sockdir.path() + "/docker.sock";
+  auto b = make_backend(init_for("down", ws, R"({"docker_host": "unix://)" + sock + "\"}"));
+  ASSERT_TRUE(b);
+  const std::string err = b->start();
+  EXPECT_NE(err.find("cannot reach Docker at unix://" + sock + ": is dockerd running?"),
+            std::string::npos)
+      << err;
+  auto r = run(*b, "echo hi");
+  EXPECT_NE(r.error.find("cannot reach Docker"), std::string::npos) << r.error;
+  EXPECT_EQ(b->read_file({"x"}).error.empty(), false);
+
+  // The engine "comes back" at that address: the next call works and makes the container.
+  fs::create_symlink("/var/run/docker.sock", sock);
+  auto back = run(*b, "echo hi");
+  EXPECT_EQ(back.error, "");
+  EXPECT_EQ(back.stdout_data, "hi\n");
+  ASSERT_FALSE(back.notices.empty());
+  EXPECT_NE(back.notices[0].find("container was recreated"), std::string::npos);
+  b->cleanup();
+}
+
+TEST_F(DockerApiLifecycle, NoPermissionOnTheSocketSaysSoAndNamesTheDockerGroup) {
+  struct stat st {};
+  if (::geteuid() != 0 || ::stat("/var/run/docker.sock", &st) != 0 || (st.st_mode & 0006) != 0)
+    GTEST_SKIP() << "needs root and a socket closed to others, to try it as uid 1000";
+  TempDir ws("eacces");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(1000, 1000, 1000) != 0 ||
+        ::setresuid(1000, 1000, 1000) != 0)
+      ::_exit(2);
+    auto b =
+        make_backend(init_for("eacces", ws, R"({"docker_host": "unix:///var/run/docker.sock"})"));
+    const std::string err = b ? b->start() : std::string("no backend");
+    if (::write(fds[1], err.data(), err.size()) < 0) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string err;
+  char buf[512];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) err.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(err.find("no permission"), std::string::npos) << err;
+  EXPECT_NE(err.find("'docker' group"), std::string::npos) << err;
+}
+
+TEST_F(DockerApiLifecycle, ToolsSkillsAndTempWorkspaceAreMountedReadOnly) {
+  TempDir ws("mounts"), tools("tools"), tmpws("tmpws");
+  std::ofstream(tools.path() + "/helper.py") << "print('tool')\n";
+  std::ofstream(tmpws.path() + "/shared.txt") << "shared";
+  auto init = init_for("mounts", ws);
+  init.tools_dir = tools.path();
+  init.skills_dir = ws.path() + "/no-such-skills";  // missing: left out, not an error
+  init.temp_workspace = tmpws.path();
+  auto b = make_backend(init);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  EXPECT_EQ(b->traits().tools_dir, "/tools");
+  auto r = run(*b, "python3 /tools/helper.py; cat " + tmpws.path() +
+                       "/shared.txt; grep -q ' /skills ' /proc/self/mountinfo || echo no-skills");
+  EXPECT_EQ(r.stdout_data, "tool\nsharedno-skills\n") << r.stderr_data;
+  EXPECT_NE(run(*b, "touch /tools/x").exit_code, 0);
+  EXPECT_NE(run(*b, "touch " + tmpws.path() + "/x").exit_code, 0);
+  b->cleanup();
+}
+
+TEST_F(DockerApiLifecycle, SecondAgentCannotSeeTheFirstAgentsWorkspace) {
+  TempDir ws_a("agenta"), ws_b("agentb");
+  std::ofstream(ws_a.path() + "/secret.txt") << "a's secret";
+  auto a = make_backend(init_for("agenta", ws_a));
+  auto b = make_backend(init_for("agentb", ws_b));
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->start(), "");
+  ASSERT_EQ(b->start(), "");
+  EXPECT_EQ(run(*a, "cat " + ws_a.path() + "/secret.txt").stdout_data, "a's secret");
+  auto r = run(*b, "ls " + ws_a.path() + "; cat " + ws_a.path() + "/secret.txt");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_data.find("secret"), std::string::npos);
+  EXPECT_NE(b->read_file({ws_a.path() + "/secret.txt"}).error, "");
+  a->cleanup();
+  b->cleanup();
+}
+
+TEST_F(DockerApiLifecycle, NonRootWorkspaceOwnerIsTheContainerUser) {
+  TempDir ws("owner");
+  ASSERT_EQ(::chown(ws.path().c_str(), 4321, 4321), 0);
+  auto b = make_backend(init_for("owner", ws));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  auto r = run(*b, "id -u; echo x > mine.txt");
+  EXPECT_EQ(r.stdout_data, "4321\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((ws.path() + "/mine.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  b->cleanup();
+}
+
+}  // namespace
