@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "execmcp/sdk/path_policy.hpp"
 #include "execmcp/sdk/plugin.hpp"
@@ -55,7 +56,10 @@ std::string errno_text() {
 }  // namespace
 
 LocalBackend::LocalBackend(const sdk::BackendInit& init)
-    : init_(init), grants_(init.paths), settings_(parse_local_settings(init.settings_json)) {
+    : init_(init),
+      grants_(init.paths),
+      settings_(parse_local_settings(init.settings_json)),
+      supervisor_(default_supervisor_path()) {
   if (init_.cwd.empty()) throw std::invalid_argument("the agent has no cwd");
   if (grants_.empty()) grants_.push_back({init_.cwd, true});
 }
@@ -69,6 +73,7 @@ void LocalBackend::log(sdk::LogLevel level, const std::string& message) const no
 }
 
 std::string LocalBackend::start() {
+  if (auto error = supervisor_.check(); !error.empty()) return error;
   std::error_code ec;
   fs::create_directories(init_.cwd, ec);
   if (ec) return "cannot create the agent's cwd '" + init_.cwd + "': " + ec.message();
@@ -84,6 +89,9 @@ void LocalBackend::stop() noexcept {
   // wedged process cannot hang shutdown.
   running_done_.wait_for(lock, std::chrono::seconds(10), [this] { return running_.empty(); });
   if (!running_.empty()) log(sdk::LogLevel::Warn, "local: commands still running after stop()");
+  lock.unlock();
+  // Running commands keep their own supervisors; a later execute() starts the program again.
+  supervisor_.shut_down();
 }
 
 void LocalBackend::cleanup() noexcept {
@@ -92,35 +100,45 @@ void LocalBackend::cleanup() noexcept {
 
 std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::string& work_dir,
                                   std::string& command, std::vector<std::string>& env_out) const {
-  auto env = host_environment();
-  for (const auto& [name, value] : settings_.env) env[name] = value;
+  for (const auto& [name, value] : request.env) {
+    if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
+      return "invalid environment variable name '" + name + "'";
+  }
 
   command = request.command;
+  std::optional<fs::path> venv;
   if (!settings_.command_prefix.empty()) {
     command = settings_.command_prefix + " " + request.command;
   } else if (!settings_.venv_path.empty()) {
-    fs::path venv = settings_.venv_path;
-    if (venv.is_relative()) venv = fs::path(init_.cwd) / venv;
+    fs::path path = settings_.venv_path;
+    if (path.is_relative()) path = fs::path(init_.cwd) / path;
     std::error_code ec;
-    if (!fs::is_directory(venv / "bin", ec))
-      return "venv_path '" + venv.string() +
-             "' has no bin/ directory (create it with `python3 -m venv " + venv.string() + "`)";
-    activate_venv(env, venv.lexically_normal());
+    if (!fs::is_directory(path / "bin", ec))
+      return "venv_path '" + path.string() +
+             "' has no bin/ directory (create it with `python3 -m venv " + path.string() + "`)";
+    venv = path.lexically_normal();
   } else if (settings_.auto_venv) {
     for (const fs::path& base : {fs::path(work_dir), fs::path(init_.cwd)}) {
       if (has_python(base / ".venv")) {
-        activate_venv(env, base / ".venv");
+        venv = base / ".venv";
         break;
       }
     }
   }
 
-  for (const auto& [name, value] : request.env) {
-    if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
-      return "invalid environment variable name '" + name + "'";
-    env[name] = value;
-  }
   env_out.clear();
+  if (!venv && settings_.env.empty() && request.env.empty()) {
+    // Nothing to override (the usual case): the host's environment as it is, without the map.
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const char* eq = std::strchr(*e, '=');
+      if (eq != nullptr && eq != *e) env_out.emplace_back(*e);
+    }
+    return {};
+  }
+  auto env = host_environment();
+  for (const auto& [name, value] : settings_.env) env[name] = value;
+  if (venv) activate_venv(env, *venv);
+  for (const auto& [name, value] : request.env) env[name] = value;
   env_out.reserve(env.size());
   for (const auto& [name, value] : env) env_out.push_back(name + "=" + value);
   return {};
@@ -160,7 +178,7 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
       flag = std::prev(running_.end());
     }
     RunControl control{request.timeout, request.output_cap, request.sink, request.cancel, &*flag};
-    sdk::ExecResult result = run_supervised(spec, control);
+    sdk::ExecResult result = run_supervised(supervisor_, spec, control);
     {
       std::lock_guard lock(running_mutex_);
       running_.erase(flag);

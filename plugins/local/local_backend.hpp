@@ -11,6 +11,7 @@
 
 #include "execmcp/sdk/executor_backend.hpp"
 #include "local_settings.hpp"
+#include "process_supervisor.hpp"
 
 namespace execmcp::plugins::local {
 
@@ -39,6 +40,7 @@ class LocalBackend final : public sdk::ExecutorBackend {
   sdk::BackendInit init_;
   std::vector<sdk::PathGrant> grants_;
   LocalSettings settings_;
+  SupervisorProgram supervisor_;
 
   // Each running execute() owns one stop flag here; stop() raises them all and waits.
   std::mutex running_mutex_;

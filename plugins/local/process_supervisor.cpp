@@ -1,288 +1,35 @@
-// Runs one shell command under a per-command supervisor process that can kill its whole tree.
-//
-// Why not Boost.Process: the contract needs a process between us and the shell that (1) is a
-// child subreaper, so every orphaned descendant, including one that called setsid() to leave the
-// shell's process group, re-parents to it and can be found and killed, and (2) runs only
-// async-signal-safe code, because the host is multithreaded and the supervisor never calls exec.
-// Boost.Process v1 spawns the child directly and runs arbitrary code after fork, so we fork
-// ourselves. We chose the subreaper over a cgroup v2 per command because it needs no privileges
-// and no delegated cgroup tree.
-//
-//   host thread ──fork──▶ supervisor (setsid, PR_SET_CHILD_SUBREAPER) ──fork+exec──▶ shell (own
-//   process group, stdin /dev/null)
+// Host side of the local backend's process supervision: hands each command to the
+// execmcp-supervisor program (supervisor_main.cpp) and collects its output and exit status.
 //
 // Pipes: stdout and stderr of the shell go straight to the host thread; a control pipe (host ->
 // supervisor) carries "kill now" and its EOF means the host died; a status pipe (supervisor ->
-// host) carries the shell's pid and then its wait status, and its EOF means the tree is gone.
+// host) carries the shell's pid and then its wait status, and its EOF means the tree is gone. The
+// command's strings travel in a memfd, so a command of any size costs one small message.
 #include "process_supervisor.hpp"
 
-#include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
+#include <filesystem>
+#include <memory>
 #include <optional>
+
+#include "supervisor_protocol.hpp"
 
 namespace execmcp::plugins::local {
 
 namespace {
 
-// ---- Supervisor side: async-signal-safe code only (no malloc, no locks, no exceptions). ----
-
-void write_all(int fd, const void* data, std::size_t size) noexcept {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
-
-void write_str(int fd, const char* s) noexcept {
-  write_all(fd, s, std::strlen(s));
-}
-
-// Parses a decimal pid; returns -1 when `s` is not one.
-long parse_pid(const char* s) noexcept {
-  if (*s == '\0') return -1;
-  long v = 0;
-  for (; *s != '\0'; ++s) {
-    if (*s < '0' || *s > '9') return -1;
-    v = v * 10 + (*s - '0');
-    if (v > 0x7fffffff) return -1;
-  }
-  return v;
-}
-
-// The ppid field of /proc/<pid>/stat, or -1. The comm field may contain spaces and ')', so the
-// fields after it are found from the last ')'.
-long read_ppid(const char* pid_name) noexcept {
-  char path[64] = "/proc/";
-  std::size_t len = std::strlen(path);
-  for (const char* s = pid_name; *s != '\0' && len < sizeof(path) - 6; ++s) path[len++] = *s;
-  std::memcpy(path + len, "/stat", 6);
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[512];
-  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-  ::close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  char* close_paren = std::strrchr(buf, ')');
-  if (close_paren == nullptr || close_paren[1] == '\0' || close_paren[2] == '\0') return -1;
-  char* p = close_paren + 2;  // state
-  while (*p != '\0' && *p != ' ') ++p;
-  if (*p != ' ') return -1;
-  ++p;
-  long v = 0;
-  bool any = false;
-  for (; *p >= '0' && *p <= '9'; ++p, any = true) v = v * 10 + (*p - '0');
-  return any ? v : -1;
-}
-
-// Calls fn(name) for every entry of the directory open at `dir_fd`.
-template <class Fn>
-void for_each_dirent(int dir_fd, Fn fn) noexcept {
-  alignas(8) char buf[4096];
-  for (;;) {
-    ssize_t n = ::getdents64(dir_fd, buf, sizeof(buf));
-    if (n <= 0) return;
-    for (ssize_t off = 0; off < n;) {
-      auto* entry = reinterpret_cast<struct dirent64*>(buf + off);
-      fn(entry->d_name);
-      off += entry->d_reclen;
-    }
-  }
-}
-
-// SIGKILLs every process whose parent is `self` (our children, including re-parented orphans).
-void kill_children(pid_t self) noexcept {
-  int proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (proc < 0) return;
-  for_each_dirent(proc, [self](const char* name) {
-    long pid = parse_pid(name);
-    if (pid <= 0) return;
-    if (read_ppid(name) == self) ::kill(static_cast<pid_t>(pid), SIGKILL);
-  });
-  ::close(proc);
-}
-
-struct ReapState {
-  pid_t shell = -1;
-  int shell_status = 0;
-  bool shell_reaped = false;
-};
-
-// Reaps every exited child; returns true when no child is left at all.
-bool reap_all(ReapState& state) noexcept {
-  for (;;) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      if (pid == state.shell) {
-        state.shell_status = status;
-        state.shell_reaped = true;
-      }
-      continue;
-    }
-    if (pid < 0 && errno == EINTR) continue;
-    return pid < 0;  // ECHILD: nothing left
-  }
-}
-
-// Kills the shell's process group and then, pass after pass, every remaining descendant (each
-// orphan re-parents to us, the subreaper) until we have no child left. Bounded so a process stuck
-// in the kernel cannot hang the supervisor forever.
-void kill_tree(ReapState& state) noexcept {
-  ::kill(-state.shell, SIGKILL);
-  const timespec pause{0, 2 * 1000 * 1000};
-  for (int pass = 0; pass < 5000; ++pass) {
-    if (reap_all(state)) return;
-    kill_children(::getpid());
-    if (reap_all(state)) return;
-    ::nanosleep(&pause, nullptr);
-  }
-}
-
-// Closes every descriptor except 0-2 and those in keep[0..n). The supervisor never execs, so
-// without this it would hold other commands' pipes (opened by other host threads) open.
-void close_fds_except(const int* keep, int n) noexcept {
-  int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return;
-  // Collect first: closing while iterating the directory would disturb the iteration.
-  int to_close[1024];
-  bool more = true;
-  while (more) {
-    int count = 0;
-    more = false;
-    ::lseek(dir, 0, SEEK_SET);
-    for_each_dirent(dir, [&](const char* name) {
-      long fd = parse_pid(name);
-      if (fd < 3 || fd == dir) return;
-      for (int i = 0; i < n; ++i)
-        if (keep[i] == fd) return;
-      if (count < 1024)
-        to_close[count++] = static_cast<int>(fd);
-      else
-        more = true;
-    });
-    for (int i = 0; i < count; ++i) ::close(to_close[i]);
-  }
-  ::close(dir);
-}
-
-void empty_handler(int) {}
-
-struct ChildArgs {
-  const char* shell;
-  char* const* argv;
-  char* const* envp;
-  const char* work_dir;
-  int devnull;
-  int out_w;
-  int err_w;
-  int ctrl_r;
-  int status_w;
-};
-
-[[noreturn]] void exec_shell(const ChildArgs& a) noexcept {
-  // Signal dispositions set to SIG_IGN survive exec (the host ignores SIGPIPE): restore defaults.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::setpgid(0, 0);
-  ::dup2(a.devnull, 0);
-  ::dup2(a.out_w, 1);
-  ::dup2(a.err_w, 2);
-  // The originals are close-on-exec; 0-2 are fresh dups without the flag.
-  if (::chdir(a.work_dir) != 0) {
-    write_str(2, "execmcp: cannot enter work_dir: ");
-    write_str(2, std::strerror(errno));
-    write_str(2, "\n");
-    ::_exit(126);
-  }
-  ::execve(a.shell, a.argv, a.envp);
-  write_str(2, "execmcp: cannot run shell ");
-  write_str(2, a.shell);
-  write_str(2, ": ");
-  write_str(2, std::strerror(errno));
-  write_str(2, "\n");
-  ::_exit(127);
-}
-
-[[noreturn]] void supervisor_main(const ChildArgs& a) noexcept {
-  // Block everything first so no handler inherited from the host runs in this copy of it.
-  sigset_t all;
-  sigfillset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  struct sigaction act {};
-  act.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &act, nullptr);
-  act.sa_handler = SIG_IGN;  // a write to the status pipe of a dead host must not kill us
-  ::sigaction(SIGPIPE, &act, nullptr);
-  act.sa_handler = empty_handler;  // only so SIGCHLD interrupts ppoll()
-  ::sigaction(SIGCHLD, &act, nullptr);
-
-  ::setsid();  // out of the host's terminal signals (Ctrl-C goes to the host, which cleans up)
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-    write_str(a.err_w, "execmcp: cannot become a child subreaper\n");
-    ::_exit(125);
-  }
-  const int keep[] = {a.devnull, a.out_w, a.err_w, a.ctrl_r, a.status_w};
-  close_fds_except(keep, 5);
-  // Our own 0-2 may be the host's MCP pipes: do not keep them open.
-  ::dup2(a.devnull, 0);
-  ::dup2(a.devnull, 1);
-  ::dup2(a.devnull, 2);
-
-  ReapState state;
-  state.shell = ::fork();
-  if (state.shell < 0) {
-    write_str(a.err_w, "execmcp: fork failed: ");
-    write_str(a.err_w, std::strerror(errno));
-    write_str(a.err_w, "\n");
-    ::_exit(125);
-  }
-  if (state.shell == 0) exec_shell(a);
-  ::setpgid(state.shell, state.shell);  // also done by the child; whichever runs first wins
-  ::close(a.out_w);
-  ::close(a.err_w);
-  ::close(a.devnull);
-  const int pid_msg = state.shell;
-  write_all(a.status_w, &pid_msg, sizeof(pid_msg));
-
-  sigset_t wait_mask;
-  sigfillset(&wait_mask);
-  sigdelset(&wait_mask, SIGCHLD);
-  for (;;) {
-    reap_all(state);
-    if (state.shell_reaped) break;
-    pollfd pfd{a.ctrl_r, POLLIN, 0};
-    int r = ::ppoll(&pfd, 1, nullptr, &wait_mask);
-    if (r > 0) break;  // "kill" byte, or EOF because the host is gone: either way, kill
-  }
-  // Normal exit or kill: nothing of the command may outlive the call.
-  kill_tree(state);
-  const int status_msg = state.shell_reaped ? state.shell_status : -1;
-  write_all(a.status_w, &status_msg, sizeof(status_msg));
-  ::_exit(0);
-}
-
-// ---- Host side. ----
+namespace proto = protocol;
 
 class Fd {
  public:
@@ -296,32 +43,25 @@ class Fd {
     fd_ = fd;
   }
   [[nodiscard]] int get() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_ = -1;
 };
 
-// pipe2 with close-on-exec (so concurrent spawns from other threads never inherit our ends),
-// with both ends moved above 2 in case the host closed its standard descriptors.
+// pipe2 with close-on-exec, so concurrent spawns from other threads never inherit our ends.
 bool make_pipe(Fd& read_end, Fd& write_end, std::string& error) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     error = std::string("pipe failed: ") + std::strerror(errno);
     return false;
   }
-  for (int& fd : fds) {
-    if (fd < 3) {
-      int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-      ::close(fd);
-      fd = moved;
-    }
-  }
   read_end.reset(fds[0]);
   write_end.reset(fds[1]);
-  if (fds[0] < 0 || fds[1] < 0) {
-    error = std::string("pipe failed: ") + std::strerror(errno);
-    return false;
-  }
   return true;
 }
 
@@ -333,6 +73,37 @@ int exit_code_from_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
+}
+
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// The spec memfd of supervisor_protocol.hpp.
+std::string write_spec(const SpawnSpec& spec, Fd& out) {
+  std::string data;
+  std::size_t size = spec.work_dir.size() + spec.shell.size() + spec.command.size() + 3;
+  for (const auto& e : spec.env) size += e.size() + 1;
+  data.reserve(size);
+  for (const std::string* s : {&spec.work_dir, &spec.shell, &spec.command}) {
+    data.append(*s);
+    data.push_back('\0');
+  }
+  for (const auto& e : spec.env) {
+    data.append(e);
+    data.push_back('\0');
+  }
+  out.reset(::memfd_create("execmcp-command", MFD_CLOEXEC));
+  if (out.get() < 0 || !write_all(out.get(), data.data(), data.size()))
+    return std::string("cannot pass the command to its supervisor: ") + std::strerror(errno);
+  return {};
 }
 
 // Keeps at most `cap` bytes of a stream, streams the kept part to the sink, and drops the rest.
@@ -355,7 +126,118 @@ struct StreamCapture {
 
 }  // namespace
 
-sdk::ExecResult run_supervised(const SpawnSpec& spec, const RunControl& control) {
+std::string SupervisorProgram::check() const {
+  if (::access(path_.c_str(), X_OK) == 0) return {};
+  return "the local backend's supervisor program '" + path_ + "' is missing or not executable (" +
+         std::strerror(errno) + "); it is built and installed with the local plugin, in the " +
+         "directory above the plugin's";
+}
+
+std::string SupervisorProgram::start_locked() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return std::string("cannot create the supervisor socket: ") + std::strerror(errno);
+  Fd mine(sv[0]);
+  Fd theirs(sv[1]);
+  // dup2 onto itself would keep close-on-exec, and 0-2 are replaced first: keep clear of both.
+  if (theirs.get() <= proto::kSocketFd) theirs.reset(::fcntl(theirs.get(), F_DUPFD_CLOEXEC, 4));
+  if (theirs.get() < 0)
+    return std::string("cannot create the supervisor socket: ") + std::strerror(errno);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  // Standard fds on /dev/null: the host's may be the MCP client's pipes.
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&actions, 0, 1);
+  posix_spawn_file_actions_adddup2(&actions, 0, 2);
+  posix_spawn_file_actions_adddup2(&actions, theirs.get(), proto::kSocketFd);
+  sigset_t signals;
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(&attr, &signals);
+  sigfillset(&signals);
+  posix_spawnattr_setsigdefault(&attr, &signals);
+  // Own session: Ctrl-C on the host's terminal goes to the host, which shuts down in order.
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  char* argv[] = {const_cast<char*>(path_.c_str()), const_cast<char*>(proto::kProtocolArg),
+                  nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, path_.c_str(), &actions, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0)
+    return "cannot start the local backend's supervisor program '" + path_ +
+           "': " + std::strerror(rc);
+  pid_ = pid;
+  socket_ = mine.release();
+  return {};
+}
+
+void SupervisorProgram::stop_locked() noexcept {
+  if (socket_ >= 0) ::close(socket_);
+  socket_ = -1;
+  if (pid_ > 0) {
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = -1;
+}
+
+std::string SupervisorProgram::submit(const int* fds) {
+  char byte = proto::kMessageByte;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kFdCount)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * proto::kFdCount);
+  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * proto::kFdCount);
+
+  std::lock_guard lock(mutex_);
+  // A second attempt only after a restart: the program may have died since the last command.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (socket_ < 0) {
+      if (auto error = start_locked(); !error.empty()) return error;
+    }
+    ssize_t n;
+    while ((n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    if (n == 1) return {};
+    const int error = errno;
+    stop_locked();
+    if (error != EPIPE && error != ECONNRESET && error != ENOTCONN)
+      return std::string("cannot hand the command to its supervisor: ") + std::strerror(error);
+  }
+  return "the local backend's supervisor program '" + path_ + "' exits at once; is it from " +
+         "another build than the plugin?";
+}
+
+void SupervisorProgram::shut_down() noexcept {
+  std::lock_guard lock(mutex_);
+  stop_locked();
+}
+
+std::string default_supervisor_path() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&default_supervisor_path), &info) == 0 ||
+      info.dli_fname == nullptr)
+    return proto::kProgramName;
+  std::error_code ec;
+  auto so = std::filesystem::absolute(info.dli_fname, ec);
+  if (ec) so = info.dli_fname;
+  return (so.parent_path().parent_path() / proto::kProgramName).string();
+}
+
+sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
+                               const RunControl& control) {
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   sdk::ExecResult result;
@@ -364,42 +246,31 @@ sdk::ExecResult run_supervised(const SpawnSpec& spec, const RunControl& control)
     return std::move(result);
   };
 
-  // Everything the children need is prepared here: after fork they may not allocate.
-  std::vector<char*> argv{const_cast<char*>(spec.shell.c_str()), const_cast<char*>("-c"),
-                          const_cast<char*>(spec.command.c_str()), nullptr};
-  std::vector<char*> envp;
-  envp.reserve(spec.env.size() + 1);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
   Fd out_r, out_w, err_r, err_w, ctrl_r, ctrl_w, status_r, status_w;
   if (!make_pipe(out_r, out_w, result.error) || !make_pipe(err_r, err_w, result.error) ||
       !make_pipe(ctrl_r, ctrl_w, result.error) || !make_pipe(status_r, status_w, result.error))
     return finish();
-  Fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (devnull.get() < 3) {
-    if (devnull.get() >= 0) devnull.reset(::fcntl(devnull.get(), F_DUPFD_CLOEXEC, 3));
-    if (devnull.get() < 0) {
-      result.error = std::string("cannot open /dev/null: ") + std::strerror(errno);
-      return finish();
-    }
-  }
-
-  ChildArgs args{spec.shell.c_str(),    argv.data(),   envp.data(),
-                 spec.work_dir.c_str(), devnull.get(), out_w.get(),
-                 err_w.get(),           ctrl_r.get(),  status_w.get()};
-  pid_t supervisor = ::fork();
-  if (supervisor < 0) {
-    result.error = std::string("fork failed: ") + std::strerror(errno);
+  Fd spec_fd;
+  if (auto error = write_spec(spec, spec_fd); !error.empty()) {
+    result.error = error;
     return finish();
   }
-  if (supervisor == 0) supervisor_main(args);
-
+  int fds[proto::kFdCount];
+  fds[proto::kSpec] = spec_fd.get();
+  fds[proto::kStdout] = out_w.get();
+  fds[proto::kStderr] = err_w.get();
+  fds[proto::kControl] = ctrl_r.get();
+  fds[proto::kStatus] = status_w.get();
+  if (auto error = supervisor.submit(fds); !error.empty()) {
+    result.error = error;
+    return finish();
+  }
+  // Only the supervisor may hold these now, so the pipes reach EOF when the command's tree ends.
+  spec_fd.reset();
   out_w.reset();
   err_w.reset();
   ctrl_r.reset();
   status_w.reset();
-  devnull.reset();
   set_nonblocking(out_r.get());
   set_nonblocking(err_r.get());
   set_nonblocking(status_r.get());
@@ -412,7 +283,9 @@ sdk::ExecResult run_supervised(const SpawnSpec& spec, const RunControl& control)
   bool kill_sent = false;
   const bool has_deadline = control.timeout.count() > 0;
   const auto deadline = started + control.timeout;
-  std::vector<char> buf(64 * 1024);
+  // Not a std::vector: zero-filling 64 KiB cost more than reading a short command's output.
+  constexpr std::size_t kReadBuffer = 64 * 1024;
+  const auto buf = std::make_unique_for_overwrite<char[]>(kReadBuffer);
 
   // Once the supervisor is gone the tree is dead, so the pipes reach EOF at once; if a process
   // escaped anyway (the supervisor gave up on it), stop waiting for it after a grace period.
@@ -462,9 +335,9 @@ sdk::ExecResult run_supervised(const SpawnSpec& spec, const RunControl& control)
       if (idx < 0 || pfds[idx].revents == 0) return;
       // A bounded number of reads per wake keeps the other stream and the timers served.
       for (int i = 0; i < 16; ++i) {
-        ssize_t got = ::read(fd, buf.data(), buf.size());
+        ssize_t got = ::read(fd, buf.get(), kReadBuffer);
         if (got > 0) {
-          capture.append(buf.data(), static_cast<std::size_t>(got), control.output_cap,
+          capture.append(buf.get(), static_cast<std::size_t>(got), control.output_cap,
                          control.sink);
           continue;
         }
@@ -490,12 +363,12 @@ sdk::ExecResult run_supervised(const SpawnSpec& spec, const RunControl& control)
   if (status_len >= 4) std::memcpy(&shell_pid, status_buf, 4);
   if (status_len >= 8) std::memcpy(&wait_status, status_buf + 4, 4);
   ctrl_w.reset();
-  while (::waitpid(supervisor, nullptr, 0) < 0 && errno == EINTR) {
-  }
   if (status_len < 8) {
     // The supervisor died before reporting (killed from outside): take the group down ourselves.
     if (shell_pid > 0) ::kill(-shell_pid, SIGKILL);
-    if (result.error.empty()) result.error = "the command's supervisor process died unexpectedly";
+    if (result.error.empty())
+      result.error = "the command's supervisor process (" + supervisor.path() +
+                     ") ended without reporting; see the server log";
     return finish();
   }
   result.exit_code = wait_status == -1 ? -1 : exit_code_from_status(wait_status);

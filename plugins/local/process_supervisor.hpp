@@ -1,8 +1,11 @@
 // Runs one shell command under a per-command supervisor process that can kill its whole tree.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,8 +29,41 @@ struct RunControl {
   const std::atomic<bool>* stop = nullptr;
 };
 
+// The execmcp-supervisor program next to the plugin (see supervisor_main.cpp), started on first
+// use and restarted if it died. Thread-safe: every execute() of a backend shares one.
+class SupervisorProgram {
+ public:
+  explicit SupervisorProgram(std::string path) : path_(std::move(path)) {}
+  ~SupervisorProgram() { shut_down(); }
+  SupervisorProgram(const SupervisorProgram&) = delete;
+  SupervisorProgram& operator=(const SupervisorProgram&) = delete;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  // "" when the program exists and is executable, else what is wrong and how to fix it.
+  [[nodiscard]] std::string check() const;
+  // Hands one command's descriptors (in supervisor_protocol.hpp's order) to the program; returns
+  // "" or an error.
+  std::string submit(const int* fds);
+  // Closes the socket (the program then exits; running commands keep their supervisors) and reaps
+  // the program.
+  void shut_down() noexcept;
+
+ private:
+  std::string start_locked();
+  void stop_locked() noexcept;
+
+  std::string path_;
+  std::mutex mutex_;
+  pid_t pid_ = -1;
+  int socket_ = -1;
+};
+
 // Runs the command to completion (or until it is killed) and fills exit code, output, flags and
 // duration. Never throws; failures to start land in `error`.
-sdk::ExecResult run_supervised(const SpawnSpec& spec, const RunControl& control);
+sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
+                               const RunControl& control);
+
+// Where the supervisor program of this plugin build lives: `<dir of the plugin .so>/..`.
+std::string default_supervisor_path();
 
 }  // namespace execmcp::plugins::local

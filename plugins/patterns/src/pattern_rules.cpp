@@ -19,6 +19,10 @@ using shell_syntax::SimpleCommand;
 
 // libstdc++'s matcher needs a few hundred bytes of stack per input character.
 constexpr std::size_t kMatcherStackBytes = 128 * 1024 * 1024;
+// Lines up to this size need well under 1 MiB of matcher stack, so they are judged on the
+// caller's thread; only longer ones pay for a big-stack thread (a thread per check costs more
+// than the matching itself).
+constexpr std::size_t kInlineMatchBytes = 2048;
 constexpr std::size_t kMaxQuotedCommand = 120;
 
 std::string shorten(std::string text) {
@@ -174,6 +178,7 @@ sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings
                                         " bytes; the patterns filter checks at most " +
                                         std::to_string(kMaxLineBytes) +
                                         " (write long content with the write_file tool instead)");
+  if (command_line.size() <= kInlineMatchBytes) return judge_here(command_line, settings);
   sdk::FilterVerdict verdict;
   std::exception_ptr error;
   auto task = [&]() noexcept {
