@@ -67,11 +67,22 @@ bool pid_alive(long pid) {
 
 // Kills every process whose environment carries EXECMCP_CALL=<marker>, repeating until a full pass
 // finds none, so children forked during the sweep (a fork bomb) are caught too. Python does it in
-// one process, which still works when the pids limit leaves no room for `grep` forks.
+// one process, which still works when the pids limit leaves no room for `grep` forks. The call's
+// wrapper (marker in its argv, not its environment) is killed too: once this sweep runs, the
+// wrapper's own clean-up is moot, and it must not outlive the call that returns after this.
 constexpr const char* kSweepPython = R"PY(
 import os, sys, time
-want = b"EXECMCP_CALL=" + sys.argv[1].encode()
+mark = sys.argv[1].encode()
+want = b"EXECMCP_CALL=" + mark
 me = os.getpid()
+for d in os.listdir("/proc"):
+    if d.isdigit() and int(d) != me:
+        try:
+            with open("/proc/" + d + "/cmdline", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    os.kill(int(d), 9)
+        except OSError:
+            pass
 end = time.time() + 10
 quiet = 0
 while time.time() < end and quiet < 3:
