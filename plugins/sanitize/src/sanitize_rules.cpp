@@ -156,7 +156,9 @@ bool move_to_dev_null(const SimpleCommand& cmd) {
 
 // MassGen blocks every chmod, and so do we: a mode change is a privilege decision the operator
 // makes, e.g. `allow: [chmod]` for agents that need `chmod +x`.
-bool is_chmod(const SimpleCommand& cmd) { return cmd.name() == "chmod"; }
+bool is_chmod(const SimpleCommand& cmd) {
+  return cmd.name() == "chmod";
+}
 
 // --- fork bombs -------------------------------------------------------------------------------
 

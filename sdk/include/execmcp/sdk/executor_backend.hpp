@@ -11,8 +11,8 @@ namespace execmcp::sdk {
 // Everything a backend learns about the agent it serves. Built by the host from the agent's config.
 struct BackendInit {
   std::string agent_id;
-  std::string instance_id;  // unique per host process; lets two servers on one host coexist
-  std::string cwd;          // the agent's workspace, absolute
+  std::string instance_id;       // unique per host process; lets two servers on one host coexist
+  std::string cwd;               // the agent's workspace, absolute
   std::vector<PathGrant> paths;  // cwd first (writable), then context paths
   std::string tools_dir;         // host path of the Python tools dir (may be empty)
   std::string skills_dir;        // host path of the skills dir (may be empty)
@@ -24,9 +24,9 @@ struct BackendInit {
 
 // How the backend's sandbox sees things, for tools the host builds on top of execute().
 struct BackendTraits {
-  std::string tools_dir;          // tools dir as commands see it ("/tools" in Docker)
+  std::string tools_dir;  // tools dir as commands see it ("/tools" in Docker)
   std::string python = "python3";
-  bool isolated = false;          // true when commands run in a sandbox (container, VM)
+  bool isolated = false;  // true when commands run in a sandbox (container, VM)
 };
 
 // All methods are called from several host threads at once and must not throw: report failures

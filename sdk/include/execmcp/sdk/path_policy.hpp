@@ -48,12 +48,14 @@ inline ResolvedPath resolve_inside(std::string_view requested, const std::string
     if (access == Access::Read || grant.writable) return {resolved.string(), {}};
   }
   if (inside_any)
-    return {{}, "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
-                    "', which is read-only for this agent"};
+    return {{},
+            "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
+                "', which is read-only for this agent"};
   std::string allowed;
   for (const auto& grant : grants) allowed += (allowed.empty() ? "" : ", ") + grant.path;
-  return {{}, "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
-                  "', outside this agent's allowed paths (" + allowed + ")"};
+  return {{},
+          "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
+              "', outside this agent's allowed paths (" + allowed + ")"};
 }
 
 }  // namespace execmcp::sdk

@@ -54,27 +54,30 @@ Interface* guarded_create(const Init& init, std::string& error) {
 
 }  // namespace execmcp::sdk
 
-#define EXECMCP_DEFINE_PLUGIN_(kind_, Class, Interface, Init, factory_name, plugin_name,        \
-                               plugin_version, plugin_description)                             \
-  namespace execmcp_plugin_export {                                                            \
-  extern const ::execmcp::sdk::PluginDescriptor descriptor;                                    \
-  const ::execmcp::sdk::PluginDescriptor descriptor{                                           \
-      ::execmcp::sdk::kDescriptorMagic, ::execmcp::sdk::kAbiMajor, ::execmcp::sdk::kAbiMinor,  \
-      kind_,                            plugin_name,               plugin_version,             \
-      ::execmcp::sdk::kCompilerId,      plugin_description};                                   \
+#define EXECMCP_DEFINE_PLUGIN_(kind_, Class, Interface, Init, factory_name, plugin_name,          \
+                               plugin_version, plugin_description)                                \
+  namespace execmcp_plugin_export {                                                               \
+  extern const ::execmcp::sdk::PluginDescriptor descriptor;                                       \
+  const ::execmcp::sdk::PluginDescriptor descriptor{::execmcp::sdk::kDescriptorMagic,             \
+                                                    ::execmcp::sdk::kAbiMajor,                    \
+                                                    ::execmcp::sdk::kAbiMinor,                    \
+                                                    kind_,                                        \
+                                                    plugin_name,                                  \
+                                                    plugin_version,                               \
+                                                    ::execmcp::sdk::kCompilerId,                  \
+                                                    plugin_description};                          \
   ::execmcp::sdk::Interface* factory_name(const ::execmcp::sdk::Init& init, std::string& error) { \
     return ::execmcp::sdk::detail::guarded_create<Class, ::execmcp::sdk::Interface>(init, error); \
-  }                                                                                            \
-  }                                                                                            \
-  BOOST_DLL_ALIAS(execmcp_plugin_export::descriptor, execmcp_plugin_descriptor)                \
+  }                                                                                               \
+  }                                                                                               \
+  BOOST_DLL_ALIAS(execmcp_plugin_export::descriptor, execmcp_plugin_descriptor)                   \
   BOOST_DLL_ALIAS(execmcp_plugin_export::factory_name, factory_name)
 
 // Export `Class` (constructible from `const BackendInit&`; throw from the constructor on bad
 // settings) as an executor backend plugin. Use once, at namespace scope, in one .cpp file.
-#define EXECMCP_BACKEND_PLUGIN(Class, plugin_name, plugin_version, plugin_description)         \
-  EXECMCP_DEFINE_PLUGIN_(::execmcp::sdk::PluginKind::Backend, Class, ExecutorBackend,          \
-                         BackendInit, execmcp_create_backend, plugin_name, plugin_version,     \
-                         plugin_description)
+#define EXECMCP_BACKEND_PLUGIN(Class, plugin_name, plugin_version, plugin_description)             \
+  EXECMCP_DEFINE_PLUGIN_(::execmcp::sdk::PluginKind::Backend, Class, ExecutorBackend, BackendInit, \
+                         execmcp_create_backend, plugin_name, plugin_version, plugin_description)
 
 // Export `Class` (constructible from `const FilterInit&`) as a command filter plugin.
 #define EXECMCP_FILTER_PLUGIN(Class, plugin_name, plugin_version, plugin_description)          \

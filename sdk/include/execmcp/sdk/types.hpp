@@ -85,9 +85,9 @@ struct FileReadRequest {
 };
 
 struct FileReadResult {
-  std::string data;   // raw bytes
+  std::string data;        // raw bytes
   bool truncated = false;  // the file is larger than max_bytes
-  std::string error;  // non-empty on failure (not found, outside allowed paths, ...)
+  std::string error;       // non-empty on failure (not found, outside allowed paths, ...)
 };
 
 struct FileWriteRequest {
