@@ -423,30 +423,11 @@ class Parser {
       pos_ += text.size();
     };
     auto ahead = [&](std::string_view text) { return s_.substr(pos_, text.size()) == text; };
-    if (ahead("&>>"))
-      take("&>>");
-    else if (ahead("&>"))
-      take("&>");
-    else if (ahead(">>"))
-      take(">>");
-    else if (ahead(">|"))
-      take(">|");
-    else if (ahead(">&"))
-      take(">&");
-    else if (ahead(">"))
-      take(">");
-    else if (ahead("<<<"))
-      take("<<<");
-    else if (ahead("<<-"))
-      take("<<-");
-    else if (ahead("<<"))
-      take("<<");
-    else if (ahead("<>"))
-      take("<>");
-    else if (ahead("<&"))
-      take("<&");
-    else
-      take("<");
+    // Longest operators first, so ">>" is not read as ">" followed by ">".
+    static constexpr std::string_view kOperators[] = {"&>>", "&>",  ">>", ">|", ">&", ">",
+                                                      "<<<", "<<-", "<<", "<>", "<&", "<"};
+    const auto* match = std::find_if(std::begin(kOperators), std::end(kOperators), ahead);
+    take(match != std::end(kOperators) ? *match : std::string_view("<"));
 
     if (words_.empty() && redirections_.empty()) cmd_begin_ = pos_ - (op.size());
     while (pos_ < s_.size() && is_blank(s_[pos_])) ++pos_;
