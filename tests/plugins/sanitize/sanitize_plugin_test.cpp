@@ -4,44 +4,19 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <boost/dll/shared_library.hpp>
 
-#include "execmcp/sdk/plugin.hpp"
+#include "filter_plugin_fixture.hpp"
 
 namespace execmcp::plugins::sanitize {
 namespace {
 
-class SanitizePlugin : public ::testing::Test {
+class SanitizePlugin : public testing::FilterPluginTest {
  protected:
-  void SetUp() override {
-    library_.load(EXECMCP_SANITIZE_PLUGIN_PATH);
-    ASSERT_TRUE(library_.is_loaded());
-  }
-
-  std::unique_ptr<sdk::CommandFilter> create(const std::string& settings, std::string& error) {
-    auto& factory = library_.get_alias<sdk::FilterFactory>(sdk::kFilterFactorySymbol);
-    sdk::FilterInit init;
-    init.agent_id = "agent-1";
-    init.settings_json = settings;
-    return std::unique_ptr<sdk::CommandFilter>(factory(init, error));
-  }
-
-  static sdk::FilterVerdict check(const sdk::CommandFilter& filter, std::string_view command) {
-    return filter.check(sdk::FilterRequest{"agent-1", command, ""});
-  }
-
-  boost::dll::shared_library library_;  // declared first: destroyed after the filters
+  SanitizePlugin() : FilterPluginTest(EXECMCP_SANITIZE_PLUGIN_PATH) {}
 };
 
 TEST_F(SanitizePlugin, DescriptorNamesAFilterWithTheHostAbi) {
-  const auto& descriptor = library_.get_alias<const sdk::PluginDescriptor>(sdk::kDescriptorSymbol);
-  EXPECT_EQ(descriptor.magic, sdk::kDescriptorMagic);
-  EXPECT_EQ(descriptor.abi_major, sdk::kAbiMajor);
-  EXPECT_EQ(descriptor.abi_minor, sdk::kAbiMinor);
-  EXPECT_EQ(descriptor.kind, sdk::PluginKind::Filter);
-  EXPECT_STREQ(descriptor.name, "sanitize");
-  EXPECT_STREQ(descriptor.compiler_id, sdk::kCompilerId);
-  EXPECT_FALSE(library_.has("execmcp_create_backend"));
+  expect_filter_descriptor("sanitize");
 }
 
 TEST_F(SanitizePlugin, BlocksAndPassesThroughTheSharedLibrary) {
