@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "execmcp/plugins/plugin_settings/settings_object.hpp"
+
 #include "docker_common/memory_limit.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -65,15 +67,9 @@ bool is_root_user(const std::string& user) {
 
 DockerSettings parse_docker_settings(const std::string& settings_json) {
   DockerSettings s;
-  if (settings_json.empty()) return s;
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(settings_json);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::invalid_argument(std::string("settings are not valid JSON: ") + e.what());
-  }
-  if (root.is_null()) return s;
-  if (!root.is_object()) throw std::invalid_argument("settings: expected an object");
+  const auto parsed = plugin_settings::parse_settings_object(settings_json, "docker-api");
+  if (!parsed) return s;
+  const nlohmann::json& root = *parsed;
 
   for (const auto& [key, value] : root.items()) {
     if (key == "image") {

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "execmcp/plugins/plugin_settings/settings_object.hpp"
+
 namespace execmcp::plugins::local {
 
 namespace {
@@ -24,16 +26,9 @@ std::string require_string(const nlohmann::json& value, const std::string& key) 
 
 LocalSettings parse_local_settings(const std::string& settings_json) {
   LocalSettings settings;
-  nlohmann::json root;
-  if (settings_json.empty()) return settings;
-  try {
-    root = nlohmann::json::parse(settings_json);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::invalid_argument(std::string("settings are not valid JSON: ") + e.what());
-  }
-  if (root.is_null()) return settings;
-  if (!root.is_object())
-    throw std::invalid_argument("settings must be an object, got " + std::string(root.type_name()));
+  const auto parsed = plugin_settings::parse_settings_object(settings_json, "local");
+  if (!parsed) return settings;
+  const nlohmann::json& root = *parsed;
   for (const auto& [key, value] : root.items()) {
     if (key == "shell") {
       settings.shell = require_string(value, key);

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "execmcp/plugins/plugin_settings/settings_object.hpp"
+
 #include "execmcp/plugins/shell_syntax/simple_commands.hpp"
 
 namespace execmcp::plugins::sanitize {
@@ -275,18 +277,9 @@ const std::vector<RuleInfo>& rules() {
 
 Settings parse_settings(std::string_view settings_json) {
   Settings settings;
-  std::string_view trimmed = settings_json;
-  while (!trimmed.empty() && std::isspace(static_cast<unsigned char>(trimmed.front())))
-    trimmed.remove_prefix(1);
-  if (trimmed.empty()) return settings;
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(settings_json);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("sanitize settings are not valid JSON: ") + e.what());
-  }
-  if (json.is_null()) return settings;
-  if (!json.is_object()) throw std::invalid_argument("sanitize settings must be a mapping");
+  const auto parsed = plugin_settings::parse_settings_object(settings_json, "sanitize");
+  if (!parsed) return settings;
+  const nlohmann::json& json = *parsed;
   std::string configurable;
   for (const auto& info : rules()) {
     if (!info.configurable) continue;
