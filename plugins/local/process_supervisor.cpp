@@ -3,8 +3,10 @@
 //
 // Pipes: stdout and stderr of the shell go straight to the host thread; a control pipe (host ->
 // supervisor) carries "kill now" and its EOF means the host died; a status pipe (supervisor ->
-// host) carries the shell's pid and then its wait status, and its EOF means the tree is gone. The
-// command's strings travel in a memfd, so a command of any size costs one small message.
+// host) carries the shell's pid and, once the tree is gone, its wait status, and then hangs up.
+// The host waits for that hang-up only (it ends a command, whether the supervisor reported or
+// died), then drains what the output pipes still hold and is done: one wake-up per command. The
+// command's strings travel in the message itself, or in a memfd when they are long.
 #include "process_supervisor.hpp"
 
 #include <dlfcn.h>
@@ -86,12 +88,13 @@ bool write_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
-// The spec memfd of supervisor_protocol.hpp.
-std::string write_spec(const SpawnSpec& spec, Fd& out) {
+// The spec of supervisor_protocol.hpp, after the message byte.
+std::string encode_spec(const SpawnSpec& spec) {
   std::string data;
-  std::size_t size = spec.work_dir.size() + spec.shell.size() + spec.command.size() + 3;
+  std::size_t size = 1 + spec.work_dir.size() + spec.shell.size() + spec.command.size() + 3;
   for (const auto& e : spec.env) size += e.size() + 1;
   data.reserve(size);
+  data.push_back(proto::kMessageByte);
   for (const std::string* s : {&spec.work_dir, &spec.shell, &spec.command}) {
     data.append(*s);
     data.push_back('\0');
@@ -100,8 +103,13 @@ std::string write_spec(const SpawnSpec& spec, Fd& out) {
     data.append(e);
     data.push_back('\0');
   }
+  return data;
+}
+
+// A spec too long for the message goes in a memfd.
+std::string write_spec_file(std::string_view spec, Fd& out) {
   out.reset(::memfd_create("execmcp-command", MFD_CLOEXEC));
-  if (out.get() < 0 || !write_all(out.get(), data.data(), data.size()))
+  if (out.get() < 0 || !write_all(out.get(), spec.data(), spec.size()))
     return std::string("cannot pass the command to its supervisor: ") + std::strerror(errno);
   return {};
 }
@@ -186,20 +194,19 @@ void SupervisorProgram::stop_locked() noexcept {
   pid_ = -1;
 }
 
-std::string SupervisorProgram::submit(const int* fds) {
-  char byte = proto::kMessageByte;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kFdCount)] = {};
+std::string SupervisorProgram::submit(std::string_view data, const int* fds, int fd_count) {
+  iovec iov{const_cast<char*>(data.data()), data.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kFdCountWithSpec)] = {};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  msg.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<std::size_t>(fd_count));
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * proto::kFdCount);
-  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * proto::kFdCount);
+  c->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<std::size_t>(fd_count));
+  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * static_cast<std::size_t>(fd_count));
 
   std::lock_guard lock(mutex_);
   // A second attempt only after a restart: the program may have died since the last command.
@@ -210,7 +217,7 @@ std::string SupervisorProgram::submit(const int* fds) {
     ssize_t n;
     while ((n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
-    if (n == 1) return {};
+    if (n == static_cast<ssize_t>(data.size())) return {};
     const int error = errno;
     stop_locked();
     if (error != EPIPE && error != ECONNRESET && error != ENOTCONN)
@@ -250,18 +257,25 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   if (!make_pipe(out_r, out_w, result.error) || !make_pipe(err_r, err_w, result.error) ||
       !make_pipe(ctrl_r, ctrl_w, result.error) || !make_pipe(status_r, status_w, result.error))
     return finish();
-  Fd spec_fd;
-  if (auto error = write_spec(spec, spec_fd); !error.empty()) {
-    result.error = error;
-    return finish();
-  }
-  int fds[proto::kFdCount];
-  fds[proto::kSpec] = spec_fd.get();
+  int fds[proto::kFdCountWithSpec];
   fds[proto::kStdout] = out_w.get();
   fds[proto::kStderr] = err_w.get();
   fds[proto::kControl] = ctrl_r.get();
   fds[proto::kStatus] = status_w.get();
-  if (auto error = supervisor.submit(fds); !error.empty()) {
+  int fd_count = proto::kFdCount;
+  std::string message = encode_spec(spec);
+  Fd spec_fd;
+  if (message.size() - 1 > proto::kInlineSpecMax) {
+    if (auto error = write_spec_file(std::string_view(message).substr(1), spec_fd);
+        !error.empty()) {
+      result.error = error;
+      return finish();
+    }
+    message.resize(1);
+    fds[proto::kSpec] = spec_fd.get();
+    fd_count = proto::kFdCountWithSpec;
+  }
+  if (auto error = supervisor.submit(message, fds, fd_count); !error.empty()) {
     result.error = error;
     return finish();
   }
@@ -324,17 +338,17 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     int out_idx = -1, err_idx = -1, status_idx = -1;
     if (out.open) out_idx = n, pfds[n++] = {out_r.get(), POLLIN, 0};
     if (err.open) err_idx = n, pfds[n++] = {err_r.get(), POLLIN, 0};
-    if (status_open) status_idx = n, pfds[n++] = {status_r.get(), POLLIN, 0};
+    // Events 0: only the hang-up wakes us (the pid written early does not).
+    if (status_open) status_idx = n, pfds[n++] = {status_r.get(), 0, 0};
     int ready = ::poll(pfds, static_cast<nfds_t>(n), wait_ms);
     if (ready < 0) {
       if (errno == EINTR) continue;
       result.error = std::string("poll failed: ") + std::strerror(errno);
       break;
     }
-    auto drain = [&](int idx, int fd, StreamCapture& capture) {
-      if (idx < 0 || pfds[idx].revents == 0) return;
-      // A bounded number of reads per wake keeps the other stream and the timers served.
-      for (int i = 0; i < 16; ++i) {
+    // A bounded number of reads per wake keeps the other stream and the timers served.
+    auto drain_now = [&](int fd, StreamCapture& capture) {
+      for (int i = 0; capture.open && i < 16; ++i) {
         ssize_t got = ::read(fd, buf.get(), kReadBuffer);
         if (got > 0) {
           capture.append(buf.get(), static_cast<std::size_t>(got), control.output_cap,
@@ -346,25 +360,34 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         return;
       }
     };
-    drain(out_idx, out_r.get(), out);
-    drain(err_idx, err_r.get(), err);
+    if (out_idx >= 0 && pfds[out_idx].revents != 0) drain_now(out_r.get(), out);
+    if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r.get(), err);
     if (status_idx >= 0 && pfds[status_idx].revents != 0) {
-      ssize_t got =
-          ::read(status_r.get(), status_buf + status_len, sizeof(status_buf) - status_len);
-      if (got > 0)
+      // The supervisor is done with the command (or dead): read everything it wrote.
+      while (status_len < sizeof(status_buf)) {
+        const ssize_t got =
+            ::read(status_r.get(), status_buf + status_len, sizeof(status_buf) - status_len);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
         status_len += static_cast<std::size_t>(got);
-      else if (got == 0 || (errno != EAGAIN && errno != EINTR))
-        status_open = false;
+      }
+      status_open = false;
+      if (status_len == sizeof(status_buf)) {
+        // The whole report: the tree is gone, so what the pipes hold is all there will be.
+        drain_now(out_r.get(), out);
+        drain_now(err_r.get(), err);
+        break;
+      }
     }
   }
 
-  int shell_pid = -1;
   int wait_status = -1;
-  if (status_len >= 4) std::memcpy(&shell_pid, status_buf, 4);
-  if (status_len >= 8) std::memcpy(&wait_status, status_buf + 4, 4);
+  if (status_len == sizeof(status_buf)) std::memcpy(&wait_status, status_buf + 4, 4);
   ctrl_w.reset();
-  if (status_len < 8) {
+  if (status_len < sizeof(status_buf)) {
     // The supervisor died before reporting (killed from outside): take the group down ourselves.
+    int shell_pid = -1;
+    if (status_len >= sizeof(shell_pid)) std::memcpy(&shell_pid, status_buf, sizeof(shell_pid));
     if (shell_pid > 0) ::kill(-shell_pid, SIGKILL);
     if (result.error.empty())
       result.error = "the command's supervisor process (" + supervisor.path() +

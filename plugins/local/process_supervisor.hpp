@@ -7,6 +7,7 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "execmcp/sdk/types.hpp"
@@ -41,9 +42,9 @@ class SupervisorProgram {
   [[nodiscard]] const std::string& path() const { return path_; }
   // "" when the program exists and is executable, else what is wrong and how to fix it.
   [[nodiscard]] std::string check() const;
-  // Hands one command's descriptors (in supervisor_protocol.hpp's order) to the program; returns
-  // "" or an error.
-  std::string submit(const int* fds);
+  // Hands one command (the message's data, and its descriptors in supervisor_protocol.hpp's order)
+  // to the program; returns "" or an error.
+  std::string submit(std::string_view data, const int* fds, int fd_count);
   // Closes the socket (the program then exits; running commands keep their supervisors) and reaps
   // the program.
   void shut_down() noexcept;

@@ -4,11 +4,19 @@
 // child subreaper, so every orphaned descendant (including one that called setsid() to leave the
 // shell's process group) re-parents to it and can be killed. Forking that process from the host
 // copies the whole multithreaded host per command, which cost more than the command itself for
-// short commands. Instead the plugin starts this program once per backend; it waits on a socket
-// and forks, per command, a copy of itself (tiny and single-threaded, so the fork is cheap):
+// short commands. Instead the plugin starts this program once per backend. It forks subreapers
+// ("spares": small single-threaded copies of itself) that wait on the socket; whichever takes a
+// command runs it, makes sure nothing of it is left, and waits for the next one:
 //
-//   host ──spawn once──▶ execmcp-supervisor ──fork per command──▶ subreaper (setsid,
-//   PR_SET_CHILD_SUBREAPER) ──posix_spawn──▶ shell (own process group, stdin /dev/null)
+//   host ──spawn once──▶ execmcp-supervisor ──fork when no spare is idle──▶ spare (setsid,
+//   PR_SET_CHILD_SUBREAPER) ──posix_spawn per command──▶ shell (own process group, stdin
+//   /dev/null)
+//
+// A spare is reused only when it has no child left after a command, so commands never share a
+// process. The program keeps at least one spare idle (forking another as soon as the last idle one
+// takes a command), at most kMaxSpares in all; a spare that finds kMaxIdleSpares others idle after
+// its command exits, so a burst of parallel commands does not leave a crowd behind. Reusing spares
+// instead of forking one per command halved the CPU time a short command costs.
 //
 // See supervisor_protocol.hpp for the messages. The program links no C++ runtime facilities
 // beyond the C library, so it can be linked statically and starts in microseconds.
@@ -17,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +45,27 @@ namespace execmcp::plugins::local {
 namespace {
 
 namespace proto = protocol;
+
+inline constexpr int kMaxSpares = 64;
+inline constexpr int kMaxIdleSpares = 4;
+
+// Spare states, in a MAP_SHARED page the program and its spares all see. The program owns the
+// transitions kFree -> kIdle (before forking) and anything -> kFree (after reaping); a spare sets
+// kBusy when it takes a command, kIdle when it is ready again and kFree before it exits.
+enum SpareState : int { kFree = 0, kIdle = 1, kBusy = 2 };
+struct SpareTable {
+  int state[kMaxSpares];
+};
+
+std::atomic_ref<int> state_of(SpareTable* table, int slot) noexcept {
+  return std::atomic_ref<int>(table->state[slot]);
+}
+
+int idle_spares(SpareTable* table) noexcept {
+  int idle = 0;
+  for (int i = 0; i < kMaxSpares; ++i) idle += state_of(table, i).load() == kIdle ? 1 : 0;
+  return idle;
+}
 
 void write_all(int fd, const void* data, std::size_t size) noexcept {
   const char* p = static_cast<const char*>(data);
@@ -152,47 +183,65 @@ bool reap_all(ReapState& state) noexcept {
 
 // Kills the shell's process group and then, pass after pass, every remaining descendant (each
 // orphan re-parents to us, the subreaper) until we have no child left. Bounded so a process stuck
-// in the kernel cannot hang the supervisor forever.
-void kill_tree(ReapState& state) noexcept {
+// in the kernel cannot hang the supervisor forever. Returns true when no child is left.
+bool kill_tree(ReapState& state) noexcept {
   if (state.shell > 0) ::kill(-state.shell, SIGKILL);
   const timespec pause{0, 2 * 1000 * 1000};
   for (int pass = 0; pass < 5000; ++pass) {
-    if (reap_all(state)) return;
+    if (reap_all(state)) return true;
     kill_children(::getpid());
-    if (reap_all(state)) return;
+    if (reap_all(state)) return true;
     ::nanosleep(&pause, nullptr);
   }
+  return false;
 }
 
 void empty_handler(int) {}
 
-// The command's spec, read from the memfd; pointers into one malloc'd buffer.
+// The command's spec; pointers into two malloc'd buffers it owns.
 struct Spec {
+  Spec() = default;
+  Spec(const Spec&) = delete;
+  Spec& operator=(const Spec&) = delete;
+  ~Spec() {
+    std::free(data);
+    std::free(argv);
+  }
+  char* data = nullptr;
   const char* work_dir = nullptr;
   const char* shell = nullptr;
   char** argv = nullptr;  // shell, "-c", command
   char** envp = nullptr;
 };
 
-bool read_spec(int fd, Spec& spec) noexcept {
+// Reads a spec that came in a memfd into `spec.data`; returns its size, or 0 when unreadable.
+std::size_t read_spec_file(int fd, Spec& spec) noexcept {
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size <= 0) return false;
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) return 0;
   const auto size = static_cast<std::size_t>(st.st_size);
-  char* data = static_cast<char*>(std::malloc(size + 1));
-  if (data == nullptr) return false;
+  spec.data = static_cast<char*>(std::malloc(size + 1));
+  if (spec.data == nullptr) return 0;
   std::size_t got = 0;
   while (got < size) {
-    ssize_t n = ::pread(fd, data + got, size - got, static_cast<off_t>(got));
+    ssize_t n = ::pread(fd, spec.data + got, size - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) return 0;
     got += static_cast<std::size_t>(n);
   }
+  return size;
+}
+
+// Splits the `size` bytes at `spec.data` into the spec's strings.
+bool parse_spec(std::size_t size, Spec& spec) noexcept {
+  char* data = spec.data;
+  if (data == nullptr || size == 0) return false;
   data[size] = '\0';
   std::size_t strings = 0;
   for (std::size_t i = 0; i < size; ++i) strings += data[i] == '\0' ? 1 : 0;
   if (strings < 3 || data[size - 1] != '\0') return false;
   char** table = static_cast<char**>(std::malloc((strings + 3) * sizeof(char*)));
   if (table == nullptr) return false;
+  spec.argv = table;
   // table: [shell, "-c", command, nullptr, env..., nullptr]; work_dir kept aside.
   char* p = data;
   auto next = [&p]() {
@@ -209,28 +258,38 @@ bool read_spec(int fd, Spec& spec) noexcept {
   std::size_t e = 4;
   while (p < data + size) table[e++] = next();
   table[e] = nullptr;
-  spec.argv = table;
   spec.envp = table + 4;
   return true;
 }
 
-// The per-command subreaper: starts the shell, waits for it or for a kill request, then makes
-// sure nothing of the command is left. Runs in a fresh fork of the (single-threaded) program.
-[[noreturn]] void supervise(const int* fds, int subreaper_error) noexcept {
+// One received command: its descriptors and its spec (inline, or read from the memfd).
+struct Command {
+  int fds[proto::kFdCountWithSpec];
+  int fd_count = 0;
+  Spec spec;
+  bool spec_ok = false;
+};
+
+// Runs one command in this spare: starts the shell, waits for it or for a kill request, makes sure
+// nothing of the command is left, reports, and closes the command's descriptors. `on_started` runs
+// once the shell exists (or failed to). Returns false when a child could not be killed, so this
+// process must not take another command.
+template <class OnStarted>
+bool supervise(Command& command, int subreaper_error, OnStarted on_started) noexcept {
+  const int* fds = command.fds;
+  Spec& spec = command.spec;
   const int out_w = fds[proto::kStdout];
   const int err_w = fds[proto::kStderr];
   const int ctrl_r = fds[proto::kControl];
   const int status_w = fds[proto::kStatus];
-  ::close(proto::kSocketFd);
   sigset_t all;
   sigfillset(&all);
-  int pid_msg = -1;
   int status_msg = -1;
+  bool clean = true;
   ReapState state;
-  Spec spec;
   if (subreaper_error != 0) {
     write_error(err_w, "cannot become a child subreaper", nullptr, subreaper_error);
-  } else if (!read_spec(fds[proto::kSpec], spec)) {
+  } else if (!command.spec_ok) {
     write_str(err_w, "execmcp: the supervisor received an unreadable command\n");
   } else if (::chdir(spec.work_dir) != 0) {
     write_error(err_w, "cannot enter work_dir", nullptr, errno);
@@ -247,22 +306,25 @@ bool read_spec(int fd, Spec& spec) noexcept {
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(
         &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    // Our fd 0 is /dev/null already; everything we received is close-on-exec.
+    // Our fd 0 is /dev/null already; everything else we hold is close-on-exec.
     posix_spawn_file_actions_adddup2(&actions, out_w, 1);
     posix_spawn_file_actions_adddup2(&actions, err_w, 2);
     pid_t shell = -1;
     const int rc = ::posix_spawn(&shell, spec.shell, &actions, &attr, spec.argv, spec.envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
     if (rc != 0) {
       write_error(err_w, "cannot run shell ", spec.shell, rc);
       status_msg = 127 << 8;
     } else {
       state.shell = shell;
-      pid_msg = shell;
     }
   }
-  ::close(out_w);
-  ::close(err_w);
+  // Where the host finds the process group should this process die before reporting. The host
+  // waits for the pipe's hang-up only, so this write does not wake it.
+  const int pid_msg = state.shell;
   write_all(status_w, &pid_msg, sizeof(pid_msg));
+  on_started();
 
   if (state.shell > 0) {
     sigset_t wait_mask;
@@ -276,19 +338,26 @@ bool read_spec(int fd, Spec& spec) noexcept {
       if (r > 0) break;  // "kill" byte, or EOF because the host is gone: either way, kill
     }
     // Normal exit or kill: nothing of the command may outlive the call.
-    kill_tree(state);
+    clean = kill_tree(state);
     status_msg = state.shell_reaped ? state.shell_status : -1;
   }
+  // Our copies of the output pipes stay open until the report is written and the status pipe
+  // closed, so the host is woken once after the command, by that hang-up, and not first by the
+  // output pipes' EOF.
   write_all(status_w, &status_msg, sizeof(status_msg));
-  ::_exit(0);
+  ::close(status_w);
+  for (int i = 0; i < command.fd_count; ++i) {
+    if (i != proto::kStatus) ::close(fds[i]);
+  }
+  return clean;
 }
 
-// Receives one command; returns the number of descriptors stored in `fds`, 0 at EOF, -1 when
-// the message is malformed (its descriptors are closed) or on a receive error.
-int receive(int* fds) noexcept {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kFdCount)];
+// Receives one command into `command`; returns 1 when it is complete, 0 at EOF, -1 when the
+// message is malformed (its descriptors are closed) and -2 on a receive error.
+int receive(Command& command) noexcept {
+  static char data[1 + proto::kInlineSpecMax + 1];
+  iovec iov{data, sizeof(data)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * proto::kFdCountWithSpec)];
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -305,40 +374,64 @@ int receive(int* fds) noexcept {
     for (int i = 0; i < got; ++i) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (count < proto::kFdCount)
-        fds[count++] = fd;
+      if (count < proto::kFdCountWithSpec)
+        command.fds[count++] = fd;
       else
         ::close(fd);
     }
   }
-  if (byte == proto::kMessageByte && count == proto::kFdCount && (msg.msg_flags & MSG_CTRUNC) == 0)
-    return count;
-  for (int i = 0; i < count; ++i) ::close(fds[i]);
-  return -1;
+  command.fd_count = count;
+  const auto inline_size = static_cast<std::size_t>(n) - 1;
+  const bool well_formed =
+      data[0] == proto::kMessageByte && (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) == 0 &&
+      (count == proto::kFdCountWithSpec || (count == proto::kFdCount && inline_size > 0));
+  if (!well_formed) {
+    for (int i = 0; i < count; ++i) ::close(command.fds[i]);
+    return -1;
+  }
+  if (count == proto::kFdCountWithSpec) {
+    const std::size_t size = read_spec_file(command.fds[proto::kSpec], command.spec);
+    command.spec_ok = parse_spec(size, command.spec);
+  } else {
+    command.spec.data = static_cast<char*>(std::malloc(inline_size + 1));
+    if (command.spec.data != nullptr) std::memcpy(command.spec.data, data + 1, inline_size);
+    command.spec_ok = parse_spec(inline_size, command.spec);
+  }
+  return 1;
 }
 
 // A spare: prepared ahead of time (own session, subreaper, signals) so a command only costs a
-// receive here, then waits for one command and supervises it.
-[[noreturn]] void spare_main(int taken_w) noexcept {
+// receive here. Takes commands one after another from the socket until the plugin closes it.
+[[noreturn]] void spare_main(SpareTable* table, int slot, int wake_w) noexcept {
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
   ::setsid();  // out of the host's terminal signals (Ctrl-C goes to the host, which cleans up)
   const int subreaper_error = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : errno;
-  int fds[proto::kFdCount];
+  auto state = state_of(table, slot);
   for (;;) {
-    const int got = receive(fds);
-    if (got == 0 || got == -2) ::_exit(0);  // the plugin closed its end, or the host is gone
-    if (got > 0) break;
+    Command command;
+    const int got = receive(command);
+    if (got == 0 || got == -2) break;  // the plugin closed its end, or the host is gone
+    if (got < 0) continue;
+    state.store(kBusy);
+    const bool clean = supervise(command, subreaper_error, [&] {
+      // Only now, with the shell started, may the program fork a spare to replace us: a fork
+      // woken earlier preempted this process on its CPU and delayed the shell's start.
+      if (idle_spares(table) == 0) {
+        const char wake = 'w';
+        write_all(wake_w, &wake, 1);
+      }
+    });
+    if (!clean || idle_spares(table) >= kMaxIdleSpares) break;
+    state.store(kIdle);
   }
-  const char taken = 'c';
-  write_all(taken_w, &taken, 1);
-  ::close(taken_w);
-  supervise(fds, subreaper_error);
+  state.store(kFree);
+  ::_exit(0);
 }
 
-// Keeps one spare waiting on the socket: forks the next as soon as the current one has taken a
-// command or died. Exits when the plugin closes the socket.
+// Keeps at least one spare idle on the socket (see the top of this file). Exits when the plugin
+// closes the socket; spares still running a command finish it first, on their own.
 int serve() noexcept {
   struct sigaction act {};
   act.sa_handler = SIG_IGN;
@@ -351,28 +444,49 @@ int serve() noexcept {
   sigset_t wait_mask = all;
   sigdelset(&wait_mask, SIGCHLD);
 
-  int taken[2];
-  if (::pipe2(taken, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
-  pid_t spare = -1;
+  void* shared = ::mmap(nullptr, sizeof(SpareTable), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return 1;
+  auto* table = static_cast<SpareTable*>(shared);  // zero-filled: every slot kFree
+  pid_t pids[kMaxSpares] = {};
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
   for (;;) {
-    if (spare < 0) {
-      spare = ::fork();
-      if (spare == 0) {
-        ::close(taken[0]);
-        spare_main(taken[1]);
+    bool fork_failed = false;
+    if (idle_spares(table) == 0) {
+      int slot = 0;
+      while (slot < kMaxSpares && pids[slot] != 0) ++slot;
+      if (slot < kMaxSpares) {  // else every slot is busy: commands queue on the socket
+        state_of(table, slot).store(kIdle);
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+          ::close(wake[0]);
+          spare_main(table, slot, wake[1]);
+        }
+        if (pid > 0) {
+          pids[slot] = pid;
+        } else {
+          state_of(table, slot).store(kFree);
+          fork_failed = true;
+        }
       }
     }
-    // Data on the socket is for the spare: only its hang-up (events 0) concerns us.
-    pollfd pfds[2] = {{taken[0], POLLIN, 0}, {proto::kSocketFd, 0, 0}};
-    const timespec retry{0, 10 * 1000 * 1000};  // after a failed fork
-    ::ppoll(pfds, 2, spare < 0 ? &retry : nullptr, &wait_mask);
+    // Data on the socket is for the spares: only its hang-up (events 0) concerns us.
+    pollfd pfds[2] = {{wake[0], POLLIN, 0}, {proto::kSocketFd, 0, 0}};
+    const timespec retry{0, 10 * 1000 * 1000};
+    ::ppoll(pfds, 2, fork_failed ? &retry : nullptr, &wait_mask);
     if ((pfds[1].revents & (POLLHUP | POLLERR)) != 0) return 0;
     char bytes[64];
-    while (::read(taken[0], bytes, sizeof(bytes)) > 0) spare = -1;
+    while (::read(wake[0], bytes, sizeof(bytes)) > 0) {
+    }
     for (;;) {
       const pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
       if (pid <= 0) break;
-      if (pid == spare) spare = -1;  // died before taking a command
+      for (int slot = 0; slot < kMaxSpares; ++slot) {
+        if (pids[slot] != pid) continue;
+        pids[slot] = 0;
+        state_of(table, slot).store(kFree);  // also when it was killed while idle or busy
+      }
     }
   }
 }
@@ -393,7 +507,9 @@ int main(int argc, char** argv) {
     execmcp::plugins::local::write_str(2, text);
     return 2;
   }
-  // Nothing the host leaked to us without close-on-exec may reach the commands.
+  // Nothing the host leaked to us without close-on-exec may reach the commands, nor may the socket
+  // (the spawn's dup2 left it inheritable).
   ::syscall(SYS_close_range, proto::kSocketFd + 1, ~0U, 0);
+  ::fcntl(proto::kSocketFd, F_SETFD, FD_CLOEXEC);
   return execmcp::plugins::local::serve();
 }

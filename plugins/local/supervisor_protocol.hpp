@@ -1,23 +1,36 @@
 // The wire contract between the local backend plugin and its execmcp-supervisor program.
 //
 // The plugin starts the program once per backend with kSocketFd a SOCK_SEQPACKET socket and
-// argv[1] == kProtocolArg. Each command is one message on that socket: kMessageByte as data and,
-// as SCM_RIGHTS, exactly kFdCount descriptors in the order of the Fd enum below. The program forks
-// one subreaper per message; that process reports on the status pipe two native ints, the
-// shell's pid (-1 when no shell was started) and then its wait status (-1 when unknown), and a
-// byte or EOF on the control pipe means "kill the command now".
+// argv[1] == kProtocolArg. Each command is one message on that socket: kMessageByte, then the
+// command's spec when it fits (at most kInlineSpecMax bytes), as data; and as SCM_RIGHTS the
+// descriptors in the order of the Fd enum below: kFdCount of them, or kFdCountWithSpec when the
+// spec travels in a memfd (the last descriptor) instead.
+//
+// The spec is NUL-terminated strings: work_dir, shell, command, then "NAME=value" environment
+// entries, as many as there are.
+//
+// One of the program's waiting subreapers takes the message and runs the command. On the status
+// pipe it writes two native ints: the shell's pid (-1 when no shell was started) as soon as it
+// exists, and the shell's wait status (-1 when unknown) once nothing of the command is left. It
+// closes the status pipe first after that, and keeps its copies of the stdout and stderr pipes
+// until then, so the plugin can wait for the status pipe's hang-up alone (poll events 0: the pid
+// does not wake it) and is woken once at the end of a command. A byte or EOF on the control pipe
+// means "kill the command now".
 #pragma once
+
+#include <cstddef>
 
 namespace execmcp::plugins::local::protocol {
 
 inline constexpr const char* kProgramName = "execmcp-supervisor";
 // Changes whenever anything in this file changes, so a stale program is refused, not misread.
-inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=1";
+inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=2";
 inline constexpr int kSocketFd = 3;
 inline constexpr char kMessageByte = 'x';
+// Well under the socket's default send buffer (net.core.wmem_default, about 208 KiB).
+inline constexpr std::size_t kInlineSpecMax = 60 * 1024;
 
-// The spec memfd holds NUL-terminated strings: work_dir, shell, command, then "NAME=value"
-// environment entries, as many as there are.
-enum Fd : int { kSpec = 0, kStdout, kStderr, kControl, kStatus, kFdCount };
+enum Fd : int { kStdout = 0, kStderr, kControl, kStatus, kFdCount, kSpec = kFdCount };
+inline constexpr int kFdCountWithSpec = kFdCount + 1;
 
 }  // namespace execmcp::plugins::local::protocol

@@ -1,5 +1,6 @@
 // Local-only behaviour of the `local` plugin: settings, venv precedence, process-tree kills seen in
 // /proc, stdin, memory under huge output. The generic contract is covered by the conformance kit.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <future>
 #include <iterator>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -298,4 +300,89 @@ TEST_F(LocalBackendTest, CancelledResultReportsKillSignal) {
   EXPECT_EQ(result.exit_code, 128 + 9);
 }
 
+TEST_F(LocalBackendTest, LongCommandArrivesWhole) {
+  // Commands up to 60 KiB travel in the supervisor message, longer ones in a memfd: test both.
+  auto& backend = make("{}");
+  for (const std::size_t size : {std::size_t{50} * 1024, std::size_t{100} * 1024}) {
+    const std::string payload(size, 'y');
+    auto result = run(backend, "x=" + payload + "; printf '%s' \"${#x}\"");
+    EXPECT_EQ(result.error, "");
+    EXPECT_EQ(result.stdout_data, std::to_string(size));
+  }
+  // Past the kernel's limit for one argument (128 KiB) the shell cannot start: said on stderr.
+  auto result = run(backend, "x=" + std::string(300 * 1024, 'y'));
+  EXPECT_EQ(result.exit_code, 127);
+  EXPECT_NE(result.stderr_data.find("Argument list too long"), std::string::npos)
+      << result.stderr_data;
+}
+
+// The supervisor program's spares (the parents of the shells) and whether each is still alive.
+std::set<std::string> shell_parents(ExecutorBackend& backend, int commands) {
+  std::set<std::string> parents;
+  for (int i = 0; i < commands; ++i) {
+    ExecRequest request;
+    request.command = "printf %s $PPID";
+    parents.insert(backend.execute(request).stdout_data);
+  }
+  return parents;
+}
+
+TEST_F(LocalBackendTest, SupervisingProcessesAreReusedNotForkedPerCommand) {
+  auto& backend = make("{}");
+  // One spare runs a command while another waits; no new process per command.
+  const auto parents = shell_parents(backend, 20);
+  EXPECT_GE(parents.size(), 1u);
+  EXPECT_LE(parents.size(), 3u) << "a supervising process per command";
+  // Reuse leaks nothing between commands: each starts in the work dir with a fresh shell.
+  EXPECT_EQ(run(backend, "cd /; export EXECMCP_LEAK=1").exit_code, 0);
+  EXPECT_EQ(run(backend, "pwd -P; printf '%s' \"${EXECMCP_LEAK:-unset}\"").stdout_data,
+            workspace_.string() + "\nunset");
+}
+
+TEST_F(LocalBackendTest, SupervisorKilledMidCommandEndsTheCallAndItsProcesses) {
+  auto& backend = make("{}");
+  const std::string marker = unique_sleep_arg();
+  const fs::path pid_file = workspace_ / "parent.pid";
+  auto future = std::async(std::launch::async, [&] {
+    return run(backend, "echo $PPID > parent.pid; sleep " + marker, 120s);
+  });
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (count_processes_with_arg(marker) < 1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(count_processes_with_arg(marker), 1);
+  const int parent = std::stoi(read_text(pid_file));
+  ASSERT_GT(parent, 1);
+  ASSERT_EQ(::kill(parent, SIGKILL), 0);
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << "the call hung";
+  auto result = future.get();
+  EXPECT_NE(result.error.find("ended without reporting"), std::string::npos) << result.error;
+  until = std::chrono::steady_clock::now() + 10s;
+  while (count_processes_with_arg(marker) > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(count_processes_with_arg(marker), 0) << "the command outlived its supervisor";
+  // The next command gets a new supervising process.
+  EXPECT_EQ(run(backend, "echo again").stdout_data, "again\n");
+}
+
+TEST_F(LocalBackendTest, ParallelBurstCompletesAndLeavesFewProcessesBehind) {
+  auto& backend = make("{}");
+  constexpr int kCalls = 12;
+  std::vector<std::future<ExecResult>> calls;
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::async(std::launch::async, [&backend, i] {
+      return run(backend, "sleep 1; echo " + std::to_string(i));
+    }));
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    auto result = calls[static_cast<std::size_t>(i)].get();
+    EXPECT_EQ(result.error, "");
+    EXPECT_EQ(result.stdout_data, std::to_string(i) + "\n");
+  }
+  // In parallel, not one after another.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 8s);
+  // Once the burst is over, spares beyond the few kept idle exit.
+  const auto idle_parents = shell_parents(backend, 10);
+  EXPECT_LE(idle_parents.size(), 5u);
+}
 }  // namespace
