@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -13,6 +14,9 @@ namespace execmcp::host::mcp {
 using nlohmann::json;
 
 namespace {
+
+// Set on the reader thread when it handed reading over and ran a tool call itself.
+thread_local bool t_reader_handed_off = false;
 
 bool is_request_id(const json& id) {
   return id.is_string() || id.is_number_integer();
@@ -40,7 +44,7 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options)
       options_(std::move(options)),
       tools_(tools::make_builtin_tools()),
       dispatcher_([this](const json& message) { send(message); }),
-      pool_(options_.max_concurrent_calls) {
+      pool_(std::max<std::size_t>(options_.max_concurrent_calls, 1) + 1) {
   register_handlers();
 }
 
@@ -67,10 +71,10 @@ void Session::register_handlers() {
 int Session::run() {
   spdlog::info("mcp: serving agent '{}' ({} concurrent calls)", agent_.id(),
                std::max<std::size_t>(options_.max_concurrent_calls, 1));
-  while (!stop_requested_.load()) {
-    std::optional<std::string> line = transport_.read_line();
-    if (!line) break;
-    dispatcher_.handle_line(*line);
+  pool_.submit([this] { read_messages(); });
+  {
+    std::unique_lock lock(input_mutex_);
+    input_ended_cv_.wait(lock, [this] { return input_ended_; });
   }
   if (stop_requested_.load()) {
     spdlog::info("mcp: stop requested; cancelling running calls");
@@ -84,6 +88,22 @@ int Session::run() {
   ticker_.stop();
   spdlog::info("mcp: session ended");
   return 0;
+}
+
+void Session::read_messages() {
+  while (!stop_requested_.load()) {
+    std::optional<std::string> line = transport_.read_line();
+    if (!line) break;
+    dispatcher_.handle_line(*line);
+    if (std::exchange(t_reader_handed_off, false)) return;  // another thread reads now
+  }
+  // Before this thread goes back to the pool, where it could start a queued call.
+  cancel_all();
+  {
+    std::lock_guard lock(input_mutex_);
+    input_ended_ = true;
+  }
+  input_ended_cv_.notify_all();
 }
 
 void Session::request_stop() {
@@ -187,6 +207,11 @@ void Session::handle_tools_call(Request request, Responder responder) {
       return;
     }
     if (shutting_down_) call->cancel.request_cancel();
+  }
+  if (pool_.submit_if_idle([this] { read_messages(); })) {
+    t_reader_handed_off = true;
+    run_tool_call(*tool, request, call, responder);
+    return;
   }
   pool_.submit([this, tool, request = std::move(request), call, responder] {
     run_tool_call(*tool, request, call, responder);

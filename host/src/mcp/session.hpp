@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,8 +23,11 @@ namespace execmcp::host::mcp {
 inline constexpr const char* kSupportedProtocolVersions[] = {"2025-06-18", "2025-03-26",
                                                              "2024-11-05"};
 
-// Reads requests on the calling thread (ping, initialize, tools/list and cancellation are
-// answered there); tools/call runs on a pool of options.max_concurrent_calls workers.
+// One thread at a time reads requests and answers ping, initialize, tools/list and cancellation
+// itself. For tools/call it hands the reading over to an idle thread of the pool and runs the call
+// itself, so a call starts without waiting for another thread to wake up; with no idle thread the
+// call is queued instead and the reader keeps reading. At most options.max_concurrent_calls calls
+// run at once: the pool has one thread more than that, and one thread is always the reader.
 class Session {
  public:
   Session(Agent& agent, Transport& transport, ServerOptions options);
@@ -44,6 +48,7 @@ class Session {
     std::atomic<bool> cancelled_by_client{false};
   };
 
+  void read_messages();  // the reader's loop; returns at end of input or after a hand-off
   void send(const nlohmann::json& message);
   void register_handlers();
   RpcOutcome handle_initialize(const Request& request);
@@ -67,6 +72,10 @@ class Session {
   std::mutex calls_mutex_;
   std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // key: id.dump()
   bool shutting_down_ = false;                                    // guarded by calls_mutex_
+
+  std::mutex input_mutex_;
+  std::condition_variable input_ended_cv_;
+  bool input_ended_ = false;  // guarded by input_mutex_
 
   // Declared last: destroyed (stopped and joined) first, while everything above is alive.
   ProgressTicker ticker_;

@@ -27,6 +27,14 @@ void WorkerPool::submit(std::function<void()> task) {
   task();  // after shutdown nobody would run it; running it here keeps "every call is answered"
 }
 
+bool WorkerPool::submit_if_idle(std::function<void()> task) {
+  std::lock_guard lock(mutex_);
+  if (stopping_ || idle_ <= queue_.size()) return false;
+  queue_.push_back(std::move(task));
+  cv_.notify_one();
+  return true;
+}
+
 void WorkerPool::shutdown() {
   {
     std::lock_guard lock(mutex_);
@@ -44,7 +52,9 @@ void WorkerPool::work() {
     std::function<void()> task;
     {
       std::unique_lock lock(mutex_);
+      ++idle_;
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      --idle_;
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());
       queue_.pop_front();

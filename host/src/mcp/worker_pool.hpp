@@ -20,6 +20,9 @@ class WorkerPool {
 
   // Queues a task; it runs when a thread is free. Tasks must not throw.
   void submit(std::function<void()> task);
+  // Queues the task only if a thread is idle to start it at once (more idle threads than queued
+  // tasks); returns false, and does nothing, otherwise or after shutdown.
+  bool submit_if_idle(std::function<void()> task);
   // Runs every task already queued, then joins the threads. Later submits run inline.
   void shutdown();
 
@@ -30,6 +33,7 @@ class WorkerPool {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
+  std::size_t idle_ = 0;  // threads waiting for a task
   std::vector<std::thread> threads_;
 };
 
