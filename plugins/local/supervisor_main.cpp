@@ -47,7 +47,7 @@ namespace {
 namespace proto = protocol;
 
 inline constexpr int kMaxSpares = 64;
-inline constexpr int kMaxIdleSpares = 4;
+inline constexpr int kMaxIdleSpares = 8;  // the server's default --max-concurrent
 
 // Spare states, in a MAP_SHARED page the program and its spares all see. The program owns the
 // transitions kFree -> kIdle (before forking) and anything -> kFree (after reaping); a spare sets

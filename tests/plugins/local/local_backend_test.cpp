@@ -34,16 +34,18 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Processes (not zombies) that have `marker` as one whole argument.
-int count_processes_with_arg(const std::string& marker) {
+// Processes (not zombies) that have `marker` as one whole argument; sends them `signal` if not 0.
+int count_processes_with_arg(const std::string& marker, int signal = 0) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const auto name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string nul(1, '\0');
     // cmdline is the arguments, each followed by a NUL.
-    if ((nul + read_text(entry.path() / "cmdline")).find(nul + marker + nul) != std::string::npos)
+    if ((nul + read_text(entry.path() / "cmdline")).find(nul + marker + nul) != std::string::npos) {
       ++count;
+      if (signal != 0) ::kill(std::stoi(name), signal);
+    }
   }
   return count;
 }
@@ -364,25 +366,62 @@ TEST_F(LocalBackendTest, SupervisorKilledMidCommandEndsTheCallAndItsProcesses) {
   EXPECT_EQ(run(backend, "echo again").stdout_data, "again\n");
 }
 
+// The children of this process's execmcp-supervisor program (its spares), or -1 without one.
+int supervisor_spares() {
+  auto ppid_of = [](const fs::path& proc) {
+    const std::string stat = read_text(proc / "stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 4 >= stat.size()) return -1L;
+    return std::strtol(stat.c_str() + paren + 4, nullptr, 10);  // after ") S "
+  };
+  std::vector<std::pair<long, long>> processes;  // pid, ppid
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    processes.emplace_back(std::stol(name), ppid_of(entry.path()));
+  }
+  long supervisor = -1;
+  for (const auto& [pid, ppid] : processes) {
+    if (ppid == ::getpid() &&
+        read_text(fs::path("/proc") / std::to_string(pid) / "comm").rfind("execmcp-superv", 0) == 0)
+      supervisor = pid;
+  }
+  if (supervisor < 0) return -1;
+  int spares = 0;
+  for (const auto& [pid, ppid] : processes) spares += ppid == supervisor ? 1 : 0;
+  return spares;
+}
+
 TEST_F(LocalBackendTest, ParallelBurstCompletesAndLeavesFewProcessesBehind) {
   auto& backend = make("{}");
-  constexpr int kCalls = 12;
+  constexpr int kCalls = 16;
+  const std::string marker = unique_sleep_arg();
   std::vector<std::future<ExecResult>> calls;
   const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < kCalls; ++i) {
-    calls.push_back(std::async(std::launch::async, [&backend, i] {
-      return run(backend, "sleep 1; echo " + std::to_string(i));
+    calls.push_back(std::async(std::launch::async, [&backend, &marker, i] {
+      return run(backend, "sleep " + marker + " & wait; echo " + std::to_string(i), 120s);
     }));
   }
+  auto until = std::chrono::steady_clock::now() + 30s;
+  while (count_processes_with_arg(marker) < kCalls && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  // All at once, each under its own supervising process.
+  ASSERT_EQ(count_processes_with_arg(marker), kCalls);
+  EXPECT_GE(supervisor_spares(), kCalls);
+  count_processes_with_arg(marker, SIGTERM);
   for (int i = 0; i < kCalls; ++i) {
     auto result = calls[static_cast<std::size_t>(i)].get();
     EXPECT_EQ(result.error, "");
     EXPECT_EQ(result.stdout_data, std::to_string(i) + "\n");
   }
-  // In parallel, not one after another.
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 8s);
-  // Once the burst is over, spares beyond the few kept idle exit.
-  const auto idle_parents = shell_parents(backend, 10);
-  EXPECT_LE(idle_parents.size(), 5u);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 60s);
+  // Once the burst is over, spares beyond the eight kept idle exit.
+  until = std::chrono::steady_clock::now() + 10s;
+  while (supervisor_spares() > 9 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_LE(supervisor_spares(), 9);
+  EXPECT_GE(supervisor_spares(), 1);
 }
+
 }  // namespace
