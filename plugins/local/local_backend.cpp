@@ -57,11 +57,11 @@ std::string errno_text() {
 
 LocalBackend::LocalBackend(const sdk::BackendInit& init)
     : init_(init),
-      grants_(init.paths),
+      grants_(init.paths.empty() ? std::vector<sdk::PathGrant>{{init.cwd, true}} : init.paths),
+      paths_(init.cwd, grants_),
       settings_(parse_local_settings(init.settings_json)),
       supervisor_(default_supervisor_path()) {
   if (init_.cwd.empty()) throw std::invalid_argument("the agent has no cwd");
-  if (grants_.empty()) grants_.push_back({init_.cwd, true});
 }
 
 LocalBackend::~LocalBackend() {
@@ -79,6 +79,7 @@ std::string LocalBackend::start() {
   if (ec) return "cannot create the agent's cwd '" + init_.cwd + "': " + ec.message();
   if (!fs::is_directory(init_.cwd, ec))
     return "the agent's cwd '" + init_.cwd + "' is not a directory";
+  paths_ = sdk::PathPolicy(init_.cwd, grants_);
   return {};
 }
 
@@ -118,11 +119,10 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
              "' has no bin/ directory (create it with `python3 -m venv " + path.string() + "`)";
     venv = path.lexically_normal();
   } else if (settings_.auto_venv) {
-    for (const fs::path& base : {fs::path(work_dir), fs::path(init_.cwd)}) {
-      if (has_python(base / ".venv")) {
-        venv = base / ".venv";
-        break;
-      }
+    if (has_python(fs::path(work_dir) / ".venv")) {
+      venv = fs::path(work_dir) / ".venv";
+    } else if (work_dir != paths_.cwd() && has_python(fs::path(init_.cwd) / ".venv")) {
+      venv = fs::path(init_.cwd) / ".venv";
     }
   }
 
@@ -147,7 +147,7 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
 sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
   sdk::ExecResult refused;
   try {
-    auto resolved = sdk::resolve_inside(request.work_dir, init_.cwd, grants_, sdk::Access::Read);
+    auto resolved = paths_.resolve(request.work_dir, sdk::Access::Read);
     if (!resolved.error.empty()) {
       refused.error = "work_dir: " + resolved.error;
       return refused;
@@ -196,7 +196,7 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
 sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult result;
   try {
-    auto resolved = sdk::resolve_inside(request.path, init_.cwd, grants_, sdk::Access::Read);
+    auto resolved = paths_.resolve(request.path, sdk::Access::Read);
     if (!resolved.error.empty()) {
       result.error = resolved.error;
       return result;
@@ -247,7 +247,7 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
 sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult result;
   try {
-    auto resolved = sdk::resolve_inside(request.path, init_.cwd, grants_, sdk::Access::Write);
+    auto resolved = paths_.resolve(request.path, sdk::Access::Write);
     if (!resolved.error.empty()) {
       result.error = resolved.error;
       return result;

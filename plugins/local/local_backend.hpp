@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/path_policy.hpp"
 #include "local_settings.hpp"
 #include "process_supervisor.hpp"
 
@@ -39,6 +40,8 @@ class LocalBackend final : public sdk::ExecutorBackend {
 
   sdk::BackendInit init_;
   std::vector<sdk::PathGrant> grants_;
+  // The grants resolved; made again by start(), once the cwd exists.
+  sdk::PathPolicy paths_;
   LocalSettings settings_;
   SupervisorProgram supervisor_;
 

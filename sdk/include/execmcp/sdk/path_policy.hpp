@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "execmcp/sdk/types.hpp"
@@ -29,33 +30,60 @@ inline bool is_within(const std::filesystem::path& child, const std::filesystem:
 }
 }  // namespace detail
 
-// Resolves `requested` (absolute, or relative to `cwd`) with every symlink followed, and checks
-// that the result lies inside a grant that permits `access`. The target itself need not exist.
-inline ResolvedPath resolve_inside(std::string_view requested, const std::string& cwd,
-                                   const std::vector<PathGrant>& grants, Access access) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p = requested.empty() ? fs::path(cwd) : fs::path(std::string(requested));
-  if (p.is_relative()) p = fs::path(cwd) / p;
-  fs::path resolved = fs::weakly_canonical(p, ec);
-  if (ec) return {{}, "cannot resolve path '" + p.string() + "': " + ec.message()};
-  bool inside_any = false;
-  for (const auto& grant : grants) {
-    fs::path root = fs::weakly_canonical(grant.path, ec);
-    if (ec) continue;
-    if (!detail::is_within(resolved, root)) continue;
-    inside_any = true;
-    if (access == Access::Read || grant.writable) return {resolved.string(), {}};
+// Resolves requested paths (absolute, or relative to `cwd`) with every symlink followed, and
+// checks that the result lies inside a grant that permits the access. The grants' own symlinks are
+// resolved once, here: a grant that later becomes a symlink elsewhere refuses what it points to
+// (fails closed) instead of following it. The target itself need not exist. Thread safe.
+class PathPolicy {
+ public:
+  PathPolicy(std::string cwd, const std::vector<PathGrant>& grants) : cwd_(std::move(cwd)) {
+    std::error_code ec;
+    for (const auto& grant : grants) {
+      std::filesystem::path root = std::filesystem::weakly_canonical(grant.path, ec);
+      if (ec) continue;  // unresolvable now: grants nothing
+      roots_.push_back({root, grant});
+    }
   }
-  if (inside_any)
+
+  [[nodiscard]] ResolvedPath resolve(std::string_view requested, Access access) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path p = requested.empty() ? fs::path(cwd_) : fs::path(std::string(requested));
+    if (p.is_relative()) p = fs::path(cwd_) / p;
+    fs::path resolved = fs::weakly_canonical(p, ec);
+    if (ec) return {{}, "cannot resolve path '" + p.string() + "': " + ec.message()};
+    bool inside_any = false;
+    for (const auto& root : roots_) {
+      if (!detail::is_within(resolved, root.canonical)) continue;
+      inside_any = true;
+      if (access == Access::Read || root.grant.writable) return {resolved.string(), {}};
+    }
+    if (inside_any)
+      return {{},
+              "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
+                  "', which is read-only for this agent"};
+    std::string allowed;
+    for (const auto& root : roots_) allowed += (allowed.empty() ? "" : ", ") + root.grant.path;
     return {{},
             "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
-                "', which is read-only for this agent"};
-  std::string allowed;
-  for (const auto& grant : grants) allowed += (allowed.empty() ? "" : ", ") + grant.path;
-  return {{},
-          "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
-              "', outside this agent's allowed paths (" + allowed + ")"};
+                "', outside this agent's allowed paths (" + allowed + ")"};
+  }
+
+  [[nodiscard]] const std::string& cwd() const { return cwd_; }
+
+ private:
+  struct Root {
+    std::filesystem::path canonical;
+    PathGrant grant;
+  };
+  std::string cwd_;
+  std::vector<Root> roots_;
+};
+
+// One-off form of PathPolicy::resolve (resolves the grants on every call).
+inline ResolvedPath resolve_inside(std::string_view requested, const std::string& cwd,
+                                   const std::vector<PathGrant>& grants, Access access) {
+  return PathPolicy(cwd, grants).resolve(requested, access);
 }
 
 }  // namespace execmcp::sdk
