@@ -431,7 +431,7 @@ int receive(Command& command) noexcept {
 }
 
 // Keeps at least one spare idle on the socket (see the top of this file). Exits when the plugin
-// closes the socket; spares still running a command finish it first, on their own.
+// closes the socket, once every spare has exited (those running a command finish it first).
 int serve() noexcept {
   struct sigaction act {};
   act.sa_handler = SIG_IGN;
@@ -475,7 +475,14 @@ int serve() noexcept {
     pollfd pfds[2] = {{wake[0], POLLIN, 0}, {proto::kSocketFd, 0, 0}};
     const timespec retry{0, 10 * 1000 * 1000};
     ::ppoll(pfds, 2, fork_failed ? &retry : nullptr, &wait_mask);
-    if ((pfds[1].revents & (POLLHUP | POLLERR)) != 0) return 0;
+    if ((pfds[1].revents & (POLLHUP | POLLERR)) != 0) {
+      // The plugin is done. Idle spares see EOF and exit; busy ones first finish their command.
+      // Reaping them all here leaves no zombie behind for whoever inherits them (a container's
+      // PID 1 may never reap).
+      while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+      }
+      return 0;
+    }
     char bytes[64];
     while (::read(wake[0], bytes, sizeof(bytes)) > 0) {
     }

@@ -366,8 +366,8 @@ TEST_F(LocalBackendTest, SupervisorKilledMidCommandEndsTheCallAndItsProcesses) {
   EXPECT_EQ(run(backend, "echo again").stdout_data, "again\n");
 }
 
-// The children of this process's execmcp-supervisor program (its spares), or -1 without one.
-int supervisor_spares() {
+// The pids of this process's execmcp-supervisor program and of its children (its spares).
+std::vector<long> supervisor_processes() {
   auto ppid_of = [](const fs::path& proc) {
     const std::string stat = read_text(proc / "stat");
     const auto paren = stat.rfind(')');
@@ -386,10 +386,17 @@ int supervisor_spares() {
         read_text(fs::path("/proc") / std::to_string(pid) / "comm").rfind("execmcp-superv", 0) == 0)
       supervisor = pid;
   }
-  if (supervisor < 0) return -1;
-  int spares = 0;
-  for (const auto& [pid, ppid] : processes) spares += ppid == supervisor ? 1 : 0;
-  return spares;
+  if (supervisor < 0) return {};
+  std::vector<long> pids{supervisor};
+  for (const auto& [pid, ppid] : processes) {
+    if (ppid == supervisor) pids.push_back(pid);
+  }
+  return pids;
+}
+
+// How many spares the supervisor program has, or -1 when there is none.
+int supervisor_spares() {
+  return static_cast<int>(supervisor_processes().size()) - 1;
 }
 
 TEST_F(LocalBackendTest, ParallelBurstCompletesAndLeavesFewProcessesBehind) {
@@ -422,6 +429,20 @@ TEST_F(LocalBackendTest, ParallelBurstCompletesAndLeavesFewProcessesBehind) {
     std::this_thread::sleep_for(20ms);
   EXPECT_LE(supervisor_spares(), 9);
   EXPECT_GE(supervisor_spares(), 1);
+}
+
+TEST_F(LocalBackendTest, StopLeavesNoSupervisingProcessNotEvenAZombie) {
+  auto& backend = make("{}");
+  std::vector<std::future<ExecResult>> calls;
+  for (int i = 0; i < 3; ++i)
+    calls.push_back(
+        std::async(std::launch::async, [&backend] { return run(backend, "sleep 0.3"); }));
+  for (auto& call : calls) EXPECT_EQ(call.get().exit_code, 0);
+  const auto pids = supervisor_processes();
+  ASSERT_GE(pids.size(), 4u) << "the program and at least three spares";
+  backend.stop();
+  // Reaped, not left to whoever inherits them (a zombie still has its /proc entry).
+  for (const long pid : pids) EXPECT_FALSE(fs::exists("/proc/" + std::to_string(pid))) << pid;
 }
 
 }  // namespace
