@@ -63,10 +63,44 @@ std::string program_path() {
   return ec ? std::string("execmcp") : path.string();
 }
 
+// SIGINT or SIGTERM while the agent starts (a Docker backend creates its container then) is noted
+// rather than fatal, so the agent can be shut down, its container removed, once start() returns. A
+// second one ends the program at once.
+volatile std::sig_atomic_t g_start_signal = 0;
+extern "C" void on_start_signal(int signal_number) {
+  if (g_start_signal != 0) {
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+    return;
+  }
+  g_start_signal = signal_number;
+}
+
+class StartSignals {
+ public:
+  StartSignals()
+      : old_int_((g_start_signal = 0, std::signal(SIGINT, on_start_signal))),
+        old_term_(std::signal(SIGTERM, on_start_signal)) {}
+  ~StartSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  StartSignals(const StartSignals&) = delete;
+  StartSignals& operator=(const StartSignals&) = delete;
+
+ private:
+  void (*old_int_)(int);
+  void (*old_term_)(int);
+};
+
 // Loads the config, scans plugins, builds and starts the selected agent; nullptr after printing
-// the reason when any of that fails.
+// the reason when any of that fails. Sets `exit_code` for the failure: 1, or 128 + the signal
+// when one arrived during the start (the agent is shut down again first). Call it with a
+// StartSignals alive.
 std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
-                                               std::shared_ptr<const Config>& config) {
+                                               std::shared_ptr<const Config>& config,
+                                               int& exit_code) {
+  exit_code = 1;
   try {
     config = load_config(args.config_file);
     for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
@@ -76,7 +110,14 @@ std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
     AgentBuildOptions options;
     options.audit_file = args.audit_file;
     auto agent = build_agent(*config, selected, registry, options);
-    agent->start();
+    if (g_start_signal == 0) agent->start();
+    if (g_start_signal != 0) {
+      spdlog::info("execmcp: {} while agent '{}' was starting; stopping it",
+                   g_start_signal == SIGINT ? "SIGINT" : "SIGTERM", agent->id());
+      exit_code = 128 + g_start_signal;
+      agent->shutdown();
+      return nullptr;
+    }
     return agent;
   } catch (const ConfigError& e) {
     print_problems(e.problems());
@@ -91,9 +132,11 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
     std::cerr << "error: this execmcp was built without the MCP server\n";
     return 1;
   }
+  StartSignals signals;  // until the server installs its own handlers
   std::shared_ptr<const Config> config;
-  auto agent = prepare_agent(args, config);
-  if (!agent) return 1;
+  int failed = 1;
+  auto agent = prepare_agent(args, config, failed);
+  if (!agent) return failed;
   const std::string filters = join(agent->filter_names(), ", ");
   spdlog::info(
       "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio; "
@@ -103,6 +146,10 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   ServeRequest request;
   request.server_version = EXECMCP_VERSION;
   if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
+  if (g_start_signal != 0) {  // arrived since the start
+    agent->shutdown();
+    return 128 + g_start_signal;
+  }
   int code = 1;
   try {
     code = serve(*agent, request);
@@ -120,9 +167,11 @@ extern "C" void on_exec_signal(int) {
 }
 
 int command_exec(const Arguments& args) {
+  StartSignals signals;  // until the command's own handlers below
   std::shared_ptr<const Config> config;
-  auto agent = prepare_agent(args, config);
-  if (!agent) return 1;
+  int failed = 1;
+  auto agent = prepare_agent(args, config, failed);
+  if (!agent) return failed;
   ExecuteArgs exec;
   exec.command = join(args.exec_command, " ");
   exec.work_dir = args.work_dir;

@@ -208,6 +208,26 @@ TEST(ExecmcpCli, ServeAnswersOverStdioAndCleansUpOnce) {
   EXPECT_THAT(stderr_text, HasSubstr("serve --config " + config + " --agent echo"));
   EXPECT_EQ(read_text(marker), "cleanup\n");  // once, after the MCP server returned
 }
+
+TEST(ExecmcpCli, SignalDuringAgentStartStopsTheAgentAndCleansUp) {
+  // A backend whose start takes 1.5 s (as a Docker backend creating its container); SIGTERM
+  // arrives during it. The agent must still be cleaned up, and the exit code says why. ($! is the
+  // server: env replaces itself with it.)
+  TempDir dir;
+  const std::string marker = (dir.path() / "cleanups.txt").string();
+  const std::string config =
+      fixture_config(dir, ", start_delay_ms: 1500, cleanup_marker: " + quote(marker));
+  const auto err = dir.path() / "err.txt";
+  const std::string command = "env -u EXECMCP_PLUGIN_PATH " + quote(EXECMCP_BINARY) +
+                              " serve --log-level info --config " + quote(config) +
+                              " </dev/null >/dev/null 2>" + quote(err.string()) +
+                              " & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid; echo $? > " +
+                              quote((dir.path() / "code").string());
+  ASSERT_EQ(std::system(("bash -c " + quote(command)).c_str()), 0);
+  EXPECT_EQ(read_text(dir.path() / "code"), "143\n") << read_text(err);
+  EXPECT_THAT(read_text(err), HasSubstr("SIGTERM while agent 'echo' was starting"));
+  EXPECT_EQ(read_text(marker), "cleanup\n");
+}
 #endif
 
 }  // namespace
