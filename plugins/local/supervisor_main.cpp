@@ -349,6 +349,8 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
   for (int i = 0; i < command.fd_count; ++i) {
     if (i != proto::kStatus) ::close(fds[i]);
   }
+  // An idle spare holds no directory of the agent's (a context path can then be unmounted).
+  [[maybe_unused]] const int rc = ::chdir("/");
   return clean;
 }
 
