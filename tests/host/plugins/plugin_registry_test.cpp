@@ -64,11 +64,10 @@ TEST(PluginRegistry, PluginSettingsErrorNamesPluginAndFile) {
     (void)registry.create_backend("fixture-echo", init);
     FAIL() << "expected PluginError";
   } catch (const PluginError& e) {
-    EXPECT_THAT(
-        e.what(),
-        AllOf(
-            HasSubstr("plugin 'fixture-echo'"), HasSubstr("fixture_echo_backend.so"),
-            HasSubstr("unknown setting 'colour' (known: exit_code, start_error, cleanup_marker)")));
+    EXPECT_THAT(e.what(),
+                AllOf(HasSubstr("plugin 'fixture-echo'"), HasSubstr("fixture_echo_backend.so"),
+                      HasSubstr("unknown setting 'colour' (known: exit_code, start_error, "
+                                "cleanup_marker, start_delay_ms)")));
   }
 }
 
