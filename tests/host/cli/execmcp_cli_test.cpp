@@ -210,20 +210,24 @@ TEST(ExecmcpCli, ServeAnswersOverStdioAndCleansUpOnce) {
 }
 
 TEST(ExecmcpCli, SignalDuringAgentStartStopsTheAgentAndCleansUp) {
-  // A backend whose start takes 1.5 s (as a Docker backend creating its container); SIGTERM
-  // arrives during it. The agent must still be cleaned up, and the exit code says why. ($! is the
-  // server: env replaces itself with it.)
+  // A backend whose start takes 3 s (as a Docker backend creating its container); SIGTERM arrives
+  // during it, once the start has begun. The agent must still be cleaned up, and the exit code
+  // says why. ($! is the server: env replaces itself with it.)
   TempDir dir;
   const std::string marker = (dir.path() / "cleanups.txt").string();
+  const std::string started = (dir.path() / "started.txt").string();
   const std::string config =
-      fixture_config(dir, ", start_delay_ms: 1500, cleanup_marker: " + quote(marker));
+      fixture_config(dir, ", start_delay_ms: 3000, start_marker: " + quote(started) +
+                              ", cleanup_marker: " + quote(marker));
   const auto err = dir.path() / "err.txt";
-  const std::string command = "env -u EXECMCP_PLUGIN_PATH " + quote(EXECMCP_BINARY) +
-                              " serve --log-level info --config " + quote(config) +
-                              " </dev/null >/dev/null 2>" + quote(err.string()) +
-                              " & pid=$!; sleep 0.4; kill -TERM $pid; wait $pid; echo $? > " +
-                              quote((dir.path() / "code").string());
+  const std::string command =
+      "env -u EXECMCP_PLUGIN_PATH " + quote(EXECMCP_BINARY) + " serve --log-level info --config " +
+      quote(config) + " </dev/null >/dev/null 2>" + quote(err.string()) +
+      " & pid=$!; for i in $(seq 200); do [ -e " + quote(started) +
+      " ] && break; sleep 0.05; done; kill -TERM $pid; wait $pid; echo $? > " +
+      quote((dir.path() / "code").string());
   ASSERT_EQ(std::system(("bash -c " + quote(command)).c_str()), 0);
+  ASSERT_EQ(read_text(started), "starting\n") << read_text(err);
   EXPECT_EQ(read_text(dir.path() / "code"), "143\n") << read_text(err);
   EXPECT_THAT(read_text(err), HasSubstr("SIGTERM while agent 'echo' was starting"));
   EXPECT_EQ(read_text(marker), "cleanup\n");

@@ -67,7 +67,7 @@ TEST(PluginRegistry, PluginSettingsErrorNamesPluginAndFile) {
     EXPECT_THAT(e.what(),
                 AllOf(HasSubstr("plugin 'fixture-echo'"), HasSubstr("fixture_echo_backend.so"),
                       HasSubstr("unknown setting 'colour' (known: exit_code, start_error, "
-                                "cleanup_marker, start_delay_ms)")));
+                                "cleanup_marker, start_delay_ms, start_marker)")));
   }
 }
 
