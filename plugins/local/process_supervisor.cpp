@@ -3,7 +3,9 @@
 //
 // Pipes: stdout and stderr of the shell go straight to the host thread; a control pipe (host ->
 // supervisor) carries "kill now" and its EOF means the host died; a status pipe (supervisor ->
-// host) carries the shell's pid and, once the tree is gone, its wait status, and then hangs up.
+// host) carries the spare's and the shell's pids and, once the tree is gone, the shell's wait
+// status, and then hangs up. A kill request also sends the spare SIGCONT (a command can stop its
+// own supervisor), and one unanswered for kKillGrace makes the host kill the spare and the group.
 // The host waits for that hang-up only (it ends a command, whether the supervisor reported or
 // died), then drains what the output pipes still hold and is done: one wake-up per command. The
 // command's strings travel in the message itself, or in a memfd when they are long.
@@ -32,6 +34,9 @@ namespace execmcp::plugins::local {
 namespace {
 
 namespace proto = protocol;
+
+// How long a kill request may go unanswered before the host kills the spare itself.
+constexpr auto kKillGrace = std::chrono::seconds(15);
 
 class Fd {
  public:
@@ -292,9 +297,30 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   StreamCapture out{&result.stdout_data, &result.stdout_truncated, sdk::StreamKind::Stdout};
   StreamCapture err{&result.stderr_data, &result.stderr_truncated, sdk::StreamKind::Stderr};
   bool status_open = true;
-  char status_buf[8];
+  // The status message of supervisor_protocol.hpp: spare pid, shell pid, wait status.
+  char status_buf[3 * sizeof(int)];
   std::size_t status_len = 0;
+  auto status_int = [&](int index) {
+    int value = -1;
+    if (status_len >= (static_cast<std::size_t>(index) + 1) * sizeof(int))
+      std::memcpy(&value, status_buf + index * sizeof(int), sizeof(int));
+    return value;
+  };
+  // Reads what the supervisor has written so far without waiting; false once it hung up.
+  auto read_status = [&]() {
+    while (status_len < sizeof(status_buf)) {
+      const ssize_t got =
+          ::read(status_r.get(), status_buf + status_len, sizeof(status_buf) - status_len);
+      if (got < 0 && errno == EINTR) continue;
+      if (got == 0) return false;
+      if (got < 0) return true;  // EAGAIN: nothing more yet
+      status_len += static_cast<std::size_t>(got);
+    }
+    return true;
+  };
   bool kill_sent = false;
+  bool continued = false;  // SIGCONT sent to the spare after the kill request
+  Clock::time_point kill_sent_at;
   const bool has_deadline = control.timeout.count() > 0;
   const auto deadline = started + control.timeout;
   // Not a std::vector: zero-filling 64 KiB cost more than reading a short command's output.
@@ -325,10 +351,31 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         while (::write(ctrl_w.get(), &k, 1) < 0 && errno == EINTR) {
         }
         kill_sent = true;
+        kill_sent_at = Clock::now();
       }
     }
-    // Wake at least every 50 ms to look at the cancel token and the stop flag.
-    int wait_ms = 50;
+    if (kill_sent && !continued && status_open) {
+      // The command may have stopped its supervising spare (kill -STOP $PPID): wake it so it
+      // can act on the request. Its pid is valid while it holds the status pipe open.
+      read_status();
+      if (status_int(0) > 0) {
+        ::kill(status_int(0), SIGCONT);
+        continued = true;
+      }
+    }
+    if (kill_sent && status_open && Clock::now() - kill_sent_at > kKillGrace) {
+      // Still no report (its own kill takes at most ~10 s): end it and the shell's group here.
+      read_status();
+      if (status_int(0) > 0) ::kill(status_int(0), SIGKILL);
+      if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
+      result.notices.push_back(
+          "the command's supervising process did not answer the kill "
+          "request and was killed");
+      kill_sent_at = Clock::now() + std::chrono::hours(24);  // once
+    }
+    // Wake at least every 50 ms to look at the cancel token and the stop flag; sooner while a
+    // kill request waits for the spare's pid.
+    int wait_ms = kill_sent && !continued ? 5 : 50;
     if (!kill_sent && has_deadline) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
@@ -364,13 +411,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r.get(), err);
     if (status_idx >= 0 && pfds[status_idx].revents != 0) {
       // The supervisor is done with the command (or dead): read everything it wrote.
-      while (status_len < sizeof(status_buf)) {
-        const ssize_t got =
-            ::read(status_r.get(), status_buf + status_len, sizeof(status_buf) - status_len);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        status_len += static_cast<std::size_t>(got);
-      }
+      read_status();
       status_open = false;
       if (status_len == sizeof(status_buf)) {
         // The whole report: the tree is gone, so what the pipes hold is all there will be.
@@ -381,14 +422,11 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     }
   }
 
-  int wait_status = -1;
-  if (status_len == sizeof(status_buf)) std::memcpy(&wait_status, status_buf + 4, 4);
+  const int wait_status = status_int(2);
   ctrl_w.reset();
   if (status_len < sizeof(status_buf)) {
     // The supervisor died before reporting (killed from outside): take the group down ourselves.
-    int shell_pid = -1;
-    if (status_len >= sizeof(shell_pid)) std::memcpy(&shell_pid, status_buf, sizeof(shell_pid));
-    if (shell_pid > 0) ::kill(-shell_pid, SIGKILL);
+    if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
     if (result.error.empty())
       result.error = "the command's supervisor process (" + supervisor.path() +
                      ") ended without reporting; see the server log";

@@ -320,10 +320,11 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
       state.shell = shell;
     }
   }
-  // Where the host finds the process group should this process die before reporting. The host
-  // waits for the pipe's hang-up only, so this write does not wake it.
-  const int pid_msg = state.shell;
-  write_all(status_w, &pid_msg, sizeof(pid_msg));
+  // Whom the host wakes with SIGCONT when it asks for a kill, and where it finds the process group
+  // should this process die before reporting. The host waits for the pipe's hang-up only, so this
+  // write does not wake it.
+  const int pids[2] = {static_cast<int>(::getpid()), state.shell};
+  write_all(status_w, pids, sizeof(pids));
   on_started();
 
   if (state.shell > 0) {

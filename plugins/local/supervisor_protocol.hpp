@@ -10,12 +10,13 @@
 // entries, as many as there are.
 //
 // One of the program's waiting subreapers takes the message and runs the command. On the status
-// pipe it writes two native ints: the shell's pid (-1 when no shell was started) as soon as it
-// exists, and the shell's wait status (-1 when unknown) once nothing of the command is left. It
-// closes the status pipe first after that, and keeps its copies of the stdout and stderr pipes
-// until then, so the plugin can wait for the status pipe's hang-up alone (poll events 0: the pid
-// does not wake it) and is woken once at the end of a command. A byte or EOF on the control pipe
-// means "kill the command now".
+// pipe it writes three native ints: its own pid and the shell's (-1 when no shell was started) as
+// soon as the shell exists, and the shell's wait status (-1 when unknown) once nothing of the
+// command is left. It closes the status pipe first after that, and keeps its copies of the stdout
+// and stderr pipes until then, so the plugin can wait for the status pipe's hang-up alone (poll
+// events 0: the pids do not wake it) and is woken once at the end of a command. A byte or EOF on
+// the control pipe means "kill the command now"; the plugin also sends SIGCONT to the subreaper
+// with it.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +25,7 @@ namespace execmcp::plugins::local::protocol {
 
 inline constexpr const char* kProgramName = "execmcp-supervisor";
 // Changes whenever anything in this file changes, so a stale program is refused, not misread.
-inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=2";
+inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=3";
 inline constexpr int kSocketFd = 3;
 inline constexpr char kMessageByte = 'x';
 // Well under the socket's default send buffer (net.core.wmem_default, about 208 KiB).

@@ -366,6 +366,18 @@ TEST_F(LocalBackendTest, SupervisorKilledMidCommandEndsTheCallAndItsProcesses) {
   EXPECT_EQ(run(backend, "echo again").stdout_data, "again\n");
 }
 
+TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorStillEndsAtItsTimeout) {
+  auto& backend = make("{}");
+  const auto started = std::chrono::steady_clock::now();
+  auto result = run(backend, "kill -STOP $PPID; sleep 0.2; echo done", 2s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "the call hung";
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.error, "");
+  EXPECT_EQ(result.stdout_data, "done\n");
+  // The spare was woken (SIGCONT) with the kill request and serves again.
+  EXPECT_EQ(run(backend, "echo next").stdout_data, "next\n");
+}
+
 // The pids of this process's execmcp-supervisor program and of its children (its spares).
 std::vector<long> supervisor_processes() {
   auto ppid_of = [](const fs::path& proc) {
