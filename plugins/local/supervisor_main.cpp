@@ -461,8 +461,15 @@ int serve() noexcept {
       while (slot < kMaxSpares && pids[slot] != 0) ++slot;
       if (slot < kMaxSpares) {  // else every slot is busy: commands queue on the socket
         state_of(table, slot).store(kIdle);
+        const pid_t self = ::getpid();
         const pid_t pid = ::fork();
         if (pid == 0) {
+          // Should this program be killed, its spares go too: one left idle would take commands
+          // that nobody replaces, and queued ones would wait for a spare forever. With them all
+          // gone, the plugin's next send fails and it starts the program again; the host kills the
+          // process group of any command that was running (its spare never reported).
+          ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+          if (::getppid() != self) ::_exit(0);  // died before the prctl
           ::close(wake[0]);
           spare_main(table, slot, wake[1]);
         }

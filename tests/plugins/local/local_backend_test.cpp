@@ -411,6 +411,34 @@ int supervisor_spares() {
   return static_cast<int>(supervisor_processes().size()) - 1;
 }
 
+TEST_F(LocalBackendTest, SupervisorProgramKilledIsRestartedAndNoCallHangs) {
+  auto& backend = make("{}");
+  EXPECT_EQ(run(backend, "echo first").stdout_data, "first\n");
+  const std::string marker = unique_sleep_arg();
+  auto running =
+      std::async(std::launch::async, [&] { return run(backend, "sleep " + marker, 120s); });
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (count_processes_with_arg(marker) < 1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(count_processes_with_arg(marker), 1);
+  const auto pids = supervisor_processes();
+  ASSERT_FALSE(pids.empty());
+  ASSERT_EQ(::kill(static_cast<pid_t>(pids.front()), SIGKILL), 0);
+  // The running call ends (its spare went with the program) and its command is killed.
+  ASSERT_EQ(running.wait_for(30s), std::future_status::ready) << "the running call hung";
+  EXPECT_NE(running.get().error.find("ended without reporting"), std::string::npos);
+  until = std::chrono::steady_clock::now() + 10s;
+  while (count_processes_with_arg(marker) > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(count_processes_with_arg(marker), 0);
+  // The next calls start the program again; none of them waits for a spare that will never come.
+  for (int i = 0; i < 3; ++i) {
+    auto next = std::async(std::launch::async, [&] { return run(backend, "echo again", 60s); });
+    ASSERT_EQ(next.wait_for(30s), std::future_status::ready) << "a call after the kill hung";
+    EXPECT_EQ(next.get().stdout_data, "again\n");
+  }
+}
+
 TEST_F(LocalBackendTest, ParallelBurstCompletesAndLeavesFewProcessesBehind) {
   auto& backend = make("{}");
   constexpr int kCalls = 16;
