@@ -4,8 +4,9 @@
 // Pipes: stdout and stderr of the shell go straight to the host thread; a control pipe (host ->
 // supervisor) carries "kill now" and its EOF means the host died; a status pipe (supervisor ->
 // host) carries the spare's and the shell's pids and, once the tree is gone, the shell's wait
-// status, and then hangs up. A kill request also sends the spare SIGCONT (a command can stop its
-// own supervisor), and one unanswered for kKillGrace makes the host kill the spare and the group.
+// status, and then hangs up. A kill request also sends SIGCONT to the spare and to the program (a
+// command can stop either), and one unanswered for kKillGrace makes the host kill the spare and
+// the group.
 // The host waits for that hang-up only (it ends a command, whether the supervisor reported or
 // died), then drains what the output pipes still hold and is done: one wake-up per command. The
 // command's strings travel in the message itself, or in a memfd when they are long.
@@ -232,6 +233,11 @@ std::string SupervisorProgram::submit(std::string_view data, const int* fds, int
          "another build than the plugin?";
 }
 
+void SupervisorProgram::wake() noexcept {
+  std::lock_guard lock(mutex_);
+  if (pid_ > 0) ::kill(pid_, SIGCONT);  // our child, not yet reaped: the pid is still ours
+}
+
 void SupervisorProgram::shut_down() noexcept {
   std::lock_guard lock(mutex_);
   stop_locked();
@@ -352,6 +358,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         }
         kill_sent = true;
         kill_sent_at = Clock::now();
+        supervisor.wake();
       }
     }
     if (kill_sent && !continued && status_open) {

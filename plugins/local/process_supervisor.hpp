@@ -45,6 +45,9 @@ class SupervisorProgram {
   // Hands one command (the message's data, and its descriptors in supervisor_protocol.hpp's order)
   // to the program; returns "" or an error.
   std::string submit(std::string_view data, const int* fds, int fd_count);
+  // Sends the program SIGCONT: a command may have stopped it, and a stopped program forks no spare
+  // for the commands waiting on its socket.
+  void wake() noexcept;
   // Closes the socket (the program then exits; running commands keep their supervisors) and reaps
   // the program.
   void shut_down() noexcept;
