@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     execmcp::host::mcp::ServerOptions options;
     options.server_version = request.server_version;
     options.max_concurrent_calls = request.max_concurrent;
+    options.finish_calls_on_eof = request.finish_calls_on_eof;
     return execmcp::host::mcp::serve_stdio(agent, options);
   };
 #endif

@@ -12,7 +12,8 @@ namespace {
 // Options each command accepts; anything else is a usage error.
 bool accepts(const std::string& command, const std::string& option) {
   static const std::array<std::pair<const char*, std::array<const char*, 6>>, 4> kOptions = {{
-      {"serve", {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", ""}},
+      {"serve",
+       {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof"}},
       {"plugins", {"--config", "--log-level", "", "", "", ""}},
       {"check-config", {"--config", "--log-level", "", "", "", ""}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
@@ -30,7 +31,9 @@ bool accepts(const std::string& command, const std::string& option) {
 std::string usage_text() {
   return R"(usage:
   execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
-      Serve one agent over MCP on stdin/stdout.
+                [--on-eof cancel|finish]
+      Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
+      cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
   execmcp check-config FILE
@@ -120,6 +123,10 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       } catch (const std::exception&) {
         return fail("--max-concurrent needs a whole number from 1 to 1024, got '" + value + "'");
       }
+    } else if (option == "--on-eof") {
+      if (value != "cancel" && value != "finish")
+        return fail("--on-eof must be cancel or finish, got '" + value + "'");
+      args.finish_on_eof = value == "finish";
     } else if (option == "--timeout") {
       try {
         std::size_t used = 0;

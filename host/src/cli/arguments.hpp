@@ -16,6 +16,7 @@ struct Arguments {
   std::string audit_file;
   std::string work_dir;
   std::optional<std::size_t> max_concurrent;
+  bool finish_on_eof = false;  // serve --on-eof finish
   std::optional<double> timeout_seconds;
   std::vector<std::string> exec_command;  // after `--`
 };

@@ -146,6 +146,7 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   ServeRequest request;
   request.server_version = EXECMCP_VERSION;
   if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
+  request.finish_calls_on_eof = args.finish_on_eof;
   if (g_start_signal != 0) {  // arrived since the start
     agent->shutdown();
     return 128 + g_start_signal;

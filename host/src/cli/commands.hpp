@@ -13,6 +13,7 @@ namespace execmcp::host::cli {
 struct ServeRequest {
   std::string server_version;
   std::size_t max_concurrent = 8;
+  bool finish_calls_on_eof = false;
 };
 
 // Serves MCP for a started agent until the client goes away or a signal arrives; returns the exit

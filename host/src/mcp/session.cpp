@@ -44,6 +44,8 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options)
       options_(std::move(options)),
       tools_(tools::make_builtin_tools()),
       dispatcher_([this](const json& message) { send(message); }),
+      call_slots_(static_cast<std::ptrdiff_t>(
+          std::min<std::size_t>(std::max<std::size_t>(options_.max_concurrent_calls, 1), 1024))),
       pool_(std::max<std::size_t>(options_.max_concurrent_calls, 1) + 1) {
   register_handlers();
 }
@@ -76,14 +78,17 @@ int Session::run() {
     std::unique_lock lock(input_mutex_);
     input_ended_cv_.wait(lock, [this] { return input_ended_; });
   }
+  const bool finishing = finishing_calls();
   if (stop_requested_.load()) {
     spdlog::info("mcp: stop requested; cancelling running calls");
   } else if (write_failed_.load()) {
     spdlog::info("mcp: the client stopped reading; shutting down");
+  } else if (finishing) {
+    spdlog::info("mcp: end of input; finishing the calls already received, then shutting down");
   } else {
     spdlog::info("mcp: end of input; shutting down");
   }
-  cancel_all();
+  if (!finishing) cancel_all();
   pool_.shutdown();  // every call answers promptly: backends honour the cancel token
   ticker_.stop();
   spdlog::info("mcp: session ended");
@@ -98,7 +103,7 @@ void Session::read_messages() {
     if (std::exchange(t_reader_handed_off, false)) return;  // another thread reads now
   }
   // Before this thread goes back to the pool, where it could start a queued call.
-  cancel_all();
+  if (!finishing_calls()) cancel_all();
   {
     std::lock_guard lock(input_mutex_);
     input_ended_ = true;
@@ -106,8 +111,13 @@ void Session::read_messages() {
   input_ended_cv_.notify_all();
 }
 
+bool Session::finishing_calls() const {
+  return options_.finish_calls_on_eof && !stop_requested_.load() && !write_failed_.load();
+}
+
 void Session::request_stop() {
   stop_requested_.store(true);
+  cancel_all();  // also reaches calls left to finish after the end of input
   transport_.close();
 }
 
@@ -208,13 +218,21 @@ void Session::handle_tools_call(Request request, Responder responder) {
     }
     if (shutting_down_) call->cancel.request_cancel();
   }
-  if (pool_.submit_if_idle([this] { read_messages(); })) {
-    t_reader_handed_off = true;
-    run_tool_call(*tool, request, call, responder);
-    return;
+  if (call_slots_.try_acquire()) {
+    if (pool_.submit_if_idle([this] { read_messages(); })) {
+      t_reader_handed_off = true;
+      run_tool_call(*tool, request, call, responder);
+      call_slots_.release();
+      return;
+    }
+    call_slots_.release();
   }
   pool_.submit([this, tool, request = std::move(request), call, responder] {
+    // A call cancelled while queued is answered at once, without a slot.
+    const bool slot = !call->cancel.cancel_requested();
+    if (slot) call_slots_.acquire();
     run_tool_call(*tool, request, call, responder);
+    if (slot) call_slots_.release();
   });
 }
 

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,10 +37,12 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Serves until end of input, a write failure or request_stop(); then cancels every running
-  // call, waits for all of them (their responses are still written) and returns the exit code.
+  // call (unless the input ended and options.finish_calls_on_eof asks to let them finish), waits
+  // for all of them (their responses are still written) and returns the exit code.
   int run();
 
-  // Thread safe (the signal thread calls it): ends run() as soon as running calls are done.
+  // Thread safe (the signal thread calls it): cancels every call and ends run() as soon as they
+  // are done.
   void request_stop();
 
  private:
@@ -48,7 +51,8 @@ class Session {
     std::atomic<bool> cancelled_by_client{false};
   };
 
-  void read_messages();  // the reader's loop; returns at end of input or after a hand-off
+  void read_messages();          // the reader's loop; returns at end of input or after a hand-off
+  bool finishing_calls() const;  // at end of input: let received calls finish?
   void send(const nlohmann::json& message);
   void register_handlers();
   RpcOutcome handle_initialize(const Request& request);
@@ -76,6 +80,11 @@ class Session {
   std::mutex input_mutex_;
   std::condition_variable input_ended_cv_;
   bool input_ended_ = false;  // guarded by input_mutex_
+
+  // One per call that may run at once. The pool has a thread more than that (the reader), and
+  // after the end of input the reader's thread can take a queued call too: the slots keep the
+  // limit exact then.
+  std::counting_semaphore<1024> call_slots_;
 
   // Declared last: destroyed (stopped and joined) first, while everything above is alive.
   ProgressTicker ticker_;

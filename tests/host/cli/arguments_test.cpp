@@ -12,7 +12,7 @@ using ::testing::HasSubstr;
 TEST(Arguments, ParsesServe) {
   const auto parsed =
       parse_arguments({"serve", "--config", "c.yaml", "--agent=a", "--log-level", "debug",
-                       "--audit-file", "a.jsonl", "--max-concurrent", "3"});
+                       "--audit-file", "a.jsonl", "--max-concurrent", "3", "--on-eof", "finish"});
   ASSERT_EQ(parsed.error, "");
   EXPECT_EQ(parsed.arguments.command, "serve");
   EXPECT_EQ(parsed.arguments.config_file, "c.yaml");
@@ -20,6 +20,11 @@ TEST(Arguments, ParsesServe) {
   EXPECT_EQ(parsed.arguments.log_level, "debug");
   EXPECT_EQ(parsed.arguments.audit_file, "a.jsonl");
   EXPECT_EQ(parsed.arguments.max_concurrent, 3u);
+  EXPECT_TRUE(parsed.arguments.finish_on_eof);
+  EXPECT_FALSE(parse_arguments({"serve", "--on-eof=cancel"}).arguments.finish_on_eof);
+  EXPECT_EQ(parse_arguments({"serve", "--on-eof", "wait"}).error,
+            "--on-eof must be cancel or finish, got 'wait'");
+  EXPECT_NE(parse_arguments({"exec", "--on-eof", "finish", "--", "true"}).error, "");
 }
 
 TEST(Arguments, ParsesExecWithCommandAfterDoubleDash) {

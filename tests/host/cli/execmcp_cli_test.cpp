@@ -209,6 +209,38 @@ TEST(ExecmcpCli, ServeAnswersOverStdioAndCleansUpOnce) {
   EXPECT_EQ(read_text(marker), "cleanup\n");  // once, after the MCP server returned
 }
 
+TEST(ExecmcpCli, ServeOnEofFinishAnswersPipedRequests) {
+  // A script pipes its requests and closes stdin at once: with --on-eof finish it still gets
+  // every answer.
+  TempDir dir;
+  const std::string config = fixture_config(dir);
+  const auto requests = dir.path() / "requests.jsonl";
+  std::string lines =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":)"
+      R"("2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}})"
+      "\n";
+  for (int id = 2; id <= 4; ++id)
+    lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
+             R"(,"method":"tools/call","params":{"name":"execute_command",)"
+             R"("arguments":{"command":"echo call)" +
+             std::to_string(id) + "\"}}}\n";
+  write_text(requests, lines);
+  const auto out = dir.path() / "out.txt";
+  const auto err = dir.path() / "err.txt";
+  const std::string command = "env -u EXECMCP_PLUGIN_PATH " + quote(EXECMCP_BINARY) +
+                              " serve --on-eof finish --config " + quote(config) + " <" +
+                              quote(requests.string()) + " >" + quote(out.string()) + " 2>" +
+                              quote(err.string());
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_text(err);
+  const std::string stdout_text = read_text(out);
+  for (int id = 2; id <= 4; ++id)
+    EXPECT_THAT(stdout_text, HasSubstr("echo:echo call" + std::to_string(id))) << stdout_text;
+  EXPECT_THAT(stdout_text, Not(HasSubstr("cancelled before it started")));
+  EXPECT_THAT(stdout_text, Not(HasSubstr(R"("cancelled":true)")));
+}
+
 TEST(ExecmcpCli, SignalDuringAgentStartStopsTheAgentAndCleansUp) {
   // A backend whose start takes 3 s (as a Docker backend creating its container); SIGTERM arrives
   // during it, once the start has begun. The agent must still be cleaned up, and the exit code

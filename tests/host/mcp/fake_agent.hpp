@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -67,6 +68,26 @@ class FakeAgent final : public Agent {
   // "emit-many" (1000 tiny chunks), "binary", "blocked", "broken", "truncated".
   ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
                          const sdk::CancelToken* cancel) override {
+    {
+      std::lock_guard lock(mutex_);
+      ++in_flight_;
+      max_in_flight_ = std::max(max_in_flight_, in_flight_);
+    }
+    ExecuteOutcome outcome = execute_script(args, sink, cancel);
+    std::lock_guard lock(mutex_);
+    --in_flight_;
+    return outcome;
+  }
+
+  // The most calls that ran at the same time.
+  int max_in_flight() {
+    std::lock_guard lock(mutex_);
+    return max_in_flight_;
+  }
+
+ private:
+  ExecuteOutcome execute_script(const ExecuteArgs& args, sdk::OutputSink* sink,
+                                const sdk::CancelToken* cancel) {
     {
       std::lock_guard lock(mutex_);
       last_args_ = args;
@@ -137,6 +158,7 @@ class FakeAgent final : public Agent {
     return outcome;
   }
 
+ public:
   sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken*) override {
     {
       std::lock_guard lock(mutex_);
@@ -221,6 +243,8 @@ class FakeAgent final : public Agent {
   int executions_ = 0;
   int slow_started_ = 0;
   int slow_finished_ = 0;
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
 };
 
 }  // namespace execmcp::host::testing

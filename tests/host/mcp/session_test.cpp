@@ -396,6 +396,63 @@ TEST_F(SessionTest, QueuedCallsBeyondThePoolWaitAndAreCancelledOnShutdown) {
   EXPECT_EQ((*queued)["result"]["isError"], true);
 }
 
+TEST(SessionEof, FinishOnEofAnswersTheCallsAlreadyReceived) {
+  for (const bool finish : {false, true}) {
+    SCOPED_TRACE(finish ? "--on-eof finish" : "--on-eof cancel");
+    FakeAgent agent;
+    MemoryTransport transport;
+    ServerOptions options{"execmcp", "1.2.3", 1};  // one call at a time: the second one queues
+    options.finish_calls_on_eof = finish;
+    Session session(agent, transport, options);
+    auto done = std::async(std::launch::async, [&] { return session.run(); });
+    // "emit" with a progress token takes 250 ms; "echo hi" waits behind it; then the input ends.
+    auto request = [&](int id, const std::string& command, json meta) {
+      json params{{"name", "execute_command"}, {"arguments", {{"command", command}}}};
+      if (!meta.is_null()) params["_meta"] = std::move(meta);
+      transport.push_line(json{
+          {"jsonrpc", "2.0"},
+          {"id", id},
+          {"method", "tools/call"},
+          {"params", params}}.dump());
+    };
+    request(1, "emit", json{{"progressToken", "p"}});
+    request(2, "echo hi", nullptr);
+    transport.end_input();
+    ASSERT_EQ(done.wait_for(kWait), std::future_status::ready);
+    EXPECT_EQ(done.get(), 0);
+    const auto first = transport.wait_for_response(1, 0s);
+    const auto second = transport.wait_for_response(2, 0s);
+    ASSERT_TRUE(first.has_value() && second.has_value());
+    if (finish) {
+      EXPECT_EQ((*first)["result"]["isError"], false) << first->dump();
+    }
+    // Cancelled before it started, or run and answered.
+    EXPECT_EQ((*second)["result"]["isError"], !finish) << second->dump();
+    EXPECT_EQ(agent.max_in_flight(), 1) << "more calls at once than --max-concurrent";
+    if (finish) {
+      EXPECT_EQ((*second)["result"]["structuredContent"]["stdout"], "hi\n");
+    }
+  }
+}
+
+TEST_F(SessionTest, StopDuringAFinishOnEofStillCancels) {
+  stop();
+  ServerOptions options{"execmcp", "1.2.3", 4};
+  options.finish_calls_on_eof = true;
+  start(options);
+  send_request(1, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
+  ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
+  transport_.end_input();
+  std::this_thread::sleep_for(100ms);  // the session is now finishing the slow call
+  EXPECT_EQ(done_.wait_for(0s), std::future_status::timeout) << "finish did not wait";
+  session_->request_stop();  // SIGTERM
+  ASSERT_TRUE(agent_.wait_slow_finished(1, kWait)) << "the slow call was not cancelled";
+  const auto response = transport_.wait_for_response(1, kWait);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ((*response)["result"]["structuredContent"]["cancelled"], true);
+}
+
 TEST_F(SessionTest, RequestStopFromAnotherThreadEndsRun) {
   send_request(1, "tools/call",
                json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
