@@ -435,20 +435,28 @@ TEST(SessionEof, FinishOnEofAnswersTheCallsAlreadyReceived) {
   }
 }
 
-TEST_F(SessionTest, StopDuringAFinishOnEofStillCancels) {
-  stop();
+TEST(SessionEof, StopDuringAFinishOnEofStillCancels) {
+  FakeAgent agent;
+  MemoryTransport transport;
   ServerOptions options{"execmcp", "1.2.3", 4};
   options.finish_calls_on_eof = true;
-  start(options);
-  send_request(1, "tools/call",
-               json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
-  ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
-  transport_.end_input();
+  Session session(agent, transport, options);
+  auto done = std::async(std::launch::async, [&] { return session.run(); });
+  transport.push_line(
+      json{{"jsonrpc", "2.0"},
+           {"id", 1},
+           {"method", "tools/call"},
+           {"params", {{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}}}}
+          .dump());
+  ASSERT_TRUE(agent.wait_slow_started(1, kWait));
+  transport.end_input();
   std::this_thread::sleep_for(100ms);  // the session is now finishing the slow call
-  EXPECT_EQ(done_.wait_for(0s), std::future_status::timeout) << "finish did not wait";
-  session_->request_stop();  // SIGTERM
-  ASSERT_TRUE(agent_.wait_slow_finished(1, kWait)) << "the slow call was not cancelled";
-  const auto response = transport_.wait_for_response(1, kWait);
+  EXPECT_EQ(done.wait_for(0s), std::future_status::timeout) << "finish did not wait";
+  session.request_stop();  // SIGTERM
+  ASSERT_TRUE(agent.wait_slow_finished(1, kWait)) << "the slow call was not cancelled";
+  ASSERT_EQ(done.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  const auto response = transport.wait_for_response(1, kWait);
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ((*response)["result"]["structuredContent"]["cancelled"], true);
 }
