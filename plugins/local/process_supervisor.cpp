@@ -4,12 +4,11 @@
 // Pipes: stdout and stderr of the shell go straight to the host thread; a control pipe (host ->
 // supervisor) carries "kill now" and its EOF means the host died; a status pipe (supervisor ->
 // host) carries the spare's and the shell's pids and, once the tree is gone, the shell's wait
-// status, and then hangs up. A kill request also sends SIGCONT to the spare and to the program (a
+// status, and then hangs up. The host waits for that hang-up only (it ends a command, whether the
+// supervisor reported or died), then drains what the output pipes still hold and is done: one
+// wake-up per command. A kill request also sends SIGCONT to the spare and to the program (a
 // command can stop either), and one unanswered for kKillGrace makes the host kill the spare and
-// the group.
-// The host waits for that hang-up only (it ends a command, whether the supervisor reported or
-// died), then drains what the output pipes still hold and is done: one wake-up per command. The
-// command's strings travel in the message itself, or in a memfd when they are long.
+// the group. The command's strings travel in the message itself, or in a memfd when they are long.
 #include "process_supervisor.hpp"
 
 #include <dlfcn.h>
@@ -312,20 +311,19 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       std::memcpy(&value, status_buf + index * sizeof(int), sizeof(int));
     return value;
   };
-  // Reads what the supervisor has written so far without waiting; false once it hung up.
+  // Reads what the supervisor has written so far, without waiting.
   auto read_status = [&]() {
     while (status_len < sizeof(status_buf)) {
       const ssize_t got =
           ::read(status_r.get(), status_buf + status_len, sizeof(status_buf) - status_len);
       if (got < 0 && errno == EINTR) continue;
-      if (got == 0) return false;
-      if (got < 0) return true;  // EAGAIN: nothing more yet
+      if (got <= 0) return;  // EOF, or EAGAIN: nothing more yet
       status_len += static_cast<std::size_t>(got);
     }
-    return true;
   };
   bool kill_sent = false;
-  bool continued = false;  // SIGCONT sent to the spare after the kill request
+  bool continued = false;     // SIGCONT sent to the spare after the kill request
+  bool spare_killed = false;  // the kill request went unanswered for kKillGrace
   Clock::time_point kill_sent_at;
   const bool has_deadline = control.timeout.count() > 0;
   const auto deadline = started + control.timeout;
@@ -370,7 +368,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         continued = true;
       }
     }
-    if (kill_sent && status_open && Clock::now() - kill_sent_at > kKillGrace) {
+    if (kill_sent && !spare_killed && status_open && Clock::now() - kill_sent_at > kKillGrace) {
       // Still no report (its own kill takes at most ~10 s): end it and the shell's group here.
       read_status();
       if (status_int(0) > 0) ::kill(status_int(0), SIGKILL);
@@ -378,7 +376,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       result.notices.push_back(
           "the command's supervising process did not answer the kill "
           "request and was killed");
-      kill_sent_at = Clock::now() + std::chrono::hours(24);  // once
+      spare_killed = true;
     }
     // Wake at least every 50 ms to look at the cancel token and the stop flag; sooner while a
     // kill request waits for the spare's pid.

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -93,14 +94,21 @@ class StartSignals {
   void (*old_term_)(int);
 };
 
-// Loads the config, scans plugins, builds and starts the selected agent; nullptr after printing
-// the reason when any of that fails. Sets `exit_code` for the failure: 1, or 128 + the signal
-// when one arrived during the start (the agent is shut down again first). Call it with a
-// StartSignals alive.
+// When StartSignals noted a signal (during the start, or since): stops the agent and returns the
+// exit code, 128 + the signal.
+std::optional<int> stop_if_signalled(ConfiguredAgent& agent) {
+  if (g_start_signal == 0) return std::nullopt;
+  spdlog::info("execmcp: {} while agent '{}' was starting; stopping it",
+               g_start_signal == SIGINT ? "SIGINT" : "SIGTERM", agent.id());
+  agent.shutdown();
+  return 128 + g_start_signal;
+}
+
+// Loads the config, scans plugins, builds and starts the selected agent (not started when a
+// signal arrived first); nullptr after printing the reason when any of that fails. Call it with a
+// StartSignals alive and stop_if_signalled() after.
 std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
-                                               std::shared_ptr<const Config>& config,
-                                               int& exit_code) {
-  exit_code = 1;
+                                               std::shared_ptr<const Config>& config) {
   try {
     config = load_config(args.config_file);
     for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
@@ -111,13 +119,6 @@ std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
     options.audit_file = args.audit_file;
     auto agent = build_agent(*config, selected, registry, options);
     if (g_start_signal == 0) agent->start();
-    if (g_start_signal != 0) {
-      spdlog::info("execmcp: {} while agent '{}' was starting; stopping it",
-                   g_start_signal == SIGINT ? "SIGINT" : "SIGTERM", agent->id());
-      exit_code = 128 + g_start_signal;
-      agent->shutdown();
-      return nullptr;
-    }
     return agent;
   } catch (const ConfigError& e) {
     print_problems(e.problems());
@@ -134,9 +135,8 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   }
   StartSignals signals;  // until the server installs its own handlers
   std::shared_ptr<const Config> config;
-  int failed = 1;
-  auto agent = prepare_agent(args, config, failed);
-  if (!agent) return failed;
+  auto agent = prepare_agent(args, config);
+  if (!agent) return 1;
   const std::string filters = join(agent->filter_names(), ", ");
   spdlog::info(
       "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio; "
@@ -147,10 +147,7 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   request.server_version = EXECMCP_VERSION;
   if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
   request.finish_calls_on_eof = args.finish_on_eof;
-  if (g_start_signal != 0) {  // arrived since the start
-    agent->shutdown();
-    return 128 + g_start_signal;
-  }
+  if (auto code = stop_if_signalled(*agent)) return *code;
   int code = 1;
   try {
     code = serve(*agent, request);
@@ -170,9 +167,9 @@ extern "C" void on_exec_signal(int) {
 int command_exec(const Arguments& args) {
   StartSignals signals;  // until the command's own handlers below
   std::shared_ptr<const Config> config;
-  int failed = 1;
-  auto agent = prepare_agent(args, config, failed);
-  if (!agent) return failed;
+  auto agent = prepare_agent(args, config);
+  if (!agent) return 1;
+  if (auto code = stop_if_signalled(*agent)) return *code;
   ExecuteArgs exec;
   exec.command = join(args.exec_command, " ");
   exec.work_dir = args.work_dir;

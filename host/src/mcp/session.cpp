@@ -18,6 +18,11 @@ namespace {
 // Set on the reader thread when it handed reading over and ran a tool call itself.
 thread_local bool t_reader_handed_off = false;
 
+// How many calls may run at once: options.max_concurrent_calls, within what call_slots_ can hold.
+std::size_t call_limit(const ServerOptions& options) {
+  return std::clamp<std::size_t>(options.max_concurrent_calls, 1, 1024);
+}
+
 bool is_request_id(const json& id) {
   return id.is_string() || id.is_number_integer();
 }
@@ -44,9 +49,8 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options)
       options_(std::move(options)),
       tools_(tools::make_builtin_tools()),
       dispatcher_([this](const json& message) { send(message); }),
-      call_slots_(static_cast<std::ptrdiff_t>(
-          std::min<std::size_t>(std::max<std::size_t>(options_.max_concurrent_calls, 1), 1024))),
-      pool_(std::max<std::size_t>(options_.max_concurrent_calls, 1) + 1) {
+      call_slots_(static_cast<std::ptrdiff_t>(call_limit(options_))),
+      pool_(call_limit(options_) + 1) {
   register_handlers();
 }
 
@@ -71,8 +75,7 @@ void Session::register_handlers() {
 }
 
 int Session::run() {
-  spdlog::info("mcp: serving agent '{}' ({} concurrent calls)", agent_.id(),
-               std::max<std::size_t>(options_.max_concurrent_calls, 1));
+  spdlog::info("mcp: serving agent '{}' ({} concurrent calls)", agent_.id(), call_limit(options_));
   pool_.submit([this] { read_messages(); });
   {
     std::unique_lock lock(input_mutex_);
