@@ -428,8 +428,9 @@ TEST(SessionEof, FinishOnEofAnswersTheCallsAlreadyReceived) {
     }
     // Cancelled before it started, or run and answered.
     EXPECT_EQ((*second)["result"]["isError"], !finish) << second->dump();
-    EXPECT_EQ(agent.max_in_flight(), 1) << "more calls at once than --max-concurrent";
+    EXPECT_LE(agent.max_in_flight(), 1) << "more calls at once than --max-concurrent";
     if (finish) {
+      EXPECT_EQ(agent.max_in_flight(), 1);  // both ran, one after the other
       EXPECT_EQ((*second)["result"]["structuredContent"]["stdout"], "hi\n");
     }
   }
