@@ -655,31 +655,45 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
   }
 }
 
+DockerApiBackend::ExecSpec DockerApiBackend::file_exec(std::vector<std::string> cmd) const {
+  ExecSpec spec;
+  spec.marker = random_marker();
+  spec.cmd = std::move(cmd);
+  spec.work_dir = init_.cwd;
+  spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
+  return spec;
+}
+
+namespace {
+
+// Why a file exec that ran failed: its stderr without the trailing newlines, else its exit code.
+std::string file_exec_failure(const char* verb, const std::string& path, const sdk::ExecResult& r) {
+  std::string msg = r.stderr_data;
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  return std::string("cannot ") + verb + " '" + path +
+         "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
+}
+
+}  // namespace
+
 sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult out;
   try {
-    ExecSpec spec;
-    spec.marker = random_marker();
     // Read one byte more than allowed to learn whether the file is larger.
     const std::size_t max_bytes = std::min<std::size_t>(request.max_bytes, std::size_t{1} << 40);
     const std::string limit = std::to_string(max_bytes + 1);
-    spec.cmd = {"/bin/sh", "-c",
-                "if [ -d \"$1\" ]; then echo \"'$1' is a directory\" >&2; exit 21; fi; "
-                "exec head -c " +
-                    limit + " -- \"$1\"",
-                "execmcp-read", request.path};
-    spec.work_dir = init_.cwd;
-    spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
+    ExecSpec spec = file_exec({"/bin/sh", "-c",
+                               "if [ -d \"$1\" ]; then echo \"'$1' is a directory\" >&2; exit 21; "
+                               "fi; exec head -c " +
+                                   limit + " -- \"$1\"",
+                               "execmcp-read", request.path});
     spec.timeout = std::chrono::seconds(60);
     spec.output_cap = max_bytes + 1;
     auto r = run_exec(spec);
     if (!r.error.empty()) {
       out.error = r.error;
     } else if (r.exit_code != 0) {
-      std::string msg = r.stderr_data;
-      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-      out.error = "cannot read '" + request.path +
-                  "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
+      out.error = file_exec_failure("read", request.path, r);
     } else {
       out.data = std::move(r.stdout_data);
       if (out.data.size() > max_bytes) {
@@ -696,14 +710,11 @@ sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& requ
 sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult out;
   try {
-    ExecSpec spec;
-    spec.marker = random_marker();
     // Bytes go through the exec's stdin, so any byte value survives; the container's mounts and
     // user decide whether the write is allowed (a read-only context path fails with EROFS).
-    spec.cmd = {"/bin/sh", "-c", "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\"",
-                "execmcp-write", request.path};
-    spec.work_dir = init_.cwd;
-    spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
+    ExecSpec spec =
+        file_exec({"/bin/sh", "-c", "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\"",
+                   "execmcp-write", request.path});
     spec.stdin_data = request.data;
     spec.timeout = std::chrono::seconds(120);
     spec.output_cap = 64 * 1024;
@@ -711,10 +722,7 @@ sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& r
     if (!r.error.empty()) {
       out.error = r.error;
     } else if (r.exit_code != 0) {
-      std::string msg = r.stderr_data;
-      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-      out.error = "cannot write '" + request.path +
-                  "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
+      out.error = file_exec_failure("write", request.path, r);
     } else {
       out.bytes_written = request.data.size();
     }

@@ -54,6 +54,8 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   // Brings back a container that is gone or not running; "" or an error.
   std::string recover_container(std::vector<std::string>& notices);
   // Runs one exec to completion (or timeout/cancel), recovering the container once if needed.
+  // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
+  ExecSpec file_exec(std::vector<std::string> cmd) const;
   sdk::ExecResult run_exec(const ExecSpec& spec);
   void kill_marked(const std::string& marker);
   void log(sdk::LogLevel level, const std::string& message) const;
