@@ -44,6 +44,19 @@ bool run_until(asio::io_context& io, Socket& socket, const bool& done, Clock::ti
   return true;
 }
 
+// Starts one asynchronous operation (`start` gets its completion handler) and runs it as
+// run_until() does. Returns false on timeout, else true with `ec` the operation's result.
+template <class Start>
+bool run_op(asio::io_context& io, Socket& socket, Clock::time_point deadline, error_code& ec,
+            Start&& start) {
+  bool done = false;
+  start([&](const error_code& e, auto&&...) {
+    ec = e;
+    done = true;
+  });
+  return run_until(io, socket, done, deadline);
+}
+
 std::string connect_error(const DockerEndpoint& ep, const error_code& ec) {
   if (ec == asio::error::access_denied || ec.value() == EACCES)
     return "no permission to use the Docker socket at " + ep.uri +
@@ -57,15 +70,11 @@ std::string connect_error(const DockerEndpoint& ep, const error_code& ec) {
 std::string connect(asio::io_context& io, Socket& socket, const DockerEndpoint& ep,
                     Clock::time_point deadline) {
   error_code ec;
-  bool done = false;
   if (ep.kind == DockerEndpoint::Kind::Unix) {
     asio::generic::stream_protocol::endpoint target{
         asio::local::stream_protocol::endpoint(ep.path)};
-    socket.async_connect(target, [&](const error_code& e) {
-      ec = e;
-      done = true;
-    });
-    if (!run_until(io, socket, done, deadline))
+    if (!run_op(io, socket, deadline, ec,
+                [&](auto handler) { socket.async_connect(target, std::move(handler)); }))
       return "cannot reach Docker at " + ep.uri + ": is dockerd running? (connect timed out)";
     if (ec) return connect_error(ep, ec);
     return {};
@@ -77,13 +86,9 @@ std::string connect(asio::io_context& io, Socket& socket, const DockerEndpoint& 
   for (const auto& r : results) {
     error_code ignored;
     socket.close(ignored);
-    done = false;
-    socket.async_connect(asio::generic::stream_protocol::endpoint(r.endpoint()),
-                         [&](const error_code& e) {
-                           ec = e;
-                           done = true;
-                         });
-    if (!run_until(io, socket, done, deadline))
+    const asio::generic::stream_protocol::endpoint target(r.endpoint());
+    if (!run_op(io, socket, deadline, ec,
+                [&](auto handler) { socket.async_connect(target, std::move(handler)); }))
       return "cannot reach Docker at " + ep.uri + ": is dockerd running? (connect timed out)";
     if (!ec) return {};
   }
@@ -154,14 +159,10 @@ class BeastExecConnection final : public ExecConnection {
   }
 
   std::string write_all(std::string_view data, std::chrono::milliseconds timeout) override {
-    bool done = false;
     error_code ec;
-    asio::async_write(*socket_, asio::buffer(data.data(), data.size()),
-                      [&](const error_code& e, std::size_t) {
-                        ec = e;
-                        done = true;
-                      });
-    if (!run_until(*io_, *socket_, done, Clock::now() + timeout))
+    if (!run_op(*io_, *socket_, Clock::now() + timeout, ec, [&](auto handler) {
+          asio::async_write(*socket_, asio::buffer(data.data(), data.size()), std::move(handler));
+        }))
       return "writing to the exec stream timed out";
     if (ec) return "writing to the exec stream failed: " + ec.message();
     return {};
@@ -192,13 +193,9 @@ HttpResponse DockerClient::request(std::string_view method, const std::string& p
 
   auto req = make_request(method, path, body);
   req.keep_alive(false);
-  bool done = false;
   error_code ec;
-  http::async_write(socket, req, [&](const error_code& e, std::size_t) {
-    ec = e;
-    done = true;
-  });
-  if (!run_until(io, socket, done, deadline)) {
+  if (!run_op(io, socket, deadline, ec,
+              [&](auto handler) { http::async_write(socket, req, std::move(handler)); })) {
     out.error = "Docker did not answer " + std::string(method) + " " + path + " in time";
     return out;
   }
@@ -210,12 +207,9 @@ HttpResponse DockerClient::request(std::string_view method, const std::string& p
   boost::beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxBody);
-  done = false;
-  http::async_read(socket, buffer, parser, [&](const error_code& e, std::size_t) {
-    ec = e;
-    done = true;
-  });
-  if (!run_until(io, socket, done, deadline)) {
+  if (!run_op(io, socket, deadline, ec, [&](auto handler) {
+        http::async_read(socket, buffer, parser, std::move(handler));
+      })) {
     out.error = "Docker did not answer " + std::string(method) + " " + path + " in time";
     return out;
   }
@@ -240,36 +234,28 @@ std::unique_ptr<ExecConnection> DockerClient::start_exec(const std::string& path
   auto req = make_request("POST", path, R"({"Detach":false,"Tty":false})");
   req.set(http::field::connection, "Upgrade");
   req.set(http::field::upgrade, "tcp");
-  bool done = false;
   error_code ec;
-  http::async_write(*socket, req, [&](const error_code& e, std::size_t) {
-    ec = e;
-    done = true;
-  });
-  if (!run_until(*io, *socket, done, deadline) || ec) {
+  if (!run_op(*io, *socket, deadline, ec,
+              [&](auto handler) { http::async_write(*socket, req, std::move(handler)); }) ||
+      ec) {
     error = "starting the exec failed: " + (ec ? ec.message() : std::string("timed out"));
     return nullptr;
   }
   boost::beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxBody);
-  done = false;
-  http::async_read_header(*socket, buffer, parser, [&](const error_code& e, std::size_t) {
-    ec = e;
-    done = true;
-  });
-  if (!run_until(*io, *socket, done, deadline) || ec) {
+  if (!run_op(*io, *socket, deadline, ec,
+              [&](auto handler) {
+                http::async_read_header(*socket, buffer, parser, std::move(handler));
+              }) ||
+      ec) {
     error = "starting the exec failed: " + (ec ? ec.message() : std::string("timed out"));
     return nullptr;
   }
   const int status = static_cast<int>(parser.get().result_int());
   if (status != 101 && status != 200) {
-    done = false;
-    http::async_read(*socket, buffer, parser, [&](const error_code& e, std::size_t) {
-      ec = e;
-      done = true;
-    });
-    run_until(*io, *socket, done, deadline);
+    run_op(*io, *socket, deadline, ec,
+           [&](auto handler) { http::async_read(*socket, buffer, parser, std::move(handler)); });
     error = "starting the exec failed: " + engine_message(status, parser.get().body());
     return nullptr;
   }
