@@ -58,15 +58,25 @@ void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_
   }
 }
 
-bool check_agent_id(YamlReader& reader, const YAML::Node& node, std::string_view path,
-                    const std::string& id) {
-  static const std::regex kIdPattern("[A-Za-z0-9][A-Za-z0-9_.-]{0,62}");
-  if (std::regex_match(id, kIdPattern)) return true;
-  reader.error(node, path,
-               "agent id '" + id +
-                   "' must start with a letter or digit and contain only letters, digits, '_', "
-                   "'.', '-' (at most 63 characters)");
-  return false;
+AgentConfig read_agent_header(YamlReader& reader, const YAML::Node& node, const std::string& path) {
+  AgentConfig agent;
+  agent.key_path = path;
+  agent.location = reader.location(node);
+  const std::string id_path = join_key(path, "id");
+  if (!node["id"]) {
+    reader.error(node, id_path, "required key is missing");
+  } else if (auto id = reader.get_string(node["id"], id_path)) {
+    static const std::regex kIdPattern("[A-Za-z0-9][A-Za-z0-9_.-]{0,62}");
+    if (std::regex_match(*id, kIdPattern)) {
+      agent.id = *id;
+    } else {
+      reader.error(node["id"], id_path,
+                   "agent id '" + *id +
+                       "' must start with a letter or digit and contain only letters, digits, "
+                       "'_', '.', '-' (at most 63 characters)");
+    }
+  }
+  return agent;
 }
 
 namespace {
@@ -125,14 +135,7 @@ void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::st
       node, path,
       {"id", "cwd", "backend", "filters", "context_paths", "tools_dir", "skills_dir",
        "temp_workspace", "timeout", "max_timeout", "output_cap"});
-  AgentConfig agent;
-  agent.key_path = path;
-  agent.location = reader.location(node);
-  if (!node["id"]) {
-    reader.error(node, join_key(path, "id"), "required key is missing");
-  } else if (auto id = reader.get_string(node["id"], join_key(path, "id"))) {
-    if (check_agent_id(reader, node["id"], join_key(path, "id"), *id)) agent.id = *id;
-  }
+  AgentConfig agent = read_agent_header(reader, node, path);
   if (!node["cwd"]) {
     reader.error(node, join_key(path, "cwd"), "required key is missing (the agent's workspace)");
   } else if (auto cwd = get_path(reader, node["cwd"], join_key(path, "cwd"), base_dir)) {

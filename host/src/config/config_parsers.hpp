@@ -26,8 +26,9 @@ std::optional<std::string> get_path(YamlReader& reader, const YAML::Node& node,
 // `[{path, permission: read|write}]`; strict rejects unknown keys in each entry.
 void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_view path,
                         const std::string& base_dir, bool strict, std::vector<ContextPath>& out);
-// Ids end up in container names and log lines, so they are kept to a safe alphabet.
-bool check_agent_id(YamlReader& reader, const YAML::Node& node, std::string_view path,
-                    const std::string& id);
+// A new agent for the entry `node` at `path`: where it was read, and its required `id` (left
+// empty after an error). Ids end up in container names and log lines, so they are kept to a safe
+// alphabet.
+AgentConfig read_agent_header(YamlReader& reader, const YAML::Node& node, const std::string& path);
 
 }  // namespace execmcp::host::config_detail

@@ -31,14 +31,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
                         const std::string& base_dir,
                         const std::vector<ContextPath>& orchestrator_paths, Config& config) {
   if (!reader.expect_map(node, path)) return;
-  AgentConfig agent;
-  agent.key_path = path;
-  agent.location = reader.location(node);
-  if (!node["id"]) {
-    reader.error(node, join_key(path, "id"), "required key is missing");
-  } else if (auto id = reader.get_string(node["id"], join_key(path, "id"))) {
-    if (check_agent_id(reader, node["id"], join_key(path, "id"), *id)) agent.id = *id;
-  }
+  AgentConfig agent = read_agent_header(reader, node, path);
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     if (key != "id" && key != "backend")
