@@ -2,13 +2,16 @@
 # Installs what execmcp needs on Debian 12, by package name, skipping what is already there.
 #   scripts/install-deps.sh            build + run dependencies
 #   scripts/install-deps.sh --test     also what the test suites need (Docker engine, debootstrap, Node.js)
+#   scripts/install-deps.sh --fuzz     also clang and libFuzzer for the fuzz targets
 set -euo pipefail
 
 want_test=0
+want_fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --test) want_test=1 ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
+    --fuzz) want_fuzz=1 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -25,6 +28,10 @@ if [ "$want_test" = 1 ]; then
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
+
+if [ "$want_fuzz" = 1 ]; then
+  packages+=(clang libclang-rt-14-dev)
 fi
 
 missing=()

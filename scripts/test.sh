@@ -2,9 +2,15 @@
 # Installs everything the tests need, builds, starts a Docker engine if none answers, builds the
 # runtime image (cached), installs the MCP client for the end-to-end tests, and runs every test.
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L docker   or   -LE docker
+#   scripts/test.sh --ci                 what CI runs: every test, then the whole suite again under
+#                                        ASan+UBSan, the MCP and local suites under TSan
+#                                        (scripts/sanitize.sh) and each fuzz target for 60 s
+#                                        (scripts/fuzz.sh)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
+ci=0
+if [ "${1:-}" = "--ci" ]; then ci=1; shift; fi
 
 "$root/scripts/build.sh" --test
 
@@ -27,5 +33,9 @@ if [ -f "$root/tests/e2e/package.json" ]; then
   (cd "$root/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
-cd "$build_dir"
-ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" "$@"
+(cd "$build_dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" "$@")
+
+if [ "$ci" = 1 ]; then
+  "$root/scripts/sanitize.sh" asan tsan
+  "$root/scripts/fuzz.sh" "${EXECMCP_FUZZ_SECONDS:-60}"
+fi

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the test suites under the sanitizers, each in its own build tree next to build/:
+#   build-asan  the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails)
+#   build-tsan  the MCP layer and the local backend under ThreadSanitizer
+#   scripts/sanitize.sh [asan|tsan]...     (default: both)
+# Called by `scripts/test.sh --ci`, which sets up what the suites need first (packages, Docker
+# engine and runtime image, the e2e client); run alone, the docker-labelled tests skip.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+modes=("$@")
+[ "${#modes[@]}" -gt 0 ] || modes=(asan tsan)
+
+"$root/scripts/install-deps.sh" --test
+
+configure_and_build() {  # dir flags targets...
+  local dir="$1" flags="$2"
+  shift 2
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXECMCP_BUILD_BENCH=OFF \
+      "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
+      "-DCMAKE_SHARED_LINKER_FLAGS=$flags" "-DCMAKE_MODULE_LINKER_FLAGS=$flags" >&2
+  fi
+  cmake --build "$dir" -j "${EXECMCP_JOBS:-$(nproc)}" "$@" >&2
+}
+
+for mode in "${modes[@]}"; do
+  case "$mode" in
+    asan)
+      dir="${EXECMCP_ASAN_BUILD_DIR:-$root/build-asan}"
+      configure_and_build "$dir" \
+        "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+      # Every report is fatal; leaks of a test process count too.
+      export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=0"
+      export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+      echo "sanitize: whole suite under ASan+UBSan" >&2
+      (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" -LE "format|install|bench")
+      ;;
+    tsan)
+      dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
+      configure_and_build "$dir" "-fsanitize=thread" \
+        --target execmcp_mcp_tests execmcp_local_tests execmcp_plugin_local execmcp_local_supervisor
+      export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+      echo "sanitize: MCP and local suites under TSan" >&2
+      "$dir/bin/execmcp_mcp_tests"
+      "$dir/bin/execmcp_local_tests"
+      ;;
+    *) echo "sanitize.sh: unknown mode '$mode' (asan, tsan)" >&2; exit 2 ;;
+  esac
+done
