@@ -25,6 +25,9 @@ using nlohmann::json;
 namespace dc = docker_common;
 
 constexpr const char* kMarkerVar = "EXECMCP_CALL";
+constexpr const char* kDiskHint =
+    " (the 'disk' setting needs an engine whose storage can bound a container's size: overlay2 "
+    "on xfs mounted with pquota, btrfs or zfs; remove 'disk' or move Docker's data root)";
 constexpr const char* kBuildHint = "build it with docker/build.sh (from the execmcp source tree)";
 
 std::string url_encode(std::string_view s) {
@@ -418,14 +421,16 @@ std::string DockerApiBackend::create_and_start() {
       continue;
     }
     if (r.status != 201)
-      return "creating container '" + name_ + "' failed: " + engine_message(r.status, r.body);
+      return "creating container '" + name_ + "' failed: " + engine_message(r.status, r.body) +
+             (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
     break;
   }
   oom_kills_seen_ = 0;  // a new memory cgroup counts from zero
   auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
   if (!s.error.empty()) return s.error;
   if (s.status != 204 && s.status != 304)
-    return "starting container '" + name_ + "' failed: " + engine_message(s.status, s.body);
+    return "starting container '" + name_ + "' failed: " + engine_message(s.status, s.body) +
+           (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
   std::string reason;
   {
     std::lock_guard lock(mutex_);

@@ -102,6 +102,7 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   spec.labels = container_labels(init.agent_id, init.instance_id, owner_pid, owner_host);
   spec.mounts = container_mounts(init, settings.extra_mounts);
   spec.memory_bytes = settings.memory_bytes;
+  spec.disk_bytes = settings.disk_bytes;
   if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
   spec.pids_limit = settings.pids_limit;
   spec.network = settings.network;
@@ -118,12 +119,16 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
                       {"Mounts", mounts},
                       {"CapDrop", nlohmann::json::array({"ALL"})},
                       {"SecurityOpt", nlohmann::json::array({"no-new-privileges"})},
-                      {"Init", true}};
+                      {"Init", true},
+                      {"LogConfig",
+                       {{"Type", "json-file"},
+                        {"Config", {{"max-size", kLogMaxSize}, {"max-file", kLogMaxFiles}}}}}};
   if (spec.memory_bytes) {
     host["Memory"] = *spec.memory_bytes;
     host["MemorySwap"] = *spec.memory_bytes;  // no swap beyond the limit: a hog is OOM-killed
   }
   if (spec.nano_cpus) host["NanoCpus"] = *spec.nano_cpus;
+  if (spec.disk_bytes) host["StorageOpt"] = {{"size", std::to_string(*spec.disk_bytes)}};
   if (spec.pids_limit > 0) host["PidsLimit"] = spec.pids_limit;
   nlohmann::json body{{"Image", spec.image}, {"Cmd", spec.cmd},
                       {"User", spec.user},   {"WorkingDir", spec.working_dir},

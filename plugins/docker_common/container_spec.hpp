@@ -30,6 +30,7 @@ struct ContainerSpec {
   std::map<std::string, std::string> labels;
   std::vector<MountSpec> mounts;
   std::optional<std::int64_t> memory_bytes;
+  std::optional<std::int64_t> disk_bytes;
   std::optional<std::int64_t> nano_cpus;
   std::int64_t pids_limit = 0;
   std::string network = "none";
@@ -68,7 +69,10 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
                                   const std::string& owner_host);
 
 // The body of POST /containers/create. Hardened: CapDrop ALL, no-new-privileges, an init process
-// (reaps the orphans a killed command leaves behind, so they do not eat the pids limit).
+// (reaps the orphans a killed command leaves behind, so they do not eat the pids limit), and a
+// container log capped at kLogMaxSize x kLogMaxFiles (anything can write to PID 1's stdout).
+inline constexpr const char* kLogMaxSize = "1m";
+inline constexpr const char* kLogMaxFiles = "2";
 nlohmann::json container_create_body(const ContainerSpec& spec);
 
 }  // namespace execmcp::plugins::docker_common

@@ -1051,4 +1051,22 @@ TEST_F(DockerApiLifecycle, ContainerLogIsBoundedAndMemoryHasADefaultLimit) {
   b->cleanup();
 }
 
+// The writable layer can be bounded only where the engine supports it: elsewhere, start says so.
+TEST_F(DockerApiLifecycle, DiskBoundIsAppliedOrRefusedClearly) {
+  TempDir ws("disk");
+  auto b = make_backend(init_for("disk", ws, R"({"disk": "1g"})"));
+  ASSERT_TRUE(b);
+  const std::string err = b->start();
+  const std::string name = "execmcp-disk-" + instance_tag();
+  if (err.empty()) {
+    EXPECT_EQ(
+        trim(sh("docker inspect --format '{{index .HostConfig.StorageOpt \"size\"}}' " + name)),
+        "1073741824");
+  } else {
+    EXPECT_NE(err.find("'disk'"), std::string::npos) << err;
+    EXPECT_NE(err.find("xfs"), std::string::npos) << err;
+  }
+  b->cleanup();
+}
+
 }  // namespace

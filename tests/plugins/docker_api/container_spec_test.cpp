@@ -112,6 +112,10 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_EQ(host["CapDrop"], nlohmann::json::array({"ALL"}));
   EXPECT_EQ(host["SecurityOpt"], nlohmann::json::array({"no-new-privileges"}));
   EXPECT_EQ(host["Init"], true);
+  EXPECT_EQ(host["LogConfig"]["Type"], "json-file");
+  EXPECT_EQ(host["LogConfig"]["Config"]["max-size"], kLogMaxSize);
+  EXPECT_EQ(host["LogConfig"]["Config"]["max-file"], kLogMaxFiles);
+  EXPECT_FALSE(host.contains("StorageOpt"));
   ASSERT_EQ(host["Mounts"].size(), 6u);
   EXPECT_EQ(host["Mounts"][0]["Type"], "bind");
   EXPECT_EQ(host["Mounts"][0]["Source"], "/work/ws/a");
@@ -120,9 +124,18 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_EQ(host["Mounts"][1]["ReadOnly"], true);
 }
 
+TEST(ContainerCreateBody, DiskBoundIsAStorageOptSize) {
+  DockerSettings s;
+  s.disk_bytes = 1LL << 30;
+  const auto host =
+      container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
+  EXPECT_EQ(host["StorageOpt"]["size"], "1073741824");
+}
+
 TEST(ContainerCreateBody, NoLimitsMeansNoLimitKeys) {
   DockerSettings s;
   s.pids_limit = 0;
+  s.memory_bytes.reset();
   const auto host =
       container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
   EXPECT_FALSE(host.contains("Memory"));
