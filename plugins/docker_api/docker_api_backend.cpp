@@ -586,11 +586,18 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     result.error = error;
     return finish();
   }
+  // Stdin is fed in turns with reading the output: a command that stops reading (it failed, e.g.
+  // ENOSPC or EROFS) must not block us, and its stderr must still be read.
   std::string stdin_error;
+  std::string_view stdin_left;
+  bool stdin_open = false;
   if (spec.stdin_data) {
-    // A command that exits early (e.g. EROFS) breaks the pipe: keep going to read its stderr.
-    stdin_error = conn->write_all(*spec.stdin_data, std::chrono::seconds(60));
-    conn->close_write();
+    stdin_left = *spec.stdin_data;
+    stdin_open = true;
+    if (stdin_left.empty()) {
+      conn->close_write();
+      stdin_open = false;
+    }
   }
 
   CappedCollector collector(result, spec.output_cap, spec.sink);
@@ -620,6 +627,18 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
       break;  // something outside our marker still holds the stream open; stop waiting
     }
     auto wait = std::chrono::milliseconds(50);
+    if (stdin_open && !killed) {
+      auto w = conn->write_some(stdin_left, std::chrono::milliseconds(20));
+      stdin_left.remove_prefix(w.bytes);
+      if (!w.error.empty()) {
+        stdin_error = w.error;
+        stdin_open = false;
+      } else if (stdin_left.empty()) {
+        conn->close_write();
+        stdin_open = false;
+      }
+      wait = std::chrono::milliseconds(stdin_open ? 1 : 50);
+    }
     auto rr = conn->read_some(buf.data(), buf.size(), wait);
     if (!rr.error.empty()) {
       if (!killed) result.error = rr.error;
@@ -632,6 +651,9 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     if (rr.eof) break;
   }
   conn.reset();
+  if (stdin_open && stdin_error.empty())
+    stdin_error = "the command ended before reading all of its input (" +
+                  std::to_string(stdin_left.size()) + " bytes left)";
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
     const std::string_view sentinel = kSweepIncomplete;
     if (std::string_view(result.stderr_data).ends_with(sentinel))
@@ -642,9 +664,11 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     result.error = "Docker reported an error: " + collector.daemon_error();
 
   // The exit code is known once the daemon has seen the process end; poll briefly.
+  bool engine_answered = false;
   for (int i = 0; i < 40; ++i) {
     auto r =
         client_.request("GET", api("/exec/" + exec_id + "/json"), {}, std::chrono::seconds(10));
+    engine_answered = r.error.empty();
     if (!r.ok()) break;
     const auto j = json::parse(r.body, nullptr, false);
     if (!j.is_object()) break;
@@ -656,6 +680,12 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     if (killed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  // The stream ended and the engine cannot say how the command ended: it went away (restarted or
+  // stopped) while the command ran, and whatever output came is all there is.
+  if (!engine_answered && !killed && result.error.empty())
+    result.error =
+        "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
+        "unknown, and it may not have finished; the next call starts the container again";
   // Only a command that claims success while its input was cut short is an error here; one that
   // failed says why on its stderr.
   if (!stdin_error.empty() && result.error.empty() && result.exit_code == 0)
