@@ -25,6 +25,9 @@ using nlohmann::json;
 namespace dc = docker_common;
 
 constexpr const char* kMarkerVar = "EXECMCP_CALL";
+constexpr const char* kDiskHint =
+    " (the 'disk' setting needs an engine whose storage can bound a container's size: overlay2 "
+    "on xfs mounted with pquota, btrfs or zfs; remove 'disk' or move Docker's data root)";
 constexpr const char* kBuildHint = "build it with docker/build.sh (from the execmcp source tree)";
 
 std::string url_encode(std::string_view s) {
@@ -352,8 +355,8 @@ void DockerApiBackend::remove_orphans() {
   }
 }
 
-std::string DockerApiBackend::create_and_start() {
-  auto spec = dc::make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
+std::string DockerApiBackend::checked_spec(dc::ContainerSpec& spec) {
+  spec = dc::make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
   // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
   // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
   std::erase_if(spec.mounts, [&](const dc::MountSpec& m) {
@@ -365,6 +368,48 @@ std::string DockerApiBackend::create_and_start() {
         "not mounting " + m.source + " at " + m.target + ": it does not exist");
     return true;
   });
+  // Checked before every start, not once: the engine resolves each source again at each start,
+  // and an agent may have changed a path since the last one.
+  auto roots = dc::writable_roots(init_, settings_.extra_mounts);
+  if (auto err = add_other_agents_roots(roots); !err.empty()) return err;
+  for (const auto& m : spec.mounts)
+    if (auto err = dc::check_mount_source(m.source, roots); !err.empty()) return err;
+  return {};
+}
+
+std::string DockerApiBackend::add_other_agents_roots(std::vector<dc::WritableRoot>& roots) {
+  const json filters = {{"label", {std::string(dc::kLabelManaged) + "=true"}}};
+  auto r =
+      client_.request("GET", api("/containers/json?all=1&filters=" + url_encode(filters.dump())));
+  if (!r.ok())
+    return "listing the other agents' containers (to check the mount sources) failed: " +
+           (r.error.empty() ? engine_message(r.status, r.body) : r.error);
+  const auto list = json::parse(r.body, nullptr, false);
+  if (!list.is_array()) return "Docker answered the container list with something not a list";
+  for (const auto& c : list) {
+    if (!c.is_object() || !c.contains("Mounts") || !c["Mounts"].is_array()) continue;
+    std::string name = c.contains("Names") && c["Names"].is_array() && !c["Names"].empty() &&
+                               c["Names"][0].is_string()
+                           ? c["Names"][0].get<std::string>()
+                           : std::string();
+    if (!name.empty() && name.front() == '/') name.erase(0, 1);
+    if (name == name_) continue;  // our own, from an earlier start: the same grants as ours
+    std::string agent;
+    if (c.contains("Labels") && c["Labels"].is_object())
+      agent = c["Labels"].value(dc::kLabelAgent, std::string());
+    for (const auto& m : c["Mounts"]) {
+      if (!m.is_object() || !m.value("RW", false) || m.value("Type", std::string()) != "bind")
+        continue;
+      roots.push_back(
+          {m.value("Source", std::string()), "agent '" + agent + "' (container " + name + ")"});
+    }
+  }
+  return {};
+}
+
+std::string DockerApiBackend::create_and_start() {
+  dc::ContainerSpec spec;
+  if (auto err = checked_spec(spec); !err.empty()) return err;
   const std::string body = dc::container_create_body(spec).dump();
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto r = client_.request("POST", api("/containers/create?name=" + url_encode(name_)), body);
@@ -376,13 +421,16 @@ std::string DockerApiBackend::create_and_start() {
       continue;
     }
     if (r.status != 201)
-      return "creating container '" + name_ + "' failed: " + engine_message(r.status, r.body);
+      return "creating container '" + name_ + "' failed: " + engine_message(r.status, r.body) +
+             (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
     break;
   }
+  oom_kills_seen_ = 0;  // a new memory cgroup counts from zero
   auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
   if (!s.error.empty()) return s.error;
   if (s.status != 204 && s.status != 304)
-    return "starting container '" + name_ + "' failed: " + engine_message(s.status, s.body);
+    return "starting container '" + name_ + "' failed: " + engine_message(s.status, s.body) +
+           (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
   std::string reason;
   {
     std::lock_guard lock(mutex_);
@@ -397,6 +445,9 @@ std::string DockerApiBackend::start() {
   try {
     if (auto err = ensure_api_version(); !err.empty()) return err;
     if (auto err = check_image(); !err.empty()) return err;
+    // Before the ACL grant too: that would otherwise follow a symlinked workspace.
+    dc::ContainerSpec unused;
+    if (auto err = checked_spec(unused); !err.empty()) return err;
     if (auto err = prepare_workspace_access(); !err.empty()) return err;
     remove_orphans();
     auto del = client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
@@ -417,6 +468,13 @@ std::string DockerApiBackend::recover_container(std::vector<std::string>& notice
     const bool running = j.is_object() && j.contains("State") && j["State"].is_object() &&
                          j["State"].value("Running", false);
     if (running) return {};
+    // A restart mounts the sources again, following whatever they are now: check them first.
+    dc::ContainerSpec spec;
+    if (auto err = checked_spec(spec); !err.empty()) {
+      client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+      return err;
+    }
+    oom_kills_seen_ = 0;
     auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
     if (s.error.empty() && (s.status == 204 || s.status == 304)) {
       notices.push_back("container was recreated: " + name_ +
@@ -474,7 +532,7 @@ void DockerApiBackend::kill_marked(const std::string& marker) {
       "could not confirm that every process of call " + marker + " was killed");
 }
 
-sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
+sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   const auto started = Clock::now();
   sdk::ExecResult result;
   auto finish = [&]() -> sdk::ExecResult {
@@ -510,7 +568,7 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
       }
       break;
     }
-    if ((r.status == 404 || r.status == 409) && attempt == 0) {
+    if ((r.status == 404 || r.status == 409) && attempt == 0 && spec.recover) {
       std::lock_guard lock(recover_mutex_);
       if (auto err = recover_container(result.notices); !err.empty()) {
         result.error = err;
@@ -528,11 +586,18 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
     result.error = error;
     return finish();
   }
+  // Stdin is fed in turns with reading the output: a command that stops reading (it failed, e.g.
+  // ENOSPC or EROFS) must not block us, and its stderr must still be read.
   std::string stdin_error;
+  std::string_view stdin_left;
+  bool stdin_open = false;
   if (spec.stdin_data) {
-    // A command that exits early (e.g. EROFS) breaks the pipe: keep going to read its stderr.
-    stdin_error = conn->write_all(*spec.stdin_data, std::chrono::seconds(60));
-    conn->close_write();
+    stdin_left = *spec.stdin_data;
+    stdin_open = true;
+    if (stdin_left.empty()) {
+      conn->close_write();
+      stdin_open = false;
+    }
   }
 
   CappedCollector collector(result, spec.output_cap, spec.sink);
@@ -562,6 +627,18 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
       break;  // something outside our marker still holds the stream open; stop waiting
     }
     auto wait = std::chrono::milliseconds(50);
+    if (stdin_open && !killed) {
+      auto w = conn->write_some(stdin_left, std::chrono::milliseconds(20));
+      stdin_left.remove_prefix(w.bytes);
+      if (!w.error.empty()) {
+        stdin_error = w.error;
+        stdin_open = false;
+      } else if (stdin_left.empty()) {
+        conn->close_write();
+        stdin_open = false;
+      }
+      wait = std::chrono::milliseconds(stdin_open ? 1 : 50);
+    }
     auto rr = conn->read_some(buf.data(), buf.size(), wait);
     if (!rr.error.empty()) {
       if (!killed) result.error = rr.error;
@@ -574,6 +651,9 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
     if (rr.eof) break;
   }
   conn.reset();
+  if (stdin_open && stdin_error.empty())
+    stdin_error = "the command ended before reading all of its input (" +
+                  std::to_string(stdin_left.size()) + " bytes left)";
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
     const std::string_view sentinel = kSweepIncomplete;
     if (std::string_view(result.stderr_data).ends_with(sentinel))
@@ -584,9 +664,11 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
     result.error = "Docker reported an error: " + collector.daemon_error();
 
   // The exit code is known once the daemon has seen the process end; poll briefly.
+  bool engine_answered = false;
   for (int i = 0; i < 40; ++i) {
     auto r =
         client_.request("GET", api("/exec/" + exec_id + "/json"), {}, std::chrono::seconds(10));
+    engine_answered = r.error.empty();
     if (!r.ok()) break;
     const auto j = json::parse(r.body, nullptr, false);
     if (!j.is_object()) break;
@@ -598,11 +680,132 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
     if (killed) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  // The stream ended and the engine cannot say how the command ended: it went away (restarted or
+  // stopped) while the command ran, and whatever output came is all there is.
+  if (!engine_answered && !killed && result.error.empty())
+    result.error =
+        "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
+        "unknown, and it may not have finished; the next call starts the container again";
   // Only a command that claims success while its input was cut short is an error here; one that
   // failed says why on its stderr.
   if (!stdin_error.empty() && result.error.empty() && result.exit_code == 0)
     result.error = stdin_error;
   return finish();
+}
+
+namespace {
+
+// The engine created the exec but runc found the container's init gone: the command never ran.
+bool exec_never_ran(const sdk::ExecResult& r) {
+  constexpr std::string_view kRuncSays = "OCI runtime exec failed";
+  return r.exit_code == 126 && (r.stdout_data.find(kRuncSays) != std::string::npos ||
+                                r.stderr_data.find(kRuncSays) != std::string::npos);
+}
+
+// The "oom_kill N" count of the container's memory cgroup (v2 memory.events, v1 oom_control).
+std::optional<long> parse_oom_kills(const std::string& text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line(text.data() + pos, end - pos);
+    if (line.starts_with("oom_kill ")) {
+      try {
+        return std::stol(std::string(line.substr(9)));
+      } catch (...) {
+        return std::nullopt;
+      }
+    }
+    pos = end + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
+  auto result = run_exec_once(spec);
+  if (!spec.recover || !exec_never_ran(result) || !wait_stopped(std::chrono::seconds(5)))
+    return result;
+  // The container stopped between our last look and this exec (its PID 1 was killed from
+  // inside): bring it back and run the command, which never started, once more.
+  std::vector<std::string> notices;
+  {
+    std::lock_guard lock(recover_mutex_);
+    if (auto err = recover_container(notices); !err.empty()) {
+      sdk::ExecResult failed;
+      failed.error = err;
+      failed.duration_seconds = result.duration_seconds;
+      return failed;
+    }
+  }
+  auto again = run_exec_once(spec);
+  again.notices.insert(again.notices.begin(), notices.begin(), notices.end());
+  return again;
+}
+
+bool DockerApiBackend::wait_stopped(std::chrono::milliseconds timeout) {
+  auto r = client_.request("POST", api("/containers/" + name_ + "/wait?condition=not-running"), {},
+                           timeout);
+  return r.error.empty() && (r.status == 200 || r.status == 404);
+}
+
+DockerApiBackend::ContainerState DockerApiBackend::inspect_state() {
+  ContainerState st;
+  auto r = client_.request("GET", api("/containers/" + name_ + "/json"));
+  if (!r.ok()) return st;
+  const auto j = json::parse(r.body, nullptr, false);
+  if (!j.is_object() || !j.contains("State") || !j["State"].is_object()) return st;
+  const auto& s = j["State"];
+  st.known = true;
+  st.running = s.value("Running", false);
+  st.exit_code =
+      s.contains("ExitCode") && s["ExitCode"].is_number_integer() ? s["ExitCode"].get<int>() : -1;
+  st.oom_killed = s.value("OOMKilled", false);
+  return st;
+}
+
+void DockerApiBackend::explain_kill(sdk::ExecResult& result) {
+  auto state = inspect_state();
+  std::optional<long> oom_kills;
+  if (state.known && state.running) {
+    // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
+    // says nothing while the container runs, so read the memory cgroup's own count.
+    ExecSpec probe;
+    probe.cmd = {"/bin/sh", "-c",
+                 "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
+                 "2>/dev/null; true"};
+    probe.work_dir = "/";
+    probe.timeout = std::chrono::seconds(10);
+    probe.output_cap = 4096;
+    probe.marker = random_marker();
+    probe.recover = false;
+    auto r = run_exec_once(probe);
+    if (r.error.empty() && r.exit_code == 0) {
+      oom_kills = parse_oom_kills(r.stdout_data);
+    } else if (wait_stopped(std::chrono::seconds(5))) {
+      state = inspect_state();  // it was dying when we looked
+    }
+  }
+  if (state.known && !state.running) {
+    result.notices.push_back(
+        "the container stopped during the command (its PID 1 exited with code " +
+        std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
+        "): something killed it from inside; the next call starts it again");
+    return;
+  }
+  if (result.exit_code != 137 || !oom_kills) return;
+  const long before = oom_kills_seen_.exchange(*oom_kills);
+  if (*oom_kills > before) {
+    result.notices.push_back(
+        "the command was killed by the kernel's out-of-memory killer (exit 137): the container "
+        "reached its memory limit" +
+        (settings_.memory_bytes
+             ? " (" + std::to_string(*settings_.memory_bytes / (1024 * 1024)) + " MiB)"
+             : std::string()));
+  } else {
+    result.notices.push_back(
+        "the command was killed with SIGKILL (exit 137), not by the out-of-memory killer");
+  }
 }
 
 sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
@@ -642,11 +845,11 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
     spec.sink = request.sink;
     spec.cancel = request.cancel;
     auto result = run_exec(spec);
-    if (result.exit_code == 137 && !result.timed_out && !result.cancelled && settings_.memory_bytes)
-      result.notices.push_back(
-          "the command was killed with SIGKILL (exit 137); the container's memory limit (" +
-          std::to_string(*settings_.memory_bytes / (1024 * 1024)) +
-          " MiB) is the likely cause (out of memory)");
+    // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
+    if (!result.timed_out && !result.cancelled && result.error.empty() &&
+        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code == 126 ||
+         result.exit_code < 0))
+      explain_kill(result);
     return result;
   } catch (const std::exception& e) {
     sdk::ExecResult result;
@@ -767,9 +970,10 @@ void DockerApiBackend::cleanup() noexcept {
 sdk::BackendTraits DockerApiBackend::traits() const {
   sdk::BackendTraits t;
   std::error_code ec;
-  // Mounted at /tools only when it exists (see create_and_start()).
-  t.tools_dir =
-      !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec) ? "/tools" : "";
+  // Mounted (or visible) only when it exists (see checked_spec()).
+  t.tools_dir = !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec)
+                    ? dc::container_tools_dir(init_)
+                    : "";
   t.python = "python3";
   t.isolated = true;
   return t;

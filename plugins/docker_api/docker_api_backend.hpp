@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "docker_client.hpp"
+#include "docker_common/container_spec.hpp"
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
@@ -41,7 +42,15 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
     std::size_t output_cap = sdk::kDefaultOutputCap;
     sdk::OutputSink* sink = nullptr;
     const sdk::CancelToken* cancel = nullptr;
-    std::string marker;  // EXECMCP_CALL value, for the kill sweep
+    std::string marker;   // EXECMCP_CALL value, for the kill sweep
+    bool recover = true;  // bring a stopped container back and run once more
+  };
+
+  struct ContainerState {
+    bool known = false;  // false: no such container, or the engine did not answer
+    bool running = false;
+    int exit_code = -1;  // PID 1's, once stopped
+    bool oom_killed = false;
   };
 
   std::string api(const std::string& path);
@@ -50,6 +59,11 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   std::string check_image();
   std::string prepare_workspace_access();
   void remove_orphans();
+  // The container spec with every mount source checked (see docs/security.md, Container mounts);
+  // "" or why the container must not start.
+  std::string checked_spec(docker_common::ContainerSpec& spec);
+  // Adds the writable bind sources of every other execmcp container on this engine.
+  std::string add_other_agents_roots(std::vector<docker_common::WritableRoot>& roots);
   std::string create_and_start();
   // Brings back a container that is gone or not running; "" or an error.
   std::string recover_container(std::vector<std::string>& notices);
@@ -57,6 +71,12 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
   ExecSpec file_exec(std::vector<std::string> cmd) const;
   sdk::ExecResult run_exec(const ExecSpec& spec);
+  sdk::ExecResult run_exec_once(const ExecSpec& spec);
+  // True once the container is not running (or gone), false if it still runs after `timeout`.
+  bool wait_stopped(std::chrono::milliseconds timeout);
+  ContainerState inspect_state();
+  // Adds a notice saying who killed a command: the OOM killer, or PID 1 dying from inside.
+  void explain_kill(sdk::ExecResult& result);
   void kill_marked(const std::string& marker);
   void log(sdk::LogLevel level, const std::string& message) const;
 
@@ -72,6 +92,7 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   bool access_granted_ = false;
   std::mutex recover_mutex_;  // one container recovery at a time
   std::atomic<std::uint64_t> stop_generation_{0};
+  std::atomic<long> oom_kills_seen_{0};  // the memory cgroup's oom_kill count at our last look
 };
 
 }  // namespace execmcp::plugins::docker_api

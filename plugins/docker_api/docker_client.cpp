@@ -168,6 +168,34 @@ class BeastExecConnection final : public ExecConnection {
     return {};
   }
 
+  WriteResult write_some(std::string_view data, std::chrono::milliseconds wait) override {
+    WriteResult w;
+    if (!socket_->is_open()) {
+      w.error = "writing to the exec stream failed: the connection is closed";
+      return w;
+    }
+    bool done = false;
+    error_code ec;
+    socket_->async_write_some(asio::buffer(data.data(), data.size()),
+                              [&](const error_code& e, std::size_t n) {
+                                ec = e;
+                                w.bytes = n;
+                                done = true;
+                              });
+    io_->restart();
+    io_->run_one_for(wait);
+    if (!done) {
+      // No room in time: abandon this write (a cancelled write_some wrote nothing).
+      error_code ignored;
+      socket_->cancel(ignored);
+      io_->restart();
+      while (!done) io_->run_one();
+    }
+    if (ec && ec != asio::error::operation_aborted)
+      w.error = "writing to the exec stream failed: " + ec.message();
+    return w;
+  }
+
   void close_write() override {
     error_code ignored;
     socket_->shutdown(asio::socket_base::shutdown_send, ignored);

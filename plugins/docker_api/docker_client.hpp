@@ -29,8 +29,15 @@ class ExecConnection {
   };
   // Waits at most `wait` for some bytes.
   virtual ReadResult read_some(char* buffer, std::size_t size, std::chrono::milliseconds wait) = 0;
-  // Writes everything (for stdin); returns "" or an error.
+  // Writes everything (for stdin); returns "" or an error. A timeout closes the connection.
   virtual std::string write_all(std::string_view data, std::chrono::milliseconds timeout) = 0;
+  struct WriteResult {
+    std::size_t bytes = 0;  // 0 when nothing could be written within the wait
+    std::string error;
+  };
+  // Writes some of `data`, waiting at most `wait` for room; the connection stays usable either
+  // way, so stdin can be fed in turns with reading the output.
+  virtual WriteResult write_some(std::string_view data, std::chrono::milliseconds wait) = 0;
   // Half-closes the connection so the command sees end of stdin.
   virtual void close_write() = 0;
 };

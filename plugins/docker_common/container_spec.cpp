@@ -18,6 +18,28 @@ std::string container_name(const std::string& agent_id, const std::string& insta
   return out;
 }
 
+namespace {
+
+// The grant `path` lies in (itself or above it), writable ones first; nullptr when none.
+const sdk::PathGrant* enclosing_grant(const sdk::BackendInit& init, const std::string& path,
+                                      bool writable_only) {
+  const sdk::PathGrant* found = nullptr;
+  for (const auto& g : init.paths) {
+    if (!path_within(path, g.path) || (writable_only && !g.writable)) continue;
+    if (found == nullptr || (g.writable && !found->writable)) found = &g;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::string container_tools_dir(const sdk::BackendInit& init) {
+  if (init.tools_dir.empty()) return {};
+  // Inside a grant it is already visible at its host path: a mount of its own would take a
+  // source from a directory the agent may change (the default <cwd>/tools is in the workspace).
+  return enclosing_grant(init, init.tools_dir, false) != nullptr ? init.tools_dir : "/tools";
+}
+
 std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
                                         const std::vector<MountSpec>& extra) {
   std::vector<MountSpec> mounts;
@@ -28,13 +50,33 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
     mounts.push_back({source, target, read_only});
   };
   add(init.cwd, init.cwd, false);
-  for (std::size_t i = 1; i < init.paths.size(); ++i)
-    add(init.paths[i].path, init.paths[i].path, !init.paths[i].writable);
+  for (std::size_t i = 1; i < init.paths.size(); ++i) {
+    const auto& g = init.paths[i];
+    // A grant inside another grant with the same access is already visible through it. One with
+    // other access keeps its own mount, and check_mount_source() refuses it when the outer one is
+    // writable.
+    bool covered = false;
+    for (std::size_t j = 0; j < init.paths.size(); ++j)
+      covered |= j != i && init.paths[j].path != g.path &&
+                 path_within(g.path, init.paths[j].path) && init.paths[j].writable == g.writable;
+    if (!covered) add(g.path, g.path, !g.writable);
+  }
   add(init.temp_workspace, init.temp_workspace, true);
-  add(init.tools_dir, "/tools", true);
-  add(init.skills_dir, "/skills", true);
+  if (container_tools_dir(init) == "/tools") add(init.tools_dir, "/tools", true);
+  if (!init.skills_dir.empty() && enclosing_grant(init, init.skills_dir, true) == nullptr)
+    add(init.skills_dir, "/skills", true);
   for (const auto& m : extra) add(m.source, m.target, m.read_only);
   return mounts;
+}
+
+std::vector<WritableRoot> writable_roots(const sdk::BackendInit& init,
+                                         const std::vector<MountSpec>& extra) {
+  std::vector<WritableRoot> roots;
+  for (const auto& g : init.paths)
+    if (g.writable) roots.push_back({g.path, "this agent"});
+  for (const auto& m : extra)
+    if (!m.read_only) roots.push_back({m.source, "this agent (extra_mounts)"});
+  return roots;
 }
 
 std::map<std::string, std::string> container_labels(const std::string& agent_id,
@@ -60,6 +102,7 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   spec.labels = container_labels(init.agent_id, init.instance_id, owner_pid, owner_host);
   spec.mounts = container_mounts(init, settings.extra_mounts);
   spec.memory_bytes = settings.memory_bytes;
+  spec.disk_bytes = settings.disk_bytes;
   if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
   spec.pids_limit = settings.pids_limit;
   spec.network = settings.network;
@@ -76,12 +119,16 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
                       {"Mounts", mounts},
                       {"CapDrop", nlohmann::json::array({"ALL"})},
                       {"SecurityOpt", nlohmann::json::array({"no-new-privileges"})},
-                      {"Init", true}};
+                      {"Init", true},
+                      {"LogConfig",
+                       {{"Type", "json-file"},
+                        {"Config", {{"max-size", kLogMaxSize}, {"max-file", kLogMaxFiles}}}}}};
   if (spec.memory_bytes) {
     host["Memory"] = *spec.memory_bytes;
     host["MemorySwap"] = *spec.memory_bytes;  // no swap beyond the limit: a hog is OOM-killed
   }
   if (spec.nano_cpus) host["NanoCpus"] = *spec.nano_cpus;
+  if (spec.disk_bytes) host["StorageOpt"] = {{"size", std::to_string(*spec.disk_bytes)}};
   if (spec.pids_limit > 0) host["PidsLimit"] = spec.pids_limit;
   nlohmann::json body{{"Image", spec.image}, {"Cmd", spec.cmd},
                       {"User", spec.user},   {"WorkingDir", spec.working_dir},

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "docker_common/docker_settings.hpp"
+#include "docker_common/mount_source.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -29,6 +30,7 @@ struct ContainerSpec {
   std::map<std::string, std::string> labels;
   std::vector<MountSpec> mounts;
   std::optional<std::int64_t> memory_bytes;
+  std::optional<std::int64_t> disk_bytes;
   std::optional<std::int64_t> nano_cpus;
   std::int64_t pids_limit = 0;
   std::string network = "none";
@@ -41,9 +43,21 @@ std::string container_name(const std::string& agent_id, const std::string& insta
 
 // Mounts at the same paths as on the host: workspace rw, context paths ro unless writable,
 // temp workspace ro, tools -> /tools ro, skills -> /skills ro, then extra mounts. A target already
-// mounted is not mounted twice (the first, more specific entry wins).
+// mounted is not mounted twice (the first, more specific entry wins). A grant inside another
+// grant with the same access, a tools dir inside any grant and a skills dir inside a writable one
+// get no mount of their own: they are visible at their host paths, and a separate mount would
+// take its source from a directory the agent may change (see docs/security.md, Container mounts).
+// Every source still goes through check_mount_source() before each container start.
 std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
                                         const std::vector<MountSpec>& extra);
+
+// Where commands find the tools dir: "/tools" when it is mounted there, its host path when it
+// lies inside a grant (so it is visible already), "" when there is none.
+std::string container_tools_dir(const sdk::BackendInit& init);
+
+// The paths this agent's own container can write: writable grants and writable extra mounts.
+std::vector<WritableRoot> writable_roots(const sdk::BackendInit& init,
+                                         const std::vector<MountSpec>& extra);
 
 std::map<std::string, std::string> container_labels(const std::string& agent_id,
                                                     const std::string& instance_id,
@@ -55,7 +69,10 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
                                   const std::string& owner_host);
 
 // The body of POST /containers/create. Hardened: CapDrop ALL, no-new-privileges, an init process
-// (reaps the orphans a killed command leaves behind, so they do not eat the pids limit).
+// (reaps the orphans a killed command leaves behind, so they do not eat the pids limit), and a
+// container log capped at kLogMaxSize x kLogMaxFiles (anything can write to PID 1's stdout).
+inline constexpr const char* kLogMaxSize = "1m";
+inline constexpr const char* kLogMaxFiles = "2";
 nlohmann::json container_create_body(const ContainerSpec& spec);
 
 }  // namespace execmcp::plugins::docker_common

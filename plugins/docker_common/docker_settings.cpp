@@ -14,9 +14,9 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 12> kKnownKeys = {
-    "image", "memory",       "cpus",        "pids_limit",     "network",   "user",
-    "env",   "extra_mounts", "docker_host", "command_prefix", "venv_path", "shell"};
+constexpr std::array<const char*, 13> kKnownKeys = {
+    "image", "memory",       "disk",        "cpus",           "pids_limit", "network", "user",
+    "env",   "extra_mounts", "docker_host", "command_prefix", "venv_path",  "shell"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
   throw std::invalid_argument("setting '" + key + "': expected " + expected);
@@ -57,6 +57,20 @@ MountSpec parse_mount(const nlohmann::json& item, std::size_t index) {
   return mount;
 }
 
+// A size in bytes: a positive integer, or a string in the memory-limit forms.
+std::int64_t parse_size(const nlohmann::json& value, const std::string& key) {
+  if (value.is_number_integer()) {
+    if (value.get<std::int64_t>() <= 0) bad(key, std::string(kMemoryLimitForms));
+    return value.get<std::int64_t>();
+  }
+  if (!value.is_string()) bad(key, std::string(kMemoryLimitForms));
+  try {
+    return parse_memory_limit(value.get<std::string>());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("setting '" + key + "': " + std::string(e.what()));
+  }
+}
+
 }  // namespace
 
 bool is_root_user(const std::string& user) {
@@ -76,18 +90,13 @@ DockerSettings parse_docker_settings(const std::string& settings_json) {
       s.image = get_string(value, key);
       if (s.image.empty()) bad(key, "a non-empty image reference");
     } else if (key == "memory") {
-      if (value.is_number_integer()) {
-        if (value.get<std::int64_t>() <= 0) bad(key, std::string(kMemoryLimitForms));
-        s.memory_bytes = value.get<std::int64_t>();
-      } else if (value.is_string()) {
-        try {
-          s.memory_bytes = parse_memory_limit(value.get<std::string>());
-        } catch (const std::invalid_argument& e) {
-          throw std::invalid_argument("setting 'memory': " + std::string(e.what()));
-        }
+      if (value.is_string() && value.get<std::string>() == "none") {
+        s.memory_bytes.reset();
       } else {
-        bad(key, std::string(kMemoryLimitForms));
+        s.memory_bytes = parse_size(value, key);
       }
+    } else if (key == "disk") {
+      s.disk_bytes = parse_size(value, key);
     } else if (key == "cpus") {
       if (!value.is_number()) bad(key, "a positive number of CPUs, e.g. 1.5");
       const double cpus = value.get<double>();

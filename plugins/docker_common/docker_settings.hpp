@@ -17,11 +17,17 @@ struct MountSpec {
 
 struct DockerSettings {
   std::string image = "execmcp/runtime:latest";
-  std::optional<std::int64_t> memory_bytes;  // unset: no limit
-  std::optional<double> cpus;                // unset: no limit
-  std::int64_t pids_limit = 512;             // <= 0: no limit
-  std::string network = "none";              // none | bridge | host
-  std::string user;                          // empty: the workspace-owner policy decides
+  // A bound by default: with no limit at all a hog takes the host's memory (and a tmpfs write,
+  // its page cache). "memory": "none" removes it.
+  static constexpr std::int64_t kDefaultMemoryBytes = std::int64_t{2} << 30;
+  std::optional<std::int64_t> memory_bytes = kDefaultMemoryBytes;  // unset: no limit
+  // The container's writable layer (HostConfig.StorageOpt size); unset: no bound. The engine
+  // supports it only on overlay2 over xfs mounted with pquota (or btrfs, zfs).
+  std::optional<std::int64_t> disk_bytes;
+  std::optional<double> cpus;     // unset: no limit
+  std::int64_t pids_limit = 512;  // <= 0: no limit
+  std::string network = "none";   // none | bridge | host
+  std::string user;               // empty: the workspace-owner policy decides
   std::map<std::string, std::string> env;
   std::vector<MountSpec> extra_mounts;
   std::string docker_host;  // empty: $DOCKER_HOST, then unix:///var/run/docker.sock

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -32,121 +33,11 @@
 
 #include "execmcp/sdk/plugin.hpp"
 
+#include "docker_test_support.hpp"
+
 namespace {
 
-namespace fs = std::filesystem;
-using execmcp::sdk::BackendInit;
-using execmcp::sdk::ExecRequest;
-using execmcp::sdk::ExecResult;
-using execmcp::sdk::ExecutorBackend;
-
-constexpr const char* kImage = "execmcp/runtime:latest";
-
-// Runs a shell command on the host (the docker CLI, for "outside" actions); returns stdout.
-std::string sh(const std::string& command, int* status = nullptr) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  if (status != nullptr) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string read_host_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-bool container_exists(const std::string& name) {
-  int status = 0;
-  sh("docker inspect --type container " + name, &status);
-  return status == 0;
-}
-
-// Keeps the plugin library loaded for the whole run; backends are destroyed before it unloads.
-boost::dll::shared_library& plugin() {
-  static boost::dll::shared_library lib(EXECMCP_DOCKER_API_PLUGIN, boost::dll::load_mode::rtld_now);
-  return lib;
-}
-
-struct Collector : execmcp::sdk::LogSink {
-  void log(execmcp::sdk::LogLevel, std::string_view message) noexcept override {
-    std::fprintf(stderr, "  [plugin] %.*s\n", static_cast<int>(message.size()), message.data());
-  }
-};
-Collector g_log;
-
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    std::string tmpl = "/tmp/execmcp-dockertest-" + tag + "-XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-    ::chmod(path_.c_str(), 0755);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string instance_tag() {
-  return "t" + std::to_string(::getpid());
-}
-
-std::unique_ptr<ExecutorBackend> make_backend(BackendInit init, std::string* error = nullptr) {
-  auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
-  if (init.instance_id.empty()) init.instance_id = instance_tag();
-  init.log = &g_log;
-  std::string err;
-  std::unique_ptr<ExecutorBackend> backend(factory(init, err));
-  if (error != nullptr) *error = err;
-  return backend;
-}
-
-ExecResult run(ExecutorBackend& b, const std::string& command,
-               std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-  ExecRequest req;
-  req.command = command;
-  req.timeout = timeout;
-  return b.execute(req);
-}
-
-bool docker_tests_disabled() {
-  const char* flag = std::getenv("EXECMCP_DOCKER_TESTS");
-  return flag != nullptr && std::string(flag) == "0";
-}
-
-// The engine gate: skip only when asked to, fail loudly when the engine is not there.
-void require_engine() {
-  if (docker_tests_disabled())
-    GTEST_SKIP() << "EXECMCP_DOCKER_TESTS=0: SKIPPING the Docker integration tests";
-  int status = 0;
-  sh("docker version --format '{{.Server.Version}}'", &status);
-  ASSERT_EQ(status, 0) << "the Docker engine is not reachable; start it with "
-                          "scripts/docker-engine.sh start (or set EXECMCP_DOCKER_TESTS=0 to skip)";
-  sh("docker image inspect " + std::string(kImage), &status);
-  ASSERT_EQ(status, 0) << "image " << kImage << " is missing; build it with docker/build.sh";
-}
-
-#define REQUIRE_ENGINE()                          \
-  do {                                            \
-    require_engine();                             \
-    if (IsSkipped() || HasFatalFailure()) return; \
-  } while (0)
+using namespace execmcp::docker_test;  // NOLINT(google-build-using-namespace)
 
 // ---- one shared container for the behaviour tests ----------------------------------------------
 
@@ -439,9 +330,16 @@ TEST_F(DockerApiLimits, MemoryHogIsKilledAndReported) {
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.exit_code, 137) << r.stdout_data << r.stderr_data;
   bool noticed = false;
-  for (const auto& n : r.notices) noticed |= n.find("memory") != std::string::npos;
+  for (const auto& n : r.notices)
+    noticed |= n.find("out-of-memory killer (exit 137)") != std::string::npos;
   EXPECT_TRUE(noticed);
   EXPECT_EQ(run(*backend_, "echo alive").stdout_data, "alive\n");
+  // A SIGKILL from elsewhere is not blamed on memory.
+  auto self = run(*backend_, "kill -9 $$");
+  EXPECT_EQ(self.exit_code, 137);
+  ASSERT_EQ(self.notices.size(), 1u);
+  EXPECT_NE(self.notices[0].find("not by the out-of-memory killer"), std::string::npos)
+      << self.notices[0];
 }
 
 TEST_F(DockerApiLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
@@ -804,6 +702,260 @@ TEST_F(DockerApiLifecycle, NonRootWorkspaceOwnerIsTheContainerUser) {
   struct stat st {};
   ASSERT_EQ(::stat((ws.path() + "/mine.txt").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 4321u);
+  b->cleanup();
+}
+
+// ---- mount sources an agent can change (issue 7, item 1) ---------------------------------------
+// The engine follows symlinks in a bind source at every container start, so a source the agent can
+// replace by a symlink would hand it any host directory. Each test plants a secret outside every
+// grant and checks that no path into it ever appears in the container.
+
+class DockerApiMountSources : public DockerApiLifecycle {
+ protected:
+  void SetUp() override {
+    DockerApiLifecycle::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    secret_ = std::make_unique<TempDir>("secret");
+    std::ofstream(secret_->path() + "/secret.txt") << "host secret";
+  }
+  // Runs `cat` on every candidate path the secret could show up at; retries a stopped container.
+  std::string probe(ExecutorBackend& b, const std::vector<std::string>& dirs) {
+    std::string command;
+    for (const auto& d : dirs) command += "cat " + d + "/secret.txt 2>/dev/null; ";
+    command += "cat /tools/secret.txt /skills/secret.txt 2>/dev/null; true";
+    std::string seen;
+    for (int i = 0; i < 3; ++i) {
+      auto r = run(b, command);
+      seen += r.stdout_data + r.stderr_data;
+    }
+    return seen;
+  }
+  std::unique_ptr<TempDir> secret_;
+};
+
+TEST_F(DockerApiMountSources, DefaultToolsDirSwappedForASymlinkInsideTheContainer) {
+  TempDir ws("toolsswap");
+  fs::create_directory(ws.path() + "/tools");
+  std::ofstream(ws.path() + "/tools/helper.py") << "print('tool')\n";
+  auto init = init_for("toolsswap", ws);
+  init.tools_dir = ws.path() + "/tools";  // the config loader's default: <cwd>/tools
+  auto b = make_backend(init);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  // The tools stay usable where the traits say they are.
+  const std::string tools = b->traits().tools_dir;
+  ASSERT_FALSE(tools.empty());
+  EXPECT_EQ(run(*b, "python3 " + tools + "/helper.py").stdout_data, "tool\n");
+  // The attack: replace tools by a symlink to a host directory and make the container restart.
+  run(*b, "mv tools tools.old && ln -s " + secret_->path() + " tools && kill -TERM 1");
+  EXPECT_EQ(probe(*b, {tools, ws.path() + "/tools"}).find("host secret"), std::string::npos);
+  b->cleanup();
+  // And the next server start, with the symlink already in place.
+  auto again = make_backend(init);
+  ASSERT_TRUE(again);
+  again->start();
+  EXPECT_EQ(probe(*again, {again->traits().tools_dir, ws.path() + "/tools"}).find("host secret"),
+            std::string::npos);
+  again->cleanup();
+}
+
+// Every kind of mount the container spec makes, each with its source (or a component of it)
+// replaced by a symlink to the secret: refused at start, and never mounted.
+TEST_F(DockerApiMountSources, EveryMountKindRefusesASymlinkedSource) {
+  struct Case {
+    std::string kind;
+    std::function<void(BackendInit&, const std::string& link, const std::string& ws)> set;
+  };
+  const std::vector<Case> cases = {
+      {"workspace",
+       [](BackendInit& i, const std::string& link, const std::string&) {
+         i.cwd = link;
+         i.paths = {{link, true}};
+       }},
+      {"context ro",
+       [](BackendInit& i, const std::string& link, const std::string&) {
+         i.paths.push_back({link, false});
+       }},
+      {"context rw",
+       [](BackendInit& i, const std::string& link, const std::string&) {
+         i.paths.push_back({link, true});
+       }},
+      {"tools dir",
+       [](BackendInit& i, const std::string& link, const std::string&) { i.tools_dir = link; }},
+      {"skills dir",
+       [](BackendInit& i, const std::string& link, const std::string&) {
+         i.skills_dir = link;
+         i.paths.push_back({link, false});
+       }},
+      {"temp workspace",
+       [](BackendInit& i, const std::string& link, const std::string&) {
+         i.temp_workspace = link;
+         i.paths.push_back({link, false});
+       }},
+      {"extra mount",
+       [](BackendInit& i, const std::string& link, const std::string&) {
+         i.settings_json =
+             R"({"extra_mounts": [{"source": ")" + link + R"(", "target": "/data"}]})";
+       }},
+  };
+  for (const auto& c : cases) {
+    for (const bool component : {false, true}) {
+      SCOPED_TRACE(c.kind + (component ? " (a component is the symlink)" : " (the source is)"));
+      TempDir ws("kinds"), links("links");
+      // Either the source itself is the symlink, or its parent directory is.
+      std::string link;
+      if (component) {
+        fs::create_symlink(fs::path(secret_->path()).parent_path(), links.path() + "/up");
+        link = links.path() + "/up/" + fs::path(secret_->path()).filename().string();
+      } else {
+        link = links.path() + "/link";
+        fs::create_symlink(secret_->path(), link);
+      }
+      auto init = init_for("kinds", ws);
+      c.set(init, link, ws.path());
+      auto b = make_backend(init);
+      ASSERT_TRUE(b);
+      const std::string err = b->start();
+      EXPECT_NE(err.find("symlink"), std::string::npos) << err;
+      EXPECT_EQ(probe(*b, {link, "/data", secret_->path()}).find("host secret"), std::string::npos);
+      b->cleanup();
+    }
+  }
+}
+
+// The engine mounts a stopped container's sources again when it restarts it: a source swapped
+// after the container was created must be caught then too, not only at the first start.
+TEST_F(DockerApiMountSources, RestartAfterTheSourceWasSwappedIsRefused) {
+  TempDir ws("restart"), outside("tools");
+  const std::string tools = outside.path() + "/tools";
+  fs::create_directory(tools);
+  auto init = init_for("restart", ws);
+  init.tools_dir = tools;
+  auto b = make_backend(init);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  ASSERT_EQ(b->traits().tools_dir, "/tools");
+  fs::rename(tools, tools + ".old");
+  fs::create_directory_symlink(secret_->path(), tools);
+  run(*b, "kill -TERM 1");
+  auto r = run(*b, "cat /tools/secret.txt");
+  EXPECT_EQ((r.stdout_data + r.stderr_data).find("host secret"), std::string::npos);
+  EXPECT_NE(r.error.find("is a symlink"), std::string::npos) << r.error;
+  b->cleanup();
+}
+
+// A grant nested in a writable grant: its name lives in a directory the agent can change.
+TEST_F(DockerApiMountSources, ReadOnlyContextInsideTheWorkspaceIsRefused) {
+  TempDir ws("nested");
+  fs::create_directory(ws.path() + "/ref");
+  auto init = init_for("nested", ws);
+  init.paths.push_back({ws.path() + "/ref", false});
+  auto b = make_backend(init);
+  ASSERT_TRUE(b);
+  const std::string err = b->start();
+  EXPECT_NE(err.find("inside"), std::string::npos) << err;
+  b->cleanup();
+}
+
+// Another agent's workspace: a context path inside it is a name that agent can change.
+TEST_F(DockerApiMountSources, ContextInsideAnotherAgentsWorkspaceIsRefusedWhileItRuns) {
+  TempDir ws_a("owner"), ws_b("reader");
+  fs::create_directory(ws_a.path() + "/shared");
+  auto a = make_backend(init_for("ownera", ws_a));
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->start(), "");
+  auto init_b = init_for("readerb", ws_b);
+  init_b.paths.push_back({ws_a.path() + "/shared", false});
+  auto b = make_backend(init_b);
+  ASSERT_TRUE(b);
+  const std::string err = b->start();
+  // Agent a swaps its directory for a symlink; b's container restarts.
+  run(*a, "mv shared shared.old && ln -s " + secret_->path() + " shared");
+  run(*b, "kill -TERM 1");
+  EXPECT_EQ(probe(*b, {ws_a.path() + "/shared"}).find("host secret"), std::string::npos);
+  EXPECT_NE(err.find("inside"), std::string::npos) << err;
+  a->cleanup();
+  b->cleanup();
+}
+
+// ---- the container dies from inside (issue 7, item 7) ------------------------------------------
+
+bool any_notice(const ExecResult& r, const std::string& text) {
+  for (const auto& n : r.notices)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string notices_of(const ExecResult& r) {
+  std::string out;
+  for (const auto& n : r.notices) out += "[" + n + "] ";
+  return out;
+}
+
+TEST_F(DockerApiLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWorks) {
+  TempDir ws("diesinside");
+  auto b = make_backend(init_for("diesinside", ws, R"({"memory": "256m"})"));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  for (const std::string killer :
+       {"kill -9 -1; sleep 5", "kill -TERM 1; sleep 5", "kill -TERM 1"}) {
+    SCOPED_TRACE(killer);
+    auto dying = run(*b, killer);
+    if (killer != "kill -TERM 1") {
+      // The call that killed it says so, and does not blame the memory limit.
+      EXPECT_TRUE(any_notice(dying, "the container stopped during the command"))
+          << notices_of(dying) << dying.error;
+      EXPECT_TRUE(any_notice(dying, "OOMKilled=false")) << notices_of(dying);
+      EXPECT_FALSE(any_notice(dying, "memory limit")) << notices_of(dying);
+    }
+    // The very next call works.
+    auto next = run(*b, "echo back");
+    EXPECT_EQ(next.error, "");
+    EXPECT_EQ(next.exit_code, 0) << next.stdout_data << next.stderr_data;
+    EXPECT_EQ(next.stdout_data, "back\n") << next.stderr_data;
+  }
+  b->cleanup();
+}
+
+// ---- host disk and memory bounds (issue 7, item 10) --------------------------------------------
+
+TEST_F(DockerApiLifecycle, ContainerLogIsBoundedAndMemoryHasADefaultLimit) {
+  TempDir ws("bounds");
+  auto b = make_backend(init_for("bounds", ws));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  const std::string name = "execmcp-bounds-" + instance_tag();
+  EXPECT_GT(
+      std::atoll(trim(sh("docker inspect --format '{{.HostConfig.Memory}}' " + name)).c_str()), 0);
+  // PID 1's stdout is the container log: 30 MB written there must not land on the host's disk.
+  auto r = run(*b, "head -c 30000000 /dev/zero | tr '\\0' x | fold -w 100 > /proc/1/fd/1");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  const std::string log_path = trim(sh("docker inspect --format '{{.LogPath}}' " + name));
+  ASSERT_FALSE(log_path.empty());
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(log_path).parent_path(), ec))
+    if (e.path().filename().string().find("-json.log") != std::string::npos)
+      total += fs::file_size(e.path(), ec);
+  EXPECT_LT(total, 8u * 1024 * 1024) << log_path;
+  b->cleanup();
+}
+
+// The writable layer can be bounded only where the engine supports it: elsewhere, start says so.
+TEST_F(DockerApiLifecycle, DiskBoundIsAppliedOrRefusedClearly) {
+  TempDir ws("disk");
+  auto b = make_backend(init_for("disk", ws, R"({"disk": "1g"})"));
+  ASSERT_TRUE(b);
+  const std::string err = b->start();
+  const std::string name = "execmcp-disk-" + instance_tag();
+  if (err.empty()) {
+    EXPECT_EQ(
+        trim(sh("docker inspect --format '{{index .HostConfig.StorageOpt \"size\"}}' " + name)),
+        "1073741824");
+  } else {
+    EXPECT_NE(err.find("'disk'"), std::string::npos) << err;
+    EXPECT_NE(err.find("xfs"), std::string::npos) << err;
+  }
   b->cleanup();
 }
 

@@ -108,4 +108,15 @@ describe('docker-api agent', { skip }, () => {
     const r = await callTool(conn.client, 'execute_command', { command: 'echo still-here' });
     assert.equal(r.structuredContent.stdout, 'still-here\n');
   });
+
+  // The default tools dir (<cwd>/tools) is inside the workspace: used in place, never mounted on
+  // its own (a mount's source must not be something the agent can replace with a symlink).
+  test('read_docstring finds a module in the default tools dir, and /tools is not mounted', async () => {
+    fs.writeFileSync(path.join(w.tools, 'mathhelp.py'), 'def add(a, b):\n    """Add two numbers."""\n    return a + b\n');
+    const r = await callTool(conn.client, 'read_docstring', { module: 'mathhelp', function: 'add' });
+    assert.notEqual(r.isError, true, textOf(r));
+    assert.match(r.structuredContent.docstring, /Add two numbers\./);
+    const m = await callTool(conn.client, 'execute_command', { command: "grep -c ' /tools ' /proc/self/mountinfo || true" });
+    assert.equal(m.structuredContent.stdout.trim(), '0');
+  });
 });

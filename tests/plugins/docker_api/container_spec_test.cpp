@@ -58,6 +58,28 @@ TEST(ContainerMounts, SkipsUnsetDirsAndDuplicateTargets) {
   EXPECT_FALSE(mounts[0].read_only);
 }
 
+// The config loader's default tools dir is <cwd>/tools: inside the workspace, so a mount of its
+// own would take its source from a directory the agent can change. It is used in place instead.
+TEST(ContainerMounts, NothingInsideAGrantGetsAMountOfItsOwnUnlessItsAccessDiffers) {
+  sdk::BackendInit init;
+  init.cwd = "/w";
+  init.paths = {
+      {"/w", true}, {"/w/out", true}, {"/w/ref", false}, {"/ro", false}, {"/ro/sub", false}};
+  init.tools_dir = "/w/tools";
+  init.skills_dir = "/w/skills";
+  auto mounts = container_mounts(init, {});
+  std::vector<std::string> targets;
+  for (const auto& m : mounts) targets.push_back(m.target);
+  // /w/ref keeps its mount (read-only inside read-write): check_mount_source() refuses it.
+  EXPECT_EQ(targets, (std::vector<std::string>{"/w", "/w/ref", "/ro"}));
+  EXPECT_EQ(container_tools_dir(init), "/w/tools");
+  init.tools_dir = "/opt/tools";
+  EXPECT_EQ(container_tools_dir(init), "/tools");
+  const auto roots = writable_roots(init, {{"/notes", "/notes", false}, {"/r", "/r", true}});
+  ASSERT_EQ(roots.size(), 3u);
+  EXPECT_EQ(roots[2].path, "/notes");
+}
+
 TEST(ContainerLabels, MarkOwnershipForOrphanRemoval) {
   auto labels = container_labels("a", "i", 1234, "hostx");
   EXPECT_EQ(labels.at(kLabelManaged), "true");
@@ -90,6 +112,10 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_EQ(host["CapDrop"], nlohmann::json::array({"ALL"}));
   EXPECT_EQ(host["SecurityOpt"], nlohmann::json::array({"no-new-privileges"}));
   EXPECT_EQ(host["Init"], true);
+  EXPECT_EQ(host["LogConfig"]["Type"], "json-file");
+  EXPECT_EQ(host["LogConfig"]["Config"]["max-size"], kLogMaxSize);
+  EXPECT_EQ(host["LogConfig"]["Config"]["max-file"], kLogMaxFiles);
+  EXPECT_FALSE(host.contains("StorageOpt"));
   ASSERT_EQ(host["Mounts"].size(), 6u);
   EXPECT_EQ(host["Mounts"][0]["Type"], "bind");
   EXPECT_EQ(host["Mounts"][0]["Source"], "/work/ws/a");
@@ -98,9 +124,18 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_EQ(host["Mounts"][1]["ReadOnly"], true);
 }
 
+TEST(ContainerCreateBody, DiskBoundIsAStorageOptSize) {
+  DockerSettings s;
+  s.disk_bytes = 1LL << 30;
+  const auto host =
+      container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
+  EXPECT_EQ(host["StorageOpt"]["size"], "1073741824");
+}
+
 TEST(ContainerCreateBody, NoLimitsMeansNoLimitKeys) {
   DockerSettings s;
   s.pids_limit = 0;
+  s.memory_bytes.reset();
   const auto host =
       container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
   EXPECT_FALSE(host.contains("Memory"));

@@ -22,7 +22,10 @@ TEST(DockerSettings, DefaultsWhenEmpty) {
   EXPECT_EQ(s.image, "execmcp/runtime:latest");
   EXPECT_EQ(s.network, "none");
   EXPECT_EQ(s.pids_limit, 512);
-  EXPECT_FALSE(s.memory_bytes);
+  // Memory is bounded unless the operator says "none"; the disk has no default (see the docs).
+  EXPECT_EQ(s.memory_bytes, DockerSettings::kDefaultMemoryBytes);
+  EXPECT_FALSE(parse_docker_settings(R"({"memory": "none"})").memory_bytes);
+  EXPECT_FALSE(s.disk_bytes);
   EXPECT_FALSE(s.cpus);
   EXPECT_EQ(s.shell, "/bin/sh");
   EXPECT_TRUE(s.user.empty());
@@ -50,6 +53,7 @@ TEST(DockerSettings, ParsesEveryKey) {
   EXPECT_EQ(s.venv_path, "/opt/venv");
   EXPECT_EQ(s.shell, "/bin/bash");
   EXPECT_EQ(*parse_docker_settings(R"({"memory": 1048576})").memory_bytes, 1048576);
+  EXPECT_EQ(*parse_docker_settings(R"({"disk": "10g"})").disk_bytes, 10LL << 30);
 }
 
 TEST(DockerSettings, ErrorsNameTheKey) {
@@ -59,6 +63,8 @@ TEST(DockerSettings, ErrorsNameTheKey) {
   EXPECT_NE(mem.find("'memory'"), std::string::npos) << mem;
   EXPECT_NE(mem.find("512m"), std::string::npos) << mem;
   EXPECT_NE(error_of(R"({"memory": true})").find("'memory'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"disk": "none"})").find("'disk'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"disk": 0})").find("'disk'"), std::string::npos);
   EXPECT_NE(error_of(R"({"cpus": "2"})").find("'cpus'"), std::string::npos);
   EXPECT_NE(error_of(R"({"cpus": -1})").find("'cpus'"), std::string::npos);
   EXPECT_NE(error_of(R"({"network": "overlay"})").find("none, bridge, host"), std::string::npos);

@@ -10,8 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/xattr.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace execmcp::plugins::docker_common {
 namespace {
@@ -113,6 +117,42 @@ TEST(GrantAcl, GivesUid1000WriteOnWritableTreesAndReadOnlyOnOthers) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 1);
+}
+
+// An agent (another container writing this tree) swaps a directory for a symlink to the outside
+// again and again while the grant walks the tree: the walk must never reach the outside, which a
+// walk by path names (each call resolving "sub" afresh) does.
+TEST(GrantAcl, ADirectorySwappedForASymlinkDuringTheWalkNeverLeadsOutside) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to own the test tree";
+  TempDir dir;
+  const std::string ws = dir.path() + "/ws", outside = dir.path() + "/outside";
+  fs::create_directories(ws + "/sub");
+  fs::create_directories(outside);
+  for (int i = 0; i < 2000; ++i) {
+    std::ofstream(ws + "/sub/f" + std::to_string(i)) << "w";
+    std::ofstream(outside + "/f" + std::to_string(i)) << "o";
+  }
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    while (!stop) {
+      ::rename((ws + "/sub").c_str(), (ws + "/sub.real").c_str());
+      ::symlink(outside.c_str(), (ws + "/sub").c_str());
+      ::unlink((ws + "/sub").c_str());
+      ::rename((ws + "/sub.real").c_str(), (ws + "/sub").c_str());
+    }
+  });
+  for (int round = 0; round < 20; ++round) grant_acl_recursive(ws, 1000, true);
+  stop = true;
+  swapper.join();
+  int touched = 0;
+  for (int i = 0; i < 2000; ++i) {
+    char buf[256];
+    const std::string f = outside + "/f" + std::to_string(i);
+    touched += ::lgetxattr(f.c_str(), "system.posix_acl_access", buf, sizeof buf) >= 0;
+  }
+  EXPECT_EQ(touched, 0) << "files outside the tree got an ACL for uid 1000";
+  char buf[256];
+  EXPECT_LT(::lgetxattr(outside.c_str(), "system.posix_acl_default", buf, sizeof buf), 0);
 }
 
 TEST(GrantAcl, ReportsAMissingPath) {

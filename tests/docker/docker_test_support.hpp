@@ -1,0 +1,142 @@
+// Shared plumbing of the Docker integration tests: the host-side shell, temp dirs, the engine gate
+// and loading the docker-api plugin the way the host does (Boost.DLL).
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <boost/dll/shared_library.hpp>
+
+#include "execmcp/sdk/plugin.hpp"
+
+namespace execmcp::docker_test {
+
+namespace fs = std::filesystem;
+using execmcp::sdk::BackendInit;
+using execmcp::sdk::ExecRequest;
+using execmcp::sdk::ExecResult;
+using execmcp::sdk::ExecutorBackend;
+
+inline constexpr const char* kImage = "execmcp/runtime:latest";
+
+// Runs a shell command on the host (the docker CLI, for "outside" actions); returns stdout.
+inline std::string sh(const std::string& command, int* status = nullptr) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  if (status != nullptr) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+inline std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+inline std::string read_host_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline bool container_exists(const std::string& name) {
+  int status = 0;
+  sh("docker inspect --type container " + name, &status);
+  return status == 0;
+}
+
+// Keeps the plugin library loaded for the whole run; backends are destroyed before it unloads.
+inline boost::dll::shared_library& plugin() {
+  static boost::dll::shared_library lib(EXECMCP_DOCKER_API_PLUGIN, boost::dll::load_mode::rtld_now);
+  return lib;
+}
+
+struct Collector : execmcp::sdk::LogSink {
+  void log(execmcp::sdk::LogLevel, std::string_view message) noexcept override {
+    std::fprintf(stderr, "  [plugin] %.*s\n", static_cast<int>(message.size()), message.data());
+  }
+};
+inline Collector g_log;
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    std::string tmpl = "/tmp/execmcp-dockertest-" + tag + "-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+    ::chmod(path_.c_str(), 0755);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string instance_tag() {
+  return "t" + std::to_string(::getpid());
+}
+
+inline std::unique_ptr<ExecutorBackend> make_backend(BackendInit init,
+                                                     std::string* error = nullptr) {
+  auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
+  if (init.instance_id.empty()) init.instance_id = instance_tag();
+  init.log = &g_log;
+  std::string err;
+  std::unique_ptr<ExecutorBackend> backend(factory(init, err));
+  if (error != nullptr) *error = err;
+  return backend;
+}
+
+inline ExecResult run(ExecutorBackend& b, const std::string& command,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  ExecRequest req;
+  req.command = command;
+  req.timeout = timeout;
+  return b.execute(req);
+}
+
+inline bool docker_tests_disabled() {
+  const char* flag = std::getenv("EXECMCP_DOCKER_TESTS");
+  return flag != nullptr && std::string(flag) == "0";
+}
+
+// The engine gate: skip only when asked to, fail loudly when the engine is not there.
+inline void require_engine() {
+  if (docker_tests_disabled())
+    GTEST_SKIP() << "EXECMCP_DOCKER_TESTS=0: SKIPPING the Docker integration tests";
+  int status = 0;
+  sh("docker version --format '{{.Server.Version}}'", &status);
+  ASSERT_EQ(status, 0) << "the Docker engine is not reachable; start it with "
+                          "scripts/docker-engine.sh start (or set EXECMCP_DOCKER_TESTS=0 to skip)";
+  sh("docker image inspect " + std::string(kImage), &status);
+  ASSERT_EQ(status, 0) << "image " << kImage << " is missing; build it with docker/build.sh";
+}
+
+#define REQUIRE_ENGINE()                          \
+  do {                                            \
+    require_engine();                             \
+    if (IsSkipped() || HasFatalFailure()) return; \
+  } while (0)
+
+}  // namespace execmcp::docker_test
