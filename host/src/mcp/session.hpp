@@ -12,6 +12,7 @@
 
 #include "agent/agent.hpp"
 #include "mcp/json_rpc.hpp"
+#include "mcp/outbox.hpp"
 #include "mcp/progress_reporter.hpp"
 #include "mcp/stdio_server.hpp"
 #include "mcp/transport.hpp"
@@ -53,7 +54,9 @@ class Session {
 
   void read_messages();          // the reader's loop; returns at end of input or after a hand-off
   bool finishing_calls() const;  // at end of input: let received calls finish?
-  void send(const nlohmann::json& message);
+  void send(const nlohmann::json& message);           // a response: never dropped
+  void send_progress(const nlohmann::json& message);  // may be dropped when the client lags
+  void on_peer_gone();
   void register_handlers();
   RpcOutcome handle_initialize(const Request& request);
   RpcOutcome handle_tools_list(const Request& request);
@@ -85,7 +88,10 @@ class Session {
   // after the end of input the reader's thread can take a queued call too: the slots keep the
   // limit exact then.
   std::counting_semaphore<1024> call_slots_;
+  std::atomic<std::size_t> queued_calls_{0};  // waiting for a slot on the pool's queue
 
+  // Outlives the ticker and the pool below, which post to it.
+  Outbox outbox_;
   // Declared last: destroyed (stopped and joined) first, while everything above is alive.
   ProgressTicker ticker_;
   WorkerPool pool_;
