@@ -551,6 +551,57 @@ TEST(SessionEof, StopDuringAFinishOnEofStillCancels) {
   EXPECT_EQ((*response)["result"]["structuredContent"]["cancelled"], true);
 }
 
+// Calls waiting for a slot are bounded: each may hold a message of up to --max-message-bytes.
+TEST(SessionLimits, CallsPastTheWaitingRoomAreAnsweredServerBusy) {
+  FakeAgent agent;
+  MemoryTransport transport;
+  ServerOptions options = server_options("1.2.3", 1);
+  options.max_queued_calls = 2;
+  Session session(agent, transport, options);
+  auto done = std::async(std::launch::async, [&] { return session.run(); });
+  auto slow = [&](int id) {
+    transport.push_line(
+        json{{"jsonrpc", "2.0"},
+             {"id", id},
+             {"method", "tools/call"},
+             {"params", {{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}}}}
+            .dump());
+  };
+  slow(1);
+  ASSERT_TRUE(agent.wait_slow_started(1, kWait));
+  slow(2);  // waits
+  slow(3);  // waits
+  slow(4);  // no room
+  const auto busy = transport.wait_for_response(4, kWait);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_EQ((*busy)["error"]["code"], -32000);
+  EXPECT_NE((*busy)["error"]["message"].get<std::string>().find("busy"), std::string::npos);
+  EXPECT_FALSE(transport.wait_for_response(2, 0s).has_value());
+  transport.end_input();  // cancels all: the waiting calls are answered without running
+  ASSERT_EQ(done.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  EXPECT_EQ(agent.executions(), 1);
+  for (int id : {1, 2, 3}) EXPECT_TRUE(transport.wait_for_response(id, 0s).has_value()) << id;
+}
+
+// A client that stops reading while sending requests would make the server queue their answers
+// without end; past --max-outbound-bytes the session ends as if the client had closed its end.
+TEST(SessionLimits, AClientThatLeavesTooMuchUnreadIsDisconnected) {
+  FakeAgent agent;
+  MemoryTransport transport;
+  ServerOptions options = server_options("1.2.3", 2);
+  options.max_outbound_bytes = 64 * 1024;
+  options.shutdown_grace = std::chrono::milliseconds(10);
+  Session session(agent, transport, options);
+  auto done = std::async(std::launch::async, [&] { return session.run(); });
+  transport.stall_writes();
+  for (int i = 0; i < 5000; ++i) {  // ~40 bytes of answer each: 200 KB
+    transport.push_line(json{{"jsonrpc", "2.0"}, {"id", i}, {"method", "ping"}}.dump());
+  }
+  ASSERT_EQ(done.wait_for(kWait), std::future_status::ready) << "the session did not end";
+  EXPECT_EQ(done.get(), 0);
+}
+
 TEST_F(SessionTest, RequestStopFromAnotherThreadEndsRun) {
   send_request(1, "tools/call",
                json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});

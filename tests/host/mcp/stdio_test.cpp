@@ -91,6 +91,25 @@ TEST(StdioTransport, ReadsLinesSplitAcrossWritesAndStripsCr) {
   EXPECT_EQ(transport.read_line(), std::nullopt);
 }
 
+TEST(StdioTransport, AnOverlongLineIsCutJustPastTheLimitAndTheRestDiscarded) {
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1], 100);
+  auto reader = std::async(std::launch::async, [&] {
+    std::vector<std::string> lines;
+    while (auto line = transport.read_line()) lines.push_back(*line);
+    return lines;
+  });
+  in.write(std::string(100, 'a') + "\n");                          // exactly the limit: whole
+  in.write(std::string(150, 'b') + "\n");                          // in one read: cut
+  for (int i = 0; i < 40; ++i) in.write(std::string(10000, 'c'));  // over many reads: cut
+  in.write("\n{\"after\":1}\n");
+  in.close_write();
+  ASSERT_EQ(reader.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(reader.get(), (std::vector<std::string>{std::string(100, 'a'), std::string(101, 'b'),
+                                                    std::string(101, 'c'), "{\"after\":1}"}));
+}
+
 TEST(StdioTransport, WritesOneMessagePerLineFromManyThreads) {
   Pipe in;
   Pipe out;
