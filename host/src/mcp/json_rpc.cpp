@@ -173,6 +173,11 @@ DecodedMessage decode_message(std::string_view line, const MessageLimits& limits
     return invalid_request(std::move(id), "missing 'method'");
   }
   if (!method_it->is_string()) return invalid_request(std::move(id), "'method' must be a string");
+  if (method_it->get_ref<const std::string&>().size() > kMaxIdBytes) {
+    // No method is that long; refusing here keeps client strings out of logs and error texts.
+    return invalid_request(std::move(id),
+                           "'method' is longer than " + std::to_string(kMaxIdBytes) + " bytes");
+  }
   std::string method = std::move(method_it->get_ref<std::string&>());
   json params = json::object();
   if (const auto p = message.find("params"); p != message.end() && !p->is_null()) {
@@ -325,9 +330,7 @@ void Dispatcher::handle_request(Request request) {
   });
   const auto route = requests_.find(request.method);
   if (route == requests_.end()) {
-    constexpr std::size_t kMaxEcho = 200;  // the method name is the client's; keep the echo short
-    responder.reply(RpcError{rpc_error::kMethodNotFound,
-                             "Method not found: " + request.method.substr(0, kMaxEcho)});
+    responder.reply(RpcError{rpc_error::kMethodNotFound, "Method not found: " + request.method});
     return;
   }
   if (!request.params.is_object()) {

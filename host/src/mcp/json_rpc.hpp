@@ -43,7 +43,7 @@ struct MessageLimits {
   std::size_t max_depth = kDefaultMaxDepth;    // nested objects and arrays
 };
 
-// Longest string id we accept: ids are echoed in every response and log line.
+// Longest string id (and method name) we accept: ids are echoed in every response and log line.
 inline constexpr std::size_t kMaxIdBytes = 256;
 
 // What a request handler produces: a result object, or an error for the JSON-RPC error member.

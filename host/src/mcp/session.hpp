@@ -37,9 +37,10 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Serves until end of input, a write failure or request_stop(); then cancels every running
-  // call (unless the input ended and options.finish_calls_on_eof asks to let them finish), waits
-  // for all of them (their responses are still written) and returns the exit code.
+  // Serves until end of input, a write failure (or a client too far behind) or request_stop();
+  // then cancels every running call (unless the input ended and options.finish_calls_on_eof asks
+  // to let them finish), waits for all of them, gives the client options.shutdown_grace to read
+  // their responses and returns the exit code. Never waits longer on a client that does not read.
   int run();
 
   // Thread safe (the signal thread calls it): cancels every call and ends run() as soon as they

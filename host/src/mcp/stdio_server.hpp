@@ -31,9 +31,9 @@ struct ServerOptions {
 };
 
 // Serves MCP on stdin/stdout for `agent` until EOF on stdin or SIGINT/SIGTERM; then cancels the
-// running commands (at EOF with finish_calls_on_eof: lets them finish), answers them if stdout is
-// still open, joins every thread and returns the process exit code (0). SIGPIPE does not kill the
-// process (a write error ends serving).
+// running commands (at EOF with finish_calls_on_eof: lets them finish), answers them if the client
+// reads them within options.shutdown_grace, joins every thread and returns the process exit code
+// (0). SIGPIPE does not kill the process (a write error ends serving).
 int serve_stdio(Agent& agent, const ServerOptions& options);
 
 }  // namespace execmcp::host::mcp

@@ -100,7 +100,7 @@ TEST(DecodeMessage, SortsRequestsNotificationsAndClientResponses) {
   EXPECT_TRUE(std::holds_alternative<Ignored>(decode_message(" \t\r", limits)));
 }
 
-TEST(DecodeMessage, OverlongStringIdsAreRefused) {
+TEST(DecodeMessage, OverlongStringIdsAndMethodsAreRefused) {
   const std::string id(kMaxIdBytes + 1, 'i');
   const auto error = error_of(decode_message(
       json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "ping"}}.dump(), MessageLimits{}));
@@ -108,6 +108,11 @@ TEST(DecodeMessage, OverlongStringIdsAreRefused) {
   EXPECT_TRUE(error.id.is_null());
   EXPECT_TRUE(std::holds_alternative<Request>(decode_message(
       json{{"jsonrpc", "2.0"}, {"id", id.substr(1)}, {"method", "ping"}}.dump(), MessageLimits{})));
+  const auto long_method = error_of(decode_message(
+      json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", std::string(kMaxIdBytes + 1, 'm')}}.dump(),
+      MessageLimits{}));
+  EXPECT_EQ(long_method.error.code, rpc_error::kInvalidRequest);
+  EXPECT_EQ(long_method.id, 1);
 }
 
 }  // namespace
