@@ -18,7 +18,8 @@ Outbox::~Outbox() {
 void Outbox::post_response(std::string line) {
   std::unique_lock lock(mutex_);
   if (failed_ || stopping_) return;
-  if (queued_bytes_ + line.size() > limits_.max_bytes) {
+  // A response larger than the bound still goes out to a client that keeps up (nothing waits).
+  if (queued_bytes_ > 0 && queued_bytes_ + line.size() > limits_.max_bytes) {
     fail_locked(lock, "the client has not read " + std::to_string(queued_bytes_) +
                           " bytes of messages; ending the session");
     return;

@@ -16,7 +16,8 @@
 namespace execmcp::host::mcp {
 
 // Posting never blocks. Responses are never dropped: while the session lives every response is
-// queued and written in order. A peer that lets more than max_bytes pile up is treated like one
+// queued and written in order. A peer that lets more than max_bytes pile up (one response alone
+// may be larger: it is accepted when nothing else waits) is treated like one
 // that closed its end (on_failure runs, the session ends and cancels its calls): keeping the
 // session alive would mean either dropping a response, which the client would wait for forever,
 // or growing without bound. Progress notifications are advisory and are dropped instead, once

@@ -64,6 +64,19 @@ TEST(Outbox, AClientTooFarBehindIsTreatedAsGone) {
   EXPECT_TRUE(transport.written().empty());
 }
 
+TEST(Outbox, OneResponseLargerThanTheBoundGoesOutWhenNothingElseWaits) {
+  MemoryTransport transport;
+  transport.stall_writes();
+  std::atomic<int> failures = 0;
+  Outbox outbox(transport, Outbox::Limits{1000, 100}, [&] { ++failures; });
+  const std::string big(5000, 'b');
+  outbox.post_response(big);
+  EXPECT_EQ(failures.load(), 0);
+  outbox.post_response("small");  // now 5005 bytes wait: too far behind
+  EXPECT_EQ(failures.load(), 1);
+  outbox.stop(0ms);
+}
+
 TEST(Outbox, StopGivesUpOnAClientThatDoesNotRead) {
   MemoryTransport transport;
   transport.stall_writes();
