@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
     options.server_version = request.server_version;
     options.max_concurrent_calls = request.max_concurrent;
     options.finish_calls_on_eof = request.finish_calls_on_eof;
+    if (request.max_message_bytes) options.limits.max_bytes = *request.max_message_bytes;
+    if (request.max_message_values) options.limits.max_values = *request.max_message_values;
+    if (request.max_outbound_bytes) options.max_outbound_bytes = *request.max_outbound_bytes;
     return execmcp::host::mcp::serve_stdio(agent, options);
   };
 #endif

@@ -1,5 +1,6 @@
 // JSON-RPC and MCP protocol edges over a raw stdio pipe: things the SDK client would never send.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { RawServer, isValidUtf8, makeWorkspace, nativeConfig } from './lib/harness.mjs';
@@ -98,6 +99,45 @@ describe('protocol over a raw pipe', () => {
     s.send({ jsonrpc: '2.0', id: 'p', method: 'ping' });
     await s.response('p');
     assert.equal(s.messages.length, before + 1, JSON.stringify(s.messages.slice(before)));
+  });
+
+  test('deep, value-heavy and over-long messages are refused and the server keeps serving', async () => {
+    const s = start();
+    await s.initialize();
+    const deep = '['.repeat(200000) + ']'.repeat(200000);  // once a stack overflow
+    s.sendRaw(`{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":${deep}}\n`);
+    const { msg: deepError } = await s.response('deep');
+    assert.equal(deepError.error?.code, -32600, JSON.stringify(deepError));
+    assert.match(deepError.error.message, /deeper than 64/);
+    const many = Array(2000000).fill('{}').join(',');  // 6 MB that once took 380 MB
+    s.sendRaw(`{"jsonrpc":"2.0","id":"many","method":"tools/call","params":{"x":[${many}]}}\n`);
+    const { msg: manyError } = await s.response('many');
+    assert.equal(manyError.error?.code, -32600, JSON.stringify(manyError));
+    assert.match(manyError.error.message, /more than 10000 JSON values/);
+    const long = 'a'.repeat(9 * 1024 * 1024);  // past the default 8 MiB line
+    s.sendRaw(`{"jsonrpc":"2.0","id":"long","method":"ping","params":{"s":"${long}"}}\n`);
+    const { msg: longError } = await s.response('long');
+    assert.equal(longError.error?.code, -32600, JSON.stringify(longError));
+    assert.match(longError.error.message, /longer than 8388608 bytes/);
+    s.send({ jsonrpc: '2.0', id: 'after', method: 'ping' });
+    assert.deepEqual((await s.response('after')).msg.result, {});
+  });
+
+  test('a request reusing an id in progress is not run and never answered with that id', async () => {
+    const s = start();
+    await s.initialize();
+    const marker = `${w.ws}/duplicate-ran`;
+    s.send({ jsonrpc: '2.0', id: 'dup', method: 'tools/call', params: { name: 'execute_command', arguments: { command: 'sleep 1; echo first' } } });
+    s.send({ jsonrpc: '2.0', id: 'dup', method: 'tools/call', params: { name: 'execute_command', arguments: { command: `touch ${marker}` } } });
+    const { msg: duplicate } = await s.waitFor((m) => m.error && m.id === null, 10000, 'the duplicate error');
+    assert.equal(duplicate.error.code, -32600);
+    assert.match(duplicate.error.message, /id "dup" is already used/);
+    const { msg: first } = await s.response('dup');
+    assert.match(first.result?.structuredContent?.stdout ?? '', /first/, JSON.stringify(first));
+    s.send({ jsonrpc: '2.0', id: 'p', method: 'ping' });
+    await s.response('p');
+    assert.equal(s.messages.filter((m) => m.id === 'dup').length, 1);
+    assert.equal(existsSync(marker), false, 'the duplicate ran');
   });
 
   test('non-UTF-8 command output is sent as valid UTF-8', async () => {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <stdexcept>
 
 namespace execmcp::host::cli {
@@ -11,19 +12,47 @@ namespace {
 
 // Options each command accepts; anything else is a usage error.
 bool accepts(const std::string& command, const std::string& option) {
-  static const std::array<std::pair<const char*, std::array<const char*, 6>>, 4> kOptions = {{
+  static const std::array<std::pair<const char*, std::array<const char*, 9>>, 4> kOptions = {{
       {"serve",
-       {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof"}},
-      {"plugins", {"--config", "--log-level", "", "", "", ""}},
-      {"check-config", {"--config", "--log-level", "", "", "", ""}},
+       {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof",
+        "--max-message-bytes", "--max-message-values", "--max-outbound-bytes"}},
+      {"plugins", {"--config", "--log-level"}},
+      {"check-config", {"--config", "--log-level"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
   }};
   for (const auto& [name, options] : kOptions) {
     if (command != name) continue;
-    return std::find_if(options.begin(), options.end(),
-                        [&](const char* known) { return option == known; }) != options.end();
+    return std::find_if(options.begin(), options.end(), [&](const char* known) {
+             return known != nullptr && option == known;
+           }) != options.end();
   }
   return false;
+}
+
+// A whole number of bytes, optionally with a binary suffix (K, M, G: KiB, MiB, GiB), within
+// [low, high]; nullopt otherwise.
+std::optional<std::size_t> parse_size(const std::string& text, std::size_t low, std::size_t high) {
+  if (text.empty() || text.find_first_not_of("0123456789") == 0) return std::nullopt;
+  std::size_t used = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string suffix = text.substr(used);
+  unsigned long long unit = 1;
+  if (suffix == "K" || suffix == "k") {
+    unit = 1024ULL;
+  } else if (suffix == "M" || suffix == "m") {
+    unit = 1024ULL * 1024;
+  } else if (suffix == "G" || suffix == "g") {
+    unit = 1024ULL * 1024 * 1024;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  if (n > high / unit || n * unit < low || n * unit > high) return std::nullopt;
+  return static_cast<std::size_t>(n * unit);
 }
 
 }  // namespace
@@ -31,9 +60,13 @@ bool accepts(const std::string& command, const std::string& option) {
 std::string usage_text() {
   return R"(usage:
   execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
-                [--on-eof cancel|finish]
+                [--on-eof cancel|finish] [--max-message-bytes B] [--max-message-values N]
+                [--max-outbound-bytes B]
       Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
       cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
+      A message longer than B bytes (default 8M) or with more than N JSON values (default
+      10000) is refused; a client that leaves more than B bytes unread (default 64M) is
+      disconnected. B takes a K, M or G suffix.
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
   execmcp check-config FILE
@@ -127,6 +160,23 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       if (value != "cancel" && value != "finish")
         return fail("--on-eof must be cancel or finish, got '" + value + "'");
       args.finish_on_eof = value == "finish";
+    } else if (option == "--max-message-bytes") {
+      args.max_message_bytes = parse_size(value, 1024, 1024ULL * 1024 * 1024);
+      if (!args.max_message_bytes)
+        return fail(
+            "--max-message-bytes needs a size from 1K to 1G (bytes, or with K, M, G), got '" +
+            value + "'");
+    } else if (option == "--max-message-values") {
+      args.max_message_values = parse_size(value, 16, 100'000'000);
+      if (!args.max_message_values)
+        return fail("--max-message-values needs a whole number from 16 to 100000000, got '" +
+                    value + "'");
+    } else if (option == "--max-outbound-bytes") {
+      args.max_outbound_bytes = parse_size(value, 64 * 1024, 4ULL * 1024 * 1024 * 1024);
+      if (!args.max_outbound_bytes)
+        return fail(
+            "--max-outbound-bytes needs a size from 64K to 4G (bytes, or with K, M, G), got '" +
+            value + "'");
     } else if (option == "--timeout") {
       try {
         std::size_t used = 0;

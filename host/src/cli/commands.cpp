@@ -147,6 +147,9 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   request.server_version = EXECMCP_VERSION;
   if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
   request.finish_calls_on_eof = args.finish_on_eof;
+  request.max_message_bytes = args.max_message_bytes;
+  request.max_message_values = args.max_message_values;
+  request.max_outbound_bytes = args.max_outbound_bytes;
   if (auto code = stop_if_signalled(*agent)) return *code;
   int code = 1;
   try {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@ struct ServeRequest {
   std::string server_version;
   std::size_t max_concurrent = 8;
   bool finish_calls_on_eof = false;
+  // Unset: the server's defaults.
+  std::optional<std::size_t> max_message_bytes;
+  std::optional<std::size_t> max_message_values;
+  std::optional<std::size_t> max_outbound_bytes;
 };
 
 // Serves MCP for a started agent until the client goes away or a signal arrives; returns the exit

@@ -2,12 +2,190 @@
 #include "mcp/json_rpc.hpp"
 
 #include <exception>
+#include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
 namespace execmcp::host::mcp {
 
 using nlohmann::json;
+
+namespace {
+
+// A SAX handler that builds the DOM like nlohmann's own parser, without recursion, and stops the
+// parse (by returning false) as soon as the message passes a limit.
+class BoundedBuilder {
+ public:
+  enum class Refused { kNothing, kDepth, kValues };
+
+  explicit BoundedBuilder(const MessageLimits& limits) : limits_(limits) {}
+
+  bool null() { return add(json(nullptr)); }
+  bool boolean(bool value) { return add(json(value)); }
+  bool number_integer(json::number_integer_t value) { return add(json(value)); }
+  bool number_unsigned(json::number_unsigned_t value) { return add(json(value)); }
+  bool number_float(json::number_float_t value, const json::string_t&) { return add(json(value)); }
+  bool string(json::string_t& value) { return add(json(std::move(value))); }
+  bool binary(json::binary_t& value) { return add(json::binary(std::move(value))); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& name) {
+    if (!count()) return false;
+    const bool is_id = stack_.size() == 1 && name == "id";
+    key_slot_ = &(*stack_.back())[std::move(name)];  // std::map: the slot's address is stable
+    if (is_id) id_slot_ = key_slot_;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const json::exception&) {
+    error_position_ = position;
+    return false;
+  }
+
+  [[nodiscard]] Refused refused() const { return refused_; }
+  [[nodiscard]] std::size_t error_position() const { return error_position_; }
+  [[nodiscard]] json take_root() { return std::move(root_); }
+  // The top-level "id" read so far, if it is a usable request id; else null.
+  [[nodiscard]] json recovered_id() const {
+    if (id_slot_ == nullptr) return nullptr;
+    if (id_slot_->is_number_integer()) return *id_slot_;
+    if (id_slot_->is_string() && id_slot_->get_ref<const std::string&>().size() <= kMaxIdBytes) {
+      return *id_slot_;
+    }
+    return nullptr;
+  }
+
+ private:
+  bool count() {
+    if (++values_ <= limits_.max_values) return true;
+    refused_ = Refused::kValues;
+    return false;
+  }
+  json* place(json value) {
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    json& parent = *stack_.back();
+    if (parent.is_array()) {
+      // Only the innermost container grows, so pointers to its ancestors' elements stay valid.
+      parent.push_back(std::move(value));
+      return &parent.back();
+    }
+    *key_slot_ = std::move(value);
+    return key_slot_;
+  }
+  bool add(json value) {
+    if (!count()) return false;
+    place(std::move(value));
+    return true;
+  }
+  bool open(json container) {
+    if (stack_.size() >= limits_.max_depth) {
+      refused_ = Refused::kDepth;
+      return false;
+    }
+    if (!count()) return false;
+    stack_.push_back(place(std::move(container)));
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  const MessageLimits& limits_;
+  json root_;
+  std::vector<json*> stack_;  // the open containers, outermost first
+  json* key_slot_ = nullptr;  // where the next value of the innermost object goes
+  json* id_slot_ = nullptr;   // the top-level "id" member, once its key was read
+  std::size_t values_ = 0;
+  std::size_t error_position_ = 0;
+  Refused refused_ = Refused::kNothing;
+};
+
+ErrorReply invalid_request(json id, const std::string& why) {
+  return ErrorReply{std::move(id), {rpc_error::kInvalidRequest, "Invalid Request: " + why}};
+}
+
+}  // namespace
+
+std::variant<json, ParseRefusal> parse_message(std::string_view line, const MessageLimits& limits) {
+  const bool too_long = line.size() > limits.max_bytes;
+  if (too_long) line = line.substr(0, limits.max_bytes);  // read what fits, for the id
+  BoundedBuilder builder(limits);
+  const bool parsed = json::sax_parse(line, &builder, json::input_format_t::json, true, false);
+  if (parsed && !too_long) return builder.take_root();
+  std::string why;
+  if (too_long) {
+    why = "message longer than " + std::to_string(limits.max_bytes) +
+          " bytes (the server's --max-message-bytes)";
+  } else if (builder.refused() == BoundedBuilder::Refused::kDepth) {
+    why = "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels";
+  } else if (builder.refused() == BoundedBuilder::Refused::kValues) {
+    why = "message has more than " + std::to_string(limits.max_values) +
+          " JSON values (the server's --max-message-values)";
+  } else {
+    return ParseRefusal{{rpc_error::kParseError, "Parse error: invalid JSON at byte " +
+                                                     std::to_string(builder.error_position())},
+                        nullptr};
+  }
+  return ParseRefusal{{rpc_error::kInvalidRequest, "Invalid Request: " + why},
+                      builder.recovered_id()};
+}
+
+DecodedMessage decode_message(std::string_view line, const MessageLimits& limits) {
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return Ignored{"blank line"};
+  auto parsed = parse_message(line, limits);
+  if (auto* refusal = std::get_if<ParseRefusal>(&parsed)) {
+    return ErrorReply{std::move(refusal->id), std::move(refusal->error)};
+  }
+  json& message = std::get<json>(parsed);
+  if (message.is_array()) {
+    // JSON-RPC batches were removed from MCP in 2025-06-18; we answer them as one invalid request.
+    return invalid_request(nullptr, "batch arrays are not supported");
+  }
+  if (!message.is_object()) return invalid_request(nullptr, "a message must be a JSON object");
+  const auto id_it = message.find("id");
+  const bool has_id = id_it != message.end();
+  json id = nullptr;
+  if (has_id) {
+    if (!id_it->is_string() && !id_it->is_number_integer()) {
+      return invalid_request(nullptr, "'id' must be a string or an integer");
+    }
+    if (id_it->is_string() && id_it->get_ref<const std::string&>().size() > kMaxIdBytes) {
+      return invalid_request(nullptr,
+                             "'id' is longer than " + std::to_string(kMaxIdBytes) + " bytes");
+    }
+    id = std::move(*id_it);
+  }
+  const auto version = message.find("jsonrpc");
+  if (version == message.end() || *version != "2.0") {
+    return invalid_request(std::move(id), "'jsonrpc' must be \"2.0\"");
+  }
+  const auto method_it = message.find("method");
+  if (method_it == message.end()) {
+    if (has_id && (message.contains("result") || message.contains("error"))) {
+      return Ignored{"a response from the client (id=" + id.dump() + ")"};
+    }
+    return invalid_request(std::move(id), "missing 'method'");
+  }
+  if (!method_it->is_string()) return invalid_request(std::move(id), "'method' must be a string");
+  if (method_it->get_ref<const std::string&>().size() > kMaxIdBytes) {
+    // No method is that long; refusing here keeps client strings out of logs and error texts.
+    return invalid_request(std::move(id),
+                           "'method' is longer than " + std::to_string(kMaxIdBytes) + " bytes");
+  }
+  std::string method = std::move(method_it->get_ref<std::string&>());
+  json params = json::object();
+  if (const auto p = message.find("params"); p != message.end() && !p->is_null()) {
+    params = std::move(*p);  // moved, never copied: a message costs its size once
+  }
+  if (!has_id) return Notification{std::move(method), std::move(params)};
+  return Request{std::move(id), std::move(method), std::move(params)};
+}
 
 std::string serialize_message(const json& message) {
   return message.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -27,11 +205,18 @@ json make_notification(std::string_view method, json params) {
   return json{{"jsonrpc", "2.0"}, {"method", std::string(method)}, {"params", std::move(params)}};
 }
 
-Responder::Responder(json id, std::string method, Send send) : state_(std::make_shared<State>()) {
+Responder::Responder(json id, std::string method, Send send, std::function<void()> done)
+    : state_(std::make_shared<State>()) {
   state_->id = std::move(id);
   state_->method = std::move(method);
   state_->send = std::move(send);
+  state_->done_callback = std::move(done);
   state_->started = std::chrono::steady_clock::now();
+}
+
+Responder::State::~State() {
+  // A handler that never answered still frees its id.
+  if (!done.load() && done_callback) done_callback();
 }
 
 void Responder::reply(RpcOutcome outcome) const {
@@ -47,6 +232,8 @@ void Responder::reply(RpcOutcome outcome) const {
     spdlog::debug("mcp: {} id={} -> ok ({:.1f} ms)", state_->method, state_->id.dump(), elapsed);
     state_->send(make_result_response(state_->id, std::move(std::get<json>(outcome))));
   }
+  // After the response was handed on, so a later response with this id cannot overtake it.
+  if (state_->done_callback) state_->done_callback();
 }
 
 void Responder::drop(std::string_view why) const {
@@ -56,9 +243,10 @@ void Responder::drop(std::string_view why) const {
           .count();
   spdlog::debug("mcp: {} id={} -> no response, {} ({:.1f} ms)", state_->method, state_->id.dump(),
                 why, elapsed);
+  if (state_->done_callback) state_->done_callback();
 }
 
-Dispatcher::Dispatcher(Send send) : send_(std::move(send)) {}
+Dispatcher::Dispatcher(Send send, MessageLimits limits) : send_(std::move(send)), limits_(limits) {}
 
 void Dispatcher::on_request(std::string method, RequestHandler handler) {
   requests_.insert_or_assign(std::move(method), std::move(handler));
@@ -73,101 +261,84 @@ void Dispatcher::on_notification(std::string method, NotificationHandler handler
 }
 
 void Dispatcher::handle_line(std::string_view line) {
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;  // blank keep-alive
-  json message = json::parse(line, nullptr, false);
-  if (message.is_discarded()) {
-    spdlog::warn("mcp: received a line that is not valid JSON ({} bytes)", line.size());
-    send_(make_error_response(nullptr, {rpc_error::kParseError, "Parse error: invalid JSON"}));
-    return;
-  }
   try {
-    handle_message(message);
+    DecodedMessage decoded = decode_message(line, limits_);
+    if (auto* request = std::get_if<Request>(&decoded)) {
+      handle_request(std::move(*request));
+    } else if (auto* notification = std::get_if<Notification>(&decoded)) {
+      handle_notification(std::move(*notification));
+    } else if (auto* error = std::get_if<ErrorReply>(&decoded)) {
+      spdlog::warn("mcp: refused a message of {} bytes: {}", line.size(), error->error.message);
+      send_error(std::move(*error));
+    } else {
+      spdlog::debug("mcp: ignoring {}", std::get<Ignored>(decoded).why);
+    }
   } catch (const std::exception& e) {  // e.g. bad_alloc; the stream itself stays usable
     spdlog::error("mcp: internal error while handling a message: {}", e.what());
-    send_(
-        make_error_response(message.is_object() && message.contains("id") ? message["id"] : json(),
-                            {rpc_error::kInternalError, "Internal error"}));
+    send_(make_error_response(nullptr, {rpc_error::kInternalError, "Internal error"}));
   }
 }
 
-void Dispatcher::handle_message(const json& message) {
-  auto invalid = [&](const json& id, std::string why) {
-    spdlog::warn("mcp: invalid request: {}", why);
-    send_(make_error_response(id, {rpc_error::kInvalidRequest, "Invalid Request: " + why}));
-  };
-  if (message.is_array()) {
-    // JSON-RPC batches were removed from MCP in 2025-06-18; we answer them as one invalid request.
-    invalid(nullptr, "batch arrays are not supported");
-    return;
-  }
-  if (!message.is_object()) {
-    invalid(nullptr, "a message must be a JSON object");
-    return;
-  }
-  const bool has_id = message.contains("id");
-  json id = nullptr;
-  if (has_id) {
-    const json& raw = message["id"];
-    if (!raw.is_string() && !raw.is_number_integer()) {
-      invalid(nullptr, "'id' must be a string or an integer");
-      return;
+void Dispatcher::send_error(ErrorReply reply) {
+  if (!reply.id.is_null()) {
+    std::lock_guard lock(in_flight_->mutex);
+    if (in_flight_->ids.contains(reply.id.dump())) {
+      // Answering with that id would look like the answer to the request still in progress.
+      reply.error.message += " (id " + reply.id.dump() + " belongs to a request in progress)";
+      reply.id = nullptr;
     }
-    id = raw;
   }
-  const auto version = message.find("jsonrpc");
-  if (version == message.end() || *version != "2.0") {
-    invalid(id, "'jsonrpc' must be \"2.0\"");
-    return;
-  }
-  const auto method_it = message.find("method");
-  if (method_it == message.end()) {
-    if (has_id && (message.contains("result") || message.contains("error"))) {
-      spdlog::debug("mcp: ignoring a response from the client (id={})", id.dump());
-      return;
-    }
-    invalid(id, "missing 'method'");
-    return;
-  }
-  if (!method_it->is_string()) {
-    invalid(id, "'method' must be a string");
-    return;
-  }
-  const std::string method = method_it->get<std::string>();
-  json params = json::object();
-  if (const auto p = message.find("params"); p != message.end() && !p->is_null()) {
-    params = *p;
-  }
+  send_(make_error_response(reply.id, reply.error));
+}
 
-  if (!has_id) {
-    const auto handler = notifications_.find(method);
-    if (handler == notifications_.end()) {
-      spdlog::debug("mcp: ignoring notification {}", method);
-      return;
-    }
-    if (!params.is_object()) {
-      spdlog::warn("mcp: ignoring notification {}: params is not an object", method);
-      return;
-    }
-    try {
-      handler->second(Notification{method, std::move(params)});
-    } catch (const std::exception& e) {
-      spdlog::error("mcp: notification {} failed: {}", method, e.what());
-    }
+void Dispatcher::handle_notification(Notification notification) {
+  const auto handler = notifications_.find(notification.method);
+  if (handler == notifications_.end()) {
+    spdlog::debug("mcp: ignoring notification {}", notification.method);
     return;
   }
+  if (!notification.params.is_object()) {
+    spdlog::warn("mcp: ignoring notification {}: params is not an object", notification.method);
+    return;
+  }
+  try {
+    handler->second(notification);
+  } catch (const std::exception& e) {
+    spdlog::error("mcp: notification {} failed: {}", notification.method, e.what());
+  }
+}
 
-  Responder responder(id, method, send_);
-  const auto route = requests_.find(method);
+void Dispatcher::handle_request(Request request) {
+  const std::string key = request.id.dump();
+  bool duplicate = false;
+  {
+    std::lock_guard lock(in_flight_->mutex);
+    duplicate = !in_flight_->ids.insert(key).second;
+  }
+  if (duplicate) {
+    spdlog::warn("mcp: {} with id {} while a request with that id is in progress; not run",
+                 request.method, key);
+    send_(make_error_response(
+        nullptr, {rpc_error::kInvalidRequest, "Invalid Request: id " + key +
+                                                  " is already used by a request in progress; "
+                                                  "this request was not run"}));
+    return;
+  }
+  Responder responder(request.id, request.method, send_, [in_flight = in_flight_, key] {
+    std::lock_guard lock(in_flight->mutex);
+    in_flight->ids.erase(key);
+  });
+  const auto route = requests_.find(request.method);
   if (route == requests_.end()) {
-    responder.reply(RpcError{rpc_error::kMethodNotFound, "Method not found: " + method});
+    responder.reply(RpcError{rpc_error::kMethodNotFound, "Method not found: " + request.method});
     return;
   }
-  if (!params.is_object()) {
+  if (!request.params.is_object()) {
     responder.reply(
         RpcError{rpc_error::kInvalidParams, "Invalid params: 'params' must be an object"});
     return;
   }
-  Request request{id, method, std::move(params)};
+  const std::string method = request.method;
   try {
     if (auto* inline_handler = std::get_if<RequestHandler>(&route->second)) {
       responder.reply((*inline_handler)(request));

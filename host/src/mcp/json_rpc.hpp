@@ -3,11 +3,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +30,22 @@ struct RpcError {
   std::string message;
 };
 
+// What one incoming message may cost. Checked while parsing, so a message past a limit is refused
+// before it is built: memory per message is about max_bytes (the line) + max_bytes (its strings)
+// + max_values * ~150 bytes, and no code ever recurses deeper than max_depth over client JSON.
+struct MessageLimits {
+  static constexpr std::size_t kDefaultMaxBytes = 8 * 1024 * 1024;
+  static constexpr std::size_t kDefaultMaxValues = 10000;
+  static constexpr std::size_t kDefaultMaxDepth = 64;
+
+  std::size_t max_bytes = kDefaultMaxBytes;    // one line, without its newline
+  std::size_t max_values = kDefaultMaxValues;  // JSON values and object keys in one message
+  std::size_t max_depth = kDefaultMaxDepth;    // nested objects and arrays
+};
+
+// Longest string id (and method name) we accept: ids are echoed in every response and log line.
+inline constexpr std::size_t kMaxIdBytes = 256;
+
 // What a request handler produces: a result object, or an error for the JSON-RPC error member.
 using RpcOutcome = std::variant<nlohmann::json, RpcError>;
 
@@ -41,6 +60,37 @@ struct Notification {
   nlohmann::json params;
 };
 
+// A line that must be answered with an error and nothing else: not JSON, past a limit, or not a
+// valid request. `id` is the request's id when it could be read, else null.
+struct ErrorReply {
+  nlohmann::json id;
+  RpcError error;
+};
+
+// A line that needs no answer: blank, or a response from the client. `why` is for the log.
+struct Ignored {
+  std::string why;
+};
+
+using DecodedMessage = std::variant<Request, Notification, ErrorReply, Ignored>;
+
+// Parses one line into a JSON value without recursion, refusing (as soon as the parser gets
+// there) a line longer than limits.max_bytes, nesting deeper than limits.max_depth or more than
+// limits.max_values values. On refusal, `id` is the top-level "id" if it was read before the
+// parser stopped. Pure: no I/O, no threads, no global state.
+struct ParseRefusal {
+  RpcError error;
+  nlohmann::json id;
+};
+[[nodiscard]] std::variant<nlohmann::json, ParseRefusal> parse_message(std::string_view line,
+                                                                       const MessageLimits& limits);
+
+// parse_message, then JSON-RPC 2.0 validation: what one incoming line asks for. A request's
+// params are an object or anything the client sent instead (the dispatcher answers -32602 for a
+// known method); absent or null params become {}. Pure, never throws: the entry point for fuzzing
+// the protocol input.
+[[nodiscard]] DecodedMessage decode_message(std::string_view line, const MessageLimits& limits);
+
 // Serialises one message on one line. Invalid UTF-8 that slipped through is replaced, never thrown.
 [[nodiscard]] std::string serialize_message(const nlohmann::json& message);
 [[nodiscard]] nlohmann::json make_result_response(const nlohmann::json& id, nlohmann::json result);
@@ -48,12 +98,13 @@ struct Notification {
 [[nodiscard]] nlohmann::json make_notification(std::string_view method, nlohmann::json params);
 
 // Sends the response to one request, at most once, and logs the request's method, id and
-// duration. Copies share the same "already answered" state.
+// duration. Copies share the same "already answered" state. `done` runs once, after the response
+// was sent (or dropped): the dispatcher frees the request's id then.
 class Responder {
  public:
   using Send = std::function<void(const nlohmann::json&)>;
 
-  Responder(nlohmann::json id, std::string method, Send send);
+  Responder(nlohmann::json id, std::string method, Send send, std::function<void()> done = {});
 
   void reply(RpcOutcome outcome) const;
   // Finishes without a response (a request the client cancelled).
@@ -63,9 +114,11 @@ class Responder {
 
  private:
   struct State {
+    ~State();
     nlohmann::json id;
     std::string method;
     Send send;
+    std::function<void()> done_callback;
     std::chrono::steady_clock::time_point started;
     std::atomic<bool> done{false};
   };
@@ -81,20 +134,32 @@ class Dispatcher {
   using DeferredHandler = std::function<void(Request, Responder)>;
   using NotificationHandler = std::function<void(const Notification&)>;
 
-  explicit Dispatcher(Send send);
+  explicit Dispatcher(Send send, MessageLimits limits = {});
 
   void on_request(std::string method, RequestHandler handler);
   void on_deferred_request(std::string method, DeferredHandler handler);
   void on_notification(std::string method, NotificationHandler handler);
 
   // Handles one incoming line: parse errors, invalid requests and unknown methods are answered
-  // here; notifications are never answered. Never throws.
+  // here; notifications are never answered. A request whose id is still in progress is not run:
+  // its error carries a null id, so the only response with that id stays the first request's.
+  // Never throws.
   void handle_line(std::string_view line);
 
  private:
-  void handle_message(const nlohmann::json& message);
+  // Ids of the requests not answered yet (key: id.dump()); shared with their Responders.
+  struct InFlight {
+    std::mutex mutex;
+    std::unordered_set<std::string> ids;
+  };
+
+  void handle_request(Request request);
+  void handle_notification(Notification notification);
+  void send_error(ErrorReply reply);
 
   Send send_;
+  const MessageLimits limits_;
+  std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   std::unordered_map<std::string, std::variant<RequestHandler, DeferredHandler>> requests_;
   std::unordered_map<std::string, NotificationHandler> notifications_;
 };

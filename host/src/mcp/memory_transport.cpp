@@ -24,6 +24,27 @@ void MemoryTransport::fail_writes() {
   writes_fail_ = true;
 }
 
+void MemoryTransport::stall_writes() {
+  std::lock_guard lock(mutex_);
+  writes_stalled_ = true;
+}
+
+void MemoryTransport::resume_writes() {
+  {
+    std::lock_guard lock(mutex_);
+    writes_stalled_ = false;
+  }
+  stall_cv_.notify_all();
+}
+
+void MemoryTransport::abort_writes() {
+  {
+    std::lock_guard lock(mutex_);
+    writes_aborted_ = true;
+  }
+  stall_cv_.notify_all();
+}
+
 std::vector<std::string> MemoryTransport::written() const {
   std::lock_guard lock(mutex_);
   return output_;
@@ -67,8 +88,9 @@ std::optional<std::string> MemoryTransport::read_line() {
 
 bool MemoryTransport::write_line(std::string_view message) {
   {
-    std::lock_guard lock(mutex_);
-    if (writes_fail_) return false;
+    std::unique_lock lock(mutex_);
+    stall_cv_.wait(lock, [&] { return !writes_stalled_ || writes_aborted_; });
+    if (writes_fail_ || writes_aborted_) return false;
     output_.emplace_back(message);
   }
   output_cv_.notify_all();

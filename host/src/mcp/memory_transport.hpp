@@ -24,6 +24,10 @@ class MemoryTransport final : public Transport {
   void end_input();  // like EOF on stdin
   // Makes every later write fail, like a client that went away.
   void fail_writes();
+  // Makes writes block until resume_writes() or abort_writes(), like a client that stopped
+  // reading with its pipe full.
+  void stall_writes();
+  void resume_writes();
 
   // Everything the server wrote, in order.
   [[nodiscard]] std::vector<std::string> written() const;
@@ -37,16 +41,20 @@ class MemoryTransport final : public Transport {
   // Server side.
   std::optional<std::string> read_line() override;
   bool write_line(std::string_view message) override;
+  void abort_writes() override;
   void close() override;
 
  private:
   mutable std::mutex mutex_;
   std::condition_variable input_cv_;
   std::condition_variable output_cv_;
+  std::condition_variable stall_cv_;
   std::deque<std::string> input_;
   bool input_ended_ = false;
   bool closed_ = false;
   bool writes_fail_ = false;
+  bool writes_stalled_ = false;
+  bool writes_aborted_ = false;
   std::vector<std::string> output_;
 };
 

@@ -23,8 +23,12 @@ std::size_t call_limit(const ServerOptions& options) {
   return std::clamp<std::size_t>(options.max_concurrent_calls, 1, 1024);
 }
 
+// JSON-RPC's range for server errors: too many calls waiting.
+constexpr int kServerBusy = -32000;
+
 bool is_request_id(const json& id) {
-  return id.is_string() || id.is_number_integer();
+  return id.is_number_integer() ||
+         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
 }
 
 // Reads an optional string member without throwing when the client sent another type.
@@ -48,8 +52,13 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options)
       transport_(transport),
       options_(std::move(options)),
       tools_(tools::make_builtin_tools()),
-      dispatcher_([this](const json& message) { send(message); }),
+      dispatcher_([this](const json& message) { send(message); }, options_.limits),
       call_slots_(static_cast<std::ptrdiff_t>(call_limit(options_))),
+      outbox_(
+          transport,
+          Outbox::Limits{options_.max_outbound_bytes,
+                         std::min(options_.max_outbound_bytes, Outbox::kDefaultMaxDroppableBytes)},
+          [this] { on_peer_gone(); }),
       pool_(call_limit(options_) + 1) {
   register_handlers();
 }
@@ -58,6 +67,7 @@ Session::~Session() {
   cancel_all();
   pool_.shutdown();
   ticker_.stop();
+  outbox_.stop(std::chrono::milliseconds(0));
 }
 
 void Session::register_handlers() {
@@ -94,6 +104,8 @@ int Session::run() {
   if (!finishing) cancel_all();
   pool_.shutdown();  // every call answers promptly: backends honour the cancel token
   ticker_.stop();
+  // The responses are queued; a client that does not read them gets shutdown_grace, no more.
+  outbox_.stop(write_failed_.load() ? std::chrono::milliseconds(0) : options_.shutdown_grace);
   spdlog::info("mcp: session ended");
   return 0;
 }
@@ -125,13 +137,16 @@ void Session::request_stop() {
 }
 
 void Session::send(const json& message) {
-  if (write_failed_.load()) return;
-  if (!transport_.write_line(serialize_message(message))) {
-    if (!write_failed_.exchange(true)) {
-      spdlog::warn("mcp: cannot write to the client; ending the session");
-      transport_.close();
-    }
-  }
+  outbox_.post_response(serialize_message(message));
+}
+
+void Session::send_progress(const json& message) {
+  outbox_.post_droppable(serialize_message(message));
+}
+
+void Session::on_peer_gone() {
+  if (write_failed_.exchange(true)) return;
+  transport_.close();  // ends reading; run() then cancels the calls and shuts down
 }
 
 RpcOutcome Session::handle_initialize(const Request& request) {
@@ -199,8 +214,9 @@ void Session::handle_tools_call(Request request, Responder responder) {
     if (candidate.name == name->get_ref<const std::string&>()) tool = &candidate;
   }
   if (tool == nullptr) {
-    responder.reply(RpcError{rpc_error::kInvalidParams,
-                             "Unknown tool: " + sanitize_utf8(name->get<std::string>())});
+    responder.reply(
+        RpcError{rpc_error::kInvalidParams,
+                 "Unknown tool: " + sanitize_utf8(name->get<std::string>().substr(0, 200))});
     return;
   }
   if (const auto args = request.params.find("arguments");
@@ -213,12 +229,8 @@ void Session::handle_tools_call(Request request, Responder responder) {
   auto call = std::make_shared<Call>();
   {
     std::lock_guard lock(calls_mutex_);
-    if (!calls_.emplace(request.id.dump(), call).second) {
-      responder.reply(RpcError{
-          rpc_error::kInvalidRequest,
-          "Invalid Request: id " + request.id.dump() + " is already used by a call in progress"});
-      return;
-    }
+    // The dispatcher never runs two requests with one id at once.
+    calls_.insert_or_assign(request.id.dump(), call);
     if (shutting_down_) call->cancel.request_cancel();
   }
   if (call_slots_.try_acquire()) {
@@ -230,10 +242,23 @@ void Session::handle_tools_call(Request request, Responder responder) {
     }
     call_slots_.release();
   }
+  if (queued_calls_.fetch_add(1) >= options_.max_queued_calls) {
+    queued_calls_.fetch_sub(1);
+    {
+      std::lock_guard lock(calls_mutex_);
+      calls_.erase(request.id.dump());
+    }
+    responder.reply(RpcError{kServerBusy, "Server busy: " + std::to_string(call_limit(options_)) +
+                                              " calls are running and " +
+                                              std::to_string(options_.max_queued_calls) +
+                                              " are waiting; retry when one has finished"});
+    return;
+  }
   pool_.submit([this, tool, request = std::move(request), call, responder] {
     // A call cancelled while queued is answered at once, without a slot.
     const bool slot = !call->cancel.cancel_requested();
     if (slot) call_slots_.acquire();
+    queued_calls_.fetch_sub(1);
     run_tool_call(*tool, request, call, responder);
     if (slot) call_slots_.release();
   });
@@ -251,9 +276,9 @@ void Session::run_tool_call(const tools::Tool& tool, const Request& request,
     if (const auto meta = request.params.find("_meta");
         meta != request.params.end() && meta->is_object()) {
       if (const auto token = meta->find("progressToken");
-          token != meta->end() && (token->is_string() || token->is_number_integer())) {
+          token != meta->end() && is_request_id(*token)) {
         progress = std::make_unique<ProgressReporter>(
-            *token, [this](const json& notification) { send(notification); });
+            *token, [this](const json& notification) { send_progress(notification); });
         ticker_.add(progress.get());
       }
     }

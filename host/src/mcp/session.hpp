@@ -12,6 +12,7 @@
 
 #include "agent/agent.hpp"
 #include "mcp/json_rpc.hpp"
+#include "mcp/outbox.hpp"
 #include "mcp/progress_reporter.hpp"
 #include "mcp/stdio_server.hpp"
 #include "mcp/transport.hpp"
@@ -36,9 +37,10 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Serves until end of input, a write failure or request_stop(); then cancels every running
-  // call (unless the input ended and options.finish_calls_on_eof asks to let them finish), waits
-  // for all of them (their responses are still written) and returns the exit code.
+  // Serves until end of input, a write failure (or a client too far behind) or request_stop();
+  // then cancels every running call (unless the input ended and options.finish_calls_on_eof asks
+  // to let them finish), waits for all of them, gives the client options.shutdown_grace to read
+  // their responses and returns the exit code. Never waits longer on a client that does not read.
   int run();
 
   // Thread safe (the signal thread calls it): cancels every call and ends run() as soon as they
@@ -53,7 +55,9 @@ class Session {
 
   void read_messages();          // the reader's loop; returns at end of input or after a hand-off
   bool finishing_calls() const;  // at end of input: let received calls finish?
-  void send(const nlohmann::json& message);
+  void send(const nlohmann::json& message);           // a response: never dropped
+  void send_progress(const nlohmann::json& message);  // may be dropped when the client lags
+  void on_peer_gone();
   void register_handlers();
   RpcOutcome handle_initialize(const Request& request);
   RpcOutcome handle_tools_list(const Request& request);
@@ -85,7 +89,10 @@ class Session {
   // after the end of input the reader's thread can take a queued call too: the slots keep the
   // limit exact then.
   std::counting_semaphore<1024> call_slots_;
+  std::atomic<std::size_t> queued_calls_{0};  // waiting for a slot on the pool's queue
 
+  // Outlives the ticker and the pool below, which post to it.
+  Outbox outbox_;
   // Declared last: destroyed (stopped and joined) first, while everything above is alive.
   ProgressTicker ticker_;
   WorkerPool pool_;

@@ -149,7 +149,7 @@ void watch_signals(const SignalGuard& signals, Session& session) {
 int serve_stdio(Agent& agent, const ServerOptions& options) {
   SignalGuard signals;
   ProtocolFds fds;
-  StdioTransport transport(fds.in(), fds.out());
+  StdioTransport transport(fds.in(), fds.out(), options.limits.max_bytes);
   Session session(agent, transport, options);
   std::thread watcher([&] { watch_signals(signals, session); });
   const int exit_code = session.run();

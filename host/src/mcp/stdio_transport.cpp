@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -17,56 +19,76 @@ namespace {
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 
-}  // namespace
-
-StdioTransport::StdioTransport(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {
+void make_wake_pipe(int& read_fd, int& write_fd) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw std::system_error(errno, std::generic_category(),
                             "cannot create the transport wake pipe");
   }
-  wake_read_fd_ = fds[0];
-  wake_write_fd_ = fds[1];
+  read_fd = fds[0];
+  write_fd = fds[1];
+}
+
+}  // namespace
+
+StdioTransport::StdioTransport(int in_fd, int out_fd, std::size_t max_line_bytes)
+    : in_fd_(in_fd), out_fd_(out_fd), max_line_bytes_(std::max<std::size_t>(max_line_bytes, 1)) {
+  make_wake_pipe(wake_read_fd_, wake_write_fd_);
+  try {
+    make_wake_pipe(abort_read_fd_, abort_write_fd_);
+  } catch (...) {
+    ::close(wake_read_fd_);
+    ::close(wake_write_fd_);
+    throw;
+  }
 }
 
 StdioTransport::~StdioTransport() {
   ::close(wake_read_fd_);
   ::close(wake_write_fd_);
+  ::close(abort_read_fd_);
+  ::close(abort_write_fd_);
 }
 
 std::optional<std::string> StdioTransport::read_line() {
   while (true) {
     if (closed_.load(std::memory_order_acquire)) return std::nullopt;
 
-    const auto newline = buffer_.find('\n', scanned_);
+    const auto newline = buffer_.find('\n', std::max(start_, scanned_));
     if (newline != std::string::npos) {
-      std::string line = buffer_.substr(0, newline);
-      buffer_.erase(0, newline + 1);
-      scanned_ = 0;
+      const std::size_t begin = start_;
+      start_ = newline + 1;
+      scanned_ = start_;
       if (discarding_) {
         discarding_ = false;
         continue;
       }
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      return line;
+      std::size_t end = newline;
+      if (end > begin && buffer_[end - 1] == '\r') --end;
+      // Cut here too: a line that arrived whole in one read can be longer than the cap.
+      return buffer_.substr(begin, std::min(end - begin, max_line_bytes_ + 1));
     }
+    // No newline in what we hold: drop the consumed part (one move per read, not per line).
+    buffer_.erase(0, start_);
+    start_ = 0;
     scanned_ = buffer_.size();
     if (discarding_) {
       buffer_.clear();
       scanned_ = 0;
-    } else if (buffer_.size() >= kMaxLineBytes) {
+    } else if (buffer_.size() > max_line_bytes_) {
       spdlog::warn("mcp: incoming message longer than {} bytes; discarding the rest of it",
-                   kMaxLineBytes);
-      std::string prefix = std::move(buffer_);
+                   max_line_bytes_);
+      std::string prefix = buffer_.substr(0, max_line_bytes_ + 1);
       buffer_.clear();
+      buffer_.shrink_to_fit();
       scanned_ = 0;
       discarding_ = true;
       return prefix;
     }
     if (eof_) {
       if (buffer_.empty() || discarding_) return std::nullopt;
-      std::string last = std::move(buffer_);  // a final line without its newline
-      buffer_.clear();
+      std::string last = buffer_.substr(0, std::min(buffer_.size(), max_line_bytes_ + 1));
+      buffer_.clear();  // a final line without its newline
       scanned_ = 0;
       return last;
     }
@@ -97,7 +119,7 @@ std::optional<std::string> StdioTransport::read_line() {
 
 bool StdioTransport::write_line(std::string_view message) {
   std::lock_guard lock(write_mutex_);
-  if (write_failed_) return false;
+  if (write_failed_ || writes_aborted_.load()) return false;
   // One buffer so the message and its newline go out together.
   std::string framed;
   framed.reserve(message.size() + 1);
@@ -112,21 +134,31 @@ bool StdioTransport::write_line(std::string_view message) {
 
 bool StdioTransport::write_all(std::string_view bytes) {
   while (!bytes.empty()) {
-    const ssize_t n = ::write(out_fd_, bytes.data(), bytes.size());
+    // POLLOUT on a pipe means a free page: PIPE_BUF bytes then go out without blocking.
+    pollfd fds[2] = {{out_fd_, POLLOUT, 0}, {abort_read_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::warn("mcp: poll on output failed: {}", std::strerror(errno));
+      return false;
+    }
+    if (fds[1].revents != 0) return false;  // abort_writes()
+    if (fds[0].revents == 0) continue;
+    const ssize_t n = ::write(out_fd_, bytes.data(), std::min<std::size_t>(bytes.size(), PIPE_BUF));
     if (n >= 0) {
       bytes.remove_prefix(static_cast<std::size_t>(n));
       continue;
     }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a non-blocking stdout: wait until writable
-      pollfd fd{out_fd_, POLLOUT, 0};
-      ::poll(&fd, 1, 1000);
-      continue;
-    }
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
     spdlog::warn("mcp: write to output failed: {}", std::strerror(errno));
     return false;
   }
   return true;
+}
+
+void StdioTransport::abort_writes() {
+  if (writes_aborted_.exchange(true)) return;
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(abort_write_fd_, &byte, 1);
 }
 
 void StdioTransport::close() {

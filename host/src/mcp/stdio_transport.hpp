@@ -13,18 +13,19 @@ namespace execmcp::host::mcp {
 
 class StdioTransport final : public Transport {
  public:
-  // A line longer than this is cut here (the prefix fails to parse, so the client gets -32700)
-  // and the rest of it is discarded, so a runaway peer cannot exhaust memory.
-  static constexpr std::size_t kMaxLineBytes = 64 * 1024 * 1024;
-
-  // Does not take ownership of the descriptors.
-  StdioTransport(int in_fd, int out_fd);
+  // Does not take ownership of the descriptors. A line longer than max_line_bytes is returned cut
+  // to max_line_bytes + 1 bytes (so the reader can tell it was too long and refuse it) and the
+  // rest of it is discarded unread into memory, so a runaway peer cannot exhaust it.
+  StdioTransport(int in_fd, int out_fd, std::size_t max_line_bytes);
   ~StdioTransport() override;
   StdioTransport(const StdioTransport&) = delete;
   StdioTransport& operator=(const StdioTransport&) = delete;
 
   std::optional<std::string> read_line() override;
+  // Polls for room before each write of at most PIPE_BUF bytes, so it never blocks in write()
+  // itself (stdout stays a blocking descriptor: O_NONBLOCK would leak to whoever shares it).
   bool write_line(std::string_view message) override;
+  void abort_writes() override;
   void close() override;
 
  private:
@@ -32,12 +33,17 @@ class StdioTransport final : public Transport {
 
   int in_fd_;
   int out_fd_;
+  const std::size_t max_line_bytes_;
   int wake_read_fd_ = -1;  // self-pipe that close() writes to, polled next to in_fd_
   int wake_write_fd_ = -1;
+  int abort_read_fd_ = -1;  // self-pipe that abort_writes() writes to, polled next to out_fd_
+  int abort_write_fd_ = -1;
   std::atomic<bool> closed_{false};
+  std::atomic<bool> writes_aborted_{false};
 
   // Reader state (one reader thread at a time).
   std::string buffer_;
+  std::size_t start_ = 0;    // where the next line begins in buffer_
   std::size_t scanned_ = 0;  // bytes of buffer_ already known to hold no newline
   bool eof_ = false;
   bool discarding_ = false;  // dropping the rest of an over-long line

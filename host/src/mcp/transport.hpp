@@ -16,8 +16,14 @@ class Transport {
   virtual std::optional<std::string> read_line() = 0;
 
   // Writes one message followed by a newline, atomically with respect to other writers. Thread
-  // safe. Returns false once the peer is gone; later writes then fail fast.
+  // safe, but the session calls it from one thread only (its Outbox's writer), because it may
+  // block for as long as the peer does not read. Returns false once the peer is gone or after
+  // abort_writes(); later writes then fail fast.
   virtual bool write_line(std::string_view message) = 0;
+
+  // Makes a write_line() blocked on a peer that does not read return false now, and every later
+  // one at once (from any thread): shutdown never waits on a stalled peer.
+  virtual void abort_writes() = 0;
 
   // Ends input: wakes a blocked read_line() (from any thread). Writes stay possible so responses
   // to calls still running can be delivered during shutdown.

@@ -27,6 +27,32 @@ TEST(Arguments, ParsesServe) {
   EXPECT_NE(parse_arguments({"exec", "--on-eof", "finish", "--", "true"}).error, "");
 }
 
+TEST(Arguments, ServeTakesMessageAndOutputLimitsWithBinarySuffixes) {
+  const auto parsed = parse_arguments({"serve", "--config", "c", "--max-message-bytes", "16M",
+                                       "--max-message-values=50000", "--max-outbound-bytes", "1G"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_EQ(parsed.arguments.max_message_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(parsed.arguments.max_message_values, 50000u);
+  EXPECT_EQ(parsed.arguments.max_outbound_bytes, 1024u * 1024 * 1024);
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-message-bytes", "4096"})
+                .arguments.max_message_bytes,
+            4096u);
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-message-bytes", "64k"})
+                .arguments.max_message_bytes,
+            64u * 1024);
+  EXPECT_FALSE(parse_arguments({"serve", "--config", "c"}).arguments.max_message_bytes);
+  for (const char* bad : {"0", "12x", "-5", "", "5G", "1.5M"}) {
+    EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-message-bytes", bad}).error,
+                HasSubstr("--max-message-bytes needs"))
+        << bad;
+  }
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-message-values", "3"}).error,
+              HasSubstr("--max-message-values needs"));
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-outbound-bytes", "1000"}).error,
+              HasSubstr("--max-outbound-bytes needs"));
+  EXPECT_NE(parse_arguments({"exec", "--max-message-bytes", "1M", "--", "true"}).error, "");
+}
+
 TEST(Arguments, ParsesExecWithCommandAfterDoubleDash) {
   const auto parsed = parse_arguments(
       {"exec", "--config", "c.yaml", "--timeout", "2.5", "--work-dir", "sub", "--", "ls", "-la"});

@@ -65,7 +65,10 @@ inline sdk::ExecResult run_shell(const std::string& command) {
 class FakeAgent final : public Agent {
  public:
   // Commands it knows: "echo hi", "fail", "slow" (waits for cancel), "emit" (streams chunks),
-  // "emit-many" (1000 tiny chunks), "binary", "blocked", "broken", "truncated".
+  // "emit-many" (1000 tiny chunks), "binary", "blocked", "broken", "truncated", "flood" (streams
+  // 16 KiB chunks until cancelled) and "touch NAME". With a marker directory, "flood" creates
+  // flood-started and flood-done in it and "touch NAME" creates NAME: a side channel that works
+  // from a forked server whose stdout the test does not read.
   ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
                          const sdk::CancelToken* cancel) override {
     {
@@ -135,6 +138,21 @@ class FakeAgent final : public Agent {
         sink->on_output(sdk::StreamKind::Stderr, "x");
       r.exit_code = 0;
       r.stderr_data = std::string(1000, 'x');
+    } else if (c == "flood") {
+      touch_marker("flood-started");
+      const std::string chunk(16 * 1024, 'x');
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!(cancel != nullptr && cancel->cancel_requested()) &&
+             std::chrono::steady_clock::now() < deadline) {
+        if (sink != nullptr) sink->on_output(sdk::StreamKind::Stdout, chunk);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      r.cancelled = cancel != nullptr && cancel->cancel_requested();
+      r.exit_code = -1;
+      touch_marker("flood-done");
+    } else if (c.rfind("touch ", 0) == 0) {
+      touch_marker(c.substr(6));
+      r.exit_code = 0;
     } else if (c == "binary") {
       r.exit_code = 0;
       r.stdout_data = std::string("ok \xFF\xFE\x00 \xC3", 8);
@@ -156,6 +174,12 @@ class FakeAgent final : public Agent {
       r.stderr_data = "sh: " + c + ": not found\n";
     }
     return outcome;
+  }
+
+  void touch_marker(const std::string& name) const {
+    if (marker_dir_.empty()) return;
+    const int fd = ::open((marker_dir_ + "/" + name).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
   }
 
  public:
@@ -230,11 +254,13 @@ class FakeAgent final : public Agent {
     return last_internal_;
   }
   void set_tools_dir(std::string dir) { tools_dir_ = std::move(dir); }
+  void set_marker_dir(std::string dir) { marker_dir_ = std::move(dir); }
 
  private:
   std::string id_ = "agent_a";
   std::string cwd_ = "/workspace/agent_a";
   std::string tools_dir_;
+  std::string marker_dir_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::string, std::string> files_;

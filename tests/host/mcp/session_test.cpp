@@ -16,13 +16,20 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+
+ServerOptions server_options(std::string version, std::size_t max_concurrent_calls) {
+  ServerOptions options;
+  options.server_version = std::move(version);
+  options.max_concurrent_calls = max_concurrent_calls;
+  return options;
+}
 using testing::FakeAgent;
 
 constexpr auto kWait = 10s;
 
 class SessionTest : public ::testing::Test {
  protected:
-  void SetUp() override { start(ServerOptions{"execmcp", "1.2.3", 4}); }
+  void SetUp() override { start(server_options("1.2.3", 4)); }
   void TearDown() override { stop(); }
 
   void start(const ServerOptions& options) {
@@ -138,6 +145,63 @@ TEST_F(SessionTest, MalformedJsonGetsParseErrorAndServingContinues) {
   ASSERT_TRUE(error.has_value());
   EXPECT_TRUE((*error)["id"].is_null());
   EXPECT_EQ(request(2, "ping")["result"], json::object());
+}
+
+// 200,000 nested arrays (a 400 KB line) once crashed the server with a stack overflow while the
+// parsed message was copied. Now parsing stops at the depth limit, the request is answered with
+// its id, and the server keeps serving.
+TEST_F(SessionTest, DeeplyNestedJsonIsRefusedAndServingContinues) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  transport_.push_line(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":)" + deep + "}");
+  transport_.push_line(
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":)" +
+      deep + "}}}");
+  transport_.push_line(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":)" + deep +
+                       "}");
+  transport_.push_line(deep);
+  for (int id : {1, 2}) {
+    const auto response = transport_.wait_for_response(id, kWait);
+    ASSERT_TRUE(response.has_value()) << "no answer to id " << id;
+    EXPECT_EQ((*response)["error"]["code"], rpc_error::kInvalidRequest);
+    EXPECT_NE((*response)["error"]["message"].get<std::string>().find("deeper than"),
+              std::string::npos)
+        << *response;
+  }
+  EXPECT_EQ(request(3, "ping")["result"], json::object());
+  // The notification and the bare array get an error with a null id (no id to recover).
+  int null_id_errors = 0;
+  for (const auto& line : transport_.written()) {
+    const json m = json::parse(line);
+    if (m.contains("error") && m["id"].is_null()) ++null_id_errors;
+  }
+  EXPECT_EQ(null_id_errors, 2);
+  EXPECT_EQ(agent_.executions(), 0);
+}
+
+// `{"x":[{},{},...]}` cost about 53 bytes of memory per byte of input; the number of JSON values
+// in one message is now limited while parsing.
+TEST_F(SessionTest, MessageWithTooManyValuesIsRefused) {
+  std::string many = R"({"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"x":[)";
+  for (int i = 0; i < 200000; ++i) many += i == 0 ? "{}" : ",{}";
+  many += "]}}";
+  transport_.push_line(many);
+  const auto response = transport_.wait_for_response("big", kWait);
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ((*response)["error"]["code"], rpc_error::kInvalidRequest);
+  EXPECT_NE((*response)["error"]["message"].get<std::string>().find("values"), std::string::npos)
+      << *response;
+  EXPECT_EQ(request(3, "ping")["result"], json::object());
+}
+
+// The limits leave room for real work: a write_file of a few MiB still goes through.
+TEST_F(SessionTest, WriteFileOfSeveralMiBStillWorks) {
+  std::string content(4 * 1024 * 1024, 'a');
+  for (std::size_t i = 0; i < content.size(); i += 100) content[i] = '\n';
+  const json response =
+      call(1, "write_file", json{{"path", "/workspace/agent_a/big.txt"}, {"content", content}});
+  ASSERT_TRUE(response.contains("result")) << response.dump().substr(0, 300);
+  EXPECT_EQ(response["result"]["isError"], false);
+  EXPECT_EQ(agent_.file("/workspace/agent_a/big.txt"), content);
 }
 
 TEST_F(SessionTest, NonRequestsAreInvalidRequest) {
@@ -303,14 +367,38 @@ TEST_F(SessionTest, ClientCancelSetsTokenAndSuppressesTheResponse) {
   EXPECT_FALSE(has_response("slow-1"));
 }
 
-TEST_F(SessionTest, DuplicateIdOfRunningCallIsRejected) {
+// A request that reuses the id of one still in progress is not run, and its error carries a null
+// id (JSON-RPC's id for "cannot tell which request"): the only response with that id is the real
+// result of the first request.
+TEST_F(SessionTest, DuplicateInFlightIdIsNotRunAndNeverAnsweredWithThatId) {
   send_request(5, "tools/call",
                json{{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}});
   ASSERT_TRUE(agent_.wait_slow_started(1, kWait));
-  const json dup = call(5, "execute_command", json{{"command", "echo hi"}});
-  EXPECT_EQ(dup["error"]["code"], rpc_error::kInvalidRequest);
-  notify("notifications/cancelled", json{{"requestId", 5}});
-  ASSERT_TRUE(agent_.wait_slow_finished(1, kWait));
+  send_request(5, "tools/call",
+               json{{"name", "execute_command"}, {"arguments", {{"command", "echo hi"}}}});
+  send_request(5, "ping");
+  EXPECT_EQ(request(6, "ping")["result"], json::object());  // both duplicates were read before
+  int null_errors = 0;
+  for (const auto& line : transport_.written()) {
+    const json m = json::parse(line);
+    if (!m.contains("error")) continue;
+    EXPECT_TRUE(m["id"].is_null()) << m;
+    EXPECT_EQ(m["error"]["code"], rpc_error::kInvalidRequest);
+    EXPECT_NE(m["error"]["message"].get<std::string>().find("id 5 "), std::string::npos) << m;
+    ++null_errors;
+  }
+  EXPECT_EQ(null_errors, 2);
+  EXPECT_EQ(stop(), 0);  // end of input cancels the slow call, which is then answered
+  EXPECT_EQ(agent_.executions(), 1) << "a duplicate ran";
+  int with_id_5 = 0;
+  for (const auto& line : transport_.written()) {
+    const json m = json::parse(line);
+    if (m.contains("id") && m["id"] == 5) {
+      ++with_id_5;
+      EXPECT_EQ(m["result"]["structuredContent"]["cancelled"], true) << m;
+    }
+  }
+  EXPECT_EQ(with_id_5, 1);
 }
 
 TEST_F(SessionTest, ProgressNotificationsPrecedeTheResult) {
@@ -401,7 +489,8 @@ TEST(SessionEof, FinishOnEofAnswersTheCallsAlreadyReceived) {
     SCOPED_TRACE(finish ? "--on-eof finish" : "--on-eof cancel");
     FakeAgent agent;
     MemoryTransport transport;
-    ServerOptions options{"execmcp", "1.2.3", 1};  // one call at a time: the second one queues
+    ServerOptions options =
+        server_options("1.2.3", 1);  // one call at a time: the second one queues
     options.finish_calls_on_eof = finish;
     Session session(agent, transport, options);
     auto done = std::async(std::launch::async, [&] { return session.run(); });
@@ -439,7 +528,7 @@ TEST(SessionEof, FinishOnEofAnswersTheCallsAlreadyReceived) {
 TEST(SessionEof, StopDuringAFinishOnEofStillCancels) {
   FakeAgent agent;
   MemoryTransport transport;
-  ServerOptions options{"execmcp", "1.2.3", 4};
+  ServerOptions options = server_options("1.2.3", 4);
   options.finish_calls_on_eof = true;
   Session session(agent, transport, options);
   auto done = std::async(std::launch::async, [&] { return session.run(); });
@@ -460,6 +549,57 @@ TEST(SessionEof, StopDuringAFinishOnEofStillCancels) {
   const auto response = transport.wait_for_response(1, kWait);
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ((*response)["result"]["structuredContent"]["cancelled"], true);
+}
+
+// Calls waiting for a slot are bounded: each may hold a message of up to --max-message-bytes.
+TEST(SessionLimits, CallsPastTheWaitingRoomAreAnsweredServerBusy) {
+  FakeAgent agent;
+  MemoryTransport transport;
+  ServerOptions options = server_options("1.2.3", 1);
+  options.max_queued_calls = 2;
+  Session session(agent, transport, options);
+  auto done = std::async(std::launch::async, [&] { return session.run(); });
+  auto slow = [&](int id) {
+    transport.push_line(
+        json{{"jsonrpc", "2.0"},
+             {"id", id},
+             {"method", "tools/call"},
+             {"params", {{"name", "execute_command"}, {"arguments", {{"command", "slow"}}}}}}
+            .dump());
+  };
+  slow(1);
+  ASSERT_TRUE(agent.wait_slow_started(1, kWait));
+  slow(2);  // waits
+  slow(3);  // waits
+  slow(4);  // no room
+  const auto busy = transport.wait_for_response(4, kWait);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_EQ((*busy)["error"]["code"], -32000);
+  EXPECT_NE((*busy)["error"]["message"].get<std::string>().find("busy"), std::string::npos);
+  EXPECT_FALSE(transport.wait_for_response(2, 0s).has_value());
+  transport.end_input();  // cancels all: the waiting calls are answered without running
+  ASSERT_EQ(done.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(done.get(), 0);
+  EXPECT_EQ(agent.executions(), 1);
+  for (int id : {1, 2, 3}) EXPECT_TRUE(transport.wait_for_response(id, 0s).has_value()) << id;
+}
+
+// A client that stops reading while sending requests would make the server queue their answers
+// without end; past --max-outbound-bytes the session ends as if the client had closed its end.
+TEST(SessionLimits, AClientThatLeavesTooMuchUnreadIsDisconnected) {
+  FakeAgent agent;
+  MemoryTransport transport;
+  ServerOptions options = server_options("1.2.3", 2);
+  options.max_outbound_bytes = 64 * 1024;
+  options.shutdown_grace = std::chrono::milliseconds(10);
+  Session session(agent, transport, options);
+  auto done = std::async(std::launch::async, [&] { return session.run(); });
+  transport.stall_writes();
+  for (int i = 0; i < 5000; ++i) {  // ~40 bytes of answer each: 200 KB
+    transport.push_line(json{{"jsonrpc", "2.0"}, {"id", i}, {"method", "ping"}}.dump());
+  }
+  ASSERT_EQ(done.wait_for(kWait), std::future_status::ready) << "the session did not end";
+  EXPECT_EQ(done.get(), 0);
 }
 
 TEST_F(SessionTest, RequestStopFromAnotherThreadEndsRun) {

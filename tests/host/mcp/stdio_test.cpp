@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -23,6 +27,13 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+
+ServerOptions server_options(std::string version, std::size_t max_concurrent_calls) {
+  ServerOptions options;
+  options.server_version = std::move(version);
+  options.max_concurrent_calls = max_concurrent_calls;
+  return options;
+}
 
 struct Pipe {
   Pipe() { EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0); }
@@ -69,7 +80,7 @@ std::optional<std::string> read_line(int fd, std::string& buffer,
 TEST(StdioTransport, ReadsLinesSplitAcrossWritesAndStripsCr) {
   Pipe in;
   Pipe out;
-  StdioTransport transport(in.fds[0], out.fds[1]);
+  StdioTransport transport(in.fds[0], out.fds[1], MessageLimits::kDefaultMaxBytes);
   in.write("{\"a\":");
   in.write("1}\r\n{\"b\":2}\n\nlast-without-newline");
   in.close_write();
@@ -80,10 +91,29 @@ TEST(StdioTransport, ReadsLinesSplitAcrossWritesAndStripsCr) {
   EXPECT_EQ(transport.read_line(), std::nullopt);
 }
 
+TEST(StdioTransport, AnOverlongLineIsCutJustPastTheLimitAndTheRestDiscarded) {
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1], 100);
+  auto reader = std::async(std::launch::async, [&] {
+    std::vector<std::string> lines;
+    while (auto line = transport.read_line()) lines.push_back(*line);
+    return lines;
+  });
+  in.write(std::string(100, 'a') + "\n");                          // exactly the limit: whole
+  in.write(std::string(150, 'b') + "\n");                          // in one read: cut
+  for (int i = 0; i < 40; ++i) in.write(std::string(10000, 'c'));  // over many reads: cut
+  in.write("\n{\"after\":1}\n");
+  in.close_write();
+  ASSERT_EQ(reader.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(reader.get(), (std::vector<std::string>{std::string(100, 'a'), std::string(101, 'b'),
+                                                    std::string(101, 'c'), "{\"after\":1}"}));
+}
+
 TEST(StdioTransport, WritesOneMessagePerLineFromManyThreads) {
   Pipe in;
   Pipe out;
-  StdioTransport transport(in.fds[0], out.fds[1]);
+  StdioTransport transport(in.fds[0], out.fds[1], MessageLimits::kDefaultMaxBytes);
   const std::string payload(5000, 'x');  // larger than PIPE_BUF, so atomicity is ours
   auto reader = std::async(std::launch::async, [&] {
     std::string buffer;
@@ -107,7 +137,7 @@ TEST(StdioTransport, WritesOneMessagePerLineFromManyThreads) {
 TEST(StdioTransport, CloseWakesABlockedReader) {
   Pipe in;
   Pipe out;
-  StdioTransport transport(in.fds[0], out.fds[1]);
+  StdioTransport transport(in.fds[0], out.fds[1], MessageLimits::kDefaultMaxBytes);
   auto reader = std::async(std::launch::async, [&] { return transport.read_line(); });
   EXPECT_EQ(reader.wait_for(50ms), std::future_status::timeout);
   transport.close();
@@ -123,7 +153,7 @@ TEST(StdioTransport, WriteToClosedPipeFailsWithoutKillingUs) {
   ::sigaction(SIGPIPE, &ignore, &old);
   Pipe in;
   Pipe out;
-  StdioTransport transport(in.fds[0], out.fds[1]);
+  StdioTransport transport(in.fds[0], out.fds[1], MessageLimits::kDefaultMaxBytes);
   out.close_read();
   EXPECT_FALSE(transport.write_line("{}"));
   EXPECT_FALSE(transport.write_line("{}"));
@@ -142,7 +172,7 @@ TEST(ServeStdio, ServesOverPipesAndStopsOnSigterm) {
     to_child.close_write();
     from_child.close_read();
     testing::FakeAgent agent;
-    const int code = serve_stdio(agent, ServerOptions{"execmcp", "9.9", 2});
+    const int code = serve_stdio(agent, server_options("9.9", 2));
     ::_exit(code == 0 ? 0 : 10 + code);
   }
   to_child.close_read();
@@ -214,6 +244,88 @@ TEST(ServeStdio, EndOfInputEndsTheServer) {
   }
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Waits until `path` exists, at most `timeout`.
+bool wait_for_file(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// Waits for the child to exit, at most `timeout`; kills it (and says so) if it does not.
+std::optional<int> wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(10ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return std::nullopt;
+}
+
+// A client that never reads stdout (the pipe stays full) once blocked a progress write under the
+// reporter's lock on the call's thread: a cancel took effect only when the write returned, and
+// SIGTERM could not end the server. Outbound messages now go through a queue with its own writer.
+TEST(ServeStdio, AClientThatNeverReadsCannotBlockCancelsCallsOrSigterm) {
+  char dir_template[] = "/tmp/execmcp-stall-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  Pipe to_child;
+  Pipe from_child;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(to_child.fds[0], STDIN_FILENO);
+    ::dup2(from_child.fds[1], STDOUT_FILENO);
+    to_child.close_write();
+    from_child.close_read();
+    testing::FakeAgent agent;
+    agent.set_marker_dir(dir);
+    ::_exit(serve_stdio(agent, server_options("9.9", 4)));
+  }
+  to_child.close_read();
+  from_child.close_write();
+  auto call = [&](int id, const std::string& command, bool progress) {
+    json params{{"name", "execute_command"}, {"arguments", {{"command", command}}}};
+    if (progress) params["_meta"] = {{"progressToken", id}};
+    to_child.write(
+        json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", params}}.dump() +
+        "\n");
+  };
+
+  call(1, "flood", true);
+  ASSERT_TRUE(wait_for_file(dir + "/flood-started", 10s));
+  // Wait until the pipe to the client is full (it holds the same bytes for half a second): from
+  // here on every write to it would block.
+  int queued = -1;
+  int previous = -2;
+  for (int i = 0; i < 100 && (queued != previous || queued < 16384); ++i) {
+    previous = queued;
+    std::this_thread::sleep_for(500ms);
+    ASSERT_EQ(::ioctl(from_child.fds[0], FIONREAD, &queued), 0);
+  }
+  ASSERT_GE(queued, 16384) << "the server did not fill the pipe";
+
+  to_child.write(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})"
+                 "\n");
+  EXPECT_TRUE(wait_for_file(dir + "/flood-done", 10s)) << "the cancel did not reach the call";
+  call(2, "touch other-call", false);
+  EXPECT_TRUE(wait_for_file(dir + "/other-call", 10s)) << "another call did not run";
+  call(3, "flood", true);  // one more call in flight, flooding, when SIGTERM arrives
+
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  const auto status = wait_exit(pid, 20s);
+  ASSERT_TRUE(status.has_value()) << "the server did not exit after SIGTERM (killed it)";
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
