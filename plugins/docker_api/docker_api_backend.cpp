@@ -847,8 +847,7 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
     auto result = run_exec(spec);
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
-        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code == 126 ||
-         result.exit_code < 0))
+        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0))
       explain_kill(result);
     return result;
   } catch (const std::exception& e) {
