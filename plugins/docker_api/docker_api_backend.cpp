@@ -478,8 +478,12 @@ std::string DockerApiBackend::recover_container(std::vector<std::string>& notice
     auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
     if (s.error.empty() && (s.status == 204 || s.status == 304)) {
       notices.push_back("container was recreated: " + name_ +
-                        " had stopped and was started again (files outside the mounted paths "
-                        "were kept)");
+                        " had stopped and was started again (" +
+                        (settings_.writable_rootfs
+                             ? "files outside the mounted paths were kept"
+                             : "files outside the mounted paths were lost: /tmp, /var/tmp and "
+                               "$HOME are tmpfs") +
+                        ")");
       log(sdk::LogLevel::Warn, "container " + name_ + " was not running; restarted it");
       return {};
     }
