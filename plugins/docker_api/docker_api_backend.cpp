@@ -478,8 +478,12 @@ std::string DockerApiBackend::recover_container(std::vector<std::string>& notice
     auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
     if (s.error.empty() && (s.status == 204 || s.status == 304)) {
       notices.push_back("container was recreated: " + name_ +
-                        " had stopped and was started again (files outside the mounted paths "
-                        "were kept)");
+                        " had stopped and was started again (" +
+                        (settings_.writable_rootfs
+                             ? "files outside the mounted paths were kept"
+                             : "files outside the mounted paths were lost: /tmp, /var/tmp and "
+                               "$HOME are tmpfs") +
+                        ")");
       log(sdk::LogLevel::Warn, "container " + name_ + " was not running; restarted it");
       return {};
     }
@@ -847,8 +851,7 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
     auto result = run_exec(spec);
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
-        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code == 126 ||
-         result.exit_code < 0))
+        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0))
       explain_kill(result);
     return result;
   } catch (const std::exception& e) {

@@ -103,6 +103,14 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   spec.mounts = container_mounts(init, settings.extra_mounts);
   spec.memory_bytes = settings.memory_bytes;
   spec.disk_bytes = settings.disk_bytes;
+  spec.read_only_rootfs = !settings.writable_rootfs;
+  if (spec.read_only_rootfs) {
+    // Mode 1777: any container user (the image's, the workspace owner's, a configured one) has a
+    // writable $HOME and /tmp; exec, because build tools run what they put there.
+    for (const char* dir : kScratchDirs)
+      spec.tmpfs[dir] =
+          "rw,nosuid,nodev,exec,mode=1777,size=" + std::to_string(settings.tmpfs_bytes);
+  }
   if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
   spec.pids_limit = settings.pids_limit;
   spec.network = settings.network;
@@ -129,6 +137,8 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   }
   if (spec.nano_cpus) host["NanoCpus"] = *spec.nano_cpus;
   if (spec.disk_bytes) host["StorageOpt"] = {{"size", std::to_string(*spec.disk_bytes)}};
+  if (spec.read_only_rootfs) host["ReadonlyRootfs"] = true;
+  if (!spec.tmpfs.empty()) host["Tmpfs"] = spec.tmpfs;
   if (spec.pids_limit > 0) host["PidsLimit"] = spec.pids_limit;
   nlohmann::json body{{"Image", spec.image}, {"Cmd", spec.cmd},
                       {"User", spec.user},   {"WorkingDir", spec.working_dir},

@@ -1,6 +1,7 @@
 // The per-agent container as data: name, labels, mounts, limits, and its Engine API create body.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,6 +32,8 @@ struct ContainerSpec {
   std::vector<MountSpec> mounts;
   std::optional<std::int64_t> memory_bytes;
   std::optional<std::int64_t> disk_bytes;
+  bool read_only_rootfs = true;
+  std::map<std::string, std::string> tmpfs;  // container path -> mount options
   std::optional<std::int64_t> nano_cpus;
   std::int64_t pids_limit = 0;
   std::string network = "none";
@@ -73,6 +76,8 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
 // container log capped at kLogMaxSize x kLogMaxFiles (anything can write to PID 1's stdout).
 inline constexpr const char* kLogMaxSize = "1m";
 inline constexpr const char* kLogMaxFiles = "2";
+// Where programs write by habit; tmpfs over a read-only image filesystem.
+inline constexpr std::array<const char*, 3> kScratchDirs = {"/tmp", "/var/tmp", "/home/execmcp"};
 nlohmann::json container_create_body(const ContainerSpec& spec);
 
 }  // namespace execmcp::plugins::docker_common

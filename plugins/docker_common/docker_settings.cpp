@@ -14,9 +14,10 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 13> kKnownKeys = {
-    "image", "memory",       "disk",        "cpus",           "pids_limit", "network", "user",
-    "env",   "extra_mounts", "docker_host", "command_prefix", "venv_path",  "shell"};
+constexpr std::array<const char*, 15> kKnownKeys = {
+    "image",        "memory",      "disk",           "tmpfs_size", "writable_rootfs",
+    "cpus",         "pids_limit",  "network",        "user",       "env",
+    "extra_mounts", "docker_host", "command_prefix", "venv_path",  "shell"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
   throw std::invalid_argument("setting '" + key + "': expected " + expected);
@@ -97,6 +98,11 @@ DockerSettings parse_docker_settings(const std::string& settings_json) {
       }
     } else if (key == "disk") {
       s.disk_bytes = parse_size(value, key);
+    } else if (key == "tmpfs_size") {
+      s.tmpfs_bytes = parse_size(value, key);
+    } else if (key == "writable_rootfs") {
+      if (!value.is_boolean()) bad(key, "true or false");
+      s.writable_rootfs = value.get<bool>();
     } else if (key == "cpus") {
       if (!value.is_number()) bad(key, "a positive number of CPUs, e.g. 1.5");
       const double cpus = value.get<double>();

@@ -24,6 +24,13 @@ struct DockerSettings {
   // The container's writable layer (HostConfig.StorageOpt size); unset: no bound. The engine
   // supports it only on overlay2 over xfs mounted with pquota (or btrfs, zfs).
   std::optional<std::int64_t> disk_bytes;
+  // The image's filesystem is read-only and the places a program writes by habit (/tmp, /var/tmp,
+  // $HOME) are tmpfs of this size each, whose pages count against `memory`: nothing a command
+  // writes outside the mounts reaches the host's disk. "writable_rootfs": true restores a
+  // writable (and, without `disk`, unbounded) image filesystem.
+  static constexpr std::int64_t kDefaultTmpfsBytes = std::int64_t{512} << 20;
+  std::int64_t tmpfs_bytes = kDefaultTmpfsBytes;
+  bool writable_rootfs = false;
   std::optional<double> cpus;     // unset: no limit
   std::int64_t pids_limit = 512;  // <= 0: no limit
   std::string network = "none";   // none | bridge | host

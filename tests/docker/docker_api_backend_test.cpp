@@ -959,4 +959,31 @@ TEST_F(DockerApiLifecycle, DiskBoundIsAppliedOrRefusedClearly) {
   b->cleanup();
 }
 
+// The image's filesystem is read-only; what programs write outside the mounts lands in tmpfs
+// bounded by tmpfs_size (and the memory limit), never on the host's disk.
+TEST_F(DockerApiLifecycle, WritesOutsideTheMountsGoToBoundedTmpfs) {
+  TempDir ws("scratch");
+  auto b = make_backend(init_for("scratch", ws, R"({"tmpfs_size": "16m"})"));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  // /workspace belongs to the image user: only a read-only image filesystem refuses this.
+  auto rootfs = run(*b, "touch /workspace/x");
+  EXPECT_NE(rootfs.exit_code, 0);
+  EXPECT_NE(rootfs.stderr_data.find("Read-only file system"), std::string::npos)
+      << rootfs.stderr_data;
+  for (const std::string dir : {"/tmp", "/var/tmp", "$HOME"}) {
+    SCOPED_TRACE(dir);
+    auto small = run(*b, "echo ok > " + dir + "/small && cat " + dir + "/small");
+    EXPECT_EQ(small.stdout_data, "ok\n") << small.stderr_data;
+    auto big = run(*b, "head -c 32000000 /dev/zero > " + dir + "/big");
+    EXPECT_NE(big.exit_code, 0);
+    EXPECT_NE(big.stderr_data.find("No space left on device"), std::string::npos)
+        << big.stderr_data;
+  }
+  // The workspace is still written where it is, and the file tools still work.
+  EXPECT_EQ(b->write_file({"w.txt", "w"}).error, "");
+  EXPECT_EQ(read_host_file(ws.path() + "/w.txt"), "w");
+  b->cleanup();
+}
+
 }  // namespace

@@ -116,12 +116,26 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_EQ(host["LogConfig"]["Config"]["max-size"], kLogMaxSize);
   EXPECT_EQ(host["LogConfig"]["Config"]["max-file"], kLogMaxFiles);
   EXPECT_FALSE(host.contains("StorageOpt"));
+  EXPECT_EQ(host["ReadonlyRootfs"], true);
+  ASSERT_EQ(host["Tmpfs"].size(), kScratchDirs.size());
+  EXPECT_NE(host["Tmpfs"]["/tmp"].get<std::string>().find(
+                "size=" + std::to_string(DockerSettings::kDefaultTmpfsBytes)),
+            std::string::npos);
   ASSERT_EQ(host["Mounts"].size(), 6u);
   EXPECT_EQ(host["Mounts"][0]["Type"], "bind");
   EXPECT_EQ(host["Mounts"][0]["Source"], "/work/ws/a");
   EXPECT_EQ(host["Mounts"][0]["Target"], "/work/ws/a");
   EXPECT_EQ(host["Mounts"][0]["ReadOnly"], false);
   EXPECT_EQ(host["Mounts"][1]["ReadOnly"], true);
+}
+
+TEST(ContainerCreateBody, WritableRootfsHasNoTmpfs) {
+  DockerSettings s;
+  s.writable_rootfs = true;
+  const auto host =
+      container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
+  EXPECT_FALSE(host.contains("ReadonlyRootfs"));
+  EXPECT_FALSE(host.contains("Tmpfs"));
 }
 
 TEST(ContainerCreateBody, DiskBoundIsAStorageOptSize) {

@@ -54,6 +54,10 @@ TEST(DockerSettings, ParsesEveryKey) {
   EXPECT_EQ(s.shell, "/bin/bash");
   EXPECT_EQ(*parse_docker_settings(R"({"memory": 1048576})").memory_bytes, 1048576);
   EXPECT_EQ(*parse_docker_settings(R"({"disk": "10g"})").disk_bytes, 10LL << 30);
+  const auto scratch = parse_docker_settings(R"({"tmpfs_size": "64m", "writable_rootfs": true})");
+  EXPECT_EQ(scratch.tmpfs_bytes, 64LL << 20);
+  EXPECT_TRUE(scratch.writable_rootfs);
+  EXPECT_NE(error_of(R"({"writable_rootfs": "yes"})").find("'writable_rootfs'"), std::string::npos);
 }
 
 TEST(DockerSettings, ErrorsNameTheKey) {
