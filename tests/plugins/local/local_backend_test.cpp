@@ -366,24 +366,36 @@ TEST_F(LocalBackendTest, SupervisorKilledMidCommandEndsTheCallAndItsProcesses) {
   EXPECT_EQ(run(backend, "echo again").stdout_data, "again\n");
 }
 
-TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorStillEndsAtItsTimeout) {
+TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorReportsItsOwnEndPromptly) {
   auto& backend = make("{}");
-  const auto started = std::chrono::steady_clock::now();
-  // Stops both the spare running it and the program that forks spares.
-  auto result = run(backend, "kill -STOP $(ps -o ppid= -p $PPID) $PPID; sleep 0.2; echo done", 2s);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "the call hung";
-  EXPECT_TRUE(result.timed_out);
+  // Stops both the spare running it and the program that forks spares, then ends by itself. The
+  // host wakes them: the call ends when the command does, not at its timeout, and says exit 0 only.
+  auto call = std::async(std::launch::async, [&backend] {
+    return run(backend, "kill -STOP $(ps -o ppid= -p $PPID) $PPID; sleep 0.2; echo done", 40s);
+  });
+  ASSERT_EQ(call.wait_for(30s), std::future_status::ready) << "waited for the timeout";
+  auto result = call.get();
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.error, "");
   EXPECT_EQ(result.stdout_data, "done\n");
-  // Both were woken (SIGCONT) with the kill request: parallel calls, which need new spares, run.
+  // Parallel calls, which need new spares from the program, run.
   std::vector<std::future<ExecResult>> calls;
   for (int i = 0; i < 4; ++i)
     calls.push_back(std::async(std::launch::async,
                                [&backend] { return run(backend, "sleep 0.2; echo next"); }));
-  for (auto& call : calls) {
-    ASSERT_EQ(call.wait_for(30s), std::future_status::ready) << "a later call hung";
-    EXPECT_EQ(call.get().stdout_data, "next\n");
+  for (auto& next : calls) {
+    ASSERT_EQ(next.wait_for(30s), std::future_status::ready) << "a later call hung";
+    EXPECT_EQ(next.get().stdout_data, "next\n");
   }
+}
+
+TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorAndRunsOnIsKilledAtItsTimeout) {
+  auto& backend = make("{}");
+  auto result = run(backend, "kill -STOP $PPID; echo started; sleep 1000", 2s);
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 128 + 9) << "a timed-out command never reports its own exit";
+  EXPECT_EQ(result.stdout_data, "started\n");
 }
 
 // The pids of this process's execmcp-supervisor program and of its children (its spares).
