@@ -275,6 +275,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   fds[proto::kStderr] = err_w.get();
   fds[proto::kControl] = ctrl_r.get();
   fds[proto::kStatus] = status_w.get();
+  fds[proto::kWorkDir] = spec.work_dir_fd;
   int fd_count = proto::kFdCount;
   std::string message = encode_spec(spec);
   Fd spec_fd;

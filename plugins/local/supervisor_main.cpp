@@ -291,7 +291,7 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
     write_error(err_w, "cannot become a child subreaper", nullptr, subreaper_error);
   } else if (!command.spec_ok) {
     write_str(err_w, "execmcp: the supervisor received an unreadable command\n");
-  } else if (::chdir(spec.work_dir) != 0) {
+  } else if (::fchdir(fds[proto::kWorkDir]) != 0) {
     write_error(err_w, "cannot enter work_dir", nullptr, errno);
     status_msg = 126 << 8;  // as if the shell had exited 126, like a shell's "cannot cd"
   } else {
@@ -348,7 +348,7 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
   write_all(status_w, &status_msg, sizeof(status_msg));
   ::close(status_w);
   for (int i = 0; i < command.fd_count; ++i) {
-    if (i != proto::kStatus) ::close(fds[i]);
+    if (i != proto::kStatus) ::close(fds[i]);  // the work_dir too: an idle spare holds none
   }
   // An idle spare holds no directory of the agent's (a context path can then be unmounted).
   [[maybe_unused]] const int rc = ::chdir("/");
