@@ -120,7 +120,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   ExecuteArgs exec;
   exec.command = args.required_string("command");
   const auto timeout = args.optional_number("timeout");
-  exec.work_dir = args.optional_string("work_dir").value_or("");
+  exec.work_dir = args.optional_path("work_dir").value_or("");
   if (timeout) {
     if (!std::isfinite(*timeout) || *timeout <= 0) {
       args.fail("argument 'timeout' must be a positive number of seconds");

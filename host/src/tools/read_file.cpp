@@ -57,7 +57,7 @@ std::vector<std::size_t> line_starts(std::string_view data) {
 
 ToolOutcome run(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {"path", "offset", "line_count"});
-  const std::string path = args.required_string("path");
+  const std::string path = args.required_path("path");
   const std::int64_t offset = args.optional_integer("offset").value_or(1);
   const auto line_count = args.optional_integer("line_count");
   if (!args.error() && path.empty()) args.fail("argument 'path' must not be empty");
@@ -67,7 +67,9 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   }
   if (args.error()) return ArgumentError{*args.error()};
 
-  const sdk::FileReadResult file = context.agent.read_file(sdk::FileReadRequest{path});
+  sdk::FileReadRequest request{path};
+  request.cancel = context.cancel;
+  const sdk::FileReadResult file = context.agent.read_file(request);
   const std::string shown_path = mcp::sanitize_utf8(path);
   if (!file.error.empty()) {
     return ToolResult{"Cannot read " + shown_path + ": " + mcp::sanitize_utf8(file.error), nullptr,

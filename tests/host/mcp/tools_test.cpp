@@ -162,6 +162,19 @@ TEST_F(ToolsTest, ExecuteCommandRejectsBadTimeoutsAndEmptyCommand) {
   EXPECT_EQ(agent_.executions(), 0);
 }
 
+TEST_F(ToolsTest, PathsWithANulByteAreRefused) {
+  const std::string nul_path("/w/a.txt\0/../../etc/passwd", 27);
+  agent_.put_file("/w/a.txt", "cut");
+  EXPECT_NE(argument_error(read_file_, json{{"path", nul_path}}).find("NUL"), std::string::npos);
+  EXPECT_NE(argument_error(write_file_, json{{"path", nul_path}, {"content", "x"}}).find("NUL"),
+            std::string::npos);
+  EXPECT_EQ(agent_.file("/w/a.txt"), "cut");
+  EXPECT_NE(argument_error(execute_, json{{"command", "ls"}, {"work_dir", std::string("d\0x", 3)}})
+                .find("work_dir"),
+            std::string::npos);
+  EXPECT_EQ(agent_.executions(), 0);
+}
+
 TEST(ShellQuote, RoundTripsThroughSh) {
   const std::string nasty = "it's $(rm -rf /) `x` \"q\" \\ ; | & \n end";
   const auto result = execmcp::host::testing::run_shell("printf %s " + shell_quote(nasty));
