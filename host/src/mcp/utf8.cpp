@@ -89,7 +89,8 @@ std::size_t json_escaped_size(std::string_view utf8) noexcept {
   return size;
 }
 
-std::string sanitize_utf8_within(std::string_view bytes, std::size_t budget, bool& cut) {
+std::string sanitize_utf8_within(std::string_view bytes, std::size_t budget, bool& cut,
+                                 std::size_t* consumed) {
   std::string out;
   out.reserve(bytes.size() < budget ? bytes.size() : budget);
   std::size_t used = 0;
@@ -108,6 +109,7 @@ std::string sanitize_utf8_within(std::string_view bytes, std::size_t budget, boo
     used += size;
     pos += d.length;
   }
+  if (consumed != nullptr) *consumed = pos;
   return out;
 }
 

@@ -22,8 +22,9 @@ inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+
 // sanitize_utf8, stopped (between two characters) before the result's JSON-escaped size would
 // pass `budget` bytes; `cut` says whether anything was left out. Bounds what a stream of bytes
 // can cost in a response: at most `budget` bytes, whatever the bytes are.
+// `consumed`, when given, receives how many bytes of the input the result stands for.
 [[nodiscard]] std::string sanitize_utf8_within(std::string_view bytes, std::size_t budget,
-                                               bool& cut);
+                                               bool& cut, std::size_t* consumed = nullptr);
 
 // The same for a byte stream that arrives in chunks split anywhere: an incomplete sequence at the
 // end of a chunk is held back and completed by the next chunk instead of being replaced.

@@ -240,6 +240,20 @@ TEST(ExecuteCommandOutput, ResponseSizeIsBoundedByTheCapWhateverTheBytes) {
   EXPECT_EQ(result.structured["truncated"], false);
 }
 
+TEST_F(ToolsTest, ReadFileContentIsBoundedAsEscapedAndSaysHowToContinue) {
+  std::string data;
+  for (int i = 0; i < 100000; ++i) data += std::string(9, '\0') + "\n";  // 56 bytes escaped
+  agent_.put_file("/w/nul.txt", data);
+  const ToolResult r = ok(read_file_, json{{"path", "/w/nul.txt"}});
+  EXPECT_LE(response_size(r), 2 * 1024 * 1024 + 4096);
+  EXPECT_EQ(r.structured["truncated"], true);
+  const auto returned = r.structured["lines_returned"].get<std::int64_t>();
+  EXPECT_GT(returned, 0);
+  EXPECT_LT(returned, 100000);
+  EXPECT_EQ(r.structured["content"].get<std::string>().size(), 10u * returned) << "cut mid-line";
+  EXPECT_NE(r.text.find("offset=" + std::to_string(returned + 1)), std::string::npos);
+}
+
 TEST(Utf8Budget, CutsBetweenCharactersAtTheEscapedSize) {
   bool cut = false;
   EXPECT_EQ(mcp::sanitize_utf8_within(std::string("a\0b", 3), 7, cut), std::string("a\0", 2));
