@@ -275,6 +275,10 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
 sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult result;
   const unsigned stops = stops_.load(std::memory_order_acquire);
+  if (request.cancel != nullptr && request.cancel->cancel_requested()) {
+    result.error = "cannot read '" + request.path + "': cancelled";
+    return result;
+  }
   try {
     OpenedGrant grant = open_grant(request.path, sdk::Access::Read);
     FdCloser grant_closer{grant.fd};
@@ -350,6 +354,10 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
 sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult result;
   const unsigned stops = stops_.load(std::memory_order_acquire);
+  if (request.cancel != nullptr && request.cancel->cancel_requested()) {
+    result.error = "cannot write '" + request.path + "': cancelled; the file was left as it was";
+    return result;
+  }
   try {
     OpenedGrant grant = open_grant(request.path, sdk::Access::Write);
     FdCloser grant_closer{grant.fd};
