@@ -379,6 +379,13 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       }
     }
     if (status_open) wake_supervisors();
+    if (kill_sent && status_open && Clock::now() - kill_sent_at > 2 * kKillGrace) {
+      // Nothing more can be done from here (no pid to act on, or one that ignores SIGKILL in
+      // the kernel): give the call back rather than wait for ever.
+      result.error = "the command's supervising process (" + supervisor.path() +
+                     ") did not answer the kill request; see the server log";
+      break;
+    }
     if (kill_sent && !spare_killed && status_open && Clock::now() - kill_sent_at > kKillGrace) {
       // Still no report (its own kill takes at most ~10 s): end it and the shell's group here.
       if (spare.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare.get(), SIGKILL, nullptr, 0);

@@ -287,6 +287,11 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
   int status_msg = -1;
   bool clean = true;
   ReapState state;
+  // Whom the host wakes with SIGCONT: written before the shell exists, since the shell's first act
+  // may be to stop us (kill -STOP $PPID). The host waits for the pipe's hang-up only, so these
+  // writes do not wake it.
+  const int self = static_cast<int>(::getpid());
+  write_all(status_w, &self, sizeof(self));
   if (subreaper_error != 0) {
     write_error(err_w, "cannot become a child subreaper", nullptr, subreaper_error);
   } else if (!command.spec_ok) {
@@ -320,11 +325,8 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
       state.shell = shell;
     }
   }
-  // Whom the host wakes with SIGCONT when it asks for a kill, and where it finds the process group
-  // should this process die before reporting. The host waits for the pipe's hang-up only, so this
-  // write does not wake it.
-  const int pids[2] = {static_cast<int>(::getpid()), state.shell};
-  write_all(status_w, pids, sizeof(pids));
+  // Where the host finds the process group should this process die before reporting.
+  write_all(status_w, &state.shell, sizeof(state.shell));
   on_started();
 
   if (state.shell > 0) {

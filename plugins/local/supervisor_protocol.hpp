@@ -12,13 +12,13 @@
 // environment entries, as many as there are.
 //
 // One of the program's waiting subreapers takes the message and runs the command. On the status
-// pipe it writes three native ints: its own pid and the shell's (-1 when no shell was started) as
-// soon as the shell exists, and the shell's wait status (-1 when unknown) once nothing of the
-// command is left. It closes the status pipe first after that, and keeps its copies of the stdout
-// and stderr pipes until then, so the plugin can wait for the status pipe's hang-up alone (poll
-// events 0: the pids do not wake it) and is woken once at the end of a command. A byte or EOF on
-// the control pipe means "kill the command now"; the plugin also sends SIGCONT to the subreaper
-// with it.
+// pipe it writes three native ints: its own pid before it starts the shell, the shell's (-1 when
+// no shell was started) as soon as the shell exists, and the shell's wait status (-1 when unknown)
+// once nothing of the command is left. It closes the status pipe first after that, and keeps its
+// copies of the stdout and stderr pipes until then, so the plugin can wait for the status pipe's
+// hang-up alone (poll events 0: the pids do not wake it) and is woken once at the end of a command.
+// A byte or EOF on the control pipe means "kill the command now"; the plugin also sends SIGCONT to
+// the subreaper with it.
 #pragma once
 
 #include <cstddef>
