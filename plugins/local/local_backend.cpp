@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -49,16 +52,56 @@ void activate_venv(std::map<std::string, std::string>& env, const fs::path& venv
   env.erase("PYTHONHOME");  // would point the venv's python at another installation
 }
 
-std::string errno_text() {
-  return std::strerror(errno);
+}  // namespace
+
+namespace {
+
+std::vector<GrantRoot> grant_roots(const std::vector<sdk::PathGrant>& grants) {
+  std::vector<GrantRoot> roots;
+  for (const auto& grant : grants) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(grant.path, ec);
+    if (ec) continue;  // unresolvable now: grants nothing
+    roots.push_back({fs::path(grant.path).lexically_normal().string(),
+                     canonical.lexically_normal().string(), grant.writable});
+  }
+  return roots;
 }
+
+// What errno means for a path the agent gave, in words that say what to do.
+std::string path_error(const std::string& verb, const std::string& path, int error) {
+  std::string text = "cannot " + verb + " '" + path + "': ";
+  if (error == EXDEV)
+    return text + "it leads outside this agent's allowed paths (through a symlink or '..')";
+  if (error == ELOOP) return text + "too many symlinks, or a symlink where none may be";
+  return text + std::strerror(error);
+}
+
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISLNK(mode)) return "a symlink";
+  return "not a regular file";
+}
+
+// Closes a descriptor at the end of a scope.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+constexpr std::size_t kFileChunk = 1024 * 1024;  // cancel is looked at between chunks
 
 }  // namespace
 
 LocalBackend::LocalBackend(const sdk::BackendInit& init)
     : init_(init),
       grants_(init.paths.empty() ? std::vector<sdk::PathGrant>{{init.cwd, true}} : init.paths),
-      paths_(init.cwd, grants_),
+      roots_(grant_roots(grants_)),
       settings_(parse_local_settings(init.settings_json)),
       supervisor_(default_supervisor_path()) {
   if (init_.cwd.empty()) throw std::invalid_argument("the agent has no cwd");
@@ -79,11 +122,36 @@ std::string LocalBackend::start() {
   if (ec) return "cannot create the agent's cwd '" + init_.cwd + "': " + ec.message();
   if (!fs::is_directory(init_.cwd, ec))
     return "the agent's cwd '" + init_.cwd + "' is not a directory";
-  paths_ = sdk::PathPolicy(init_.cwd, grants_);
+  roots_ = grant_roots(grants_);
   return {};
 }
 
+LocalBackend::OpenedGrant LocalBackend::open_grant(const std::string& path,
+                                                   sdk::Access access) const {
+  OpenedGrant opened;
+  Location location = locate(path, init_.cwd, roots_, access);
+  if (!location.error.empty()) {
+    opened.error = location.error;
+    return opened;
+  }
+  opened.root = &roots_[location.grant];
+  opened.relative = std::move(location.relative);
+  // Opened per call, not kept: a grant replaced by a symlink since start fails closed here.
+  opened.fd = open_grant_root(opened.root->canonical);
+  if (opened.fd < 0)
+    opened.error = "the allowed path '" + opened.root->configured +
+                   "' cannot be opened: " + std::strerror(-opened.fd);
+  return opened;
+}
+
+bool LocalBackend::abandoned(const sdk::CancelToken* cancel,
+                             unsigned stops_at_start) const noexcept {
+  return (cancel != nullptr && cancel->cancel_requested()) ||
+         stops_.load(std::memory_order_acquire) != stops_at_start;
+}
+
 void LocalBackend::stop() noexcept {
+  stops_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock lock(running_mutex_);
   for (auto& flag : running_) flag.store(true, std::memory_order_release);
   // Each execute() notices within 50 ms and its supervisor kills the tree; bounded wait so a
@@ -121,7 +189,7 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
   } else if (settings_.auto_venv) {
     if (has_python(fs::path(work_dir) / ".venv")) {
       venv = fs::path(work_dir) / ".venv";
-    } else if (work_dir != paths_.cwd() && has_python(fs::path(init_.cwd) / ".venv")) {
+    } else if (work_dir != init_.cwd && has_python(fs::path(init_.cwd) / ".venv")) {
       venv = fs::path(init_.cwd) / ".venv";
     }
   }
@@ -147,26 +215,37 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
 sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
   sdk::ExecResult refused;
   try {
-    auto resolved = paths_.resolve(request.work_dir, sdk::Access::Read);
-    if (!resolved.error.empty()) {
-      refused.error = "work_dir: " + resolved.error;
-      return refused;
-    }
-    std::error_code ec;
-    if (!fs::is_directory(resolved.path, ec)) {
-      refused.error = "work_dir '" + request.work_dir + "' (" + resolved.path +
-                      ") is not an existing directory";
-      return refused;
-    }
     if (request.command.find('\0') != std::string::npos) {
       refused.error = "the command contains a NUL byte";
+      return refused;
+    }
+    // The directory is opened beneath its grant and handed to the supervisor, which fchdir()s
+    // to it: nothing renamed after this check can move the command elsewhere.
+    OpenedGrant grant = open_grant(request.work_dir, sdk::Access::Read);
+    FdCloser grant_closer{grant.fd};
+    if (!grant.error.empty()) {
+      refused.error = "work_dir: " + grant.error;
+      return refused;
+    }
+    const int dir =
+        open_beneath(grant.fd, grant.root->canonical, grant.relative, O_PATH | O_DIRECTORY);
+    FdCloser dir_closer{dir};
+    if (dir == -EXDEV) {
+      refused.error = "work_dir: path '" + request.work_dir +
+                      "' leads outside this agent's allowed paths (through a symlink or '..')";
+      return refused;
+    }
+    if (dir < 0) {
+      refused.error = "work_dir '" + request.work_dir + "' is not an existing directory (" +
+                      std::strerror(-dir) + ")";
       return refused;
     }
 
     SpawnSpec spec;
     spec.shell = settings_.shell;
-    spec.work_dir = resolved.path;
-    if (auto error = prepare(request, resolved.path, spec.command, spec.env); !error.empty()) {
+    spec.work_dir = (fs::path(grant.root->canonical) / grant.relative).lexically_normal().string();
+    spec.work_dir_fd = dir;
+    if (auto error = prepare(request, spec.work_dir, spec.command, spec.env); !error.empty()) {
       refused.error = error;
       return refused;
     }
@@ -195,21 +274,42 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
 
 sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult result;
+  const unsigned stops = stops_.load(std::memory_order_acquire);
+  if (request.cancel != nullptr && request.cancel->cancel_requested()) {
+    result.error = "cannot read '" + request.path + "': cancelled";
+    return result;
+  }
   try {
-    auto resolved = paths_.resolve(request.path, sdk::Access::Read);
-    if (!resolved.error.empty()) {
-      result.error = resolved.error;
+    OpenedGrant grant = open_grant(request.path, sdk::Access::Read);
+    FdCloser grant_closer{grant.fd};
+    if (!grant.error.empty()) {
+      result.error = grant.error;
       return result;
     }
-    int fd = ::open(resolved.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      result.error = "cannot read '" + request.path + "': " + errno_text();
+    // First a look without opening (opening a FIFO blocks, a device may act on it), then the
+    // open for reading, which must find the same regular file.
+    const int look = open_beneath(grant.fd, grant.root->canonical, grant.relative, O_PATH);
+    FdCloser look_closer{look};
+    struct stat seen {};
+    if (look < 0 || ::fstat(look, &seen) != 0) {
+      result.error = path_error("read", request.path, look < 0 ? -look : errno);
       return result;
     }
+    if (!S_ISREG(seen.st_mode)) {
+      result.error = "cannot read '" + request.path + "': it is " + file_kind(seen.st_mode) +
+                     ", not a regular file";
+      return result;
+    }
+    const int fd = open_beneath(grant.fd, grant.root->canonical, grant.relative,
+                                O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    FdCloser fd_closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      result.error = "cannot read '" + request.path + "': not a regular file";
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      result.error = path_error("read", request.path, fd < 0 ? -fd : errno);
+      return result;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_dev != seen.st_dev || st.st_ino != seen.st_ino) {
+      result.error = "cannot read '" + request.path + "': it was replaced while being opened";
       return result;
     }
     std::size_t want = request.max_bytes;
@@ -218,10 +318,15 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
     result.data.resize(want);
     std::size_t got = 0;
     while (got < want) {
-      ssize_t n = ::read(fd, result.data.data() + got, want - got);
+      if (abandoned(request.cancel, stops)) {
+        result.error = "cannot read '" + request.path + "': cancelled";
+        break;
+      }
+      const std::size_t chunk = std::min(want - got, kFileChunk);
+      ssize_t n = ::read(fd, result.data.data() + got, chunk);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        result.error = "cannot read '" + request.path + "': " + errno_text();
+        result.error = path_error("read", request.path, errno);
         break;
       }
       if (n == 0) break;
@@ -235,7 +340,6 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
       }
       result.truncated = n > 0;
     }
-    ::close(fd);
     if (!result.error.empty()) result.data.clear();
   } catch (const std::exception& e) {
     result.data.clear();
@@ -244,44 +348,99 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
   return result;
 }
 
+// Writes into a new file beside the target (O_EXCL, in the same directory descriptor), fsyncs it
+// and renames it over the target: the file is either the old one or the whole new one, a hard
+// link to the target is never written through, and a full disk leaves the old file as it was.
 sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult result;
+  const unsigned stops = stops_.load(std::memory_order_acquire);
+  if (request.cancel != nullptr && request.cancel->cancel_requested()) {
+    result.error = "cannot write '" + request.path + "': cancelled; the file was left as it was";
+    return result;
+  }
   try {
-    auto resolved = paths_.resolve(request.path, sdk::Access::Write);
-    if (!resolved.error.empty()) {
-      result.error = resolved.error;
+    OpenedGrant grant = open_grant(request.path, sdk::Access::Write);
+    FdCloser grant_closer{grant.fd};
+    if (!grant.error.empty()) {
+      result.error = grant.error;
       return result;
     }
-    fs::path target = resolved.path;
-    std::error_code ec;
-    if (fs::is_directory(target, ec)) {
-      result.error = "cannot write '" + request.path + "': it is a directory";
+    ParentBeneath parent =
+        open_parent_beneath(grant.fd, grant.root->canonical, grant.relative, true);
+    FdCloser parent_closer{parent.fd};
+    if (parent.fd < 0) {
+      result.error = parent.error == EISDIR
+                         ? "cannot write '" + request.path + "': it is a directory"
+                         : path_error("write", request.path, parent.error);
       return result;
     }
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) {
-      result.error =
-          "cannot create the parent directories of '" + request.path + "': " + ec.message();
+    mode_t mode = 0644;
+    struct stat old {};
+    if (::fstatat(parent.fd, parent.leaf.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (!S_ISREG(old.st_mode)) {
+        result.error = "cannot write '" + request.path + "': it is " + file_kind(old.st_mode) +
+                       ", not a regular file";
+        return result;
+      }
+      // Replacing is not writing through: keep what opening it for writing would have required.
+      if (::faccessat(parent.fd, parent.leaf.c_str(), W_OK, AT_EACCESS) != 0) {
+        result.error = path_error("write", request.path, errno);
+        return result;
+      }
+      mode = old.st_mode & 07777;
+    } else if (errno != ENOENT) {
+      result.error = path_error("write", request.path, errno);
       return result;
     }
-    // O_NOFOLLOW: the path was resolved just now, a symlink here appeared since then.
-    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+    std::string temp;
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
+      char name[48];
+      std::snprintf(name, sizeof(name), ".execmcp-write-%08x%04x",
+                    static_cast<unsigned>(::random()), static_cast<unsigned>(attempt));
+      temp = name;
+      fd = ::openat(parent.fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+      if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
-      result.error = "cannot write '" + request.path + "': " + errno_text();
+      result.error = path_error("write", request.path, errno);
       return result;
     }
+    FdCloser fd_closer{fd};
+    auto fail = [&](int error) {
+      if (error == ENOSPC || error == EDQUOT)
+        result.error = "cannot write '" + request.path + "': " + std::strerror(error) +
+                       " (the file system is full); the file was left as it was";
+      else
+        result.error = path_error("write", request.path, error);
+      ::unlinkat(parent.fd, temp.c_str(), 0);
+      return result;
+    };
     std::size_t done = 0;
     while (done < request.data.size()) {
-      ssize_t n = ::write(fd, request.data.data() + done, request.data.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        result.error = "cannot write '" + request.path + "': " + errno_text();
-        break;
+      if (abandoned(request.cancel, stops)) {
+        fail(ECANCELED);
+        result.error =
+            "cannot write '" + request.path + "': cancelled; the file was left as it was";
+        return result;
       }
+      const std::size_t chunk = std::min(request.data.size() - done, kFileChunk);
+      ssize_t n = ::write(fd, request.data.data() + done, chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail(errno);
       done += static_cast<std::size_t>(n);
     }
-    if (::close(fd) != 0 && result.error.empty())
-      result.error = "cannot write '" + request.path + "': " + errno_text();
+    if (old.st_nlink > 0) {
+      // The owner too, where we may (as root, or when it is us already).
+      [[maybe_unused]] const int rc = ::fchown(fd, old.st_uid, old.st_gid);
+    }
+    if (::fchmod(fd, mode) != 0) return fail(errno);
+    // Before the rename, so no name ever points at data the disk may not hold.
+    if (::fsync(fd) != 0) return fail(errno);
+    if (::renameat(parent.fd, temp.c_str(), parent.fd, parent.leaf.c_str()) != 0)
+      return fail(errno);
     result.bytes_written = done;
   } catch (const std::exception& e) {
     result.error = std::string("cannot write '") + request.path + "': " + e.what();

@@ -12,6 +12,7 @@
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "local_settings.hpp"
+#include "path_beneath.hpp"
 #include "process_supervisor.hpp"
 
 namespace execmcp::plugins::local {
@@ -37,11 +38,22 @@ class LocalBackend final : public sdk::ExecutorBackend {
   std::string prepare(const sdk::ExecRequest& request, const std::string& work_dir,
                       std::string& command, std::vector<std::string>& env) const;
   void log(sdk::LogLevel level, const std::string& message) const noexcept;
+  // The grant that holds `path` (see path_beneath.hpp), opened; fd -1 and `error` set on refusal.
+  struct OpenedGrant {
+    int fd = -1;
+    const GrantRoot* root = nullptr;
+    std::string relative;
+    std::string error;
+  };
+  [[nodiscard]] OpenedGrant open_grant(const std::string& path, sdk::Access access) const;
+  // True once a file tool loop should give up: the request was cancelled or the backend stopped.
+  [[nodiscard]] bool abandoned(const sdk::CancelToken* cancel,
+                               unsigned stops_at_start) const noexcept;
 
   sdk::BackendInit init_;
   std::vector<sdk::PathGrant> grants_;
   // The grants resolved; made again by start(), once the cwd exists.
-  sdk::PathPolicy paths_;
+  std::vector<GrantRoot> roots_;
   LocalSettings settings_;
   SupervisorProgram supervisor_;
 
@@ -49,6 +61,8 @@ class LocalBackend final : public sdk::ExecutorBackend {
   std::mutex running_mutex_;
   std::condition_variable running_done_;
   std::list<std::atomic<bool>> running_;
+  // Counts stop() calls: a file tool loop that sees it change gives up.
+  std::atomic<unsigned> stops_{0};
 };
 
 }  // namespace execmcp::plugins::local

@@ -6,9 +6,11 @@
 // host) carries the spare's and the shell's pids and, once the tree is gone, the shell's wait
 // status, and then hangs up. The host waits for that hang-up only (it ends a command, whether the
 // supervisor reported or died), then drains what the output pipes still hold and is done: one
-// wake-up per command. A kill request also sends SIGCONT to the spare and to the program (a
-// command can stop either), and one unanswered for kKillGrace makes the host kill the spare and
-// the group. The command's strings travel in the message itself, or in a memfd when they are long.
+// wake-up per command (and one every 50 ms, for the cancel token and timers). Each of those wakes
+// sends SIGCONT to the spare (through a pidfd) and, until a spare took the command, to the
+// program: a command can stop either, and a stopped one would hold its report until the timeout.
+// A kill request unanswered for kKillGrace makes the host kill the spare and the group. The
+// command's strings travel in the message itself, or in a memfd when they are long.
 #include "process_supervisor.hpp"
 
 #include <dlfcn.h>
@@ -18,6 +20,7 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,6 +275,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   fds[proto::kStderr] = err_w.get();
   fds[proto::kControl] = ctrl_r.get();
   fds[proto::kStatus] = status_w.get();
+  fds[proto::kWorkDir] = spec.work_dir_fd;
   int fd_count = proto::kFdCount;
   std::string message = encode_spec(spec);
   Fd spec_fd;
@@ -322,7 +326,6 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     }
   };
   bool kill_sent = false;
-  bool continued = false;     // SIGCONT sent to the spare after the kill request
   bool spare_killed = false;  // the kill request went unanswered for kKillGrace
   Clock::time_point kill_sent_at;
   const bool has_deadline = control.timeout.count() > 0;
@@ -330,6 +333,22 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   // Not a std::vector: zero-filling 64 KiB cost more than reading a short command's output.
   constexpr std::size_t kReadBuffer = 64 * 1024;
   const auto buf = std::make_unique_for_overwrite<char[]>(kReadBuffer);
+  // The spare that runs the command, as a pidfd so a signal can never reach a process that
+  // reused its pid. A command can stop the spare (kill -STOP $PPID) or the program that forks
+  // spares; both are sent SIGCONT on every wake, so a stopped one cannot hold the command's
+  // report (or the start of a queued command) until the timeout.
+  Fd spare;
+  auto wake_supervisors = [&]() {
+    read_status();
+    if (spare.get() < 0 && status_int(0) > 0) {
+      spare.reset(static_cast<int>(::syscall(SYS_pidfd_open, status_int(0), 0)));
+      // Opened while the spare still held the status pipe, so while that pid was the spare's.
+      pollfd hup{status_r.get(), 0, 0};
+      if (spare.get() >= 0 && ::poll(&hup, 1, 0) != 0) spare.reset();
+    }
+    if (spare.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare.get(), SIGCONT, nullptr, 0);
+    if (status_int(0) <= 0) supervisor.wake();  // not taken yet: the program may be stopped
+  };
 
   // Once the supervisor is gone the tree is dead, so the pipes reach EOF at once; if a process
   // escaped anyway (the supervisor gave up on it), stop waiting for it after a grace period.
@@ -359,19 +378,17 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         supervisor.wake();
       }
     }
-    if (kill_sent && !continued && status_open) {
-      // The command may have stopped its supervising spare (kill -STOP $PPID): wake it so it
-      // can act on the request. Its pid is valid while it holds the status pipe open.
-      read_status();
-      if (status_int(0) > 0) {
-        ::kill(status_int(0), SIGCONT);
-        continued = true;
-      }
+    if (status_open) wake_supervisors();
+    if (kill_sent && status_open && Clock::now() - kill_sent_at > 2 * kKillGrace) {
+      // Nothing more can be done from here (no pid to act on, or one that ignores SIGKILL in
+      // the kernel): give the call back rather than wait for ever.
+      result.error = "the command's supervising process (" + supervisor.path() +
+                     ") did not answer the kill request; see the server log";
+      break;
     }
     if (kill_sent && !spare_killed && status_open && Clock::now() - kill_sent_at > kKillGrace) {
       // Still no report (its own kill takes at most ~10 s): end it and the shell's group here.
-      read_status();
-      if (status_int(0) > 0) ::kill(status_int(0), SIGKILL);
+      if (spare.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare.get(), SIGKILL, nullptr, 0);
       if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
       result.notices.push_back(
           "the command's supervising process did not answer the kill "
@@ -380,7 +397,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     }
     // Wake at least every 50 ms to look at the cancel token and the stop flag; sooner while a
     // kill request waits for the spare's pid.
-    int wait_ms = kill_sent && !continued ? 5 : 50;
+    int wait_ms = kill_sent && spare.get() < 0 ? 5 : 50;
     if (!kill_sent && has_deadline) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
@@ -438,6 +455,11 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     return finish();
   }
   result.exit_code = wait_status == -1 ? -1 : exit_code_from_status(wait_status);
+  // A command that ended by itself (before the kill landed, or while its spare was stopped) is
+  // reported as it ended: timed out or cancelled means it was killed, never "exit 0, timed out".
+  const bool killed =
+      wait_status != -1 && WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL;
+  if (!killed && wait_status != -1) result.timed_out = result.cancelled = false;
   return finish();
 }
 

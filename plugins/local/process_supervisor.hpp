@@ -17,7 +17,8 @@ namespace execmcp::plugins::local {
 struct SpawnSpec {
   std::string shell;             // absolute path of the shell
   std::string command;           // passed as `<shell> -c <command>`
-  std::string work_dir;          // absolute, existing
+  std::string work_dir;          // absolute, existing; for messages
+  int work_dir_fd = -1;          // the directory itself (O_PATH); the shell starts there
   std::vector<std::string> env;  // complete environment, "NAME=value"
 };
 

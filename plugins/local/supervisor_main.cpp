@@ -287,11 +287,16 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
   int status_msg = -1;
   bool clean = true;
   ReapState state;
+  // Whom the host wakes with SIGCONT: written before the shell exists, since the shell's first act
+  // may be to stop us (kill -STOP $PPID). The host waits for the pipe's hang-up only, so these
+  // writes do not wake it.
+  const int self = static_cast<int>(::getpid());
+  write_all(status_w, &self, sizeof(self));
   if (subreaper_error != 0) {
     write_error(err_w, "cannot become a child subreaper", nullptr, subreaper_error);
   } else if (!command.spec_ok) {
     write_str(err_w, "execmcp: the supervisor received an unreadable command\n");
-  } else if (::chdir(spec.work_dir) != 0) {
+  } else if (::fchdir(fds[proto::kWorkDir]) != 0) {
     write_error(err_w, "cannot enter work_dir", nullptr, errno);
     status_msg = 126 << 8;  // as if the shell had exited 126, like a shell's "cannot cd"
   } else {
@@ -320,11 +325,8 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
       state.shell = shell;
     }
   }
-  // Whom the host wakes with SIGCONT when it asks for a kill, and where it finds the process group
-  // should this process die before reporting. The host waits for the pipe's hang-up only, so this
-  // write does not wake it.
-  const int pids[2] = {static_cast<int>(::getpid()), state.shell};
-  write_all(status_w, pids, sizeof(pids));
+  // Where the host finds the process group should this process die before reporting.
+  write_all(status_w, &state.shell, sizeof(state.shell));
   on_started();
 
   if (state.shell > 0) {
@@ -348,7 +350,7 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
   write_all(status_w, &status_msg, sizeof(status_msg));
   ::close(status_w);
   for (int i = 0; i < command.fd_count; ++i) {
-    if (i != proto::kStatus) ::close(fds[i]);
+    if (i != proto::kStatus) ::close(fds[i]);  // the work_dir too: an idle spare holds none
   }
   // An idle spare holds no directory of the agent's (a context path can then be unmounted).
   [[maybe_unused]] const int rc = ::chdir("/");

@@ -4,19 +4,21 @@
 // argv[1] == kProtocolArg. Each command is one message on that socket: kMessageByte, then the
 // command's spec when it fits (at most kInlineSpecMax bytes), as data; and as SCM_RIGHTS the
 // descriptors in the order of the Fd enum below: kFdCount of them, or kFdCountWithSpec when the
-// spec travels in a memfd (the last descriptor) instead.
+// spec travels in a memfd (the last descriptor) instead. kWorkDir is the work_dir, opened by the
+// plugin beneath its grant; the shell starts there (fchdir), so no rename after the plugin's check
+// can move the command elsewhere.
 //
-// The spec is NUL-terminated strings: work_dir, shell, command, then "NAME=value" environment
-// entries, as many as there are.
+// The spec is NUL-terminated strings: work_dir (for messages), shell, command, then "NAME=value"
+// environment entries, as many as there are.
 //
 // One of the program's waiting subreapers takes the message and runs the command. On the status
-// pipe it writes three native ints: its own pid and the shell's (-1 when no shell was started) as
-// soon as the shell exists, and the shell's wait status (-1 when unknown) once nothing of the
-// command is left. It closes the status pipe first after that, and keeps its copies of the stdout
-// and stderr pipes until then, so the plugin can wait for the status pipe's hang-up alone (poll
-// events 0: the pids do not wake it) and is woken once at the end of a command. A byte or EOF on
-// the control pipe means "kill the command now"; the plugin also sends SIGCONT to the subreaper
-// with it.
+// pipe it writes three native ints: its own pid before it starts the shell, the shell's (-1 when
+// no shell was started) as soon as the shell exists, and the shell's wait status (-1 when unknown)
+// once nothing of the command is left. It closes the status pipe first after that, and keeps its
+// copies of the stdout and stderr pipes until then, so the plugin can wait for the status pipe's
+// hang-up alone (poll events 0: the pids do not wake it) and is woken once at the end of a command.
+// A byte or EOF on the control pipe means "kill the command now"; the plugin also sends SIGCONT to
+// the subreaper with it.
 #pragma once
 
 #include <cstddef>
@@ -25,13 +27,13 @@ namespace execmcp::plugins::local::protocol {
 
 inline constexpr const char* kProgramName = "execmcp-supervisor";
 // Changes whenever anything in this file changes, so a stale program is refused, not misread.
-inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=3";
+inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=4";
 inline constexpr int kSocketFd = 3;
 inline constexpr char kMessageByte = 'x';
 // Well under the socket's default send buffer (net.core.wmem_default, about 208 KiB).
 inline constexpr std::size_t kInlineSpecMax = 60 * 1024;
 
-enum Fd : int { kStdout = 0, kStderr, kControl, kStatus, kFdCount, kSpec = kFdCount };
+enum Fd : int { kStdout = 0, kStderr, kControl, kStatus, kWorkDir, kFdCount, kSpec = kFdCount };
 inline constexpr int kFdCountWithSpec = kFdCount + 1;
 
 }  // namespace execmcp::plugins::local::protocol

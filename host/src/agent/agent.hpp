@@ -23,6 +23,9 @@ struct ExecuteOutcome {
   std::string blocked_by;  // filter name, e.g. "sanitize"
   std::string rule;        // the rule that matched
   std::string reason;      // one sentence for the agent
+  // The agent's per-stream output cap; execute_command also bounds each stream's rendered
+  // (JSON-escaped) size by it.
+  std::size_t output_cap = sdk::kDefaultOutputCap;
 };
 
 // One configured agent: its filter chain, its backend, its limits, its audit log.

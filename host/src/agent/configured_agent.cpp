@@ -171,6 +171,7 @@ ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink
       request.timeout = parts_.max_timeout;
     }
   }
+  outcome.output_cap = parts_.output_cap;
   outcome.result = run_backend(request);
   if (!notice.empty()) outcome.result.notices.push_back(notice);
   audit(args.command, args.work_dir, "allowed", {}, outcome.result);

@@ -67,7 +67,51 @@ std::size_t sanitize_into(std::string& out, std::string_view bytes, bool hold_in
   return 0;
 }
 
+// The JSON-escaped size of one character that starts with `lead` and is `length` bytes long.
+std::size_t escaped_size(unsigned char lead, std::size_t length) noexcept {
+  if (length != 1) return length;
+  if (lead == '"' || lead == '\\') return 2;
+  if (lead == '\b' || lead == '\f' || lead == '\n' || lead == '\r' || lead == '\t') return 2;
+  return lead < 0x20 ? 6 : 1;
+}
+
 }  // namespace
+
+std::size_t json_escaped_size(std::string_view utf8) noexcept {
+  std::size_t size = 0;
+  std::size_t pos = 0;
+  while (pos < utf8.size()) {
+    const Decoded d = decode_at(utf8, pos);
+    const std::size_t length = d.step == Step::Valid ? d.length : kReplacementCharacter.size();
+    size += escaped_size(static_cast<unsigned char>(utf8[pos]), length);
+    pos += d.length;
+  }
+  return size;
+}
+
+std::string sanitize_utf8_within(std::string_view bytes, std::size_t budget, bool& cut,
+                                 std::size_t* consumed) {
+  std::string out;
+  out.reserve(bytes.size() < budget ? bytes.size() : budget);
+  std::size_t used = 0;
+  std::size_t pos = 0;
+  cut = false;
+  while (pos < bytes.size()) {
+    const Decoded d = decode_at(bytes, pos);
+    const std::string_view piece =
+        d.step == Step::Valid ? bytes.substr(pos, d.length) : kReplacementCharacter;
+    const std::size_t size = escaped_size(static_cast<unsigned char>(piece[0]), piece.size());
+    if (used + size > budget) {
+      cut = true;
+      break;
+    }
+    out.append(piece);
+    used += size;
+    pos += d.length;
+  }
+  if (consumed != nullptr) *consumed = pos;
+  return out;
+}
 
 bool is_valid_utf8(std::string_view bytes) noexcept {
   std::size_t pos = 0;

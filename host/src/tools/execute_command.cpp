@@ -52,13 +52,23 @@ json output_schema() {
   })");
 }
 
-json to_structured(const ExecuteOutcome& outcome) {
-  const sdk::ExecResult& r = outcome.result;
+// Each stream is cut where its JSON-escaped form would pass the output cap, so a response is at
+// most 2 x (stdout cap + stderr cap) plus a small constant (the streams appear in `text` and in
+// `structuredContent`), whatever the bytes: a NUL costs 6 bytes escaped, an invalid byte 3 (as
+// U+FFFD), a quote 2. Sets the result's truncated flags when it cuts.
+json to_structured(ExecuteOutcome& outcome) {
+  sdk::ExecResult& r = outcome.result;
   const bool ran = !outcome.blocked && r.error.empty();
+  bool stdout_cut = false;
+  bool stderr_cut = false;
+  std::string out = mcp::sanitize_utf8_within(r.stdout_data, outcome.output_cap, stdout_cut);
+  std::string err = mcp::sanitize_utf8_within(r.stderr_data, outcome.output_cap, stderr_cut);
+  r.stdout_truncated = r.stdout_truncated || stdout_cut;
+  r.stderr_truncated = r.stderr_truncated || stderr_cut;
   json s{{"success", ran && r.exit_code == 0 && !r.timed_out && !r.cancelled},
          {"exit_code", r.exit_code},
-         {"stdout", sanitize_utf8(r.stdout_data)},
-         {"stderr", sanitize_utf8(r.stderr_data)},
+         {"stdout", std::move(out)},
+         {"stderr", std::move(err)},
          {"execution_time", r.duration_seconds},
          {"timed_out", r.timed_out},
          {"truncated", r.stdout_truncated || r.stderr_truncated},
@@ -106,7 +116,8 @@ std::string render(const json& s, const ExecuteOutcome& outcome) {
       if (outcome.result.stdout_truncated) text << "stdout";
       if (outcome.result.stdout_truncated && outcome.result.stderr_truncated) text << " and ";
       if (outcome.result.stderr_truncated) text << "stderr";
-      text << " exceeded the output cap; the rest was dropped]";
+      text << " exceeded the output cap (" << outcome.output_cap
+           << " bytes, counted as escaped in this response); the rest was dropped]";
     }
   }
   if (s.contains("notices")) {
@@ -120,7 +131,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   ExecuteArgs exec;
   exec.command = args.required_string("command");
   const auto timeout = args.optional_number("timeout");
-  exec.work_dir = args.optional_string("work_dir").value_or("");
+  exec.work_dir = args.optional_path("work_dir").value_or("");
   if (timeout) {
     if (!std::isfinite(*timeout) || *timeout <= 0) {
       args.fail("argument 'timeout' must be a positive number of seconds");
@@ -136,7 +147,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   }
   if (args.error()) return ArgumentError{*args.error()};
 
-  const ExecuteOutcome outcome = context.agent.execute(exec, context.sink, context.cancel);
+  ExecuteOutcome outcome = context.agent.execute(exec, context.sink, context.cancel);
   json structured = to_structured(outcome);
   ToolResult result;
   result.text = render(structured, outcome);

@@ -57,7 +57,7 @@ std::vector<std::size_t> line_starts(std::string_view data) {
 
 ToolOutcome run(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {"path", "offset", "line_count"});
-  const std::string path = args.required_string("path");
+  const std::string path = args.required_path("path");
   const std::int64_t offset = args.optional_integer("offset").value_or(1);
   const auto line_count = args.optional_integer("line_count");
   if (!args.error() && path.empty()) args.fail("argument 'path' must not be empty");
@@ -67,7 +67,9 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   }
   if (args.error()) return ArgumentError{*args.error()};
 
-  const sdk::FileReadResult file = context.agent.read_file(sdk::FileReadRequest{path});
+  sdk::FileReadRequest request{path};
+  request.cancel = context.cancel;
+  const sdk::FileReadResult file = context.agent.read_file(request);
   const std::string shown_path = mcp::sanitize_utf8(path);
   if (!file.error.empty()) {
     return ToolResult{"Cannot read " + shown_path + ": " + mcp::sanitize_utf8(file.error), nullptr,
@@ -100,14 +102,33 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
                         std::to_string(kMaxContentBytes) + " bytes and was cut");
       truncated = true;
     }
-    returned = end_line - (offset - 1);
-    truncated = truncated || (end_line < total && (!line_count || returned < *line_count));
-    const std::string_view slice = std::string_view(file.data).substr(begin, end - begin);
+    std::string_view slice = std::string_view(file.data).substr(begin, end - begin);
     if (!mcp::is_valid_utf8(slice)) {
       notices.push_back(
           "the file is not valid UTF-8 text (binary?); invalid bytes were replaced with U+FFFD");
     }
-    content = mcp::sanitize_utf8(slice);
+    // The cap holds for the content as escaped in the response too (a NUL takes 6 bytes there):
+    // keep the whole lines that fit, or cut the first line.
+    bool cut = false;
+    std::size_t consumed = 0;
+    content = mcp::sanitize_utf8_within(slice, kMaxContentBytes, cut, &consumed);
+    if (cut) {
+      const std::size_t newline = slice.substr(0, consumed).rfind('\n');
+      if (newline != std::string_view::npos) {
+        slice = slice.substr(0, newline + 1);
+        content = mcp::sanitize_utf8(slice);
+        end_line =
+            offset - 1 + static_cast<std::int64_t>(std::count(slice.begin(), slice.end(), '\n'));
+      } else {
+        end_line = offset;
+        if (!truncated)
+          notices.push_back("line " + std::to_string(offset) + " is longer than " +
+                            std::to_string(kMaxContentBytes) + " bytes (escaped) and was cut");
+      }
+      truncated = true;
+    }
+    returned = end_line - (offset - 1);
+    truncated = truncated || (end_line < total && (!line_count || returned < *line_count));
   }
   if (file.truncated) {
     truncated = true;

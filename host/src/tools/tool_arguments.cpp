@@ -62,6 +62,26 @@ std::optional<std::string> ToolArguments::optional_string(std::string_view name)
   return value->get<std::string>();
 }
 
+std::string ToolArguments::required_path(std::string_view name) {
+  std::string value = required_string(name);
+  if (value.find('\0') != std::string::npos) {
+    fail("argument '" + std::string(name) +
+         "' contains a NUL byte (\\u0000); a path cannot contain one");
+    return {};
+  }
+  return value;
+}
+
+std::optional<std::string> ToolArguments::optional_path(std::string_view name) {
+  auto value = optional_string(name);
+  if (value && value->find('\0') != std::string::npos) {
+    fail("argument '" + std::string(name) +
+         "' contains a NUL byte (\\u0000); a path cannot contain one");
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::optional<double> ToolArguments::optional_number(std::string_view name) {
   const nlohmann::json* value = find(name);
   if (value == nullptr) return std::nullopt;

@@ -19,6 +19,10 @@ class ToolArguments {
 
   std::string required_string(std::string_view name);
   std::optional<std::string> optional_string(std::string_view name);
+  // Strings that name a file or directory: a NUL byte (which the C library would silently cut the
+  // path at) is refused.
+  std::string required_path(std::string_view name);
+  std::optional<std::string> optional_path(std::string_view name);
   std::optional<double> optional_number(std::string_view name);
   std::optional<std::int64_t> optional_integer(std::string_view name);
 

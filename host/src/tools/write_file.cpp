@@ -33,13 +33,13 @@ json output_schema() {
 
 ToolOutcome run(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {"path", "content"});
-  std::string path = args.required_string("path");
+  std::string path = args.required_path("path");
   std::string content = args.required_string("content");
   if (!args.error() && path.empty()) args.fail("argument 'path' must not be empty");
   if (args.error()) return ArgumentError{*args.error()};
 
   const sdk::FileWriteResult written =
-      context.agent.write_file(sdk::FileWriteRequest{path, std::move(content)});
+      context.agent.write_file(sdk::FileWriteRequest{path, std::move(content), context.cancel});
   const std::string shown_path = mcp::sanitize_utf8(path);
   if (!written.error.empty()) {
     return ToolResult{"Cannot write " + shown_path + ": " + mcp::sanitize_utf8(written.error),

@@ -8,6 +8,9 @@
 //
 // register_backend() lives in this file on purpose: calling it pulls this object file (and so
 // these tests) out of the static library into the test program.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -431,6 +434,46 @@ TEST_P(BackendConformance, FileToolsRefuseOutsideAndReadOnlyPaths) {
   EXPECT_EQ(context_read.data, "context file\n");
   EXPECT_NE(backend_->write_file({(context_ / "readme.txt").string(), "changed"}).error, "");
   EXPECT_EQ(read_host_file(context_ / "readme.txt"), "context file\n");
+}
+
+// A FIFO (or any file that is not a regular one) is refused at once: opening one to read blocks
+// until a writer comes, which would hold a call and its concurrency slot for ever. Should the
+// backend block anyway, the test opens the other end after 10 s so it fails instead of hanging.
+TEST_P(BackendConformance, FileToolsRefuseAFifoWithoutBlocking) {
+  const fs::path fifo = workspace_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  auto bounded = [&](auto call, int unblock_flags) {
+    auto future = std::async(std::launch::async, call);
+    const bool blocked = future.wait_for(10s) != std::future_status::ready;
+    if (blocked) {
+      ::signal(SIGPIPE, SIG_IGN);
+      ::close(::open(fifo.c_str(), unblock_flags | O_NONBLOCK));
+    }
+    EXPECT_FALSE(blocked) << "the file tool blocked on a FIFO";
+    return future.get();
+  };
+  auto read = bounded([&] { return backend_->read_file({"fifo"}); }, O_WRONLY);
+  EXPECT_NE(read.error, "");
+  EXPECT_EQ(read.data, "");
+  auto write = bounded([&] { return backend_->write_file({"fifo", "x"}); }, O_RDONLY);
+  EXPECT_NE(write.error, "");
+  EXPECT_EQ(write.bytes_written, 0u);
+}
+
+// A file request whose cancel token is already set returns an error and changes nothing.
+TEST_P(BackendConformance, FileRequestsHonourTheirCancelToken) {
+  write_host_file(workspace_ / "kept.txt", "kept\n");
+  sdk::CancelToken cancel;
+  cancel.request_cancel();
+  sdk::FileReadRequest read{"kept.txt"};
+  read.cancel = &cancel;
+  auto got = backend_->read_file(read);
+  EXPECT_NE(got.error, "");
+  EXPECT_EQ(got.data, "");
+  sdk::FileWriteRequest write{"kept.txt", "changed\n"};
+  write.cancel = &cancel;
+  EXPECT_NE(backend_->write_file(write).error, "");
+  EXPECT_EQ(read_host_file(workspace_ / "kept.txt"), "kept\n");
 }
 
 TEST_P(BackendConformance, ReadingAMissingFileIsAnError) {

@@ -162,6 +162,109 @@ TEST_F(ToolsTest, ExecuteCommandRejectsBadTimeoutsAndEmptyCommand) {
   EXPECT_EQ(agent_.executions(), 0);
 }
 
+TEST_F(ToolsTest, PathsWithANulByteAreRefused) {
+  const std::string nul_path("/w/a.txt\0/../../etc/passwd", 27);
+  agent_.put_file("/w/a.txt", "cut");
+  EXPECT_NE(argument_error(read_file_, json{{"path", nul_path}}).find("NUL"), std::string::npos);
+  EXPECT_NE(argument_error(write_file_, json{{"path", nul_path}, {"content", "x"}}).find("NUL"),
+            std::string::npos);
+  EXPECT_EQ(agent_.file("/w/a.txt"), "cut");
+  EXPECT_NE(argument_error(execute_, json{{"command", "ls"}, {"work_dir", std::string("d\0x", 3)}})
+                .find("work_dir"),
+            std::string::npos);
+  EXPECT_EQ(agent_.executions(), 0);
+}
+
+// An agent whose every command returns one prepared outcome, to test the rendering alone.
+class CannedAgent final : public Agent {
+ public:
+  explicit CannedAgent(ExecuteOutcome outcome) : outcome_(std::move(outcome)) {}
+  ExecuteOutcome execute(const ExecuteArgs&, sdk::OutputSink*, const sdk::CancelToken*) override {
+    return outcome_;
+  }
+  sdk::ExecResult run_internal(const std::string&, const sdk::CancelToken*) override { return {}; }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest&) override { return {}; }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest&) override { return {}; }
+  [[nodiscard]] const std::string& id() const override { return id_; }
+  [[nodiscard]] const std::string& cwd() const override { return id_; }
+  [[nodiscard]] sdk::BackendTraits traits() const override { return {}; }
+
+ private:
+  ExecuteOutcome outcome_;
+  std::string id_ = "canned";
+};
+
+// The size of the tools/call result as the session sends it: text and structuredContent.
+std::size_t response_size(const ToolResult& r) {
+  const json response{{"content", json::array({json{{"type", "text"}, {"text", r.text}}})},
+                      {"structuredContent", r.structured},
+                      {"isError", r.is_error}};
+  return response.dump(-1, ' ', false, json::error_handler_t::replace).size();
+}
+
+TEST(ExecuteCommandOutput, ResponseSizeIsBoundedByTheCapWhateverTheBytes) {
+  constexpr std::size_t kCap = 64 * 1024;
+  const std::string cases[] = {
+      std::string(kCap, '\0'),  // \u0000: 6 bytes each
+      std::string(kCap, '\x01'),
+      std::string(kCap, '\xFF'),  // U+FFFD: 3 bytes each
+      std::string(kCap, '"'),
+      std::string(kCap, '\\'),  // 2 bytes each
+      std::string(kCap / 2, '\xC3') + std::string(kCap / 2, '\n'),
+  };
+  for (const auto& data : cases) {
+    ExecuteOutcome outcome;
+    outcome.output_cap = kCap;
+    outcome.result.exit_code = 0;
+    outcome.result.stdout_data = data;
+    outcome.result.stderr_data = data;
+    CannedAgent agent(outcome);
+    ToolContext context{agent, nullptr, nullptr};
+    const auto result =
+        std::get<ToolResult>(make_execute_command_tool().run(json{{"command", "flood"}}, context));
+    EXPECT_LE(response_size(result), 2 * (kCap + kCap) + 4096)
+        << "first byte " << static_cast<int>(data[0]);
+    EXPECT_EQ(result.structured["truncated"], true);
+    EXPECT_NE(result.text.find("output truncated"), std::string::npos);
+  }
+  // Plain text up to the cap is shown whole and not called truncated.
+  ExecuteOutcome plain;
+  plain.output_cap = kCap;
+  plain.result.exit_code = 0;
+  plain.result.stdout_data = std::string(kCap, 'a');
+  CannedAgent agent(plain);
+  ToolContext context{agent, nullptr, nullptr};
+  const auto result =
+      std::get<ToolResult>(make_execute_command_tool().run(json{{"command", "a"}}, context));
+  EXPECT_EQ(result.structured["stdout"].get<std::string>().size(), kCap);
+  EXPECT_EQ(result.structured["truncated"], false);
+}
+
+TEST_F(ToolsTest, ReadFileContentIsBoundedAsEscapedAndSaysHowToContinue) {
+  std::string data;
+  for (int i = 0; i < 100000; ++i) data += std::string(9, '\0') + "\n";  // 56 bytes escaped
+  agent_.put_file("/w/nul.txt", data);
+  const ToolResult r = ok(read_file_, json{{"path", "/w/nul.txt"}});
+  EXPECT_LE(response_size(r), 2 * 1024 * 1024 + 4096);
+  EXPECT_EQ(r.structured["truncated"], true);
+  const auto returned = r.structured["lines_returned"].get<std::int64_t>();
+  EXPECT_GT(returned, 0);
+  EXPECT_LT(returned, 100000);
+  EXPECT_EQ(r.structured["content"].get<std::string>().size(), 10u * returned) << "cut mid-line";
+  EXPECT_NE(r.text.find("offset=" + std::to_string(returned + 1)), std::string::npos);
+}
+
+TEST(Utf8Budget, CutsBetweenCharactersAtTheEscapedSize) {
+  bool cut = false;
+  EXPECT_EQ(mcp::sanitize_utf8_within(std::string("a\0b", 3), 7, cut), std::string("a\0", 2));
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(mcp::sanitize_utf8_within("\xE2\x82\xAC\xE2\x82\xAC", 5, cut), "\xE2\x82\xAC");
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(mcp::sanitize_utf8_within("x\xFFy", 5, cut), "x\xEF\xBF\xBDy");
+  EXPECT_FALSE(cut);
+  EXPECT_EQ(mcp::json_escaped_size("\"\\\n\x7F"), 7u);
+}
+
 TEST(ShellQuote, RoundTripsThroughSh) {
   const std::string nasty = "it's $(rm -rf /) `x` \"q\" \\ ; | & \n end";
   const auto result = execmcp::host::testing::run_shell("printf %s " + shell_quote(nasty));

@@ -1,10 +1,20 @@
 // Local-only behaviour of the `local` plugin: settings, venv precedence, process-tree kills seen in
-// /proc, stdin, memory under huge output. The generic contract is covered by the conformance kit.
+// /proc, stdin, memory under huge output, file tools against races, special files and full disks.
+// The generic contract is covered by the conformance kit.
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -366,24 +376,36 @@ TEST_F(LocalBackendTest, SupervisorKilledMidCommandEndsTheCallAndItsProcesses) {
   EXPECT_EQ(run(backend, "echo again").stdout_data, "again\n");
 }
 
-TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorStillEndsAtItsTimeout) {
+TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorReportsItsOwnEndPromptly) {
   auto& backend = make("{}");
-  const auto started = std::chrono::steady_clock::now();
-  // Stops both the spare running it and the program that forks spares.
-  auto result = run(backend, "kill -STOP $(ps -o ppid= -p $PPID) $PPID; sleep 0.2; echo done", 2s);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "the call hung";
-  EXPECT_TRUE(result.timed_out);
+  // Stops both the spare running it and the program that forks spares, then ends by itself. The
+  // host wakes them: the call ends when the command does, not at its timeout, and says exit 0 only.
+  auto call = std::async(std::launch::async, [&backend] {
+    return run(backend, "kill -STOP $(ps -o ppid= -p $PPID) $PPID; sleep 0.2; echo done", 40s);
+  });
+  ASSERT_EQ(call.wait_for(30s), std::future_status::ready) << "waited for the timeout";
+  auto result = call.get();
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.error, "");
   EXPECT_EQ(result.stdout_data, "done\n");
-  // Both were woken (SIGCONT) with the kill request: parallel calls, which need new spares, run.
+  // Parallel calls, which need new spares from the program, run.
   std::vector<std::future<ExecResult>> calls;
   for (int i = 0; i < 4; ++i)
     calls.push_back(std::async(std::launch::async,
                                [&backend] { return run(backend, "sleep 0.2; echo next"); }));
-  for (auto& call : calls) {
-    ASSERT_EQ(call.wait_for(30s), std::future_status::ready) << "a later call hung";
-    EXPECT_EQ(call.get().stdout_data, "next\n");
+  for (auto& next : calls) {
+    ASSERT_EQ(next.wait_for(30s), std::future_status::ready) << "a later call hung";
+    EXPECT_EQ(next.get().stdout_data, "next\n");
   }
+}
+
+TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorAndRunsOnIsKilledAtItsTimeout) {
+  auto& backend = make("{}");
+  auto result = run(backend, "kill -STOP $PPID; echo started; sleep 1000", 2s);
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.exit_code, 128 + 9) << "a timed-out command never reports its own exit";
+  EXPECT_EQ(result.stdout_data, "started\n");
 }
 
 // The pids of this process's execmcp-supervisor program and of its children (its spares).
@@ -491,6 +513,201 @@ TEST_F(LocalBackendTest, StopLeavesNoSupervisingProcessNotEvenAZombie) {
   backend.stop();
   // Reaped, not left to whoever inherits them (a zombie still has its /proc entry).
   for (const long pid : pids) EXPECT_FALSE(fs::exists("/proc/" + std::to_string(pid))) << pid;
+}
+
+// Runs `call` on a thread; when it has not returned after `limit`, runs `unblock` (so a blocked
+// call can end and the test fail instead of hang) and reports the hang.
+template <class Call, class Unblock>
+auto bounded(Call call, Unblock unblock, std::chrono::seconds limit = 10s) {
+  auto future = std::async(std::launch::async, call);
+  const bool hung = future.wait_for(limit) != std::future_status::ready;
+  if (hung) unblock();
+  auto result = future.get();
+  EXPECT_FALSE(hung) << "the file tool blocked";
+  return result;
+}
+
+TEST_F(LocalBackendTest, FileToolsRefuseSpecialFilesAtOnce) {
+  auto& backend = make("{}");
+  const fs::path fifo = workspace_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  fs::create_symlink("fifo", workspace_ / "to-fifo");
+  for (const std::string name : {"fifo", "to-fifo"}) {
+    auto read = bounded([&] { return backend.read_file({name}); },
+                        [&] { ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK)); });
+    EXPECT_NE(read.error.find("FIFO"), std::string::npos) << read.error;
+    auto write = bounded(
+        [&] {
+          return backend.write_file({name, "x"});
+        },
+        [&] {
+          ::signal(SIGPIPE, SIG_IGN);  // the blocked writer then writes to no one
+          ::close(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK));
+        });
+    EXPECT_NE(write.error.find("FIFO"), std::string::npos) << write.error;
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo)) << "the FIFO was replaced";
+
+  const fs::path socket_path = workspace_ / "sock";
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, socket_path.c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_NE(backend.read_file({"sock"}).error.find("socket"), std::string::npos);
+  EXPECT_NE(backend.write_file({"sock", "x"}).error.find("socket"), std::string::npos);
+  ::close(sock);
+
+  fs::create_directories(workspace_ / "dir");
+  EXPECT_NE(backend.read_file({"dir"}).error.find("directory"), std::string::npos);
+  EXPECT_NE(backend.write_file({"dir", "x"}).error.find("directory"), std::string::npos);
+
+  if (::geteuid() == 0 && ::mknod((workspace_ / "zero").c_str(), S_IFCHR | 0644, ::makedev(1, 5)) ==
+                              0) {  // /dev/zero: reading never ends
+    auto read = bounded([&] { return backend.read_file({"zero"}); }, [] {});
+    EXPECT_NE(read.error.find("device"), std::string::npos) << read.error;
+    EXPECT_EQ(read.data, "");
+  }
+}
+
+TEST_F(LocalBackendTest, FileToolsRefuseANulInThePath) {
+  auto& backend = make("{}");
+  std::ofstream(workspace_ / "a") << "cut here";
+  const std::string path("a\0/b", 4);
+  auto read = backend.read_file({path});
+  EXPECT_NE(read.error.find("NUL"), std::string::npos) << read.error;
+  EXPECT_EQ(read.data, "");
+  EXPECT_NE(backend.write_file({path, "x"}).error.find("NUL"), std::string::npos);
+  EXPECT_EQ(read_text(workspace_ / "a"), "cut here");
+  EXPECT_NE(run(backend, "pwd", 60s, std::string("\0", 1)).error.find("NUL"), std::string::npos);
+}
+
+TEST_F(LocalBackendTest, FileToolsGiveUpWhenCancelled) {
+  auto& backend = make("{}");
+  std::ofstream(workspace_ / "big") << std::string(3 * 1024 * 1024, 'b');
+  execmcp::sdk::CancelToken cancel;
+  cancel.request_cancel();
+  execmcp::sdk::FileReadRequest read_request{"big"};
+  read_request.cancel = &cancel;
+  auto read = backend.read_file(read_request);
+  EXPECT_NE(read.error.find("cancelled"), std::string::npos) << read.error;
+  EXPECT_EQ(read.data, "");
+  execmcp::sdk::FileWriteRequest write_request{"big", "new"};
+  write_request.cancel = &cancel;
+  EXPECT_NE(backend.write_file(write_request).error.find("cancelled"), std::string::npos);
+  EXPECT_EQ(fs::file_size(workspace_ / "big"), 3u * 1024 * 1024) << "the old file was changed";
+}
+
+// A directory on the way is swapped for a symlink out and back (atomically, RENAME_EXCHANGE) as
+// fast as possible while the file tools read and write through it: nothing outside may be read
+// or written, however the race falls.
+TEST_F(LocalBackendTest, FileToolsNeverReachOutsideWhileASymlinkIsSwappedIn) {
+  auto& backend = make("{}");
+  const fs::path outside = root_ / "outside";
+  fs::create_directories(outside);
+  std::ofstream(outside / "f.txt") << "SECRET";
+  fs::create_directories(workspace_ / "d");
+  std::ofstream(workspace_ / "d" / "f.txt") << "inside";
+  fs::create_symlink(outside, workspace_ / "d-link");
+  std::atomic<bool> done{false};
+  std::thread swapper([&] {
+    while (!done.load())
+      ::renameat2(AT_FDCWD, (workspace_ / "d").c_str(), AT_FDCWD, (workspace_ / "d-link").c_str(),
+                  RENAME_EXCHANGE);
+  });
+  int reads = 0;
+  int writes = 0;
+  int tries = 0;
+  bool read_outside = false;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  for (; tries < 2000 && std::chrono::steady_clock::now() < until; ++tries) {
+    auto read = backend.read_file({"d/f.txt"});
+    if (read.data == "SECRET") {
+      read_outside = true;
+      break;
+    }
+    reads += read.data == "inside" ? 1 : 0;
+    writes += backend.write_file({"d/w.txt", "x"}).error.empty() ? 1 : 0;
+    if (fs::exists(outside / "w.txt")) break;
+  }
+  done = true;
+  swapper.join();
+  EXPECT_FALSE(fs::exists(outside / "w.txt")) << "wrote outside within " << tries << " tries";
+  EXPECT_FALSE(read_outside) << "read outside within " << tries << " tries";
+  EXPECT_GT(reads, 0) << "no read got through the race: the test proves nothing";
+  EXPECT_GT(writes, 0);
+}
+
+TEST_F(LocalBackendTest, WorkDirNeverOutsideWhileASymlinkIsSwappedIn) {
+  auto& backend = make("{}");
+  const fs::path outside = root_ / "outside";
+  fs::create_directories(outside);
+  fs::create_directories(workspace_ / "d");
+  fs::create_symlink(outside, workspace_ / "d-link");
+  std::atomic<bool> done{false};
+  std::thread swapper([&] {
+    while (!done.load())
+      ::renameat2(AT_FDCWD, (workspace_ / "d").c_str(), AT_FDCWD, (workspace_ / "d-link").c_str(),
+                  RENAME_EXCHANGE);
+  });
+  int ran = 0;
+  std::string escaped;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  for (int i = 0; i < 300 && std::chrono::steady_clock::now() < until && escaped.empty(); ++i) {
+    auto result = run(backend, "pwd -P", 60s, "d");
+    if (result.stdout_data == outside.string() + "\n") escaped = result.stdout_data;
+    ran += result.error.empty() ? 1 : 0;
+  }
+  done = true;
+  swapper.join();
+  EXPECT_EQ(escaped, "") << "the command ran outside the grants";
+  EXPECT_GT(ran, 0);
+}
+
+TEST_F(LocalBackendTest, WriteFileNeverWritesThroughAHardLink) {
+  auto& backend = make("{}");
+  const fs::path outside = root_ / "outside";
+  fs::create_directories(outside);
+  std::ofstream(outside / "f.txt") << "outside";
+  fs::create_hard_link(outside / "f.txt", workspace_ / "hl");
+  // Reading it reads the shared inode (see docs/security.md, "Local file tools").
+  EXPECT_EQ(backend.read_file({"hl"}).data, "outside");
+  auto written = backend.write_file({"hl", "new"});
+  EXPECT_EQ(written.error, "");
+  EXPECT_EQ(read_text(workspace_ / "hl"), "new");
+  EXPECT_EQ(read_text(outside / "f.txt"), "outside") << "wrote through the hard link";
+}
+
+TEST_F(LocalBackendTest, WriteFileKeepsModeAndLeavesNoTemporaryFile) {
+  auto& backend = make("{}");
+  std::ofstream(workspace_ / "script.sh") << "old";
+  fs::permissions(workspace_ / "script.sh", fs::perms(0750));
+  EXPECT_EQ(backend.write_file({"script.sh", "new"}).error, "");
+  EXPECT_EQ(fs::status(workspace_ / "script.sh").permissions(), fs::perms(0750));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(workspace_)) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST_F(LocalBackendTest, WriteFileOnAFullFileSystemSaysSoAndKeepsTheOldFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  auto& backend = make("{}");
+  const fs::path small = workspace_ / "small";
+  fs::create_directories(small);
+  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=256k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  struct Unmount {
+    fs::path path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{small};
+  ASSERT_EQ(backend.write_file({"small/f.txt", "old content"}).error, "");
+  auto full = backend.write_file({"small/f.txt", std::string(1024 * 1024, 'x')});
+  EXPECT_NE(full.error.find("No space left on device"), std::string::npos) << full.error;
+  EXPECT_EQ(full.bytes_written, 0u);
+  EXPECT_EQ(read_text(small / "f.txt").substr(0, 40), "old content");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(small)) ++entries;
+  EXPECT_EQ(entries, 1) << "a partial temporary file was left behind";
 }
 
 }  // namespace

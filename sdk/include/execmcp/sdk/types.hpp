@@ -79,9 +79,14 @@ struct ExecResult {
   std::vector<std::string> notices;
 };
 
+// File requests name a path the agent chose: a backend opens it without following anything that
+// leaves the grants (not by re-resolving a checked string), refuses anything but a regular file
+// (FIFOs, devices, sockets, directories) at once instead of blocking, and returns promptly with an
+// error once `cancel` is requested.
 struct FileReadRequest {
   std::string path;  // absolute, or relative to the agent's cwd
   std::size_t max_bytes = 16 * 1024 * 1024;
+  const CancelToken* cancel = nullptr;  // optional; since ABI 1.1
 };
 
 struct FileReadResult {
@@ -91,8 +96,9 @@ struct FileReadResult {
 };
 
 struct FileWriteRequest {
-  std::string path;  // absolute, or relative to the agent's cwd
-  std::string data;  // raw bytes
+  std::string path;                     // absolute, or relative to the agent's cwd
+  std::string data;                     // raw bytes
+  const CancelToken* cancel = nullptr;  // optional; since ABI 1.1
 };
 
 struct FileWriteResult {

@@ -5,7 +5,9 @@ namespace execmcp::sdk {
 
 // Same major required; a plugin's minor must be <= the host's minor (the host may be newer).
 inline constexpr unsigned kAbiMajor = 1;
-inline constexpr unsigned kAbiMinor = 0;
+// 1.1: FileReadRequest and FileWriteRequest end with a cancel token (appended, so a 1.0 plugin
+// reads the prefix it knows).
+inline constexpr unsigned kAbiMinor = 1;
 
 #define EXECMCP_SDK_STRINGIFY_(x) #x
 #define EXECMCP_SDK_STRINGIFY(x) EXECMCP_SDK_STRINGIFY_(x)
