@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "docker_api/exec_stream_decoder.hpp"
+#include "exec_stream_decoder.hpp"
 
 using execmcp::plugins::docker_api::ExecStreamDecoder;
 

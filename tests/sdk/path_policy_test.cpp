@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -49,6 +50,16 @@ TEST_F(PathPolicyTest, SymlinkOutOfTheWorkspaceIsRefused) {
       << result.error;
   // `..` out of the workspace too.
   EXPECT_NE(policy.resolve("../outside", Access::Read).error, "");
+}
+
+// Found by the path resolver fuzz target: "sub\0/../../outside" was cut at the NUL by the file
+// system calls and accepted as "sub", a path the caller never asked for.
+TEST_F(PathPolicyTest, APathWithANulByteIsRefused) {
+  PathPolicy policy((root_ / "ws").string(), {{(root_ / "ws").string(), true}});
+  using namespace std::string_view_literals;
+  const auto result = policy.resolve("sub\0/../../outside"sv, Access::Read);
+  EXPECT_EQ(result.path, "");
+  EXPECT_NE(result.error.find("NUL"), std::string::npos) << result.error;
 }
 
 TEST_F(PathPolicyTest, ReadOnlyGrantRefusesWrites) {

@@ -48,6 +48,8 @@ class PathPolicy {
   [[nodiscard]] ResolvedPath resolve(std::string_view requested, Access access) const {
     namespace fs = std::filesystem;
     std::error_code ec;
+    if (requested.find('\0') != std::string_view::npos)
+      return {{}, "path contains a NUL byte, which no file name can hold"};
     fs::path p = requested.empty() ? fs::path(cwd_) : fs::path(std::string(requested));
     if (p.is_relative()) p = fs::path(cwd_) / p;
     fs::path resolved = fs::weakly_canonical(p, ec);
