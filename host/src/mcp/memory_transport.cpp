@@ -97,6 +97,16 @@ bool MemoryTransport::write_line(std::string_view message) {
   return true;
 }
 
+bool MemoryTransport::try_write_line(std::string_view message) {
+  {
+    std::lock_guard lock(mutex_);
+    if (writes_stalled_ || writes_fail_ || writes_aborted_) return false;
+    output_.emplace_back(message);
+  }
+  output_cv_.notify_all();
+  return true;
+}
+
 void MemoryTransport::close() {
   {
     std::lock_guard lock(mutex_);

@@ -41,6 +41,7 @@ class MemoryTransport final : public Transport {
   // Server side.
   std::optional<std::string> read_line() override;
   bool write_line(std::string_view message) override;
+  bool try_write_line(std::string_view message) override;  // false while stalled
   void abort_writes() override;
   void close() override;
 

@@ -18,6 +18,7 @@ Outbox::~Outbox() {
 void Outbox::post_response(std::string line) {
   std::unique_lock lock(mutex_);
   if (failed_ || stopping_) return;
+  if (write_now_locked(line)) return;
   // A response larger than the bound still goes out to a client that keeps up (nothing waits).
   if (queued_bytes_ > 0 && queued_bytes_ + line.size() > limits_.max_bytes) {
     fail_locked(lock, "the client has not read " + std::to_string(queued_bytes_) +
@@ -32,8 +33,10 @@ void Outbox::post_response(std::string line) {
 
 bool Outbox::post_droppable(std::string line) {
   std::unique_lock lock(mutex_);
-  if (failed_ || stopping_ || queued_bytes_ + line.size() > limits_.max_droppable_bytes) {
-    if (!failed_ && !stopping_ && dropped_++ == 0) {
+  if (failed_ || stopping_) return false;
+  if (write_now_locked(line)) return true;
+  if (queued_bytes_ + line.size() > limits_.max_droppable_bytes) {
+    if (dropped_++ == 0) {
       spdlog::warn("mcp: the client is slow to read; dropping progress notifications");
     }
     return false;
@@ -43,6 +46,11 @@ bool Outbox::post_droppable(std::string line) {
   lock.unlock();
   work_cv_.notify_one();
   return true;
+}
+
+bool Outbox::write_now_locked(std::string_view line) {
+  // Only when nothing waits and the writer is idle, so order is kept.
+  return queue_.empty() && !writing_ && transport_.try_write_line(line);
 }
 
 void Outbox::fail_locked(std::unique_lock<std::mutex>& lock, const std::string& why) {

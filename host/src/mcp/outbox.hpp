@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "mcp/transport.hpp"
@@ -54,6 +55,8 @@ class Outbox {
 
  private:
   void run();
+  // Writes a short line on the posting thread when that cannot block: no wake-up of the writer.
+  bool write_now_locked(std::string_view line);
   // Marks the peer gone, discards the queue and runs on_failure (without the lock held).
   void fail_locked(std::unique_lock<std::mutex>& lock, const std::string& why);
 

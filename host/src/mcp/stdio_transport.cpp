@@ -155,6 +155,26 @@ bool StdioTransport::write_all(std::string_view bytes) {
   return true;
 }
 
+bool StdioTransport::try_write_line(std::string_view message) {
+  if (message.size() + 1 > PIPE_BUF) return false;
+  std::unique_lock lock(write_mutex_, std::try_to_lock);
+  if (!lock || write_failed_ || writes_aborted_.load()) return false;
+  pollfd fd{out_fd_, POLLOUT, 0};
+  if (::poll(&fd, 1, 0) != 1 || fd.revents != POLLOUT) return false;  // no room, or an error
+  char framed[PIPE_BUF];
+  std::memcpy(framed, message.data(), message.size());
+  framed[message.size()] = '\n';
+  const std::string_view bytes(framed, message.size() + 1);
+  const ssize_t n = ::write(out_fd_, bytes.data(), bytes.size());
+  if (n < 0) return false;  // write_line() retries it and reports a real error
+  // A pipe with room takes PIPE_BUF bytes whole; anything else finishes like write_line().
+  if (static_cast<std::size_t>(n) < bytes.size() &&
+      !write_all(bytes.substr(static_cast<std::size_t>(n)))) {
+    write_failed_ = true;
+  }
+  return true;
+}
+
 void StdioTransport::abort_writes() {
   if (writes_aborted_.exchange(true)) return;
   const char byte = 1;

@@ -25,6 +25,8 @@ class StdioTransport final : public Transport {
   // Polls for room before each write of at most PIPE_BUF bytes, so it never blocks in write()
   // itself (stdout stays a blocking descriptor: O_NONBLOCK would leak to whoever shares it).
   bool write_line(std::string_view message) override;
+  // Only messages that fit in PIPE_BUF with their newline, when poll() says there is room.
+  bool try_write_line(std::string_view message) override;
   void abort_writes() override;
   void close() override;
 

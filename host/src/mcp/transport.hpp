@@ -25,6 +25,11 @@ class Transport {
   // one at once (from any thread): shutdown never waits on a stalled peer.
   virtual void abort_writes() = 0;
 
+  // Writes the message and its newline now if that cannot block (it is small and the peer has
+  // room); false: nothing was written, use write_line(). Lets a short response skip the hop to
+  // the writer thread. Thread safe.
+  virtual bool try_write_line(std::string_view /*message*/) { return false; }
+
   // Ends input: wakes a blocked read_line() (from any thread). Writes stay possible so responses
   // to calls still running can be delivered during shutdown.
   virtual void close() = 0;

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <climits>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -108,6 +110,27 @@ TEST(StdioTransport, AnOverlongLineIsCutJustPastTheLimitAndTheRestDiscarded) {
   ASSERT_EQ(reader.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(reader.get(), (std::vector<std::string>{std::string(100, 'a'), std::string(101, 'b'),
                                                     std::string(101, 'c'), "{\"after\":1}"}));
+}
+
+TEST(StdioTransport, TryWriteLineNeverBlocksAndLeavesLongLinesToWriteLine) {
+  Pipe in;
+  Pipe out;
+  StdioTransport transport(in.fds[0], out.fds[1], MessageLimits::kDefaultMaxBytes);
+  EXPECT_FALSE(transport.try_write_line(std::string(PIPE_BUF, 'x')));  // with its newline: too long
+  const std::string line(100, 'y');
+  int written = 0;
+  while (transport.try_write_line(line)) ASSERT_LT(++written, 100000) << "the pipe never filled";
+  EXPECT_GT(written, 100);  // the pipe took lines until it was full, then refused without blocking
+  auto reader = std::async(std::launch::async, [&] {
+    std::string buffer;
+    int lines = 0;
+    while (auto got = read_line(out.fds[0], buffer, 10s)) {
+      EXPECT_EQ(*got, line);
+      if (++lines == written) break;
+    }
+    return lines;
+  });
+  EXPECT_EQ(reader.get(), written);
 }
 
 TEST(StdioTransport, WritesOneMessagePerLineFromManyThreads) {
