@@ -2,7 +2,9 @@
 // by parsing the source with `ast` inside the agent's sandbox (the module is never imported).
 #include <regex>
 #include <sstream>
+#include <variant>
 
+#include "mcp/json_rpc.hpp"
 #include "mcp/utf8.hpp"
 #include "tools/read_docstring_command.hpp"
 #include "tools/tool.hpp"
@@ -149,8 +151,12 @@ DocstringLookup parse_read_docstring_output(const sdk::ExecResult& result) {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.remove_suffix(1);
   const auto newline = out.rfind('\n');
   const std::string_view last = newline == std::string_view::npos ? out : out.substr(newline + 1);
-  const json reply = json::parse(last, nullptr, false);
-  if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok")) {
+  // The helper's output is the agent's to shape (its Python environment runs it): parse it with
+  // the same bounds as a client's message, never the unbounded recursive parser.
+  auto parsed = mcp::parse_message(last, mcp::MessageLimits{});
+  const json reply =
+      std::holds_alternative<json>(parsed) ? std::move(std::get<json>(parsed)) : json();
+  if (!reply.is_object() || !reply.contains("ok")) {
     std::string detail =
         mcp::sanitize_utf8(result.stderr_data.empty() ? result.stdout_data : result.stderr_data);
     if (detail.size() > 2000) detail = detail.substr(0, 2000) + "...";

@@ -363,5 +363,18 @@ TEST(ReadDocstringOutput, HelperFailureIsReported) {
   EXPECT_NE(lookup.error.find("127"), std::string::npos);
 }
 
+// The helper runs in the agent's Python environment, so its output is the agent's to shape: a
+// reply nested 200,000 levels deep is refused like any over-deep message, never parsed
+// recursively (which overflowed the stack).
+TEST(ReadDocstringOutput, DeeplyNestedReplyIsRefusedNotParsedRecursively) {
+  sdk::ExecResult result;
+  result.exit_code = 0;
+  const std::size_t depth = 200000;
+  result.stdout_data =
+      "{\"ok\":true,\"docstring\":" + std::string(depth, '[') + std::string(depth, ']') + "}\n";
+  const DocstringLookup lookup = parse_read_docstring_output(result);
+  EXPECT_NE(lookup.error.find("the Python helper failed"), std::string::npos) << lookup.error;
+}
+
 }  // namespace
 }  // namespace execmcp::host::tools
