@@ -1453,13 +1453,34 @@ class Parser {
         recurse(words[++i].value, Source::ShellString, self);
         continue;
       }
-      if (subcommand.empty() && !w.starts_with("-")) subcommand = w;
+      if (subcommand.empty() && !w.starts_with("-")) {
+        subcommand = w;
+        // `git config [--global] KEY VALUE` stores a command the next git call runs.
+        if (w == "config") follow_git_config(words, i + 1, self);
+      }
     }
   }
 
-  // sh -c 'string' (also -ec, -lc ...): parse the string. Returns true for a shell reading stdin.
+  void follow_git_config(const std::vector<Word>& words, std::size_t i, int self) {
+    std::vector<std::string> operands;
+    for (; i < words.size(); ++i) {
+      const std::string& w = words[i].value;
+      if (w == "-f" || w == "--file" || w == "--blob" || w == "--type") {
+        ++i;  // an option with an argument
+      } else if (!w.starts_with("-") || operands.size() == 1) {
+        operands.push_back(w);  // KEY, then VALUE (which may start with '-')
+      }
+      if (operands.size() == 2) break;
+    }
+    if (operands.size() != 2) return;
+    if (auto command = git_config_command(operands[0] + "=" + operands[1]))
+      recurse(*command, Source::ShellString, self);
+  }
+
+  // sh -c 'string' (also -ec, -lc ...): parse the string. Returns `self` for a shell reading stdin.
   int follow_shell(const std::vector<Word>& words, std::size_t first, int self, std::size_t i) {
     bool has_c = false;
+    bool has_s = false;  // -s: the script is stdin even with operands (they are $1 ...)
     while (i < words.size()) {
       const std::string& w = words[i].value;
       if (w == "--") {
@@ -1474,6 +1495,7 @@ class Parser {
         bool takes_arg = false;
         for (std::size_t k = 1; k < w.size(); ++k) {
           if (w[k] == 'c') has_c = true;
+          if (w[k] == 's' && w[0] == '-') has_s = true;
           if (w[k] == 'o' || w[k] == 'O') takes_arg = true;
         }
         i += takes_arg ? 2 : 1;
@@ -1486,7 +1508,7 @@ class Parser {
       if (i < words.size()) recurse(words[i].value, Source::ShellString, self);
       return -1;
     }
-    if (i >= words.size()) return self;  // no script file: the script comes from stdin
+    if (i >= words.size() || has_s) return self;  // no script file: the script is stdin
     return follow_script_operand(words, i, self);
   }
 

@@ -174,6 +174,8 @@ const Blocked kBlocked[] = {
     {"git -c core.sshCommand='rm -rf ~' fetch", "rm-root"},
     {"git fetch --upload-pack='rm -rf /' origin", "rm-root"},
     {"GIT_SSH_COMMAND='rm -rf /' git fetch", "rm-root"},
+    {"bash -s -- x <<< 'rm -rf /'", "rm-root"},
+    {"git config --global core.sshCommand 'rm -rf ~'", "rm-root"},
 };
 
 // Each line must pass with the default settings.

@@ -289,6 +289,9 @@ const Runs kRuns[] = {
     {"printf 'ls\\nrm -rf /' | bash -s", "bash", "rm -rf /", Source::ShellString},
     {"bash /dev/stdin <<'EOF'\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
     {"nohup bash <<EOF\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
+    {"bash -s -- a b <<< 'rm -rf /'", "bash", "rm -rf /", Source::ShellString},
+    {"git config --global core.pager 'rm -rf /'", "git", "rm -rf /", Source::ShellString},
+    {"git config alias.x '!rm -rf /'", "git", "rm -rf /", Source::ShellString},
 };
 
 class RunnerShape : public ::testing::TestWithParam<Runs> {};
@@ -312,13 +315,26 @@ TEST_P(RunnerShape, ExposesTheCommandItRuns) {
 INSTANTIATE_TEST_SUITE_P(ShellSyntax, RunnerShape, ::testing::ValuesIn(kRuns));
 
 TEST(SimpleCommands, OrdinaryCommandsRunNothingElse) {
-  for (const char* line :
-       {"git log --oneline", "git commit -c HEAD", "git push -u origin main",
-        "git -c core.fsmonitor=false status", "git -c alias.st=status st",
-        "git -c credential.helper=store push", "find . -name '*.o' -delete", "watch", "flock 9",
-        "script log", "env", "env FOO=1", "command -v sudo", "cat <<EOF > file.txt\nrm -rf /\nEOF",
-        "cat <<< 'rm -rf /'", "echo 'rm -rf /' | cat", "diff <(echo 'rm -rf /') b",
-        "bash script.sh <<< 'rm -rf /'"}) {
+  for (const char* line : {"git log --oneline",
+                           "git commit -c HEAD",
+                           "git push -u origin main",
+                           "git -c core.fsmonitor=false status",
+                           "git -c alias.st=status st",
+                           "git -c credential.helper=store push",
+                           "find . -name '*.o' -delete",
+                           "watch",
+                           "flock 9",
+                           "script log",
+                           "env",
+                           "env FOO=1",
+                           "command -v sudo",
+                           "cat <<EOF > file.txt\nrm -rf /\nEOF",
+                           "cat <<< 'rm -rf /'",
+                           "echo 'rm -rf /' | cat",
+                           "diff <(echo 'rm -rf /') b",
+                           "bash script.sh <<< 'rm -rf /'",
+                           "git config user.name 'rm -rf /'",
+                           "git config --get core.pager"}) {
     ParsedLine parsed = parse_line(line);
     EXPECT_EQ(find_named(parsed, "rm"), nullptr) << line;
     for (const auto& cmd : parsed.commands) EXPECT_NE(cmd.source, Source::ShellString) << line;
