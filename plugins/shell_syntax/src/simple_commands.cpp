@@ -858,7 +858,7 @@ class Parser {
         if (!seen_equals) w.quoted_name = true;
         w.quoted = true;
         if (pos_ + 1 < s_.size()) w.add(next, kQuotedChar);
-        pos_ += 2;
+        pos_ = std::min(pos_ + 2, s_.size());  // a trailing backslash ends the input
       } else if (c == '\'') {
         if (!seen_equals) w.quoted_name = true;
         w.quoted = true;
@@ -1059,6 +1059,7 @@ class Parser {
   }
 
   void read_heredoc_bodies() {
+    pos_ = std::min(pos_, s_.size());
     while (heredoc_head_ < heredocs_.size()) {
       Heredoc doc = std::move(heredocs_[heredoc_head_++]);
       std::size_t body_begin = pos_;

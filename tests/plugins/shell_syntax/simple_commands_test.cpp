@@ -496,9 +496,9 @@ TEST(SimpleCommands, UnbalancedInputIsHandled) {
   EXPECT_THAT(all_words(")) ls ((("), ElementsAre(Words{"ls"}));
   EXPECT_THAT(all_words("} } ls"), ElementsAre(Words{"ls"}));
   for (const char* line :
-       {"$(", "`",  "\"",   "'",         "${",       "$((", "<(",   "<<", "<<EOF",
-        "2>", "&>", "case", "case x in", "function", "f()", ";;",   "|",  "&&",
-        "\\", "$'", "$\"",  "a=(",       "((",       "{",   "esac", "for"}) {
+       {"$(",  "`",    "\"",        "'",        "${",   "$((", "<(",   "<<",       "<<EOF",  "2>",
+        "&>",  "case", "case x in", "function", "f()",  ";;",  "|",    "&&",       "\\",     "$'",
+        "$\"", "a=(",  "((",        "{",        "esac", "for", "<<\\", "cat <<\\", "a <<<\\"}) {
     (void)parse_line(line);  // must terminate without crashing
   }
 }
