@@ -1315,7 +1315,7 @@ class Parser {
     if (const OptionSpec* spec = wrapper_spec(name)) {
       return run(skip_options(words, first + 1, *spec), words.size(), Source::Wrapped);
     }
-    if (is_shell(name)) return follow_shell(words, first, self, first + 1);
+    if (is_shell(name)) return follow_shell(words, first + 1, self);
     if (name == "source" || name == ".") return follow_script_operand(words, first + 1, self);
     if (name == "su") {
       follow_su(words, first, self);
@@ -1479,7 +1479,7 @@ class Parser {
   }
 
   // sh -c 'string' (also -ec, -lc ...): parse the string. Returns `self` for a shell reading stdin.
-  int follow_shell(const std::vector<Word>& words, std::size_t first, int self, std::size_t i) {
+  int follow_shell(const std::vector<Word>& words, std::size_t i, int self) {
     bool has_c = false;
     bool has_s = false;  // -s: the script is stdin even with operands (they are $1 ...)
     while (i < words.size()) {
@@ -1504,7 +1504,6 @@ class Parser {
       }
       break;
     }
-    (void)first;
     if (has_c) {
       if (i < words.size()) recurse(words[i].value, Source::ShellString, self);
       return -1;

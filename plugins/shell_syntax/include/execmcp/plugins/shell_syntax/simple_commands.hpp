@@ -43,7 +43,7 @@ struct SimpleCommand {
   std::string raw;   // the simple command as written (trimmed)
   std::string text;  // `raw` from the first command word on (no assignments / reserved words)
   Source source = Source::Line;
-  int depth = 0;            // 0 in the line itself, +1 per substitution or shell string
+  int depth = 0;            // 0 in the line itself, +1 per substitution, shell string or runner
   std::string function;     // name of the shell function whose body holds it, or ""
   int pipeline = 0;         // commands joined by | share an id (unique within one parse)
   bool background = false;  // the pipeline ends with &
@@ -54,8 +54,9 @@ struct SimpleCommand {
   // Where `text` starts inside the runner's `text` when it is written there literally
   // (`nohup git push` -> 6), or npos (a shell string, a here-document ...).
   std::size_t offset_in_runner = std::string::npos;
-  // A second reading of the command before it (or of its runner) with every ${X:-word},
-  // ${X:=word}, ${X:+word} replaced by its word: the value when X is unset (or set, for :+).
+  // A second reading of a command listed just before (with what it runs) with every
+  // ${X:-word}, ${X:=word}, ${X:+word} replaced by its word: the value when X is unset (or set,
+  // for :+). Filters judge it like any command; counting ones skip it.
   bool variant = false;
 
   // Basename of the first word ("/bin/rm" -> "rm"), or "" when there is no word.
@@ -70,7 +71,8 @@ struct Loop {
 
 struct ParsedLine {
   // In the order found: a substitution's commands before the command holding it; what sudo,
-  // sh -c, a wrapper or eval runs right after the command that runs it.
+  // sh -c, a wrapper or eval runs right after the command that runs it; then the command's
+  // ${X:-word} reading, if any.
   std::vector<SimpleCommand> commands;
   std::vector<Loop> loops;  // while / until / for / select loops, by SimpleCommand::loop
   bool too_deep = false;    // some nesting exceeded kMaxDepth and was not followed
