@@ -1085,7 +1085,8 @@ class Parser {
         scan_expansions(body, Source::Substitution, true);
     }
     // Consumed entries are dropped in one go, so many here-documents cost linear time.
-    if (heredoc_head_ == heredocs_.size() && heredoc_unowned_ == heredocs_.size()) {
+    if (heredoc_head_ == heredocs_.size() && heredoc_unowned_ == heredocs_.size() &&
+        piped_heredocs_.empty()) {
       heredocs_.clear();
       heredoc_head_ = 0;
       heredoc_unowned_ = 0;
@@ -1113,6 +1114,9 @@ class Parser {
     int top = -1;
     std::optional<std::string> piped_text = std::move(piped_text_);
     piped_text_.reset();
+    std::vector<std::size_t> piped_heredocs = std::move(piped_heredocs_);
+    piped_heredocs_.clear();
+    bool passes_stdin = false;  // `cat` alone: what it reads goes down the pipe
     if (header_ == HeaderKind::Case) {
       ++case_depth_;
       case_pattern_ = true;  // after `case WORD in` come patterns
@@ -1121,13 +1125,26 @@ class Parser {
       fed_shell = emit(words_, redirections_, source_, Origin{cmd_begin_, cmd_end_, runner_});
       if (ctx_.result.commands.size() > before) top = static_cast<int>(before);
       if (fed_shell >= 0) feed_shell(fed_shell, piped_text);
-      if (top >= 0 && separator == Separator::Pipe)
-        piped_text_ = printed_text(ctx_.result.commands[static_cast<std::size_t>(top)].words);
+      if (fed_shell >= 0) {
+        for (std::size_t i : piped_heredocs) {
+          if (i < heredocs_.size() && i >= heredoc_head_) {
+            heredocs_[i].feeds_shell = true;  // cat <<EOF | sh: the body is the script
+            heredocs_[i].owner = fed_shell;
+          }
+        }
+      }
+      if (top >= 0 && separator == Separator::Pipe) {
+        const SimpleCommand& cmd = ctx_.result.commands[static_cast<std::size_t>(top)];
+        piped_text_ = printed_text(cmd.words);
+        passes_stdin = cmd.words.size() == 1 && cmd.name() == "cat";
+        if (passes_stdin && !here_strings_.empty()) piped_text_ = here_strings_.back() + "\n";
+      }
       emit_default_reading();
     }
     for (std::size_t i = heredoc_unowned_; i < heredocs_.size(); ++i) {
       heredocs_[i].feeds_shell = fed_shell >= 0;
       heredocs_[i].owner = fed_shell;
+      if (passes_stdin) piped_heredocs_.push_back(i);
     }
     heredoc_unowned_ = heredocs_.size();
     reset_command();
@@ -1281,7 +1298,7 @@ class Parser {
                             words.begin() + static_cast<std::ptrdiff_t>(to));
     std::size_t end = to < words.size() ? words[to - 1].end : std::max(raw_end, words[to - 1].end);
     ++wrap_depth_;
-    bool fed =
+    int fed =
         emit(std::move(inner), {}, source, Origin{words[from].begin, end, self, runner_text_begin});
     --wrap_depth_;
     return fed;
@@ -1563,7 +1580,8 @@ class Parser {
   std::vector<Word> redirection_words_;  // the targets as read, for their ${X:-word} reading
   std::vector<std::string> here_strings_;
   std::vector<std::pair<std::size_t, std::size_t>> stdin_substitutions_;  // < <(...)
-  std::optional<std::string> piped_text_;  // what echo / printf before a `|` prints
+  std::optional<std::string> piped_text_;    // what echo / printf before a `|` prints
+  std::vector<std::size_t> piped_heredocs_;  // here-documents `cat` before a `|` passes on
   std::size_t cmd_begin_ = std::string_view::npos;
   std::size_t cmd_end_ = 0;
   HeaderKind header_ = HeaderKind::None;

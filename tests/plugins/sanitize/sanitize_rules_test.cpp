@@ -175,6 +175,7 @@ const Blocked kBlocked[] = {
     {"git fetch --upload-pack='rm -rf /' origin", "rm-root"},
     {"GIT_SSH_COMMAND='rm -rf /' git fetch", "rm-root"},
     {"bash -s -- x <<< 'rm -rf /'", "rm-root"},
+    {"cat <<EOF | bash\ncd /tmp\nrm -rf /\nEOF", "rm-root"},
     {"git config --global core.sshCommand 'rm -rf ~'", "rm-root"},
 };
 
@@ -239,6 +240,7 @@ const char* const kPassing[] = {
     "git -c core.fsmonitor=false status",
     "cat <<EOF > file.txt\nrm -rf /\nEOF",
     "cat <<< 'rm -rf /'",
+    "cat <<EOF | tee notes.txt\nrm -rf /\nEOF",
     "echo 'rm -rf /' | cat",
     "bash build.sh <<< 'rm -rf /'",
     "diff <(echo 'rm -rf /') file",

@@ -290,6 +290,8 @@ const Runs kRuns[] = {
     {"bash /dev/stdin <<'EOF'\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
     {"nohup bash <<EOF\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
     {"bash -s -- a b <<< 'rm -rf /'", "bash", "rm -rf /", Source::ShellString},
+    {"cat <<'EOF' | sudo bash\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
+    {"cat <<< 'rm -rf /' | sh", "sh", "rm -rf /", Source::ShellString},
     {"git config --global core.pager 'rm -rf /'", "git", "rm -rf /", Source::ShellString},
     {"git config alias.x '!rm -rf /'", "git", "rm -rf /", Source::ShellString},
 };
@@ -334,7 +336,9 @@ TEST(SimpleCommands, OrdinaryCommandsRunNothingElse) {
                            "diff <(echo 'rm -rf /') b",
                            "bash script.sh <<< 'rm -rf /'",
                            "git config user.name 'rm -rf /'",
-                           "git config --get core.pager"}) {
+                           "git config --get core.pager",
+                           "cat <<EOF | grep x\nrm -rf /\nEOF",
+                           "cat notes <<EOF | sh\nrm -rf /\nEOF"}) {
     ParsedLine parsed = parse_line(line);
     EXPECT_EQ(find_named(parsed, "rm"), nullptr) << line;
     for (const auto& cmd : parsed.commands) EXPECT_NE(cmd.source, Source::ShellString) << line;
