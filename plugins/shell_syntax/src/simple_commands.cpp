@@ -220,7 +220,7 @@ const OptionSpec* wrapper_spec(std::string_view name) {
   static const OptionSpec kIonice{"cnp", {"--class", "--classdata", "--pid"}, 0, false};
   static const OptionSpec kXargs{
       "IadELnPs",
-      {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--replace"},
+      {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars"},
       0,
       false};
   static const OptionSpec kChroot{"", {"--userspec", "--groups"}, 1, false};

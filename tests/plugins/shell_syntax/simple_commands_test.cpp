@@ -258,6 +258,8 @@ const Runs kRuns[] = {
     {"script -qc 'rm -rf /' /dev/null", "script", "rm -rf /", Source::ShellString},
     {"script --command='rm -rf /'", "script", "rm -rf /", Source::ShellString},
     {"xargs -I{} rm -rf /", "xargs", "rm -rf /", Source::Wrapped},
+    {"xargs --replace rm -rf /", "xargs", "rm -rf /", Source::Wrapped},
+    {"xargs -I {} -P4 rm -rf /", "xargs", "rm -rf /", Source::Wrapped},
     {"find . -exec rm -rf / \\;", "find", "rm -rf /", Source::Wrapped},
     {"find . -name x -execdir rm -rf / \\;", "find", "rm -rf /", Source::Wrapped},
     {"find . -ok rm -rf / ';' -print", "find", "rm -rf /", Source::Wrapped},
