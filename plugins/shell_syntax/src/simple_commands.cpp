@@ -462,7 +462,8 @@ bool expand_braces(const std::string& value, const std::string& kinds, std::vect
 }
 
 // The word's value with every ${X:-word} / ${X-word} / ${X:=word} / ${X=word} / ${X:+word} /
-// ${X+word} replaced by its word (quotes removed), or nullopt when there is none.
+// ${X+word} replaced by its word (quotes removed) and ${HOME%...} by $HOME/.., or nullopt when
+// there is none.
 std::optional<Word> default_reading(const Word& w) {
   if (w.value.find("${") == std::string::npos) return std::nullopt;
   Word out = w;
@@ -493,10 +494,16 @@ std::optional<Word> default_reading(const Word& w) {
       auto bracket = inner.find(']', j);
       j = bracket == std::string_view::npos ? inner.size() : bracket + 1;
     }
+    std::size_t next = close < w.value.size() ? close + 1 : w.value.size();
+    if (inner.substr(0, j) == "HOME" && j < inner.size() && inner[j] == '%') {
+      out.add("$HOME/..", kQuotedChar);  // ${HOME%/*} trims to HOME's parent
+      replaced = true;
+      i = next;
+      continue;
+    }
     if (j < inner.size() && inner[j] == ':') ++j;
     bool has_word =
         j > 0 && j < inner.size() && (inner[j] == '-' || inner[j] == '=' || inner[j] == '+');
-    std::size_t next = close < w.value.size() ? close + 1 : w.value.size();
     if (!has_word) {
       out.add(std::string_view(w.value).substr(i, next - i), kExpansionChar);
       i = next;

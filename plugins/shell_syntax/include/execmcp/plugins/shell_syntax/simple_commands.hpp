@@ -56,7 +56,8 @@ struct SimpleCommand {
   std::size_t offset_in_runner = std::string::npos;
   // A second reading of a command listed just before (with what it runs) with every
   // ${X:-word}, ${X:=word}, ${X:+word} replaced by its word: the value when X is unset (or set,
-  // for :+). Filters judge it like any command; counting ones skip it.
+  // for :+), and ${HOME%...} by $HOME/.. (its parent). Filters judge it like any command;
+  // counting ones skip it.
   bool variant = false;
 
   // Basename of the first word ("/bin/rm" -> "rm"), or "" when there is no word.
