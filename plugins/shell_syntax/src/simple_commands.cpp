@@ -586,7 +586,26 @@ class Parser {
     LoopKind kind;
     std::size_t condition_begin;  // first command of a while / until condition
     int id = -1;                  // index in ParsedLine::loops once `do` is read
+    bool endless_for = false;     // for ((;;))
   };
+
+  // After `for`: reads a C-style header `((init; test; step))` as arithmetic, not commands.
+  // Returns true for `for ((;;))`, which has no test.
+  bool read_arithmetic_for() {
+    std::size_t j = pos_;
+    while (j < s_.size() && is_blank(s_[j])) ++j;
+    if (s_.substr(j, 2) != "((") return false;
+    std::size_t close = s_.find("))", j + 2);
+    if (close == std::string_view::npos) return false;
+    std::string_view inner = s_.substr(j + 2, close - j - 2);
+    scan_expansions(inner, Source::Substitution, false);
+    pos_ = close + 2;
+    std::string parts;
+    for (char c : inner) {
+      if (!is_blank(c)) parts += c;
+    }
+    return parts == ";;";
+  }
 
   void step() {
     char c = s_[pos_];
@@ -741,7 +760,7 @@ class Parser {
     }
     if (v == "for" || v == "select") {
       header_ = HeaderKind::For;
-      loops_.push_back({LoopKind::For, 0, -1});
+      loops_.push_back({LoopKind::For, 0, -1, v == "for" && read_arithmetic_for()});
       return true;
     }
     if (v == "while" || v == "until") {
@@ -764,11 +783,12 @@ class Parser {
     return one_of(v, {"!", "if", "then", "else", "elif", "fi"});
   }
 
-  // `do`: the loop's condition is complete; `while true` / `while :` / `until false` is endless.
+  // `do`: the loop's condition is complete; `while true` / `while :` / `until false` /
+  // `for ((;;))` is endless.
   void enter_loop_body() {
     if (loops_.empty() || loops_.back().id >= 0) return;
     LoopScope& loop = loops_.back();
-    bool endless = false;
+    bool endless = loop.endless_for;
     if (loop.kind != LoopKind::For) {
       std::vector<const SimpleCommand*> condition;
       for (std::size_t i = loop.condition_begin; i < ctx_.result.commands.size(); ++i) {

@@ -146,6 +146,7 @@ const AllowCase kRunnerCases[] = {
     {R"(["^cat "])", "cat <<EOF > file.txt\nrm -rf /\nEOF", ""},
     {R"(["^echo "])", "echo {a,b}", ""},
     {R"(["^echo "])", "echo ${X:-/}", ""},
+    {R"(["^echo ", "^sleep "])", "for ((i = 0; i < 3; i++)); do sleep $i; done", ""},
 };
 
 class RunnerAllowCase : public ::testing::TestWithParam<AllowCase> {};

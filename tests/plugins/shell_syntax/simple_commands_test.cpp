@@ -428,6 +428,8 @@ TEST(SimpleCommands, ReservedWordsAreSyntax) {
   EXPECT_THAT(all_words("while true; do sleep 1; done; until false; do :; done"),
               ElementsAre(Words{"true"}, Words{"sleep", "1"}, Words{"false"}, Words{":"}));
   EXPECT_THAT(all_words("! grep -q x f"), ElementsAre(Words{"grep", "-q", "x", "f"}));
+  EXPECT_THAT(all_words("for ((i = 0; i < $(nproc); i++)); do w; done"),
+              ElementsAre(Words{"nproc"}, Words{"w"}));
   EXPECT_THAT(all_words("echo if then fi"), ElementsAre(Words{"echo", "if", "then", "fi"}));
 }
 

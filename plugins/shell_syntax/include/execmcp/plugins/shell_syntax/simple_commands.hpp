@@ -65,7 +65,7 @@ struct SimpleCommand {
 };
 
 struct Loop {
-  // `while true`, `while :`, `until false`: only a break, exit or signal ends it.
+  // `while true`, `while :`, `until false`, `for ((;;))`: only a break, exit or signal ends it.
   bool endless = false;
   int depth = 0;  // SimpleCommand::depth of the commands written directly in its body
 };
