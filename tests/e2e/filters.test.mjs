@@ -49,6 +49,69 @@ describe('filters (sanitize + patterns)', () => {
   });
 });
 
+describe('filters see what runners, here-strings and expansions run (issue 7 item 12)', () => {
+  let w;
+  let conn;
+
+  before(async () => {
+    w = makeWorkspace();
+    const filters =
+      '    filters:\n' +
+      '      - plugin: sanitize\n' +
+      '      - plugin: patterns\n' +
+      "        settings: {allow: ['^git ', '^find ', '^grep ', '^echo ', '^env ', '^sh']}\n";
+    conn = await connectClient(nativeConfig(w, { filters }));
+  });
+
+  after(async () => {
+    await conn?.close();
+    w?.cleanup();
+  });
+
+  // Harmless payloads (chmod, touch in the workspace): if a filter missed one, nothing breaks.
+  for (const command of [
+    "env -S 'chmod 600 x'",
+    "sh <<< 'chmod 600 x'",
+    "echo 'chmod 600 x' | sh",
+    "find . -maxdepth 0 -exec chmod 600 {} \\;",
+    'echo ${M:-x} && chmod 600 {x,y}',
+  ]) {
+    test(`sanitize blocks: ${command}`, async () => {
+      const r = await callTool(conn.client, 'execute_command', { command });
+      assert.equal(r.isError, true, JSON.stringify(r));
+      assert.equal(r.structuredContent.blocked_by, 'sanitize');
+      assert.equal(r.structuredContent.rule, 'chmod');
+    });
+  }
+
+  test("an allowed git does not carry what its alias runs, and it never runs", async () => {
+    const name = randomName('alias-ran');
+    const r = await callTool(conn.client, 'execute_command', { command: `git -c alias.x='!touch ${name}' x` });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.equal(r.structuredContent.blocked_by, 'patterns');
+    assert.equal(r.structuredContent.rule, 'allow-list');
+    assert.match(textOf(r), new RegExp(`'touch ${name}' \\(run by git\\)`));
+    assert.equal(fs.existsSync(path.join(w.ws, name)), false, 'a blocked command must not run');
+  });
+
+  test('find -exec of a program not on the list is denied', async () => {
+    const name = randomName('find-ran');
+    const r = await callTool(conn.client, 'execute_command', { command: `find . -maxdepth 0 -exec touch ${name} \\;` });
+    assert.equal(r.isError, true, JSON.stringify(r));
+    assert.match(textOf(r), /\(run by find\)/);
+    assert.equal(fs.existsSync(path.join(w.ws, name)), false, 'a blocked command must not run');
+  });
+
+  test('find -exec of an allowed program runs', async () => {
+    fs.writeFileSync(path.join(w.ws, 'hit.txt'), 'foo\n');
+    const r = await callTool(conn.client, 'execute_command', {
+      command: "find . -maxdepth 1 -name 'hit.txt' -exec grep -l foo {} +",
+    });
+    assert.notEqual(r.isError, true, textOf(r));
+    assert.equal(r.structuredContent.stdout, './hit.txt\n');
+  });
+});
+
 describe('MassGen-format config', () => {
   let w;
   let conn;

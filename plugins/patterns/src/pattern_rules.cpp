@@ -83,6 +83,41 @@ bool matches_at_start(const std::vector<Pattern>& patterns, const std::string& t
   return false;
 }
 
+// True when an allow pattern that names `name` matches `text` at its start through at least
+// `end` characters: `sudo apt ` on "sudo apt install x" spells out apt, so it allows what sudo
+// runs; `sudo ` or `find .*` do not.
+bool spelled_out(const std::vector<Pattern>& patterns, const std::string& text,
+                 const std::string& name, std::size_t end) {
+  for (const auto& pattern : patterns) {
+    if (name.empty() || pattern.source.find(name) == std::string::npos) continue;
+    std::smatch match;
+    if (std::regex_search(text, match, pattern.regex, std::regex_constants::match_continuous) &&
+        static_cast<std::size_t>(match.length(0)) >= end)
+      return true;
+  }
+  return false;
+}
+
+// A command that another runs (a wrapper, sudo, find -exec) and is written out in that command's
+// text is allowed when a pattern allowing an enclosing command already spells it out.
+bool allowed_by_runner(const std::vector<Pattern>& patterns,
+                       const std::vector<SimpleCommand>& commands, const SimpleCommand& cmd) {
+  const std::string name = cmd.name();
+  std::size_t first_word = cmd.text.find_first_of(" \t\n");
+  std::size_t offset = 0;
+  const SimpleCommand* at = &cmd;
+  for (int hops = 0; hops <= shell_syntax::kMaxDepth; ++hops) {
+    if (at->offset_in_runner == std::string::npos || at->runner < 0 ||
+        static_cast<std::size_t>(at->runner) >= commands.size())
+      return false;
+    offset += at->offset_in_runner;
+    at = &commands[static_cast<std::size_t>(at->runner)];
+    std::size_t end = offset + (first_word == std::string::npos ? cmd.text.size() : first_word);
+    if (spelled_out(patterns, at->text, name, end)) return true;
+  }
+  return false;
+}
+
 std::string joined_words(const SimpleCommand& cmd) {
   std::string out;
   for (const auto& word : cmd.words) {
@@ -109,20 +144,29 @@ sdk::FilterVerdict judge_here(std::string_view command_line, const Settings& set
 
   if (settings.allow.empty()) return sdk::FilterVerdict::allow();
   if (parsed.too_deep)
-    return sdk::FilterVerdict::deny("too-deep",
-                                    "the command nests substitutions or shell strings more than " +
-                                        std::to_string(shell_syntax::kMaxDepth) +
-                                        " levels deep, too deep to check against the allow list");
+    return sdk::FilterVerdict::deny(
+        "too-deep", "the command nests substitutions, shell strings or wrappers more than " +
+                        std::to_string(shell_syntax::kMaxDepth) +
+                        " levels deep, too deep to check against the allow list");
+  if (parsed.too_large)
+    return sdk::FilterVerdict::deny(
+        "too-large", "the command has more than " + std::to_string(shell_syntax::kMaxCommands) +
+                         " simple commands, " + std::to_string(shell_syntax::kMaxWords) +
+                         " words or too large a brace expansion to check against the allow list");
   for (const auto& cmd : parsed.commands) {
-    // What sudo runs is a second view of a command already checked as `sudo ...`.
-    if (cmd.source == shell_syntax::Source::Privileged) continue;
+    // What a runner runs (sudo, nohup, find -exec, git -c alias.x='!...') is a command too.
     if (matches_at_start(settings.allow, cmd.text)) continue;
+    if (allowed_by_runner(settings.allow, parsed.commands, cmd)) continue;
     std::string allowed;
     for (const auto& pattern : settings.allow)
       allowed += (allowed.empty() ? "'" : ", '") + pattern.source + "'";
-    return sdk::FilterVerdict::deny(
-        "allow-list", "'" + shorten(cmd.text) +
-                          "' does not match any allowed pattern (allowed: " + allowed + ")");
+    std::string run_by;
+    if (cmd.runner >= 0 && static_cast<std::size_t>(cmd.runner) < parsed.commands.size())
+      run_by = " (run by " + parsed.commands[static_cast<std::size_t>(cmd.runner)].name() + ")";
+    return sdk::FilterVerdict::deny("allow-list", "'" + shorten(cmd.text) + "'" + run_by +
+                                                      " does not match any allowed pattern "
+                                                      "(allowed: " +
+                                                      allowed + ")");
   }
   return sdk::FilterVerdict::allow();
 }

@@ -156,56 +156,101 @@ bool move_to_dev_null(const SimpleCommand& cmd) {
 
 // --- privilege rules --------------------------------------------------------------------------
 
+// The value of install's option `short_name` / `long_name` (-m 755, -m755, -Dm755, --mode=755).
+bool install_sets(const SimpleCommand& cmd, char short_name, std::string_view long_name) {
+  if (cmd.name() != "install") return false;
+  for (std::size_t i = 1; i < cmd.words.size(); ++i) {
+    const std::string& w = cmd.words[i];
+    if (w == "--") break;
+    if (w.starts_with("--")) {
+      if (w == long_name ||
+          (w.starts_with(long_name) && w.size() > long_name.size() && w[long_name.size()] == '='))
+        return true;
+      continue;
+    }
+    if (!is_option(w)) continue;
+    for (std::size_t k = 1; k < w.size(); ++k) {
+      if (w[k] == short_name) return true;
+      if (std::string_view("gmoSt").find(w[k]) != std::string_view::npos) break;  // takes an arg
+    }
+  }
+  return false;
+}
+
 // MassGen blocks every chmod, and so do we: a mode change is a privilege decision the operator
-// makes, e.g. `allow: [chmod]` for agents that need `chmod +x`.
+// makes, e.g. `allow: [chmod]` for agents that need `chmod +x`. install -m and ACLs change modes
+// too.
 bool is_chmod(const SimpleCommand& cmd) {
-  return cmd.name() == "chmod";
+  const std::string name = cmd.name();
+  return name == "chmod" || name == "setfacl" || name == "chacl" ||
+         install_sets(cmd, 'm', "--mode");
 }
 
 // --- fork bombs -------------------------------------------------------------------------------
 
-// Structural: a function whose body runs itself twice in one pipeline or twice in background.
-bool fork_bomb_structural(const std::vector<SimpleCommand>& commands) {
+// Structural: a function whose body runs itself twice at once (twice in one pipeline, or twice
+// with one of them in the background), or an endless loop (`while :`, `until false`) whose body
+// only starts background jobs, e.g. `while :; do sh & done`.
+bool fork_bomb_structural(const shell_syntax::ParsedLine& parsed) {
   std::map<std::pair<std::string, int>, int> piped;  // (function, pipeline) -> self calls
-  std::map<std::string, int> backgrounded;           // function -> backgrounded self calls
-  for (const auto& cmd : commands) {
+  std::map<std::string, std::pair<int, int>> calls;  // function -> (self calls, backgrounded)
+  std::vector<std::pair<bool, bool>> loop_jobs(parsed.loops.size());  // (background, foreground)
+  for (const auto& cmd : parsed.commands) {
+    if (cmd.variant) continue;
+    if (cmd.loop >= 0 && static_cast<std::size_t>(cmd.loop) < loop_jobs.size() &&
+        cmd.depth == parsed.loops[static_cast<std::size_t>(cmd.loop)].depth) {
+      // Only what the body runs itself: `bash -c 'x' &` is one background job, not `x`.
+      auto& [background, foreground] = loop_jobs[static_cast<std::size_t>(cmd.loop)];
+      (cmd.background ? background : foreground) = true;
+    }
     if (cmd.function.empty() || cmd.name() != cmd.function) continue;
     if (++piped[{cmd.function, cmd.pipeline}] >= 2) return true;
-    if (cmd.background && ++backgrounded[cmd.function] >= 2) return true;
+    auto& [total, backgrounded] = calls[cmd.function];
+    ++total;
+    if (cmd.background) ++backgrounded;
+    if (backgrounded >= 1 && total >= 2) return true;
+  }
+  for (std::size_t i = 0; i < loop_jobs.size(); ++i) {
+    if (parsed.loops[i].endless && loop_jobs[i].first && !loop_jobs[i].second) return true;
   }
   return false;
 }
 
 // Tolerant text form, for what the splitter might read differently: NAME(){ NAME|NAME& } with any
-// spacing, and `function NAME { ... }`.
+// spacing, and `function NAME { ... }`. Names and bodies are looked at through a bounded window,
+// so the scan stays linear on hostile input like "f(){f(){f(){...".
 bool fork_bomb_text(std::string_view line) {
+  constexpr std::size_t kMaxName = 64;
+  constexpr std::size_t kMaxBody = 256;
   std::string t;
   for (char c : line) {
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') t += c;
   }
   auto body_forks = [&](const std::string& name, std::size_t body_start) {
-    std::size_t body_end = t.find('}', body_start);
-    std::string body = t.substr(
-        body_start, body_end == std::string::npos ? std::string::npos : body_end - body_start);
-    return body.find(name + "|" + name + "&") != std::string::npos ||
-           body.find(name + "|&" + name + "&") != std::string::npos;
+    std::string_view body = std::string_view(t).substr(std::min(body_start, t.size()), kMaxBody);
+    body = body.substr(0, body.find('}'));
+    return body.find(name + "|" + name + "&") != std::string_view::npos ||
+           body.find(name + "|&" + name + "&") != std::string_view::npos;
   };
   const std::string_view kStop = "(){}|&;<>\"'`$";
   for (std::size_t at = t.find("(){"); at != std::string::npos; at = t.find("(){", at + 1)) {
     std::size_t begin = at;
-    while (begin > 0 && kStop.find(t[begin - 1]) == std::string_view::npos) --begin;
+    while (begin > 0 && at - begin < kMaxName + 8 &&
+           kStop.find(t[begin - 1]) == std::string_view::npos)
+      --begin;
     std::string name = t.substr(begin, at - begin);
     if (name.starts_with("function")) name = name.substr(8);
     if (!name.empty() && body_forks(name, at + 3)) return true;
   }
   for (std::size_t at = t.find("function"); at != std::string::npos;
        at = t.find("function", at + 1)) {
-    std::size_t brace = t.find('{', at);
-    if (brace == std::string::npos) break;
-    std::string name = t.substr(at + 8, brace - at - 8);
+    std::string_view window = std::string_view(t).substr(at + 8, kMaxName + 2);
+    std::size_t brace = window.find('{');
+    if (brace == std::string_view::npos) continue;
+    std::string name(window.substr(0, brace));
     if (name.ends_with("()")) name.resize(name.size() - 2);
     if (!name.empty() && name.find_first_of(kStop) == std::string::npos &&
-        body_forks(name, brace + 1))
+        body_forks(name, at + 8 + brace + 1))
       return true;
   }
   return false;
@@ -219,14 +264,16 @@ struct Rule {
 
 bool is_privilege_tool(const SimpleCommand& cmd) {
   const std::string name = cmd.name();
-  return name == "sudo" || name == "doas" || name == "pkexec";
+  return name == "sudo" || name == "sudoedit" || name == "doas" || name == "pkexec" ||
+         name == "run0";
 }
 bool is_su(const SimpleCommand& cmd) {
   return cmd.name() == "su";
 }
 bool is_chown(const SimpleCommand& cmd) {
   const std::string name = cmd.name();
-  return name == "chown" || name == "chgrp";
+  return name == "chown" || name == "chgrp" || install_sets(cmd, 'o', "--owner") ||
+         install_sets(cmd, 'g', "--group");
 }
 
 const std::vector<Rule>& command_rules() {
@@ -245,22 +292,24 @@ const std::vector<Rule>& command_rules() {
       {{"move-to-dev-null", "mv of anything to /dev/null", false},
        move_to_dev_null,
        "moving files to /dev/null destroys them and is blocked"},
-      {{"sudo", "running a command as another user with sudo, doas or pkexec", true},
+      {{"sudo", "running a command as another user with sudo, sudoedit, doas, pkexec or run0",
+        true},
        is_privilege_tool,
-       "running commands with elevated privileges (sudo, doas, pkexec) is blocked"},
+       "running commands with elevated privileges (sudo, sudoedit, doas, pkexec, run0) is blocked"},
       {{"su", "switching user with su", true}, is_su, "switching user with su is blocked"},
-      {{"chown", "changing ownership with chown or chgrp", true},
+      {{"chown", "changing ownership with chown, chgrp or install -o/-g", true},
        is_chown,
        "changing file ownership is blocked"},
-      {{"chmod", "changing file modes with chmod", true},
+      {{"chmod", "changing file modes with chmod, install -m, setfacl or chacl", true},
        is_chmod,
-       "changing file modes with chmod is blocked (allow it with sanitize's `allow: [chmod]`)"},
+       "changing file modes (chmod, install -m, setfacl) is blocked"},
   };
   return kRules;
 }
 
 constexpr std::string_view kForkBombReason =
-    "a fork bomb (a function that runs itself twice in the background) is blocked";
+    "a fork bomb (a function that runs itself twice at once, or an endless loop of background "
+    "jobs) is blocked";
 
 }  // namespace
 
@@ -268,7 +317,9 @@ const std::vector<RuleInfo>& rules() {
   static const std::vector<RuleInfo> kInfos = [] {
     std::vector<RuleInfo> infos;
     infos.push_back(
-        {"fork-bomb", "a function that runs itself twice, piped and backgrounded", false});
+        {"fork-bomb",
+         "a function that runs itself twice at once, or an endless loop of background jobs",
+         false});
     for (const auto& rule : command_rules()) infos.push_back(rule.info);
     return infos;
   }();
@@ -313,7 +364,7 @@ sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings
   if (fork_bomb_text(command_line))
     return sdk::FilterVerdict::deny("fork-bomb", std::string(kForkBombReason));
   shell_syntax::ParsedLine parsed = shell_syntax::parse_line(command_line);
-  if (fork_bomb_structural(parsed.commands))
+  if (fork_bomb_structural(parsed))
     return sdk::FilterVerdict::deny("fork-bomb", std::string(kForkBombReason));
   // Rule by rule, so `sudo rm -rf /` reports rm-root, the graver one, rather than sudo.
   for (const auto& rule : command_rules()) {
@@ -328,10 +379,17 @@ sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings
     }
   }
   if (parsed.too_deep)
-    return sdk::FilterVerdict::deny("too-deep",
-                                    "the command nests substitutions or shell strings more than " +
-                                        std::to_string(shell_syntax::kMaxDepth) +
-                                        " levels deep, too deep to judge");
+    return sdk::FilterVerdict::deny(
+        "too-deep", "the command nests substitutions, shell strings or wrappers more than " +
+                        std::to_string(shell_syntax::kMaxDepth) +
+                        " levels deep, too deep to judge");
+  if (parsed.too_large)
+    return sdk::FilterVerdict::deny(
+        "too-large", "the command has more than " + std::to_string(shell_syntax::kMaxCommands) +
+                         " simple commands, " + std::to_string(shell_syntax::kMaxWords) +
+                         " words or a brace expansion of more than " +
+                         std::to_string(shell_syntax::kMaxBraceWords) +
+                         " words, too large to judge (write a script with write_file instead)");
   return sdk::FilterVerdict::allow();
 }
 

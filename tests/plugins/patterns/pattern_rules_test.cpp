@@ -106,6 +106,65 @@ TEST(PatternAllow, SudoIsJudgedAsWritten) {
   EXPECT_TRUE(judge("apt install x", settings).denied());
 }
 
+struct AllowCase {
+  const char* allow;  // the allow list, as JSON
+  const char* line;
+  const char* refused;  // "" when allowed, else the text the reason must name
+};
+
+// Issue 7 item 12: an allowed program that runs another (a known runner) does not carry it
+// through; the inner command must be on the list too (or be spelled out by the pattern).
+const AllowCase kRunnerCases[] = {
+    {R"(["^git "])", "git -c alias.x='!rm -rf /' x", "'rm -rf /' (run by git)"},
+    {R"(["^git "])", "git -c core.pager='rm x' log", "'rm x' (run by git)"},
+    {R"(["^git "])", "git -c core.sshCommand='sh -c id' fetch", "'sh -c id' (run by git)"},
+    {R"(["^git "])", "git -c core.fsmonitor='rm x' status", "'rm x' (run by git)"},
+    {R"(["^git "])", "git fetch --upload-pack='rm x' origin", "'rm x' (run by git)"},
+    {R"(["^git "])", "git clone --upload-pack='touch x' repo", "'touch x' (run by git)"},
+    {R"(["^git "])", "GIT_SSH_COMMAND='rm x' git fetch", "'rm x' (run by git)"},
+    {R"(["^git "])", "git log --oneline", ""},
+    {R"(["^git "])", "git -c core.fsmonitor=false -c user.name=x commit -m 'y'", ""},
+    {R"(["^git ", "^less"])", "git -c core.pager=less log", ""},
+    {R"(["^find "])", "find . -name '*.py' -exec rm {} \\;", "'rm {}' (run by find)"},
+    {R"(["^find .*"])", "find . -execdir rm {} +", "'rm {}' (run by find)"},
+    {R"(["^find "])", "find . -name '*.py' -exec grep -l foo {} +",
+     "'grep -l foo {}' (run by find)"},
+    {R"(["^find ", "^grep "])", "find . -name '*.py' -exec grep -l foo {} +", ""},
+    {R"(["^find "])", "find . -name '*.py' -print", ""},
+    {R"(["^xargs "])", "xargs rm -f", "'rm -f' (run by xargs)"},
+    {R"(["^ls", "^xargs ", "^wc "])", "ls | xargs wc -l", ""},
+    {R"(["^sudo "])", "sudo rm -rf x", "'rm -rf x' (run by sudo)"},
+    {R"(["^nohup "])", "nohup rm x", "'rm x' (run by nohup)"},
+    {R"(["^nohup ", "^git "])", "nohup git push", ""},
+    {R"(["^nohup git "])", "nohup git push", ""},
+    {R"(["^timeout "])", "timeout 5 bash -c 'ls'", "(run by timeout)"},
+    {R"(["^env ", "^git "])", "env -S 'git status'", ""},
+    {R"(["^env "])", "env -S 'rm x'", "'rm x' (run by env)"},
+    {R"(["^watch "])", "watch -n 1 'rm x'", "'rm x' (run by watch)"},
+    {R"(["^echo ", "^sh"])", "echo 'rm x' | sh", "'rm x' (run by sh)"},
+    {R"(["^bash"])", "bash <<< 'rm x'", "'rm x' (run by bash)"},
+    {R"(["^cat "])", "cat <<EOF > file.txt\nrm -rf /\nEOF", ""},
+    {R"(["^echo "])", "echo {a,b}", ""},
+    {R"(["^echo "])", "echo ${X:-/}", ""},
+    {R"(["^echo ", "^sleep "])", "for ((i = 0; i < 3; i++)); do sleep $i; done", ""},
+};
+
+class RunnerAllowCase : public ::testing::TestWithParam<AllowCase> {};
+
+TEST_P(RunnerAllowCase, JudgesWhatTheRunnerRuns) {
+  const AllowCase& c = GetParam();
+  Settings settings = parse_settings(std::string(R"({"allow": )") + c.allow + "}");
+  sdk::FilterVerdict verdict = judge(c.line, settings);
+  if (std::string(c.refused).empty()) {
+    EXPECT_FALSE(verdict.denied()) << c.line << " -> " << verdict.reason;
+  } else {
+    EXPECT_EQ(verdict.rule, "allow-list") << c.line << " -> " << verdict.reason;
+    EXPECT_THAT(verdict.reason, HasSubstr(c.refused)) << c.line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Patterns, RunnerAllowCase, ::testing::ValuesIn(kRunnerCases));
+
 TEST(PatternAllow, DenyWinsOverAllow) {
   Settings settings = parse_settings(R"({"allow": ["git"], "deny": ["--force"]})");
   EXPECT_FALSE(judge("git push", settings).denied());

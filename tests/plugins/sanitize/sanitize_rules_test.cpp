@@ -109,6 +109,77 @@ const Blocked kBlocked[] = {
     {"chmod +x build.sh", "chmod"},
     {"chmod 755 script.sh", "chmod"},
     {"chmod -R u+rwX,go-w dir", "chmod"},
+    // Issue 7 item 12: shapes a careful reader of shell sees through.
+    {"env -S 'rm -rf /'", "rm-root"},
+    {"env --split-string='rm -rf ~'", "rm-root"},
+    {"env -iS'rm -rf /'", "rm-root"},
+    {"bash <<EOF\nrm -rf /\nEOF", "rm-root"},
+    {"sh <<< 'rm -rf /'", "rm-root"},
+    {"bash -s <<< \"rm -rf /\"", "rm-root"},
+    {"bash <(echo rm -rf /)", "rm-root"},
+    {"source <(printf 'rm -rf /')", "rm-root"},
+    {"cat <(rm -rf /)", "rm-root"},
+    {"bash < <(echo 'rm -rf /')", "rm-root"},
+    {"echo 'rm -rf /' | sh", "rm-root"},
+    {"printf 'cd /tmp\\nrm -rf /' | bash", "rm-root"},
+    {"cat <<< x\nrm -rf /", "rm-root"},
+    {"rm -rf {/,}", "rm-root"},
+    {"rm -rf {/tmp/x,/}", "rm-root"},
+    {"{rm,-rf,/}", "rm-root"},
+    {"rm -rf ${X:-/}", "rm-root"},
+    {"rm -rf \"${X:=/}\"", "rm-root"},
+    {"rm -rf ${X-~}", "rm-root"},
+    {"${X:-rm} -rf /", "rm-root"},
+    {"rm -rf ${HOME%/*}", "rm-root"},
+    {"rm -rf \"${HOME%/*}\"/", "rm-root"},
+    {"dd if=/dev/zero of=${D:-/dev/sda}", "dd-device"},
+    {"echo x > ${D:-/dev/sda}", "block-device-write"},
+    {"f(){ f|f& };f", "fork-bomb"},
+    {"function f() { f & f; }; f", "fork-bomb"},
+    {"f(){ f & f; }; f", "fork-bomb"},
+    {"x() { x | x; }; x", "fork-bomb"},
+    {"function b { nohup b & b; }; b", "fork-bomb"},
+    {"while :; do sh & done", "fork-bomb"},
+    {"while true; do bash -c 'echo x' & done", "fork-bomb"},
+    {"until false; do $0 & done", "fork-bomb"},
+    {"while true\ndo\n  sleep 1 &\ndone", "fork-bomb"},
+    {"for ((;;)); do sh & done", "fork-bomb"},
+    {"sudoedit /etc/passwd", "sudo"},
+    {"run0 ls", "sudo"},
+    {"run0 --user=root rm -rf /", "rm-root"},
+    {"chroot / rm -rf /", "rm-root"},
+    {"unshare -r -m rm -rf /", "rm-root"},
+    {"flock /tmp/lock rm -rf /", "rm-root"},
+    {"flock -n /tmp/lock -c 'rm -rf /'", "rm-root"},
+    {"watch 'rm -rf /'", "rm-root"},
+    {"watch -n 1 rm -rf ~", "rm-root"},
+    {"script -qc 'rm -rf /' /dev/null", "rm-root"},
+    {"xargs -0 rm -rf /", "rm-root"},
+    {"find / -exec rm -rf / \\;", "rm-root"},
+    {"find . -execdir sh -c 'rm -rf ~' \\;", "rm-root"},
+    {"find . -ok chmod 777 {} +", "chmod"},
+    {"nice -n 5 nohup timeout 9 stdbuf -o0 setsid env A=1 command rm -rf /", "rm-root"},
+    {"'nohup' rm -rf /", "rm-root"},
+    {"busybox sh -c 'rm -rf /'", "rm-root"},
+    {"exec rm -rf /", "rm-root"},
+    {"dd if=x of=/proc/self/root/dev/sda", "dd-device"},
+    {"dd of=/proc/1/root/dev/nvme0n1", "dd-device"},
+    {"echo x > /proc/thread-self/root/dev/sda", "block-device-write"},
+    {"rm -rf /proc/self/root", "rm-root"},
+    {"rm -rf /proc/1/root/", "rm-root"},
+    {"install -m 4755 x /usr/local/bin/x", "chmod"},
+    {"install -Dm755 x /usr/local/bin/x", "chmod"},
+    {"install --mode=777 x y", "chmod"},
+    {"setfacl -m u:nobody:rwx f", "chmod"},
+    {"install -o root x /usr/local/bin/x", "chown"},
+    {"git -c alias.x='!rm -rf /' x", "rm-root"},
+    {"git -c core.pager='sudo ls' log", "sudo"},
+    {"git -c core.sshCommand='rm -rf ~' fetch", "rm-root"},
+    {"git fetch --upload-pack='rm -rf /' origin", "rm-root"},
+    {"GIT_SSH_COMMAND='rm -rf /' git fetch", "rm-root"},
+    {"bash -s -- x <<< 'rm -rf /'", "rm-root"},
+    {"cat <<EOF | bash\ncd /tmp\nrm -rf /\nEOF", "rm-root"},
+    {"git config --global core.sshCommand 'rm -rf ~'", "rm-root"},
 };
 
 // Each line must pass with the default settings.
@@ -164,6 +235,40 @@ const char* const kPassing[] = {
     "find . -type f | xargs rm -f",
     "echo rm -rf /",
     "rm -rf -- -weird-name",
+    // Issue 7 item 12: ordinary commands that must stay allowed.
+    "find . -name '*.py' -exec grep -l foo {} +",
+    "find . -type f -exec rm -f {} \\;",
+    "git log --oneline",
+    "git -c core.pager=less log",
+    "git -c core.fsmonitor=false status",
+    "cat <<EOF > file.txt\nrm -rf /\nEOF",
+    "cat <<< 'rm -rf /'",
+    "cat <<EOF | tee notes.txt\nrm -rf /\nEOF",
+    "echo 'rm -rf /' | cat",
+    "bash build.sh <<< 'rm -rf /'",
+    "diff <(echo 'rm -rf /') file",
+    "echo {a,b}",
+    "mkdir -p src/{main,test}/{java,resources}",
+    "cp file{,.bak}",
+    "rm -rf ${BUILD_DIR:-build}",
+    "echo ${X:-/}",
+    "rm -rf ${HOME}/.cache/x ${PWD%/*}/build",
+    "while true; do sleep 1; done",
+    "while read line; do echo \"$line\" & done < list.txt",
+    "while true; do make & wait; done",
+    "for i in 1 2 3; do sleep $i & done; wait",
+    "for ((i = 0; i < 3; i++)); do sleep $i & done; wait",
+    "for ((;;)); do sleep 1; done",
+    "walk() { for d in */; do (cd \"$d\" && walk) & done; wait; }; walk",
+    "f() { echo hi; }; f & f",
+    "install -d build",
+    "install -D x /usr/local/bin/x",
+    "watch -n 5 ls -la",
+    "env -S 'ls -la'",
+    "timeout 5 make test",
+    "xargs -n1 echo < list",
+    "nohup python3 server.py &",
+    "dd if=/proc/self/root/dev/sda of=disk.img",
 };
 
 class BlockedLine : public ::testing::TestWithParam<Blocked> {};
@@ -248,6 +353,30 @@ TEST(SanitizeRules, RuleListIsDocumented) {
   }
   EXPECT_THAT(ids, ::testing::ElementsAre("fork-bomb", "rm-root", "dd-device", "block-device-write",
                                           "move-to-dev-null", "sudo", "su", "chown", "chmod"));
+}
+
+TEST(SanitizeRules, DeepWrappersAndHugeExpansionsAreRefused) {
+  std::string wrappers = "ls";
+  for (int i = 0; i < 40; ++i) wrappers = "nohup " + wrappers;
+  EXPECT_EQ(judge(wrappers, Settings{}).rule, "too-deep");
+  EXPECT_EQ(judge("echo {a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}", Settings{}).rule,
+            "too-large");
+  std::string many;
+  for (int i = 0; i < 20000; ++i) many += "a;";
+  EXPECT_EQ(judge(many, Settings{}).rule, "too-large");
+}
+
+TEST(SanitizeRules, HostileMegabyteLinesAreJudged) {
+  // Each is about 1 MB; the old code was quadratic on the first three. No timing is asserted:
+  // ctest's timeout catches a regression.
+  const std::pair<const char*, const char*> kShapes[] = {
+      {"f(){", ""},       {"function", ""}, {"cat <<a ", "too-large"}, {"nohup ", "too-large"},
+      {"$(", "too-deep"}, {"{,{", ""},      {"a;", "too-large"}};
+  for (const auto& [unit, rule] : kShapes) {
+    std::string line;
+    while (line.size() < 1000000) line += unit;
+    EXPECT_EQ(judge(line, Settings{}).rule, rule) << unit;
+  }
 }
 
 TEST(SanitizeRules, TooDeepNestingIsRefused) {

@@ -205,26 +205,218 @@ TEST(SimpleCommands, SudoKeepsItselfAndExposesItsCommand) {
   EXPECT_NE(find_named(parse_line("sudo bash -c 'rm -rf /'"), "rm"), nullptr);
 }
 
-TEST(SimpleCommands, StripsWrappers) {
+TEST(SimpleCommands, WrappersKeepThemselvesAndExposeWhatTheyRun) {
   ParsedLine parsed = parse_line("env -i FOO=1 nohup nice -n 5 timeout -s KILL 10 rm -rf /tmp/x");
-  ASSERT_EQ(parsed.commands.size(), 1u);
-  EXPECT_THAT(parsed.commands[0].words, ElementsAre("rm", "-rf", "/tmp/x"));
-  EXPECT_THAT(parsed.commands[0].wrappers, ElementsAre("env", "nohup", "nice", "timeout"));
+  ASSERT_EQ(parsed.commands.size(), 5u);
+  EXPECT_EQ(parsed.commands[0].name(), "env");
   EXPECT_EQ(parsed.commands[0].text,
             "env -i FOO=1 nohup nice -n 5 timeout -s KILL 10 rm -rf /tmp/x");
-  EXPECT_THAT(all_words("exec -a name ls"), ElementsAre(Words{"ls"}));
-  EXPECT_THAT(all_words("time -p ls"), ElementsAre(Words{"ls"}));
-  EXPECT_THAT(all_words("command ls -l"), ElementsAre(Words{"ls", "-l"}));
-  EXPECT_THAT(all_words("nice -10 ls"), ElementsAre(Words{"ls"}));
+  EXPECT_EQ(parsed.commands[1].name(), "nohup");
+  EXPECT_EQ(parsed.commands[1].runner, 0);
+  EXPECT_EQ(parsed.commands[1].offset_in_runner, 13u);
+  EXPECT_EQ(parsed.commands[3].name(), "timeout");
+  const SimpleCommand& rm = parsed.commands[4];
+  EXPECT_THAT(rm.words, ElementsAre("rm", "-rf", "/tmp/x"));
+  EXPECT_EQ(rm.source, Source::Wrapped);
+  EXPECT_EQ(rm.runner, 3);
+  EXPECT_EQ(rm.text, "rm -rf /tmp/x");
+  EXPECT_EQ(rm.depth, 4);
+  EXPECT_THAT(all_words("exec -a name ls"),
+              ElementsAre(Words{"exec", "-a", "name", "ls"}, Words{"ls"}));
+  EXPECT_THAT(all_words("time -p ls"), ElementsAre(Words{"time", "-p", "ls"}, Words{"ls"}));
+  EXPECT_THAT(all_words("command ls -l"),
+              ElementsAre(Words{"command", "ls", "-l"}, Words{"ls", "-l"}));
+  EXPECT_THAT(all_words("nice -10 ls"), ElementsAre(Words{"nice", "-10", "ls"}, Words{"ls"}));
   EXPECT_THAT(all_words("/usr/bin/env bash -c 'ls'"),
-              ElementsAre(Words{"bash", "-c", "ls"}, Words{"ls"}));
+              ElementsAre(Words{"/usr/bin/env", "bash", "-c", "ls"}, Words{"bash", "-c", "ls"},
+                          Words{"ls"}));
+  EXPECT_THAT(all_words("'nohup' ls"), ElementsAre(Words{"nohup", "ls"}, Words{"ls"}));
 }
 
-TEST(SimpleCommands, LookupsAndBareWrappersAreKept) {
-  EXPECT_THAT(all_words("command -v sudo"), ElementsAre(Words{"command", "-v", "sudo"}));
-  EXPECT_THAT(all_words("env"), ElementsAre(Words{"env"}));
-  EXPECT_THAT(all_words("env FOO=1"), ElementsAre(Words{"env", "FOO=1"}));
-  EXPECT_THAT(all_words("'nohup' ls"), ElementsAre(Words{"nohup", "ls"}));
+struct Runs {
+  const char* line;
+  const char* runner;  // name of the command that runs it
+  const char* inner;   // the inner command's words, joined by spaces
+  Source source;
+};
+
+// One row per runner shape: the command run is exposed with its runner.
+const Runs kRuns[] = {
+    {"env -S 'rm -rf /'", "env", "rm -rf /", Source::ShellString},
+    {"env -vS'rm -rf /' x", "env", "rm -rf / x", Source::ShellString},
+    {"env --split-string='rm -rf /'", "env", "rm -rf /", Source::ShellString},
+    {"chroot / rm -rf /", "chroot", "rm -rf /", Source::Wrapped},
+    {"chroot --userspec 1:1 /srv rm -rf /", "chroot", "rm -rf /", Source::Wrapped},
+    {"unshare -r -n rm -rf /", "unshare", "rm -rf /", Source::Wrapped},
+    {"unshare --map-user 0 -R /x rm -rf /", "unshare", "rm -rf /", Source::Wrapped},
+    {"flock /tmp/l rm -rf /", "flock", "rm -rf /", Source::Wrapped},
+    {"flock -w 5 /tmp/l -c 'rm -rf /'", "flock", "rm -rf /", Source::ShellString},
+    {"watch 'rm -rf /'", "watch", "rm -rf /", Source::ShellString},
+    {"watch -n 1 rm -rf /", "watch", "rm -rf /", Source::ShellString},
+    {"watch -x rm -rf /", "watch", "rm -rf /", Source::Wrapped},
+    {"script -c 'rm -rf /' log", "script", "rm -rf /", Source::ShellString},
+    {"script -qc 'rm -rf /' /dev/null", "script", "rm -rf /", Source::ShellString},
+    {"script --command='rm -rf /'", "script", "rm -rf /", Source::ShellString},
+    {"xargs -I{} rm -rf /", "xargs", "rm -rf /", Source::Wrapped},
+    {"xargs --replace rm -rf /", "xargs", "rm -rf /", Source::Wrapped},
+    {"xargs -I {} -P4 rm -rf /", "xargs", "rm -rf /", Source::Wrapped},
+    {"find . -exec rm -rf / \\;", "find", "rm -rf /", Source::Wrapped},
+    {"find . -name x -execdir rm -rf / \\;", "find", "rm -rf /", Source::Wrapped},
+    {"find . -ok rm -rf / ';' -print", "find", "rm -rf /", Source::Wrapped},
+    {"find . -exec rm -rf / {} +", "find", "rm -rf / {}", Source::Wrapped},
+    {"nsenter -t 1 -m rm -rf /", "nsenter", "rm -rf /", Source::Wrapped},
+    {"taskset -c 0 rm -rf /", "taskset", "rm -rf /", Source::Wrapped},
+    {"setsid -f rm -rf /", "setsid", "rm -rf /", Source::Wrapped},
+    {"stdbuf -o0 rm -rf /", "stdbuf", "rm -rf /", Source::Wrapped},
+    {"busybox rm -rf /", "busybox", "rm -rf /", Source::Wrapped},
+    {"exec rm -rf /", "exec", "rm -rf /", Source::Wrapped},
+    {"timeout --preserve-status -k 1 5 rm -rf /", "timeout", "rm -rf /", Source::Wrapped},
+    {"run0 -u root rm -rf /", "run0", "rm -rf /", Source::Privileged},
+    {"git -c alias.x='!rm -rf /' x", "git", "rm -rf /", Source::ShellString},
+    {"git -c core.pager='rm -rf /' log", "git", "rm -rf /", Source::ShellString},
+    {"git -c core.sshCommand='rm -rf /' fetch", "git", "rm -rf /", Source::ShellString},
+    {"git -c core.fsmonitor='rm -rf /' status", "git", "rm -rf /", Source::ShellString},
+    {"git --config-env=x -c diff.x.textconv='rm -rf /' diff", "git", "rm -rf /",
+     Source::ShellString},
+    {"git fetch --upload-pack='rm -rf /' origin", "git", "rm -rf /", Source::ShellString},
+    {"git clone -u 'rm -rf /' x", "git", "rm -rf /", Source::ShellString},
+    {"git push --receive-pack 'rm -rf /'", "git", "rm -rf /", Source::ShellString},
+    {"GIT_SSH_COMMAND='rm -rf /' git fetch", "git", "rm -rf /", Source::ShellString},
+    {"sh <<< 'rm -rf /'", "sh", "rm -rf /", Source::ShellString},
+    {"bash -s <<< \"rm -rf /\"", "bash", "rm -rf /", Source::ShellString},
+    {"bash <(echo rm -rf /)", "bash", "rm -rf /", Source::ShellString},
+    {"source <(printf 'rm -rf /')", "source", "rm -rf /", Source::ShellString},
+    {"bash < <(echo 'rm -rf /')", "bash", "rm -rf /", Source::ShellString},
+    {"echo 'rm -rf /' | sh", "sh", "rm -rf /", Source::ShellString},
+    {"printf 'ls\\nrm -rf /' | bash -s", "bash", "rm -rf /", Source::ShellString},
+    {"bash /dev/stdin <<'EOF'\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
+    {"nohup bash <<EOF\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
+    {"bash -s -- a b <<< 'rm -rf /'", "bash", "rm -rf /", Source::ShellString},
+    {"cat <<'EOF' | sudo bash\nrm -rf /\nEOF", "bash", "rm -rf /", Source::ShellString},
+    {"cat <<< 'rm -rf /' | sh", "sh", "rm -rf /", Source::ShellString},
+    {"git config --global core.pager 'rm -rf /'", "git", "rm -rf /", Source::ShellString},
+    {"git config alias.x '!rm -rf /'", "git", "rm -rf /", Source::ShellString},
+};
+
+class RunnerShape : public ::testing::TestWithParam<Runs> {};
+
+TEST_P(RunnerShape, ExposesTheCommandItRuns) {
+  const Runs& row = GetParam();
+  ParsedLine parsed = parse_line(row.line);
+  const SimpleCommand* found = nullptr;
+  for (const auto& cmd : parsed.commands) {
+    std::string joined;
+    for (const auto& w : cmd.words) joined += (joined.empty() ? "" : " ") + w;
+    if (joined == row.inner && !cmd.variant) found = &cmd;
+  }
+  ASSERT_NE(found, nullptr) << row.line;
+  EXPECT_EQ(found->source, row.source) << row.line;
+  ASSERT_GE(found->runner, 0) << row.line;
+  EXPECT_EQ(parsed.commands[static_cast<std::size_t>(found->runner)].name(), row.runner)
+      << row.line;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShellSyntax, RunnerShape, ::testing::ValuesIn(kRuns));
+
+TEST(SimpleCommands, OrdinaryCommandsRunNothingElse) {
+  for (const char* line : {"git log --oneline",
+                           "git commit -c HEAD",
+                           "git push -u origin main",
+                           "git -c core.fsmonitor=false status",
+                           "git -c alias.st=status st",
+                           "git -c credential.helper=store push",
+                           "find . -name '*.o' -delete",
+                           "watch",
+                           "flock 9",
+                           "script log",
+                           "env",
+                           "env FOO=1",
+                           "command -v sudo",
+                           "cat <<EOF > file.txt\nrm -rf /\nEOF",
+                           "cat <<< 'rm -rf /'",
+                           "echo 'rm -rf /' | cat",
+                           "diff <(echo 'rm -rf /') b",
+                           "bash script.sh <<< 'rm -rf /'",
+                           "git config user.name 'rm -rf /'",
+                           "git config --get core.pager",
+                           "cat <<EOF | grep x\nrm -rf /\nEOF",
+                           "cat notes <<EOF | sh\nrm -rf /\nEOF"}) {
+    ParsedLine parsed = parse_line(line);
+    EXPECT_EQ(find_named(parsed, "rm"), nullptr) << line;
+    for (const auto& cmd : parsed.commands) EXPECT_NE(cmd.source, Source::ShellString) << line;
+  }
+}
+
+TEST(SimpleCommands, HereStringIsOneWordNotAHereDocument) {
+  // "<<<" used to be read as "<<", so the next line was swallowed as a here-document body.
+  EXPECT_THAT(all_words("cat <<< x\nrm -rf /"), ElementsAre(Words{"cat"}, Words{"rm", "-rf", "/"}));
+}
+
+TEST(SimpleCommands, BraceExpansion) {
+  EXPECT_THAT(all_words("rm -rf {/,}"), ElementsAre(Words{"rm", "-rf", "/"}));
+  EXPECT_THAT(all_words("{rm,-rf,/}"), ElementsAre(Words{"rm", "-rf", "/"}));
+  EXPECT_THAT(all_words("echo a{b,c{d,e}}f {x}"),
+              ElementsAre(Words{"echo", "abf", "acdf", "acef", "{x}"}));
+  // Quoted or escaped braces, ${...} and sequences stay as written.
+  EXPECT_THAT(parse_line("echo '{a,b}' \"{a,b}\" \\{a,b} ${x:-{a,b}} {a..c}").commands[0].words,
+              ElementsAre("echo", "{a,b}", "{a,b}", "{a,b}", "${x:-{a,b}}", "{a..c}"));
+  EXPECT_THAT(all_words("find . -exec rm {} \\;"),
+              ElementsAre(Words{"find", ".", "-exec", "rm", "{}", ";"}, Words{"rm", "{}"}));
+  EXPECT_FALSE(parse_line("echo {a,b}{c,d}{e,f}{g,h}").too_large);
+  EXPECT_TRUE(parse_line("echo {a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}").too_large);
+}
+
+TEST(SimpleCommands, DefaultValueIsReadAsASecondVariant) {
+  ParsedLine parsed = parse_line("rm -rf ${X:-/} \"${Y:=/tmp}\" ${Z} > ${OUT-'/dev/sda'}");
+  ASSERT_EQ(parsed.commands.size(), 2u);
+  EXPECT_FALSE(parsed.commands[0].variant);
+  EXPECT_THAT(parsed.commands[0].words, ElementsAre("rm", "-rf", "${X:-/}", "${Y:=/tmp}", "${Z}"));
+  EXPECT_TRUE(parsed.commands[1].variant);
+  EXPECT_THAT(parsed.commands[1].words, ElementsAre("rm", "-rf", "/", "/tmp", "${Z}"));
+  ASSERT_EQ(parsed.commands[1].redirections.size(), 1u);
+  EXPECT_EQ(parsed.commands[1].redirections[0].target, "/dev/sda");
+  EXPECT_EQ(parse_line("echo ${#X} ${X%/*} '${X:-/}'").commands.size(), 1u);
+}
+
+TEST(SimpleCommands, LoopsAndWhetherTheyEnd) {
+  ParsedLine parsed = parse_line(
+      "while :; do sh & done; until false; do x; done; while read l; do y; done; "
+      "for i in 1 2; do z; done; while true; do while test -f f; do w; done; done; v");
+  ASSERT_EQ(parsed.loops.size(), 6u);
+  EXPECT_TRUE(parsed.loops[0].endless);
+  EXPECT_TRUE(parsed.loops[1].endless);
+  EXPECT_FALSE(parsed.loops[2].endless);
+  EXPECT_FALSE(parsed.loops[3].endless);
+  EXPECT_TRUE(parsed.loops[4].endless);
+  EXPECT_FALSE(parsed.loops[5].endless);
+  auto loop_of = [&](std::string_view name) { return find_named(parsed, name)->loop; };
+  EXPECT_EQ(loop_of("sh"), 0);
+  EXPECT_TRUE(find_named(parsed, "sh")->background);
+  EXPECT_EQ(loop_of("x"), 1);
+  EXPECT_EQ(loop_of("read"), -1);  // a condition is not the body
+  EXPECT_EQ(loop_of("test"), 4);
+  EXPECT_EQ(loop_of("w"), 5);
+  EXPECT_EQ(loop_of("v"), -1);
+}
+
+TEST(SimpleCommands, HostileInputIsBounded) {
+  // Each shape is about 1 MB; every one must finish and either be read or refused as too large.
+  const std::pair<const char*, std::size_t> kShapes[] = {
+      {"f(){", 250000},         {"cat <<a ", 125000},
+      {"a;", 500000},           {"nohup ", 170000},
+      {"{a,b}", 200000},        {"${X:-", 200000},
+      {"find . -exec ", 80000}, {"echo x | sh | ", 70000},
+      {"while :; do ", 100000}, {"git -c alias.a=!x ", 50000},
+  };
+  for (const auto& [unit, count] : kShapes) {
+    std::string line;
+    for (std::size_t i = 0; i < count; ++i) line += unit;
+    ParsedLine parsed = parse_line(line);
+    EXPECT_LE(parsed.commands.size(), kMaxCommands) << unit;
+  }
+  std::string nested = "ls";
+  for (int i = 0; i < 40; ++i) nested = "nohup " + nested;
+  EXPECT_TRUE(parse_line(nested).too_deep);
 }
 
 TEST(SimpleCommands, ReservedWordsAreSyntax) {
@@ -236,6 +428,8 @@ TEST(SimpleCommands, ReservedWordsAreSyntax) {
   EXPECT_THAT(all_words("while true; do sleep 1; done; until false; do :; done"),
               ElementsAre(Words{"true"}, Words{"sleep", "1"}, Words{"false"}, Words{":"}));
   EXPECT_THAT(all_words("! grep -q x f"), ElementsAre(Words{"grep", "-q", "x", "f"}));
+  EXPECT_THAT(all_words("for ((i = 0; i < $(nproc); i++)); do w; done"),
+              ElementsAre(Words{"nproc"}, Words{"w"}));
   EXPECT_THAT(all_words("echo if then fi"), ElementsAre(Words{"echo", "if", "then", "fi"}));
 }
 
@@ -310,9 +504,9 @@ TEST(SimpleCommands, UnbalancedInputIsHandled) {
   EXPECT_THAT(all_words(")) ls ((("), ElementsAre(Words{"ls"}));
   EXPECT_THAT(all_words("} } ls"), ElementsAre(Words{"ls"}));
   for (const char* line :
-       {"$(", "`",  "\"",   "'",         "${",       "$((", "<(",   "<<", "<<EOF",
-        "2>", "&>", "case", "case x in", "function", "f()", ";;",   "|",  "&&",
-        "\\", "$'", "$\"",  "a=(",       "((",       "{",   "esac", "for"}) {
+       {"$(",  "`",    "\"",        "'",        "${",   "$((", "<(",   "<<",       "<<EOF",  "2>",
+        "&>",  "case", "case x in", "function", "f()",  ";;",  "|",    "&&",       "\\",     "$'",
+        "$\"", "a=(",  "((",        "{",        "esac", "for", "<<\\", "cat <<\\", "a <<<\\"}) {
     (void)parse_line(line);  // must terminate without crashing
   }
 }
@@ -359,6 +553,16 @@ TEST(NormalizePath, LexicalOnly) {
   EXPECT_EQ(normalize_path("../a"), "../a");
   EXPECT_EQ(normalize_path("."), ".");
   EXPECT_EQ(normalize_path(""), ".");
+}
+
+TEST(NormalizePath, ProcRootIsTheRoot) {
+  EXPECT_EQ(normalize_path("/proc/self/root/dev/sda"), "/dev/sda");
+  EXPECT_EQ(normalize_path("/proc/1/root/dev/sda"), "/dev/sda");
+  EXPECT_EQ(normalize_path("/proc/thread-self/root"), "/");
+  EXPECT_EQ(normalize_path("/proc/self/task/12/root/etc"), "/etc");
+  EXPECT_EQ(normalize_path("//proc/./self/root/proc/self/root/.."), "/");
+  EXPECT_EQ(normalize_path("/proc/self/cwd/x"), "/proc/self/cwd/x");
+  EXPECT_EQ(normalize_path("proc/self/root/x"), "proc/self/root/x");
 }
 
 }  // namespace
