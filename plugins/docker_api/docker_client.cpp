@@ -139,15 +139,8 @@ class BeastExecConnection final : public ExecConnection {
       r.bytes = n;
       done = true;
     });
-    io_->restart();
-    io_->run_one_for(wait);
-    if (!done) {
-      // Nothing arrived in time: abandon this read (no data is lost: a cancelled read took none).
-      error_code ignored;
-      socket_->cancel(ignored);
-      io_->restart();
-      while (!done) io_->run_one();
-    }
+    // Nothing arrived in time: abandon this read (no data is lost: a cancelled read took none).
+    finish_within(wait, done);
     if (ec == asio::error::operation_aborted) {
       r.timed_out = r.bytes == 0;
     } else if (ec == asio::error::eof || ec == asio::error::connection_reset) {
@@ -182,15 +175,8 @@ class BeastExecConnection final : public ExecConnection {
                                 w.bytes = n;
                                 done = true;
                               });
-    io_->restart();
-    io_->run_one_for(wait);
-    if (!done) {
-      // No room in time: abandon this write (a cancelled write_some wrote nothing).
-      error_code ignored;
-      socket_->cancel(ignored);
-      io_->restart();
-      while (!done) io_->run_one();
-    }
+    // No room in time: abandon this write (a cancelled write_some wrote nothing).
+    finish_within(wait, done);
     if (ec && ec != asio::error::operation_aborted)
       w.error = "writing to the exec stream failed: " + ec.message();
     return w;
@@ -202,6 +188,18 @@ class BeastExecConnection final : public ExecConnection {
   }
 
  private:
+  // Runs the socket operation just started for at most `wait`; one still pending then is
+  // cancelled and run to its (aborted) completion, so its handler, which sets `done`, has run.
+  void finish_within(std::chrono::milliseconds wait, const bool& done) {
+    io_->restart();
+    io_->run_one_for(wait);
+    if (done) return;
+    error_code ignored;
+    socket_->cancel(ignored);
+    io_->restart();
+    while (!done) io_->run_one();
+  }
+
   std::unique_ptr<asio::io_context> io_;
   std::unique_ptr<Socket> socket_;
   std::string leftover_;
