@@ -861,8 +861,10 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
   }
 }
 
-DockerApiBackend::ExecSpec DockerApiBackend::file_exec(std::vector<std::string> cmd) const {
+DockerApiBackend::ExecSpec DockerApiBackend::file_exec(std::vector<std::string> cmd,
+                                                       const sdk::CancelToken* cancel) const {
   ExecSpec spec;
+  spec.cancel = cancel;
   spec.marker = random_marker();
   spec.cmd = std::move(cmd);
   spec.work_dir = init_.cwd;
@@ -871,6 +873,21 @@ DockerApiBackend::ExecSpec DockerApiBackend::file_exec(std::vector<std::string> 
 }
 
 namespace {
+
+// Prologue of the file tools' scripts: anything but a regular file (a directory, FIFO, socket or
+// device, also behind a symlink) is refused before it is opened, since opening a FIFO blocks
+// until a peer comes. Should one be swapped in after the check, the exec's timeout and the call's
+// cancel still end it.
+constexpr const char* kRefuseSpecialFile =
+    "if [ -e \"$1\" ] && [ ! -f \"$1\" ]; then "
+    "if [ -d \"$1\" ]; then echo \"'$1' is a directory\" >&2; exit 21; fi; "
+    "echo \"'$1' is not a regular file (a FIFO, socket or device)\" >&2; exit 22; fi; ";
+
+constexpr const char* kCancelledBeforeStart = "the call was cancelled before it started";
+
+bool cancelled_before_start(const sdk::CancelToken* cancel) {
+  return cancel != nullptr && cancel->cancel_requested();
+}
 
 // Why a file exec that ran failed: its stderr without the trailing newlines, else its exit code.
 std::string file_exec_failure(const char* verb, const std::string& path, const sdk::ExecResult& r) {
@@ -884,15 +901,18 @@ std::string file_exec_failure(const char* verb, const std::string& path, const s
 
 sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult out;
+  if (cancelled_before_start(request.cancel)) {
+    out.error = kCancelledBeforeStart;
+    return out;
+  }
   try {
     // Read one byte more than allowed to learn whether the file is larger.
     const std::size_t max_bytes = std::min<std::size_t>(request.max_bytes, std::size_t{1} << 40);
     const std::string limit = std::to_string(max_bytes + 1);
-    ExecSpec spec = file_exec({"/bin/sh", "-c",
-                               "if [ -d \"$1\" ]; then echo \"'$1' is a directory\" >&2; exit 21; "
-                               "fi; exec head -c " +
-                                   limit + " -- \"$1\"",
-                               "execmcp-read", request.path});
+    ExecSpec spec = file_exec(
+        {"/bin/sh", "-c", std::string(kRefuseSpecialFile) + "exec head -c " + limit + " -- \"$1\"",
+         "execmcp-read", request.path},
+        request.cancel);
     spec.timeout = std::chrono::seconds(60);
     spec.output_cap = max_bytes + 1;
     auto r = run_exec(spec);
@@ -915,12 +935,18 @@ sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& requ
 
 sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult out;
+  if (cancelled_before_start(request.cancel)) {
+    out.error = kCancelledBeforeStart;  // before the exec: `cat >` would truncate the file at once
+    return out;
+  }
   try {
     // Bytes go through the exec's stdin, so any byte value survives; the container's mounts and
     // user decide whether the write is allowed (a read-only context path fails with EROFS).
-    ExecSpec spec =
-        file_exec({"/bin/sh", "-c", "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\"",
-                   "execmcp-write", request.path});
+    ExecSpec spec = file_exec({"/bin/sh", "-c",
+                               std::string(kRefuseSpecialFile) +
+                                   "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\"",
+                               "execmcp-write", request.path},
+                              request.cancel);
     spec.stdin_data = request.data;
     spec.timeout = std::chrono::seconds(120);
     spec.output_cap = 64 * 1024;

@@ -69,7 +69,7 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   std::string recover_container(std::vector<std::string>& notices);
   // Runs one exec to completion (or timeout/cancel), recovering the container once if needed.
   // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
-  ExecSpec file_exec(std::vector<std::string> cmd) const;
+  ExecSpec file_exec(std::vector<std::string> cmd, const sdk::CancelToken* cancel) const;
   sdk::ExecResult run_exec(const ExecSpec& spec);
   sdk::ExecResult run_exec_once(const ExecSpec& spec);
   // True once the container is not running (or gone), false if it still runs after `timeout`.
