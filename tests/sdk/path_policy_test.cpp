@@ -62,6 +62,20 @@ TEST_F(PathPolicyTest, APathWithANulByteIsRefused) {
   EXPECT_NE(result.error.find("NUL"), std::string::npos) << result.error;
 }
 
+// Found by the path resolver fuzz target: with a missing component before "..", the symlink
+// after it was left unresolved ("missing/../escape/f" became "ws/escape/f", inside by its name
+// but outside by what it names).
+TEST_F(PathPolicyTest, DotDotAfterAMissingComponentCannotHideASymlink) {
+  fs::create_symlink(root_ / "outside", root_ / "ws" / "escape");
+  PathPolicy policy((root_ / "ws").string(), {{(root_ / "ws").string(), true}});
+  for (const char* requested : {"missing/../escape/f", "missing/deeper/../../escape"}) {
+    const auto result = policy.resolve(requested, Access::Write);
+    EXPECT_EQ(result.path, "") << requested;
+    EXPECT_NE(result.error.find("outside this agent's allowed paths"), std::string::npos)
+        << result.error;
+  }
+}
+
 TEST_F(PathPolicyTest, ReadOnlyGrantRefusesWrites) {
   PathPolicy policy((root_ / "ws").string(),
                     {{(root_ / "ws").string(), true}, {(root_ / "ref").string(), false}});

@@ -30,10 +30,13 @@ inline bool is_within(const std::filesystem::path& child, const std::filesystem:
 }
 }  // namespace detail
 
-// Resolves requested paths (absolute, or relative to `cwd`) with every symlink followed, and
-// checks that the result lies inside a grant that permits the access. The grants' own symlinks are
-// resolved once, here: a grant that later becomes a symlink elsewhere refuses what it points to
-// (fails closed) instead of following it. The target itself need not exist. Thread safe.
+// Resolves requested paths (absolute, or relative to `cwd`; ".." removes the component written
+// before it) with every symlink followed, and checks that the result lies inside a grant that
+// permits the access. The grants' own symlinks are resolved once, here: a grant that later
+// becomes a symlink elsewhere refuses what it points to (fails closed) instead of following it.
+// The target itself need not exist. Thread safe. A string, not a descriptor: a backend that opens
+// the result on the host races a concurrent rename (the local backend opens beneath the grant's
+// directory instead; see plugins/local/path_beneath.hpp).
 class PathPolicy {
  public:
   PathPolicy(std::string cwd, const std::vector<PathGrant>& grants) : cwd_(std::move(cwd)) {
@@ -52,7 +55,9 @@ class PathPolicy {
       return {{}, "path contains a NUL byte, which no file name can hold"};
     fs::path p = requested.empty() ? fs::path(cwd_) : fs::path(std::string(requested));
     if (p.is_relative()) p = fs::path(cwd_) / p;
-    fs::path resolved = fs::weakly_canonical(p, ec);
+    // ".." is taken as written first (like `cd -L`): weakly_canonical resolves only the existing
+    // prefix and normalises the rest by text, so "missing/../link" would keep `link` unresolved.
+    fs::path resolved = fs::weakly_canonical(p.lexically_normal(), ec);
     if (ec) return {{}, "cannot resolve path '" + p.string() + "': " + ec.message()};
     bool inside_any = false;
     for (const auto& root : roots_) {
