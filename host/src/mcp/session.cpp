@@ -77,7 +77,7 @@ void Session::register_handlers() {
   dispatcher_.on_deferred_request("tools/call", [this](Request r, Responder responder) {
     handle_tools_call(std::move(r), std::move(responder));
   });
-  dispatcher_.on_notification("notifications/initialized", [this](const Notification&) {
+  dispatcher_.on_notification("notifications/initialized", [](const Notification&) {
     spdlog::debug("mcp: client reports initialized");
   });
   dispatcher_.on_notification("notifications/cancelled",
