@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     if (request.max_message_bytes) options.limits.max_bytes = *request.max_message_bytes;
     if (request.max_message_values) options.limits.max_values = *request.max_message_values;
     if (request.max_outbound_bytes) options.max_outbound_bytes = *request.max_outbound_bytes;
+    if (request.max_queued_calls) options.max_queued_calls = *request.max_queued_calls;
     return execmcp::host::mcp::serve_stdio(agent, options);
   };
 #endif

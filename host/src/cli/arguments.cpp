@@ -12,10 +12,11 @@ namespace {
 
 // Options each command accepts; anything else is a usage error.
 bool accepts(const std::string& command, const std::string& option) {
-  static const std::array<std::pair<const char*, std::array<const char*, 9>>, 4> kOptions = {{
+  static const std::array<std::pair<const char*, std::array<const char*, 10>>, 4> kOptions = {{
       {"serve",
        {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof",
-        "--max-message-bytes", "--max-message-values", "--max-outbound-bytes"}},
+        "--max-message-bytes", "--max-message-values", "--max-outbound-bytes",
+        "--max-queued-calls"}},
       {"plugins", {"--config", "--log-level"}},
       {"check-config", {"--config", "--log-level"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
@@ -61,12 +62,13 @@ std::string usage_text() {
   return R"(usage:
   execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
                 [--on-eof cancel|finish] [--max-message-bytes B] [--max-message-values N]
-                [--max-outbound-bytes B]
+                [--max-outbound-bytes B] [--max-queued-calls N]
       Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
       cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
       A message longer than B bytes (default 8M) or with more than N JSON values (default
       10000) is refused; a client that leaves more than B bytes unread (default 64M) is
-      disconnected. B takes a K, M or G suffix.
+      disconnected. B takes a K, M or G suffix. Beyond --max-concurrent running calls, N more
+      may wait (default 16); one more is answered "server busy".
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
   execmcp check-config FILE
@@ -177,6 +179,10 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
         return fail(
             "--max-outbound-bytes needs a size from 64K to 4G (bytes, or with K, M, G), got '" +
             value + "'");
+    } else if (option == "--max-queued-calls") {
+      args.max_queued_calls = parse_size(value, 0, 4096);
+      if (!args.max_queued_calls || value.find_first_not_of("0123456789") != std::string::npos)
+        return fail("--max-queued-calls needs a whole number from 0 to 4096, got '" + value + "'");
     } else if (option == "--timeout") {
       try {
         std::size_t used = 0;

@@ -20,6 +20,7 @@ struct Arguments {
   std::optional<std::size_t> max_message_bytes;   // serve: one incoming line
   std::optional<std::size_t> max_message_values;  // serve: JSON values in one message
   std::optional<std::size_t> max_outbound_bytes;  // serve: output the client has not read
+  std::optional<std::size_t> max_queued_calls;    // serve: calls that may wait for a slot
   std::optional<double> timeout_seconds;
   std::vector<std::string> exec_command;  // after `--`
 };

@@ -150,6 +150,7 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   request.max_message_bytes = args.max_message_bytes;
   request.max_message_values = args.max_message_values;
   request.max_outbound_bytes = args.max_outbound_bytes;
+  request.max_queued_calls = args.max_queued_calls;
   if (auto code = stop_if_signalled(*agent)) return *code;
   int code = 1;
   try {

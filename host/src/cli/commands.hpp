@@ -19,6 +19,7 @@ struct ServeRequest {
   std::optional<std::size_t> max_message_bytes;
   std::optional<std::size_t> max_message_values;
   std::optional<std::size_t> max_outbound_bytes;
+  std::optional<std::size_t> max_queued_calls;
 };
 
 // Serves MCP for a started agent until the client goes away or a signal arrives; returns the exit

@@ -22,7 +22,7 @@ struct ServerOptions {
   MessageLimits limits;
   // Tool calls that may wait for a free slot; one more is answered "server busy" at once, so a
   // client cannot park unbounded requests (each up to limits.max_bytes) in memory.
-  std::size_t max_queued_calls = 16;
+  std::size_t max_queued_calls = 16;  // serve --max-queued-calls
   // Outbound messages not yet read by the client (serve --max-outbound-bytes): past it, progress is
   // dropped (Outbox::kDefaultMaxDroppableBytes) and then the session ends (see Outbox).
   std::size_t max_outbound_bytes = Outbox::kDefaultMaxBytes;

@@ -53,6 +53,23 @@ TEST(Arguments, ServeTakesMessageAndOutputLimitsWithBinarySuffixes) {
   EXPECT_NE(parse_arguments({"exec", "--max-message-bytes", "1M", "--", "true"}).error, "");
 }
 
+// The waiting room behind --max-concurrent bounds what parked calls can hold in memory.
+TEST(Arguments, ServeTakesTheNumberOfCallsThatMayWait) {
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-queued-calls", "0"})
+                .arguments.max_queued_calls,
+            0u);
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-queued-calls=64"})
+                .arguments.max_queued_calls,
+            64u);
+  EXPECT_FALSE(parse_arguments({"serve", "--config", "c"}).arguments.max_queued_calls);
+  for (const char* bad : {"-1", "4097", "x", ""}) {
+    EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-queued-calls", bad}).error,
+                HasSubstr("--max-queued-calls needs a whole number from 0 to 4096"))
+        << bad;
+  }
+  EXPECT_NE(parse_arguments({"exec", "--max-queued-calls", "1", "--", "true"}).error, "");
+}
+
 TEST(Arguments, ParsesExecWithCommandAfterDoubleDash) {
   const auto parsed = parse_arguments(
       {"exec", "--config", "c.yaml", "--timeout", "2.5", "--work-dir", "sub", "--", "ls", "-la"});
