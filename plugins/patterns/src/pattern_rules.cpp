@@ -143,16 +143,8 @@ sdk::FilterVerdict judge_here(std::string_view command_line, const Settings& set
   }
 
   if (settings.allow.empty()) return sdk::FilterVerdict::allow();
-  if (parsed.too_deep)
-    return sdk::FilterVerdict::deny(
-        "too-deep", "the command nests substitutions, shell strings or wrappers more than " +
-                        std::to_string(shell_syntax::kMaxDepth) +
-                        " levels deep, too deep to check against the allow list");
-  if (parsed.too_large)
-    return sdk::FilterVerdict::deny(
-        "too-large", "the command has more than " + std::to_string(shell_syntax::kMaxCommands) +
-                         " simple commands, " + std::to_string(shell_syntax::kMaxWords) +
-                         " words or too large a brace expansion to check against the allow list");
+  if (auto past = shell_syntax::past_bound(parsed, "to check against the allow list"))
+    return sdk::FilterVerdict::deny(std::move(past->rule), std::move(past->reason));
   for (const auto& cmd : parsed.commands) {
     // What a runner runs (sudo, nohup, find -exec, git -c alias.x='!...') is a command too.
     if (matches_at_start(settings.allow, cmd.text)) continue;

@@ -378,18 +378,9 @@ sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings
       return sdk::FilterVerdict::deny(std::string(rule.info.id), std::move(reason));
     }
   }
-  if (parsed.too_deep)
-    return sdk::FilterVerdict::deny(
-        "too-deep", "the command nests substitutions, shell strings or wrappers more than " +
-                        std::to_string(shell_syntax::kMaxDepth) +
-                        " levels deep, too deep to judge");
-  if (parsed.too_large)
-    return sdk::FilterVerdict::deny(
-        "too-large", "the command has more than " + std::to_string(shell_syntax::kMaxCommands) +
-                         " simple commands, " + std::to_string(shell_syntax::kMaxWords) +
-                         " words or a brace expansion of more than " +
-                         std::to_string(shell_syntax::kMaxBraceWords) +
-                         " words, too large to judge (write a script with write_file instead)");
+  if (auto past =
+          shell_syntax::past_bound(parsed, "to judge (write a script with write_file instead)"))
+    return sdk::FilterVerdict::deny(std::move(past->rule), std::move(past->reason));
   return sdk::FilterVerdict::allow();
 }
 

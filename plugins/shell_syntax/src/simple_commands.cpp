@@ -1668,6 +1668,21 @@ bool is_proc_root(const std::vector<std::string_view>& parts) {
 
 }  // namespace
 
+std::optional<PastBound> past_bound(const ParsedLine& parsed, std::string_view purpose) {
+  if (parsed.too_deep)
+    return PastBound{"too-deep",
+                     "the command nests substitutions, shell strings or wrappers more than " +
+                         std::to_string(kMaxDepth) + " levels deep, too deep " +
+                         std::string(purpose)};
+  if (parsed.too_large)
+    return PastBound{"too-large", "the command has more than " + std::to_string(kMaxCommands) +
+                                      " simple commands, " + std::to_string(kMaxWords) +
+                                      " words or a brace expansion of more than " +
+                                      std::to_string(kMaxBraceWords) + " words, too large " +
+                                      std::string(purpose)};
+  return std::nullopt;
+}
+
 std::string normalize_path(std::string_view path) {
   bool absolute = !path.empty() && path.front() == '/';
   std::vector<std::string_view> parts;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,16 @@ struct ParsedLine {
 // except std::bad_alloc; time and memory are linear in the line's size (times kMaxDepth at worst);
 // unbalanced quotes or parentheses make the rest of the line one word / one substitution.
 [[nodiscard]] ParsedLine parse_line(std::string_view line);
+
+// Why a parsed line cannot be judged in full: `rule` is "too-deep" or "too-large", `reason` a
+// sentence ending in "too deep <purpose>" / "too large <purpose>". nullopt when nothing was
+// left unread. Filters deny such a line (fail closed), each with its own purpose.
+struct PastBound {
+  std::string rule;
+  std::string reason;
+};
+[[nodiscard]] std::optional<PastBound> past_bound(const ParsedLine& parsed,
+                                                  std::string_view purpose);
 
 // Lexical normalisation of a path ("//", "/./", "/..", "a/../b"), without touching the disk.
 // /proc/self/root, /proc/thread-self/root, /proc/<pid>/root and /proc/<pid>/task/<tid>/root are
