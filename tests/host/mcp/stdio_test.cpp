@@ -183,23 +183,35 @@ TEST(StdioTransport, WriteToClosedPipeFailsWithoutKillingUs) {
   ::sigaction(SIGPIPE, &old, nullptr);
 }
 
-// The whole server in a child process with real stdin/stdout pipes; SIGTERM ends it cleanly.
-TEST(ServeStdio, ServesOverPipesAndStopsOnSigterm) {
-  Pipe to_child;
-  Pipe from_child;
+// Runs `serve` (returning the exit code) in a forked child whose stdin and stdout are the far
+// ends of the two pipes; the parent keeps the near ends. Returns the child's pid, -1 on failure.
+template <typename Serve>
+pid_t fork_server(Pipe& to_child, Pipe& from_child, Serve serve) {
   const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::dup2(to_child.fds[0], STDIN_FILENO);
     ::dup2(from_child.fds[1], STDOUT_FILENO);
     to_child.close_write();
     from_child.close_read();
+    ::_exit(serve());
+  }
+  if (pid > 0) {
+    to_child.close_read();
+    from_child.close_write();
+  }
+  return pid;
+}
+
+// The whole server in a child process with real stdin/stdout pipes; SIGTERM ends it cleanly.
+TEST(ServeStdio, ServesOverPipesAndStopsOnSigterm) {
+  Pipe to_child;
+  Pipe from_child;
+  const pid_t pid = fork_server(to_child, from_child, [] {
     testing::FakeAgent agent;
     const int code = serve_stdio(agent, server_options("9.9", 2));
-    ::_exit(code == 0 ? 0 : 10 + code);
-  }
-  to_child.close_read();
-  from_child.close_write();
+    return code == 0 ? 0 : 10 + code;
+  });
+  ASSERT_GE(pid, 0);
   std::string buffer;
 
   to_child.write(
@@ -242,18 +254,11 @@ TEST(ServeStdio, ServesOverPipesAndStopsOnSigterm) {
 TEST(ServeStdio, EndOfInputEndsTheServer) {
   Pipe to_child;
   Pipe from_child;
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(to_child.fds[0], STDIN_FILENO);
-    ::dup2(from_child.fds[1], STDOUT_FILENO);
-    to_child.close_write();
-    from_child.close_read();
+  const pid_t pid = fork_server(to_child, from_child, [] {
     testing::FakeAgent agent;
-    ::_exit(serve_stdio(agent, ServerOptions{}));
-  }
-  to_child.close_read();
-  from_child.close_write();
+    return serve_stdio(agent, ServerOptions{});
+  });
+  ASSERT_GE(pid, 0);
   to_child.write(R"({"jsonrpc":"2.0","id":1,"method":"ping"})"
                  "\n");
   to_child.close_write();
@@ -302,19 +307,12 @@ TEST(ServeStdio, AClientThatNeverReadsCannotBlockCancelsCallsOrSigterm) {
   const std::string dir = dir_template;
   Pipe to_child;
   Pipe from_child;
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(to_child.fds[0], STDIN_FILENO);
-    ::dup2(from_child.fds[1], STDOUT_FILENO);
-    to_child.close_write();
-    from_child.close_read();
+  const pid_t pid = fork_server(to_child, from_child, [&] {
     testing::FakeAgent agent;
     agent.set_marker_dir(dir);
-    ::_exit(serve_stdio(agent, server_options("9.9", 4)));
-  }
-  to_child.close_read();
-  from_child.close_write();
+    return serve_stdio(agent, server_options("9.9", 4));
+  });
+  ASSERT_GE(pid, 0);
   auto call = [&](int id, const std::string& command, bool progress) {
     json params{{"name", "execute_command"}, {"arguments", {{"command", command}}}};
     if (progress) params["_meta"] = {{"progressToken", id}};
