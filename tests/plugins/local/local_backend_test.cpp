@@ -74,6 +74,27 @@ std::size_t peak_rss_kib() {
   return 0;
 }
 
+// Swaps two names (RENAME_EXCHANGE, atomic) as fast as it can on its own thread until stopped:
+// a directory and a symlink out, for the race tests.
+class SwapWhileAlive {
+ public:
+  SwapWhileAlive(fs::path a, fs::path b)
+      : a_(std::move(a)), b_(std::move(b)), thread_([this] {
+          while (!done_.load())
+            ::renameat2(AT_FDCWD, a_.c_str(), AT_FDCWD, b_.c_str(), RENAME_EXCHANGE);
+        }) {}
+  ~SwapWhileAlive() { stop(); }
+  void stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  fs::path a_, b_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;  // last: starts once the paths and the flag exist
+};
+
 class LocalBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -609,12 +630,7 @@ TEST_F(LocalBackendTest, FileToolsNeverReachOutsideWhileASymlinkIsSwappedIn) {
   fs::create_directories(workspace_ / "d");
   std::ofstream(workspace_ / "d" / "f.txt") << "inside";
   fs::create_symlink(outside, workspace_ / "d-link");
-  std::atomic<bool> done{false};
-  std::thread swapper([&] {
-    while (!done.load())
-      ::renameat2(AT_FDCWD, (workspace_ / "d").c_str(), AT_FDCWD, (workspace_ / "d-link").c_str(),
-                  RENAME_EXCHANGE);
-  });
+  SwapWhileAlive swapper(workspace_ / "d", workspace_ / "d-link");
   int reads = 0;
   int writes = 0;
   int tries = 0;
@@ -632,8 +648,7 @@ TEST_F(LocalBackendTest, FileToolsNeverReachOutsideWhileASymlinkIsSwappedIn) {
     writes += backend.write_file({"d/w.txt", "x"}).error.empty() ? 1 : 0;
     if (fs::exists(outside / "w.txt")) break;
   }
-  done = true;
-  swapper.join();
+  swapper.stop();
   EXPECT_FALSE(fs::exists(outside / "w.txt")) << "wrote outside within " << tries << " tries";
   EXPECT_FALSE(read_outside) << "read outside within " << tries << " tries";
   EXPECT_GT(reads, 0) << "no read got through the race: the test proves nothing";
@@ -646,12 +661,7 @@ TEST_F(LocalBackendTest, WorkDirNeverOutsideWhileASymlinkIsSwappedIn) {
   fs::create_directories(outside);
   fs::create_directories(workspace_ / "d");
   fs::create_symlink(outside, workspace_ / "d-link");
-  std::atomic<bool> done{false};
-  std::thread swapper([&] {
-    while (!done.load())
-      ::renameat2(AT_FDCWD, (workspace_ / "d").c_str(), AT_FDCWD, (workspace_ / "d-link").c_str(),
-                  RENAME_EXCHANGE);
-  });
+  SwapWhileAlive swapper(workspace_ / "d", workspace_ / "d-link");
   int ran = 0;
   std::string escaped;
   std::string last_error;
@@ -664,8 +674,7 @@ TEST_F(LocalBackendTest, WorkDirNeverOutsideWhileASymlinkIsSwappedIn) {
     ran += result.error.empty() ? 1 : 0;
     if (!result.error.empty()) last_error = result.error;
   }
-  done = true;
-  swapper.join();
+  swapper.stop();
   EXPECT_EQ(escaped, "") << "the command ran outside the grants";
   EXPECT_GT(ran, 0) << "no command got through the race: the test proves nothing; last error: "
                     << last_error;
