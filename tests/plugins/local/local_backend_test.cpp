@@ -26,7 +26,9 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+
 #include <boost/dll/shared_library.hpp>
+#include "swap_while_alive.hpp"
 
 #include "execmcp/conformance/backend_conformance.hpp"
 #include "execmcp/sdk/plugin.hpp"
@@ -73,27 +75,6 @@ std::size_t peak_rss_kib() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stoul(line.substr(6));
   return 0;
 }
-
-// Swaps two names (RENAME_EXCHANGE, atomic) as fast as it can on its own thread until stopped:
-// a directory and a symlink out, for the race tests.
-class SwapWhileAlive {
- public:
-  SwapWhileAlive(fs::path a, fs::path b)
-      : a_(std::move(a)), b_(std::move(b)), thread_([this] {
-          while (!done_.load())
-            ::renameat2(AT_FDCWD, a_.c_str(), AT_FDCWD, b_.c_str(), RENAME_EXCHANGE);
-        }) {}
-  ~SwapWhileAlive() { stop(); }
-  void stop() {
-    done_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  fs::path a_, b_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;  // last: starts once the paths and the flag exist
-};
 
 class LocalBackendTest : public ::testing::Test {
  protected:
@@ -630,7 +611,7 @@ TEST_F(LocalBackendTest, FileToolsNeverReachOutsideWhileASymlinkIsSwappedIn) {
   fs::create_directories(workspace_ / "d");
   std::ofstream(workspace_ / "d" / "f.txt") << "inside";
   fs::create_symlink(outside, workspace_ / "d-link");
-  SwapWhileAlive swapper(workspace_ / "d", workspace_ / "d-link");
+  execmcp::test::SwapWhileAlive swapper(workspace_ / "d", workspace_ / "d-link");
   int reads = 0;
   int writes = 0;
   int tries = 0;
@@ -661,7 +642,7 @@ TEST_F(LocalBackendTest, WorkDirNeverOutsideWhileASymlinkIsSwappedIn) {
   fs::create_directories(outside);
   fs::create_directories(workspace_ / "d");
   fs::create_symlink(outside, workspace_ / "d-link");
-  SwapWhileAlive swapper(workspace_ / "d", workspace_ / "d-link");
+  execmcp::test::SwapWhileAlive swapper(workspace_ / "d", workspace_ / "d-link");
   int ran = 0;
   std::string escaped;
   std::string last_error;
