@@ -5,7 +5,8 @@
 #   scripts/test.sh --ci                 what CI runs: every test, then the whole suite again under
 #                                        ASan+UBSan, the MCP and local suites under TSan
 #                                        (scripts/sanitize.sh) and each fuzz target for 60 s
-#                                        (scripts/fuzz.sh)
+#                                        (scripts/fuzz.sh) from a fixed seed, so a CI run
+#                                        can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
@@ -37,5 +38,5 @@ fi
 
 if [ "$ci" = 1 ]; then
   "$root/scripts/sanitize.sh" asan tsan
-  "$root/scripts/fuzz.sh" "${EXECMCP_FUZZ_SECONDS:-60}"
+  EXECMCP_FUZZ_SEED="${EXECMCP_FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${EXECMCP_FUZZ_SECONDS:-60}"
 fi

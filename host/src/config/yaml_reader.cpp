@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
+
+#include "execmcp/plugins/patterns/checked_regex.hpp"
 
 namespace execmcp::host::config_detail {
 
@@ -147,9 +148,8 @@ void YamlReader::check_regex_list(const YAML::Node& list, std::string_view path)
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!list[i].IsScalar()) continue;
     try {
-      std::regex compiled(list[i].Scalar(), std::regex::ECMAScript);
-      (void)compiled;
-    } catch (const std::regex_error& e) {
+      (void)plugins::patterns::compile_checked_regex(list[i].Scalar());
+    } catch (const std::invalid_argument& e) {
       error(list[i], index_key(path, i),
             "invalid regular expression '" + list[i].Scalar() + "': " + e.what());
     }

@@ -12,6 +12,7 @@
 
 #include "execmcp/plugins/plugin_settings/settings_object.hpp"
 
+#include "execmcp/plugins/patterns/checked_regex.hpp"
 #include "execmcp/plugins/shell_syntax/simple_commands.hpp"
 
 namespace execmcp::plugins::patterns {
@@ -60,8 +61,8 @@ std::vector<Pattern> compile_list(const std::string& key, const nlohmann::json& 
     if (source.empty()) throw std::invalid_argument(where + " is empty (it would match anything)");
     try {
       std::string compiled = key == "deny" ? without_leading_dot_star(source) : source;
-      out.push_back({source, std::regex(compiled, std::regex::ECMAScript)});
-    } catch (const std::regex_error& e) {
+      out.push_back({source, compile_checked_regex(compiled)});
+    } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(where + ": invalid regular expression '" + source +
                                   "': " + e.what());
     }

@@ -52,6 +52,30 @@ TEST(PatternSettings, InvalidRegexNamesIndexAndError) {
   EXPECT_THAT(settings_error(R"({"allow": ["[a-"]})"), HasSubstr("setting 'allow[0]'"));
 }
 
+// Found by the config fuzzer: libstdc++ reads `{3333333333333333333...}` into a long with no
+// overflow check (UBSan: signed integer overflow in regex_compiler.tcc), compiles groups
+// recursively and expands `x{n}` into n copies. Each is refused before std::regex sees it.
+TEST(PatternSettings, RegexesStdRegexMishandlesAreRefusedInPlainWords) {
+  EXPECT_THAT(settings_error(R"({"deny": ["a{33333333333333333333333}"]})"),
+              HasSubstr("setting 'deny[0]': invalid regular expression 'a{33333333333333333333333}'"
+                        ": repetition count '33333333333333333333333' is larger than 1000"));
+  EXPECT_THAT(settings_error(R"({"allow": ["x{2,99999999999}"]})"),
+              HasSubstr("repetition count '99999999999' is larger than 1000"));
+  EXPECT_THAT(settings_error(R"({"deny": ["b{1001}"]})"), HasSubstr("larger than 1000"));
+  EXPECT_THAT(settings_error(R"({"deny": ["[{99999999999999999999]"]})"),
+              HasSubstr("larger than 1000"));  // over-refusing a literal brace is harmless
+  EXPECT_THAT(settings_error(R"({"deny": [")" + std::string(33, '(') + "a" + std::string(33, ')') +
+                             R"("]})"),
+              HasSubstr("groups are nested more than 32 deep"));
+  EXPECT_THAT(settings_error(R"({"deny": [")" + std::string(5000, 'a') + R"("]})"),
+              HasSubstr("the pattern is 5000 bytes; at most 4096 are accepted"));
+  // Within the bounds, patterns compile as before; leading zeros and escaped parens are fine.
+  Settings ok = parse_settings(R"({"deny": ["a{0001000}", "x{2,1000}", "\\(\\(\\(", ")" +
+                               std::string(32, '(') + "b" + std::string(32, ')') + R"("]})");
+  EXPECT_EQ(ok.deny.size(), 4u);
+  EXPECT_TRUE(judge("echo b", ok).denied());
+}
+
 TEST(PatternDeny, SearchesTheWholeLine) {
   Settings settings = parse_settings(R"({"deny": ["curl .*\\| *sh"]})");
   sdk::FilterVerdict verdict = judge("curl https://x.sh | sh", settings);
