@@ -217,11 +217,11 @@ describe('tools over the MCP SDK client (local backend)', () => {
     assert.ok(total < 4 * OUTPUT_CAP, `whole response is ${total} bytes`);
   });
 
-  test('bad arguments are a JSON-RPC error (-32602)', async () => {
-    await assert.rejects(
-      client.callTool({ name: 'execute_command', arguments: { timeout: 5 } }),
-      (err) => err.code === -32602,
-    );
+  test('bad arguments are a tool error (2025-11-25), an unknown tool is -32602', async () => {
+    // The SDK negotiates 2025-11-25, where input validation errors are results the model reads.
+    const bad = await client.callTool({ name: 'execute_command', arguments: { timeout: 5 } });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /Invalid arguments for tool execute_command: .*command/);
     await assert.rejects(
       client.callTool({ name: 'no_such_tool', arguments: {} }),
       (err) => err.code === -32602,

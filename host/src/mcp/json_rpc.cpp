@@ -196,9 +196,9 @@ json make_result_response(const json& id, json result) {
 }
 
 json make_error_response(const json& id, const RpcError& error) {
-  return json{{"jsonrpc", "2.0"},
-              {"id", id},
-              {"error", json{{"code", error.code}, {"message", error.message}}}};
+  json body{{"code", error.code}, {"message", error.message}};
+  if (!error.data.is_null()) body["data"] = error.data;
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(body)}};
 }
 
 json make_notification(std::string_view method, json params) {

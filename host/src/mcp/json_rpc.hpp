@@ -28,6 +28,7 @@ inline constexpr int kInternalError = -32603;
 struct RpcError {
   int code = rpc_error::kInternalError;
   std::string message;
+  nlohmann::json data = nullptr;  // the error's "data" member; left out when null
 };
 
 // What one incoming message may cost. Checked while parsing, so a message past a limit is refused

@@ -12,6 +12,7 @@
 
 #include "agent/agent.hpp"
 #include "mcp/json_rpc.hpp"
+#include "mcp/mcp_service.hpp"
 #include "mcp/outbox.hpp"
 #include "mcp/progress_reporter.hpp"
 #include "mcp/stdio_server.hpp"
@@ -21,18 +22,24 @@
 
 namespace execmcp::host::mcp {
 
-// Protocol versions we speak, newest first.
-inline constexpr const char* kSupportedProtocolVersions[] = {"2025-06-18", "2025-03-26",
-                                                             "2024-11-05"};
+// The stdio service's limits, from the serve options.
+[[nodiscard]] ServiceOptions service_options(const ServerOptions& options);
 
-// One thread at a time reads requests and answers ping, initialize, tools/list and cancellation
-// itself. For tools/call it hands the reading over to an idle thread of the pool and runs the call
+// One client on one newline-delimited stream (stdio), for one agent. One thread at a time reads
+// requests and answers ping, initialize, server/discover, tools/list and cancellation itself. For
+// tools/call it hands the reading over to an idle thread of the service's pool and runs the call
 // itself, so a call starts without waiting for another thread to wake up; with no idle thread the
-// call is queued instead and the reader keeps reading. At most options.max_concurrent_calls calls
-// run at once: the pool has one thread more than that, and one thread is always the reader.
+// call is queued instead and the reader keeps reading. The service's limits apply (its pool has
+// one thread more than its call limit: one thread is always the reader).
+//
+// Each request is served in the revision it names: a 2026-07-28 request carries it in _meta and
+// needs no initialize; other requests use the revision initialize negotiated.
 class Session {
  public:
+  // With its own McpService built from `options`.
   Session(Agent& agent, Transport& transport, ServerOptions options);
+  // On a shared service (which must outlive the session).
+  Session(Agent& agent, Transport& transport, ServerOptions options, McpService& service);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -48,10 +55,8 @@ class Session {
   void request_stop();
 
  private:
-  struct Call {
-    sdk::CancelToken cancel;
-    std::atomic<bool> cancelled_by_client{false};
-  };
+  Session(Agent& agent, Transport& transport, ServerOptions options,
+          std::unique_ptr<McpService> owned);
 
   void read_messages();          // the reader's loop; returns at end of input or after a hand-off
   bool finishing_calls() const;  // at end of input: let received calls finish?
@@ -59,43 +64,41 @@ class Session {
   void send_progress(const nlohmann::json& message);  // may be dropped when the client lags
   void on_peer_gone();
   void register_handlers();
+  // The caller of one request: the session's agent and negotiated revision, or the revision the
+  // request names in _meta. An error when _meta names a revision we do not speak.
+  std::optional<RpcError> caller_for(const Request& request, CallerContext& caller);
   RpcOutcome handle_initialize(const Request& request);
-  RpcOutcome handle_tools_list(const Request& request);
   void handle_tools_call(Request request, Responder responder);
-  void run_tool_call(const tools::Tool& tool, const Request& request,
-                     const std::shared_ptr<Call>& call, const Responder& responder);
   void handle_cancelled(const Notification& notification);
   void cancel_all();
+  void wait_for_calls();  // until every call handed to the service has been answered
 
   Agent& agent_;
   Transport& transport_;
   const ServerOptions options_;
-  const std::vector<tools::Tool> tools_;
+  std::unique_ptr<McpService> owned_service_;
+  McpService* service_;
   Dispatcher dispatcher_;
 
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> write_failed_{false};
-  std::atomic<bool> initialized_{false};
+  std::atomic<bool> warned_no_initialize_{false};
+
+  std::mutex caller_mutex_;
+  CallerContext caller_;  // guarded by caller_mutex_; protocol_version set by initialize
 
   std::mutex calls_mutex_;
-  std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // key: id.dump()
-  bool shutting_down_ = false;                                    // guarded by calls_mutex_
+  std::condition_variable calls_done_cv_;
+  std::unordered_map<std::string, std::shared_ptr<CallState>> calls_;  // key: id.dump()
+  std::size_t open_calls_ = 0;  // handed to the service and not answered yet
+  bool shutting_down_ = false;  // guarded by calls_mutex_
 
   std::mutex input_mutex_;
   std::condition_variable input_ended_cv_;
   bool input_ended_ = false;  // guarded by input_mutex_
 
-  // One per call that may run at once. The pool has a thread more than that (the reader), and
-  // after the end of input the reader's thread can take a queued call too: the slots keep the
-  // limit exact then.
-  std::counting_semaphore<1024> call_slots_;
-  std::atomic<std::size_t> queued_calls_{0};  // waiting for a slot on the pool's queue
-
-  // Outlives the ticker and the pool below, which post to it.
+  // Outlives the calls, which post to it (the destructor waits for them first).
   Outbox outbox_;
-  // Declared last: destroyed (stopped and joined) first, while everything above is alive.
-  ProgressTicker ticker_;
-  WorkerPool pool_;
 };
 
 }  // namespace execmcp::host::mcp

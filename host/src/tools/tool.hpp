@@ -32,6 +32,7 @@ struct ToolContext {
   Agent& agent;
   sdk::OutputSink* sink = nullptr;  // set when the client asked for progress
   const sdk::CancelToken* cancel = nullptr;
+  std::string principal;  // who asked (token name, or "stdio"): for the audit trail
 };
 
 struct Tool {

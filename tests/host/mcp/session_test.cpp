@@ -86,7 +86,7 @@ json initialize_params(const std::string& version) {
 
 TEST_F(SessionTest, InitializeAgreesToEachSupportedVersion) {
   int id = 1;
-  for (const char* version : {"2025-06-18", "2025-03-26", "2024-11-05"}) {
+  for (const char* version : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
     const json response = request(id++, "initialize", initialize_params(version));
     EXPECT_EQ(response["result"]["protocolVersion"], version);
   }
@@ -95,7 +95,7 @@ TEST_F(SessionTest, InitializeAgreesToEachSupportedVersion) {
 TEST_F(SessionTest, InitializeAnswersUnknownVersionWithLatestAndDescribesServer) {
   const json response = request(1, "initialize", initialize_params("1999-01-01"));
   const json& result = response["result"];
-  EXPECT_EQ(result["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(result["protocolVersion"], "2025-11-25");
   EXPECT_EQ(result["capabilities"]["tools"]["listChanged"], false);
   EXPECT_EQ(result["serverInfo"]["name"], "execmcp");
   EXPECT_EQ(result["serverInfo"]["version"], "1.2.3");

@@ -19,7 +19,7 @@ using testing::FakeAgent;
 class ToolsTest : public ::testing::Test {
  protected:
   ToolOutcome run(const Tool& tool, const json& arguments) {
-    ToolContext context{agent_, nullptr, &cancel_};
+    ToolContext context{agent_, nullptr, &cancel_, "test"};
     return tool.run(arguments, context);
   }
   ToolResult ok(const Tool& tool, const json& arguments) {
@@ -219,7 +219,7 @@ TEST(ExecuteCommandOutput, ResponseSizeIsBoundedByTheCapWhateverTheBytes) {
     outcome.result.stdout_data = data;
     outcome.result.stderr_data = data;
     CannedAgent agent(outcome);
-    ToolContext context{agent, nullptr, nullptr};
+    ToolContext context{agent, nullptr, nullptr, "test"};
     const auto result =
         std::get<ToolResult>(make_execute_command_tool().run(json{{"command", "flood"}}, context));
     EXPECT_LE(response_size(result), 2 * (kCap + kCap) + 4096)
@@ -233,7 +233,7 @@ TEST(ExecuteCommandOutput, ResponseSizeIsBoundedByTheCapWhateverTheBytes) {
   plain.result.exit_code = 0;
   plain.result.stdout_data = std::string(kCap, 'a');
   CannedAgent agent(plain);
-  ToolContext context{agent, nullptr, nullptr};
+  ToolContext context{agent, nullptr, nullptr, "test"};
   const auto result =
       std::get<ToolResult>(make_execute_command_tool().run(json{{"command", "a"}}, context));
   EXPECT_EQ(result.structured["stdout"].get<std::string>().size(), kCap);

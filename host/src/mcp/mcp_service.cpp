@@ -1,0 +1,360 @@
+// The MCP methods and the tool-call workers every transport shares (see mcp_service.hpp).
+#include "mcp/mcp_service.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "mcp/utf8.hpp"
+
+namespace execmcp::host::mcp {
+
+using nlohmann::json;
+
+namespace {
+
+std::size_t clamp_limit(std::size_t limit) {
+  return std::clamp<std::size_t>(limit, 1, 1024);
+}
+
+bool is_request_id(const json& id) {
+  return id.is_number_integer() ||
+         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
+}
+
+std::string string_member(const json& object, const char* key, std::string fallback = {}) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+json to_call_result(const tools::ToolResult& result) {
+  json reply{
+      {"content", json::array({json{{"type", "text"}, {"text", sanitize_utf8(result.text)}}})},
+      {"isError", result.is_error}};
+  if (!result.structured.is_null()) reply["structuredContent"] = result.structured;
+  return reply;
+}
+
+std::string instructions_for(const Agent& agent) {
+  return sanitize_utf8(
+      "This server runs shell commands for agent '" + agent.id() + "' in its workspace " +
+      agent.cwd() +
+      ". Use execute_command to run commands (each call passes the agent's command filters; a "
+      "refused command is reported, not run), read_file and write_file for files inside the "
+      "agent's allowed paths, and read_docstring to read the documentation of a Python tool "
+      "function without running it.");
+}
+
+// Runs `action` when it goes out of scope, however the scope is left.
+template <typename F>
+class ScopeExit {
+ public:
+  explicit ScopeExit(F action) : action_(std::move(action)) {}
+  ~ScopeExit() { action_(); }
+  ScopeExit(const ScopeExit&) = delete;
+  ScopeExit& operator=(const ScopeExit&) = delete;
+
+ private:
+  F action_;
+};
+
+}  // namespace
+
+// What an admitted call holds: its agent's count, and (once acquired) a global slot. Released by
+// the destructor, so no exit path can leak either.
+class McpService::Admission {
+ public:
+  Admission(McpService& service, std::string agent_id)
+      : service_(service), agent_id_(std::move(agent_id)) {
+    service_.in_flight_.fetch_add(1);
+  }
+  ~Admission() {
+    if (slot_) service_.call_slots_.release();
+    service_.release_agent(agent_id_);
+    service_.in_flight_.fetch_sub(1);
+  }
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
+
+  bool try_slot() { return slot_ = service_.call_slots_.try_acquire(); }
+  // Waits for a slot unless it holds one already.
+  void wait_slot() {
+    if (slot_) return;
+    service_.call_slots_.acquire();
+    slot_ = true;
+  }
+
+ private:
+  McpService& service_;
+  std::string agent_id_;
+  bool slot_ = false;
+};
+
+McpService::McpService(ServiceOptions options, std::vector<tools::Tool> tools)
+    : options_(std::move(options)),
+      call_limit_(clamp_limit(options_.max_concurrent_calls)),
+      tools_(std::move(tools)),
+      call_slots_(static_cast<std::ptrdiff_t>(call_limit_)),
+      // One thread more than the call limit: stdio's reader runs on the pool too.
+      pool_(call_limit_ + 1) {}
+
+McpService::~McpService() {
+  shutdown();
+}
+
+void McpService::shutdown() {
+  pool_.shutdown();
+  ticker_.stop();
+}
+
+json McpService::server_info() const {
+  return json{{"name", options_.server_name},
+              {"version",
+               options_.server_version.empty() ? std::string("0.0.0") : options_.server_version}};
+}
+
+json McpService::finish_result(json result, const CallerContext& caller, bool cacheable) const {
+  if (caller.protocol_version != protocol::kStateless) return result;
+  result["resultType"] = "complete";
+  result["_meta"][protocol::kMetaServerInfo] = server_info();
+  if (cacheable) {
+    // The list is fixed for the life of the server, but it names the agent's workspace:
+    // cacheable by this client only.
+    result["ttlMs"] = 60000;
+    result["cacheScope"] = "private";
+  }
+  return result;
+}
+
+RpcOutcome McpService::initialize(const Request& request, CallerContext& caller) const {
+  const auto version = request.params.find("protocolVersion");
+  if (version == request.params.end() || !version->is_string()) {
+    return RpcError{rpc_error::kInvalidParams,
+                    "Invalid params: 'protocolVersion' (a string) is required"};
+  }
+  const std::string requested = version->get<std::string>();
+  caller.protocol_version = protocol::negotiate_handshake(requested);
+  if (const auto info = request.params.find("clientInfo");
+      info != request.params.end() && info->is_object()) {
+    caller.client =
+        sanitize_utf8(string_member(*info, "name", "?") + " " + string_member(*info, "version"));
+  }
+  spdlog::info("mcp: initialize from {} for agent '{}' (asked for protocol {}, using {})",
+               caller.client.empty() ? "unknown client" : caller.client, caller.agent->id(),
+               sanitize_utf8(requested.substr(0, 64)), caller.protocol_version);
+  return json{
+      {"protocolVersion", caller.protocol_version},
+      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+      {"serverInfo", server_info()},
+      {"instructions", instructions_for(*caller.agent)},
+  };
+}
+
+RpcOutcome McpService::discover(const CallerContext& caller) const {
+  // Answered in 2026-07-28's shape whatever the caller's revision: only that revision has it.
+  CallerContext modern = caller;
+  modern.protocol_version = protocol::kStateless;
+  return finish_result(json{{"supportedVersions", protocol::supported_versions_json()},
+                            {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                            {"instructions", instructions_for(*caller.agent)}},
+                       modern, true);
+}
+
+RpcOutcome McpService::tools_list(const CallerContext& caller) const {
+  json list = json::array();
+  for (const auto& tool : tools_) {
+    list.push_back(json{{"name", tool.name},
+                        {"title", tool.title},
+                        {"description", tool.description},
+                        {"inputSchema", tool.input_schema},
+                        {"outputSchema", tool.output_schema}});
+  }
+  return finish_result(json{{"tools", std::move(list)}}, caller, true);
+}
+
+bool McpService::admit_agent(const std::string& agent_id) {
+  std::lock_guard lock(agents_mutex_);
+  std::size_t& count = per_agent_[agent_id];
+  if (options_.max_calls_per_agent != 0 && count >= options_.max_calls_per_agent) {
+    if (count == 0) per_agent_.erase(agent_id);
+    return false;
+  }
+  ++count;
+  return true;
+}
+
+void McpService::release_agent(const std::string& agent_id) {
+  std::lock_guard lock(agents_mutex_);
+  if (const auto it = per_agent_.find(agent_id); it != per_agent_.end() && --it->second == 0)
+    per_agent_.erase(it);
+}
+
+void McpService::complete(ToolCall& call, RpcOutcome outcome) noexcept {
+  try {
+    if (call.finished) std::exchange(call.finished, nullptr)();
+  } catch (...) {
+  }
+  try {
+    if (call.state && call.state->cancelled_by_client.load()) {
+      call.responder.drop("cancelled by the client");  // MCP: no response to a cancelled request
+    } else {
+      call.responder.reply(std::move(outcome));
+    }
+  } catch (...) {
+    // Out of memory while answering: the Responder's destructor still frees the id.
+    spdlog::error("mcp: could not send the response to a tools/call");
+  }
+  try {
+    if (call.answered) std::exchange(call.answered, nullptr)();
+  } catch (...) {
+  }
+}
+
+void McpService::call_tool(ToolCall call) {
+  // Whatever happens below, the client gets exactly one answer and the transport's callbacks run
+  // exactly once.
+  std::shared_ptr<ToolCall> shared;
+  try {
+    shared = std::make_shared<ToolCall>(std::move(call));
+  } catch (...) {
+    complete(call, RpcError{rpc_error::kInternalError, "Internal error: out of memory"});
+    return;
+  }
+  auto refuse = [&](RpcError error) { complete(*shared, std::move(error)); };
+  try {
+    const Request& request = shared->request;
+    const auto name = request.params.find("name");
+    if (name == request.params.end() || !name->is_string()) {
+      return refuse(RpcError{rpc_error::kInvalidParams,
+                             "Invalid params: 'name' (the tool name, a string) is required"});
+    }
+    const tools::Tool* tool = nullptr;
+    for (const auto& candidate : tools_) {
+      if (candidate.name == name->get_ref<const std::string&>()) tool = &candidate;
+    }
+    if (tool == nullptr) {
+      return refuse(
+          RpcError{rpc_error::kInvalidParams,
+                   "Unknown tool: " + sanitize_utf8(name->get<std::string>().substr(0, 200))});
+    }
+    if (const auto args = request.params.find("arguments");
+        args != request.params.end() && !args->is_object() && !args->is_null()) {
+      return refuse(
+          RpcError{rpc_error::kInvalidParams, "Invalid params: 'arguments' must be an object"});
+    }
+    const std::string agent_id = shared->caller.agent->id();
+    if (!admit_agent(agent_id)) {
+      return refuse(RpcError{kServerBusy,
+                             "Server busy: agent '" + agent_id + "' already has " +
+                                 std::to_string(options_.max_calls_per_agent) +
+                                 " calls running or waiting; retry when one has "
+                                 "finished",
+                             json{{"retryAfterSeconds", 1}, {"limit", "agent"}}});
+    }
+    std::shared_ptr<Admission> admission;
+    try {
+      admission = std::make_shared<Admission>(*this, agent_id);
+    } catch (...) {
+      release_agent(agent_id);
+      throw;
+    }
+    if (admission->try_slot()) {
+      if (shared->run_here && shared->run_here()) {
+        run_call(*shared, *tool);
+        return;
+      }
+      if (pool_.submit_if_idle([this, tool, admission, shared] { run_call(*shared, *tool); }))
+        return;
+      // No idle worker after all: queue it like any other call (it keeps its slot).
+    }
+    if (queued_calls_.fetch_add(1) >= options_.max_queued_calls) {
+      queued_calls_.fetch_sub(1);
+      return refuse(RpcError{kServerBusy,
+                             "Server busy: " + std::to_string(call_limit_) +
+                                 " calls are running and " +
+                                 std::to_string(options_.max_queued_calls) +
+                                 " are waiting; retry when one has finished",
+                             json{{"retryAfterSeconds", 1}, {"limit", "server"}}});
+    }
+    try {
+      pool_.submit([this, tool, admission, shared] {
+        // A call cancelled while queued is answered at once, without waiting for a slot.
+        // (A call queued after try_slot() succeeded keeps that slot: wait_slot() is a no-op.)
+        if (!shared->state->cancel.cancel_requested()) admission->wait_slot();
+        queued_calls_.fetch_sub(1);
+        run_call(*shared, *tool);
+      });
+    } catch (...) {
+      queued_calls_.fetch_sub(1);
+      throw;
+    }
+  } catch (const std::exception& e) {
+    // bad_alloc before the call was handed on; answered once (a Responder answers at most once).
+    spdlog::error("mcp: tools/call could not be scheduled: {}", e.what());
+    refuse(RpcError{rpc_error::kInternalError, "Internal error: the call could not be scheduled"});
+  }
+}
+
+void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
+  std::optional<RpcOutcome> outcome;
+  std::unique_ptr<ProgressReporter> progress;
+  try {
+    if (call.state->cancel.cancel_requested()) {
+      outcome = finish_result(to_call_result(tools::ToolResult{
+                                  "The call was cancelled before it started.", nullptr, true}),
+                              call.caller, false);
+    } else {
+      if (const auto meta = call.request.params.find("_meta");
+          call.send_progress && meta != call.request.params.end() && meta->is_object()) {
+        if (const auto token = meta->find("progressToken");
+            token != meta->end() && is_request_id(*token)) {
+          progress = std::make_unique<ProgressReporter>(*token, call.send_progress);
+          ticker_.add(progress.get());
+        }
+      }
+      // The reporter leaves the ticker however this block is left.
+      ScopeExit unregister([&] {
+        if (progress) ticker_.remove(progress.get());
+      });
+      const json no_arguments = json::object();
+      const auto args = call.request.params.find("arguments");
+      const json& arguments =
+          args == call.request.params.end() || args->is_null() ? no_arguments : *args;
+      tools::ToolContext context{*call.caller.agent, progress.get(), &call.state->cancel,
+                                 call.caller.principal};
+      tools::ToolOutcome result = tool.run(arguments, context);
+      if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
+        std::string message =
+            "Invalid arguments for tool " + tool.name + ": " + sanitize_utf8(bad->message);
+        // Since 2025-11-25 input validation errors are tool results the model can read and act
+        // on; before, they were protocol errors.
+        if (protocol::at_least(call.caller.protocol_version, "2025-11-25")) {
+          outcome = finish_result(to_call_result(tools::ToolResult{message, nullptr, true}),
+                                  call.caller, false);
+        } else {
+          outcome = RpcError{rpc_error::kInvalidParams, std::move(message)};
+        }
+      } else {
+        outcome =
+            finish_result(to_call_result(std::get<tools::ToolResult>(result)), call.caller, false);
+      }
+      // Progress always precedes the response; a cancelled call gets neither.
+      if (progress && !call.state->cancelled_by_client.load()) progress->finish();
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("mcp: tool {} failed: {}", tool.name, e.what());
+    outcome = RpcError{rpc_error::kInternalError,
+                       "Internal error in tool " + tool.name + ": " + sanitize_utf8(e.what())};
+  } catch (...) {
+    spdlog::error("mcp: tool {} failed with an unknown exception", tool.name);
+    outcome = RpcError{rpc_error::kInternalError,
+                       "Internal error in tool " + tool.name + ": unknown exception"};
+  }
+  complete(call,
+           outcome ? std::move(*outcome)
+                   : RpcOutcome{RpcError{rpc_error::kInternalError, "Internal error: no outcome"}});
+}
+
+}  // namespace execmcp::host::mcp

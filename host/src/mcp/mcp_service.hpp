@@ -1,0 +1,133 @@
+// What every transport shares: the MCP methods (initialize, server/discover, tools/list,
+// tools/call) for any agent and caller, the tool-call workers and the limits on them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.hpp"
+#include "execmcp/sdk/types.hpp"
+#include "mcp/json_rpc.hpp"
+#include "mcp/progress_reporter.hpp"
+#include "mcp/protocol.hpp"
+#include "mcp/worker_pool.hpp"
+#include "tools/tool.hpp"
+
+namespace execmcp::host::mcp {
+
+// JSON-RPC's range for server errors: too many calls running or waiting.
+inline constexpr int kServerBusy = -32000;
+
+// Who asks, for which agent, in which protocol revision. Built by the transport for every message:
+// the agent comes from the operator (stdio: serve --agent; HTTP: the URL, checked against the
+// credentials), never from the message.
+struct CallerContext {
+  Agent* agent = nullptr;
+  std::string principal;         // "stdio", or the name of the token / JWT subject
+  std::string protocol_version;  // negotiated (initialize) or this request's _meta
+  std::string client;            // "name version" when the client said, for logs
+};
+
+// One tools/call in progress: what a cancel reaches. The transport keeps it in its own table,
+// keyed by the request id, so one client's ids can never reach another client's calls.
+struct CallState {
+  sdk::CancelToken cancel;
+  std::atomic<bool> cancelled_by_client{false};
+};
+
+struct ServiceOptions {
+  std::string server_name = "execmcp";
+  std::string server_version;
+  std::size_t max_concurrent_calls = 8;  // running at once, over all agents
+  std::size_t max_queued_calls = 16;     // waiting for a slot, over all agents
+  std::size_t max_calls_per_agent = 0;   // running or waiting per agent; 0: no own limit
+};
+
+class McpService {
+ public:
+  using SendProgress = std::function<void(const nlohmann::json& notification)>;
+
+  // One tools/call handed to call_tool(). `finished` runs exactly once, just before the response
+  // is sent or dropped (the transport forgets the id's cancel state then, so a later request
+  // reusing the id is its own); `answered` runs exactly once, just after.
+  struct ToolCall {
+    CallerContext caller;
+    Request request;
+    Responder responder;
+    std::shared_ptr<CallState> state;
+    SendProgress send_progress;  // empty: progress is not sent
+    // Optional: asked once a slot is free; true means the calling thread may run the call itself
+    // (stdio's reader hands reading to an idle worker first). Never called for a queued call.
+    std::function<bool()> run_here;
+    std::function<void()> finished;
+    std::function<void()> answered;
+  };
+
+  explicit McpService(ServiceOptions options,
+                      std::vector<tools::Tool> tools = tools::make_builtin_tools());
+  ~McpService();  // shutdown()
+  McpService(const McpService&) = delete;
+  McpService& operator=(const McpService&) = delete;
+
+  // initialize (2024-11-05 .. 2025-11-25): negotiates, stores the revision in caller, answers.
+  [[nodiscard]] RpcOutcome initialize(const Request& request, CallerContext& caller) const;
+  // server/discover (2026-07-28, and harmless for older clients): what this server speaks.
+  [[nodiscard]] RpcOutcome discover(const CallerContext& caller) const;
+  [[nodiscard]] RpcOutcome tools_list(const CallerContext& caller) const;
+
+  // Validates, then runs the call on a worker (or on the calling thread, see run_here), within
+  // the limits: past them it is answered kServerBusy at once. Answers exactly once, whatever
+  // throws. Never blocks on the call.
+  void call_tool(ToolCall call);
+
+  // Runs work on the pool (the stdio reader loop uses it). Tasks must not throw.
+  void submit(std::function<void()> task) { pool_.submit(std::move(task)); }
+  bool submit_if_idle(std::function<void()> task) { return pool_.submit_if_idle(std::move(task)); }
+
+  // Runs every queued call, joins the workers, stops the progress ticker. Calls still running are
+  // not cancelled here: each transport cancels its own.
+  void shutdown();
+
+  [[nodiscard]] std::size_t call_limit() const { return call_limit_; }
+  [[nodiscard]] const ServiceOptions& options() const { return options_; }
+  [[nodiscard]] std::size_t calls_in_flight() const { return in_flight_.load(); }
+
+ private:
+  class Admission;  // a slot and the per-agent count, released by its destructor
+  [[nodiscard]] nlohmann::json server_info() const;
+  // A 2026-07-28 result carries resultType and the server's info in _meta; a list that clients
+  // may cache (server/discover, tools/list) also says for how long.
+  [[nodiscard]] nlohmann::json finish_result(nlohmann::json result, const CallerContext& caller,
+                                             bool cacheable) const;
+  void run_call(ToolCall& call, const tools::Tool& tool) noexcept;
+  // finished, then the response (or nothing, for a call the client cancelled), then answered.
+  static void complete(ToolCall& call, RpcOutcome outcome) noexcept;
+  [[nodiscard]] bool admit_agent(const std::string& agent_id);
+  void release_agent(const std::string& agent_id);
+
+  const ServiceOptions options_;
+  const std::size_t call_limit_;
+  const std::vector<tools::Tool> tools_;
+
+  std::counting_semaphore<1024> call_slots_;
+  std::atomic<std::size_t> queued_calls_{0};
+  std::atomic<std::size_t> in_flight_{0};  // admitted and not finished (running or queued)
+  std::mutex agents_mutex_;
+  std::unordered_map<std::string, std::size_t> per_agent_;  // admitted calls per agent
+
+  // Declared last: destroyed (stopped and joined) first, while everything above is alive.
+  ProgressTicker ticker_;
+  WorkerPool pool_;
+};
+
+}  // namespace execmcp::host::mcp
