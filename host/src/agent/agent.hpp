@@ -14,6 +14,7 @@ struct ExecuteArgs {
   std::string command;
   std::optional<std::chrono::milliseconds> timeout;  // none: the agent's default
   std::string work_dir;                              // empty: the agent's cwd
+  std::string principal;  // who asked (token name, "stdio", "cli"): for the audit trail
 };
 
 struct ExecuteOutcome {
@@ -45,11 +46,14 @@ class Agent {
 
   // For commands the host builds itself (read_docstring): the backend only, no filters; audited
   // with verdict "internal".
-  virtual sdk::ExecResult run_internal(const std::string& command,
-                                       const sdk::CancelToken* cancel) = 0;
+  virtual sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel,
+                                       const std::string& principal) = 0;
 
-  virtual sdk::FileReadResult read_file(const sdk::FileReadRequest& request) = 0;
-  virtual sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) = 0;
+  // Each audited (tool, path, outcome, who asked).
+  virtual sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
+                                        const std::string& principal) = 0;
+  virtual sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
+                                          const std::string& principal) = 0;
 
   [[nodiscard]] virtual sdk::BackendTraits traits() const = 0;
 };

@@ -1,4 +1,4 @@
-// The audit trail: one log line per command, and optionally one JSON object per line in a file.
+// The audit trail: one log line per tool call, and optionally one JSON object per line in a file.
 #include "agent/audit_log.hpp"
 
 #include <cerrno>
@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -46,6 +47,20 @@ AuditLog::AuditLog(const std::string& file) : path_(file) {
     throw std::runtime_error("cannot open audit file '" + file + "': " + std::strerror(errno));
 }
 
+std::shared_ptr<AuditLog> AuditLog::shared(const std::string& file) {
+  if (file.empty()) return std::make_shared<AuditLog>();
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<AuditLog>> writers;
+  std::error_code ec;
+  std::string key = std::filesystem::weakly_canonical(file, ec).string();
+  if (ec || key.empty()) key = file;
+  std::lock_guard lock(mutex);
+  if (auto existing = writers[key].lock()) return existing;
+  auto writer = std::make_shared<AuditLog>(file);
+  writers[key] = writer;
+  return writer;
+}
+
 AuditLog::~AuditLog() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -53,10 +68,15 @@ AuditLog::~AuditLog() {
 std::string AuditLog::to_json_line(const AuditRecord& record) {
   nlohmann::json line = {
       {"time", utc_timestamp()},        {"agent", record.agent_id},
-      {"instance", record.instance_id}, {"verdict", record.verdict},
+      {"instance", record.instance_id}, {"tool", record.tool},
+      {"principal", record.principal},  {"verdict", record.verdict},
       {"command", record.command},      {"work_dir", record.work_dir},
       {"exit_code", record.exit_code},  {"duration_seconds", record.duration_seconds},
       {"timed_out", record.timed_out},  {"cancelled", record.cancelled}};
+  if (!record.path.empty()) {
+    line["path"] = record.path;
+    line["bytes"] = record.bytes;
+  }
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
   return json_text(line);
@@ -64,9 +84,17 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
 
 void AuditLog::record(const AuditRecord& record) noexcept {
   try {
-    spdlog::info("audit agent={} verdict={} exit={} duration={:.3f} command={}", record.agent_id,
-                 record.verdict, record.exit_code, record.duration_seconds,
-                 json_text(record.command));
+    if (record.path.empty()) {
+      spdlog::info(
+          "audit agent={} principal={} tool={} verdict={} exit={} duration={:.3f} "
+          "command={}",
+          record.agent_id, record.principal, record.tool, record.verdict, record.exit_code,
+          record.duration_seconds, json_text(record.command));
+    } else {
+      spdlog::info("audit agent={} principal={} tool={} path={} bytes={}{}", record.agent_id,
+                   record.principal, record.tool, json_text(record.path), record.bytes,
+                   record.error.empty() ? "" : " error=" + json_text(record.error));
+    }
     if (file_ == nullptr) return;
     const std::string line = to_json_line(record) + "\n";
     std::lock_guard lock(mutex_);

@@ -1,7 +1,9 @@
-// The audit trail: one log line per command, and optionally one JSON object per line in a file.
+// The audit trail: one log line per tool call, and optionally one JSON object per line in a file.
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -10,6 +12,10 @@ namespace execmcp::host {
 struct AuditRecord {
   std::string agent_id;
   std::string instance_id;
+  std::string tool;       // execute_command, read_file, write_file, read_docstring
+  std::string principal;  // who asked: a token's name, "stdio", "cli"
+  std::string path;       // read_file / write_file
+  std::size_t bytes = 0;  // read_file / write_file: bytes read or written
   std::string command;
   std::string work_dir;
   std::string verdict;  // "allowed", "blocked:<filter>/<rule>", "internal"
@@ -29,6 +35,10 @@ class AuditLog {
   ~AuditLog();
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
+
+  // The one writer for `file` in this process (every agent naming the file shares it, so their
+  // lines never interleave); a fresh log-lines-only writer for "". Throws like the constructor.
+  static std::shared_ptr<AuditLog> shared(const std::string& file);
 
   void record(const AuditRecord& record) noexcept;
   [[nodiscard]] const std::string& file() const { return path_; }

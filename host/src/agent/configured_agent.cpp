@@ -102,16 +102,9 @@ sdk::ExecResult ConfiguredAgent::run_backend(sdk::ExecRequest& request) {
   return result;
 }
 
-void ConfiguredAgent::audit(const std::string& command, const std::string& work_dir,
-                            std::string verdict, std::string reason,
-                            const sdk::ExecResult& result) const {
-  AuditRecord record;
+void ConfiguredAgent::audit(AuditRecord record, const sdk::ExecResult& result) const {
   record.agent_id = parts_.id;
   record.instance_id = parts_.instance_id;
-  record.command = command;
-  record.work_dir = work_dir;
-  record.verdict = std::move(verdict);
-  record.reason = std::move(reason);
   record.exit_code = result.exit_code;
   record.duration_seconds = result.duration_seconds;
   record.timed_out = result.timed_out;
@@ -121,13 +114,26 @@ void ConfiguredAgent::audit(const std::string& command, const std::string& work_
   parts_.audit->record(record);
 }
 
+void ConfiguredAgent::audit_command(const std::string& tool, const ExecuteArgs& args,
+                                    std::string verdict, std::string reason,
+                                    const sdk::ExecResult& result) const {
+  AuditRecord record;
+  record.tool = tool;
+  record.principal = args.principal;
+  record.command = args.command;
+  record.work_dir = args.work_dir;
+  record.verdict = std::move(verdict);
+  record.reason = std::move(reason);
+  audit(std::move(record), result);
+}
+
 ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink* sink,
                                         const sdk::CancelToken* cancel) {
   ExecuteOutcome outcome;
   const auto start = std::chrono::steady_clock::now();
   if (args.command.find_first_not_of(" \t\r\n") == std::string::npos) {
     outcome.result.error = "empty command";
-    audit(args.command, args.work_dir, "internal", {}, outcome.result);
+    audit_command("execute_command", args, "internal", {}, outcome.result);
     return outcome;
   }
 
@@ -150,8 +156,8 @@ ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink
     outcome.result.error = "blocked by the '" + filter.name + "' filter (rule '" + verdict.rule +
                            "'): " + verdict.reason;
     outcome.result.duration_seconds = seconds_since(start);
-    audit(args.command, args.work_dir, "blocked:" + filter.name + "/" + verdict.rule,
-          verdict.reason, outcome.result);
+    audit_command("execute_command", args, "blocked:" + filter.name + "/" + verdict.rule,
+                  verdict.reason, outcome.result);
     return outcome;
   }
 
@@ -174,23 +180,29 @@ ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink
   outcome.output_cap = parts_.output_cap;
   outcome.result = run_backend(request);
   if (!notice.empty()) outcome.result.notices.push_back(notice);
-  audit(args.command, args.work_dir, "allowed", {}, outcome.result);
+  audit_command("execute_command", args, "allowed", {}, outcome.result);
   return outcome;
 }
 
 sdk::ExecResult ConfiguredAgent::run_internal(const std::string& command,
-                                              const sdk::CancelToken* cancel) {
+                                              const sdk::CancelToken* cancel,
+                                              const std::string& principal) {
   sdk::ExecRequest request;
   request.command = command;
   request.timeout = parts_.timeout;
   request.output_cap = parts_.output_cap;
   request.cancel = cancel;
   auto result = run_backend(request);
-  audit(command, {}, "internal", {}, result);
+  ExecuteArgs args;
+  args.command = command;
+  args.principal = principal;
+  audit_command("read_docstring", args, "internal", {}, result);
   return result;
 }
 
-sdk::FileReadResult ConfiguredAgent::read_file(const sdk::FileReadRequest& request) {
+sdk::FileReadResult ConfiguredAgent::read_file(const sdk::FileReadRequest& request,
+                                               const std::string& principal) {
+  const auto start = std::chrono::steady_clock::now();
   sdk::FileReadResult result;
   try {
     result = parts_.backend->read_file(request);
@@ -199,11 +211,23 @@ sdk::FileReadResult ConfiguredAgent::read_file(const sdk::FileReadRequest& reque
   } catch (...) {
     result.error = "backend '" + parts_.backend_name + "' failed to read";
   }
-  spdlog::debug("agent={} read_file path={} error={}", parts_.id, request.path, result.error);
+  AuditRecord record;
+  record.tool = "read_file";
+  record.principal = principal;
+  record.path = request.path;
+  record.verdict = "allowed";
+  record.bytes = result.data.size();
+  sdk::ExecResult outcome;
+  outcome.exit_code = result.error.empty() ? 0 : 1;
+  outcome.error = result.error;
+  outcome.duration_seconds = seconds_since(start);
+  audit(std::move(record), outcome);
   return result;
 }
 
-sdk::FileWriteResult ConfiguredAgent::write_file(const sdk::FileWriteRequest& request) {
+sdk::FileWriteResult ConfiguredAgent::write_file(const sdk::FileWriteRequest& request,
+                                                 const std::string& principal) {
+  const auto start = std::chrono::steady_clock::now();
   sdk::FileWriteResult result;
   try {
     result = parts_.backend->write_file(request);
@@ -212,8 +236,17 @@ sdk::FileWriteResult ConfiguredAgent::write_file(const sdk::FileWriteRequest& re
   } catch (...) {
     result.error = "backend '" + parts_.backend_name + "' failed to write";
   }
-  spdlog::info("audit agent={} write_file path={} bytes={}{}", parts_.id, request.path,
-               result.bytes_written, result.error.empty() ? "" : " error=" + result.error);
+  AuditRecord record;
+  record.tool = "write_file";
+  record.principal = principal;
+  record.path = request.path;
+  record.verdict = "allowed";
+  record.bytes = result.bytes_written;
+  sdk::ExecResult outcome;
+  outcome.exit_code = result.error.empty() ? 0 : 1;
+  outcome.error = result.error;
+  outcome.duration_seconds = seconds_since(start);
+  audit(std::move(record), outcome);
   return result;
 }
 
@@ -251,7 +284,8 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   const std::string audit_file =
       options.audit_file.empty() ? config.audit_file : options.audit_file;
   try {
-    parts.audit = std::make_shared<AuditLog>(options.touch_filesystem ? audit_file : "");
+    // One writer per file, shared by every agent that names it.
+    parts.audit = AuditLog::shared(options.touch_filesystem ? audit_file : "");
   } catch (const std::exception& e) {
     throw ConfigError({config.source_file + ": " + e.what()});
   }

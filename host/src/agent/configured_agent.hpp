@@ -55,15 +55,19 @@ class ConfiguredAgent final : public Agent {
 
   ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
                          const sdk::CancelToken* cancel) override;
-  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel) override;
-  sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override;
-  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
+  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel,
+                               const std::string& principal) override;
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
+                                const std::string& principal) override;
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
+                                  const std::string& principal) override;
   [[nodiscard]] sdk::BackendTraits traits() const override;
 
  private:
   sdk::ExecResult run_backend(sdk::ExecRequest& request);
-  void audit(const std::string& command, const std::string& work_dir, std::string verdict,
-             std::string reason, const sdk::ExecResult& result) const;
+  void audit(AuditRecord record, const sdk::ExecResult& result) const;
+  void audit_command(const std::string& tool, const ExecuteArgs& args, std::string verdict,
+                     std::string reason, const sdk::ExecResult& result) const;
 
   Parts parts_;
   std::once_flag shutdown_once_;

@@ -175,6 +175,7 @@ int command_exec(const Arguments& args) {
   if (!agent) return 1;
   if (auto code = stop_if_signalled(*agent)) return *code;
   ExecuteArgs exec;
+  exec.principal = "cli";
   exec.command = join(args.exec_command, " ");
   exec.work_dir = args.work_dir;
   if (args.timeout_seconds)

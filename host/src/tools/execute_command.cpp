@@ -147,6 +147,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   }
   if (args.error()) return ArgumentError{*args.error()};
 
+  exec.principal = context.principal;
   ExecuteOutcome outcome = context.agent.execute(exec, context.sink, context.cancel);
   json structured = to_structured(outcome);
   ToolResult result;

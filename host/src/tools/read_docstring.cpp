@@ -93,7 +93,8 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   const sdk::BackendTraits traits = context.agent.traits();
   const std::string command =
       build_read_docstring_command(traits.python, traits.tools_dir, module, function);
-  const sdk::ExecResult result = context.agent.run_internal(command, context.cancel);
+  const sdk::ExecResult result =
+      context.agent.run_internal(command, context.cancel, context.principal);
   const std::string what = function + " in " + module;
   if (!result.error.empty()) {
     return ToolResult{

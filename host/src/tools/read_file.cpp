@@ -69,7 +69,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
 
   sdk::FileReadRequest request{path};
   request.cancel = context.cancel;
-  const sdk::FileReadResult file = context.agent.read_file(request);
+  const sdk::FileReadResult file = context.agent.read_file(request, context.principal);
   const std::string shown_path = mcp::sanitize_utf8(path);
   if (!file.error.empty()) {
     return ToolResult{"Cannot read " + shown_path + ": " + mcp::sanitize_utf8(file.error), nullptr,

@@ -38,8 +38,8 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   if (!args.error() && path.empty()) args.fail("argument 'path' must not be empty");
   if (args.error()) return ArgumentError{*args.error()};
 
-  const sdk::FileWriteResult written =
-      context.agent.write_file(sdk::FileWriteRequest{path, std::move(content), context.cancel});
+  const sdk::FileWriteResult written = context.agent.write_file(
+      sdk::FileWriteRequest{path, std::move(content), context.cancel}, context.principal);
   const std::string shown_path = mcp::sanitize_utf8(path);
   if (!written.error.empty()) {
     return ToolResult{"Cannot write " + shown_path + ": " + mcp::sanitize_utf8(written.error),

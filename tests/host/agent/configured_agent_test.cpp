@@ -125,7 +125,7 @@ TEST(ConfiguredAgent, AllowedCommandRunsWithAgentLimitsAndIsAudited) {
   auto agent = h.make();
   agent->start();
   sdk::CancelToken cancel;
-  const auto outcome = agent->execute({"echo hi", std::nullopt, "sub"}, nullptr, &cancel);
+  const auto outcome = agent->execute({"echo hi", std::nullopt, "sub", "ci-bot"}, nullptr, &cancel);
   EXPECT_FALSE(outcome.blocked);
   EXPECT_EQ(outcome.result.exit_code, 7);
   EXPECT_EQ(outcome.result.stdout_data, "ran:echo hi");
@@ -143,6 +143,8 @@ TEST(ConfiguredAgent, AllowedCommandRunsWithAgentLimitsAndIsAudited) {
   EXPECT_EQ(lines[0]["agent"], "alpha");
   EXPECT_EQ(lines[0]["instance"], "123-abc");
   EXPECT_EQ(lines[0]["verdict"], "allowed");
+  EXPECT_EQ(lines[0]["tool"], "execute_command");
+  EXPECT_EQ(lines[0]["principal"], "ci-bot");
   EXPECT_EQ(lines[0]["command"], "echo hi");
   EXPECT_EQ(lines[0]["work_dir"], "sub");
   EXPECT_EQ(lines[0]["exit_code"], 7);
@@ -153,7 +155,8 @@ TEST(ConfiguredAgent, FirstDenyStopsTheChainAndNothingRuns) {
   Harness h;
   auto agent = h.make();
   agent->start();
-  const auto outcome = agent->execute({"sudo rm -rf /tmp/x", std::nullopt, ""}, nullptr, nullptr);
+  const auto outcome =
+      agent->execute({"sudo rm -rf /tmp/x", std::nullopt, "", "test"}, nullptr, nullptr);
   EXPECT_TRUE(outcome.blocked);
   EXPECT_EQ(outcome.blocked_by, "first");
   EXPECT_EQ(outcome.rule, "has-sudo");
@@ -163,7 +166,7 @@ TEST(ConfiguredAgent, FirstDenyStopsTheChainAndNothingRuns) {
   EXPECT_EQ(h.second_calls, 0);  // the chain stopped at the first deny
   EXPECT_TRUE(h.backend_log.requests.empty());
 
-  const auto second = agent->execute({"rm x", std::nullopt, ""}, nullptr, nullptr);
+  const auto second = agent->execute({"rm x", std::nullopt, "", "test"}, nullptr, nullptr);
   EXPECT_EQ(second.blocked_by, "second");
   EXPECT_TRUE(h.backend_log.requests.empty());
 
@@ -178,9 +181,9 @@ TEST(ConfiguredAgent, TimeoutIsClampedToMaxWithANotice) {
   Harness h;
   auto agent = h.make();
   agent->start();
-  auto outcome = agent->execute({"a", std::chrono::seconds(3), ""}, nullptr, nullptr);
+  auto outcome = agent->execute({"a", std::chrono::seconds(3), "", "test"}, nullptr, nullptr);
   EXPECT_TRUE(outcome.result.notices.empty());
-  outcome = agent->execute({"b", std::chrono::seconds(3600), ""}, nullptr, nullptr);
+  outcome = agent->execute({"b", std::chrono::seconds(3600), "", "test"}, nullptr, nullptr);
   ASSERT_EQ(h.backend_log.requests.size(), 2u);
   EXPECT_EQ(h.backend_log.requests[0].timeout, std::chrono::seconds(3));
   EXPECT_EQ(h.backend_log.requests[1].timeout, std::chrono::seconds(20));
@@ -191,7 +194,7 @@ TEST(ConfiguredAgent, TimeoutIsClampedToMaxWithANotice) {
 TEST(ConfiguredAgent, EmptyCommandIsRefusedWithoutRunning) {
   Harness h;
   auto agent = h.make();
-  const auto outcome = agent->execute({"  \n", std::nullopt, ""}, nullptr, nullptr);
+  const auto outcome = agent->execute({"  \n", std::nullopt, "", "test"}, nullptr, nullptr);
   EXPECT_EQ(outcome.result.error, "empty command");
   EXPECT_TRUE(h.backend_log.requests.empty());
   EXPECT_EQ(h.first_calls, 0);
@@ -200,11 +203,11 @@ TEST(ConfiguredAgent, EmptyCommandIsRefusedWithoutRunning) {
 TEST(ConfiguredAgent, ThrowingBackendBecomesAnErrorResult) {
   Harness h;
   auto agent = h.make({}, true);
-  const auto outcome = agent->execute({"ls", std::nullopt, ""}, nullptr, nullptr);
+  const auto outcome = agent->execute({"ls", std::nullopt, "", "test"}, nullptr, nullptr);
   EXPECT_FALSE(outcome.blocked);
   EXPECT_EQ(outcome.result.exit_code, -1);
   EXPECT_THAT(outcome.result.error, HasSubstr("backend 'fake' failed: engine on fire"));
-  const auto read = agent->read_file({"x", 10});
+  const auto read = agent->read_file({"x", 10}, "test");
   EXPECT_THAT(read.error, HasSubstr("disk gone"));
   EXPECT_EQ(h.audit_lines().at(0)["error"], outcome.result.error);
 }
@@ -212,7 +215,7 @@ TEST(ConfiguredAgent, ThrowingBackendBecomesAnErrorResult) {
 TEST(ConfiguredAgent, RunInternalSkipsFiltersAndIsAuditedAsInternal) {
   Harness h;
   auto agent = h.make();
-  const auto result = agent->run_internal("sudo python3 -c 'print(1)'", nullptr);
+  const auto result = agent->run_internal("sudo python3 -c 'print(1)'", nullptr, "test");
   EXPECT_EQ(result.stdout_data, "ran:sudo python3 -c 'print(1)'");
   EXPECT_EQ(h.first_calls, 0);
   EXPECT_EQ(h.audit_lines().at(0)["verdict"], "internal");
@@ -238,7 +241,7 @@ TEST(ConfiguredAgent, ShutdownRunsStopAndCleanupExactlyOnce) {
     agent->shutdown();
     EXPECT_EQ(h.backend_log.stops, 1);
     EXPECT_EQ(h.backend_log.cleanups, 1);
-    const auto outcome = agent->execute({"ls", std::nullopt, ""}, nullptr, nullptr);
+    const auto outcome = agent->execute({"ls", std::nullopt, "", "test"}, nullptr, nullptr);
     EXPECT_THAT(outcome.result.error, HasSubstr("shutting down"));
   }  // the destructor must not clean up again
   EXPECT_EQ(h.backend_log.cleanups, 1);
@@ -256,11 +259,34 @@ TEST(ConfiguredAgent, ShutdownRunsStopAndCleanupExactlyOnce) {
   EXPECT_EQ(destructor_only.backend_log.cleanups, 1);
 }
 
+// Review finding: read_file was only logged at debug level and write_file never reached the JSON
+// audit file, and two agents naming one audit file each opened their own writer.
+TEST(ConfiguredAgent, FileToolsAreAuditedWithWhoAskedInTheOneSharedWriter) {
+  Harness h;
+  auto agent = h.make();
+  (void)agent->write_file({"f", "abc"}, "ci-bot");
+  (void)agent->read_file({"missing", 10}, "jwt:alice");
+  const auto lines = h.audit_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["tool"], "write_file");
+  EXPECT_EQ(lines[0]["principal"], "ci-bot");
+  EXPECT_EQ(lines[0]["path"], "f");
+  EXPECT_EQ(lines[0]["bytes"], 3);
+  EXPECT_EQ(lines[1]["tool"], "read_file");
+  EXPECT_EQ(lines[1]["principal"], "jwt:alice");
+  EXPECT_EQ(lines[1]["path"], "missing");
+
+  const auto first = AuditLog::shared(h.audit_path);
+  const auto second = AuditLog::shared(h.audit_path);
+  EXPECT_EQ(first.get(), second.get()) << "one writer per audit file";
+  EXPECT_NE(AuditLog::shared("").get(), AuditLog::shared("").get());
+}
+
 TEST(ConfiguredAgent, ForwardsTraitsAndFileWrites) {
   Harness h;
   auto agent = h.make();
   EXPECT_EQ(agent->traits().python, "python3.11");
-  EXPECT_EQ(agent->write_file({"f", "abc"}).bytes_written, 3u);
+  EXPECT_EQ(agent->write_file({"f", "abc"}, "test").bytes_written, 3u);
   EXPECT_EQ(agent->id(), "alpha");
   EXPECT_EQ(agent->cwd(), "/ws");
   EXPECT_EQ(agent->filter_names(), (std::vector<std::string>{"first", "second"}));
@@ -273,8 +299,9 @@ TEST(ConfiguredAgent, ConcurrentCallsAreAllAuditedAsWholeLines) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&agent, t] {
       for (int i = 0; i < 25; ++i)
-        agent->execute({"cmd " + std::to_string(t) + " " + std::to_string(i), std::nullopt, ""},
-                       nullptr, nullptr);
+        agent->execute(
+            {"cmd " + std::to_string(t) + " " + std::to_string(i), std::nullopt, "", "test"},
+            nullptr, nullptr);
     });
   }
   for (auto& thread : threads) thread.join();
@@ -309,12 +336,13 @@ agents:
   agent->start();
   EXPECT_EQ(agent->instance_id().rfind(std::to_string(::getpid()) + "-", 0), 0u);
 
-  const auto ok = agent->execute({"echo fine", std::nullopt, ""}, nullptr, nullptr);
+  const auto ok = agent->execute({"echo fine", std::nullopt, "", "test"}, nullptr, nullptr);
   EXPECT_EQ(ok.result.exit_code, 3);
   EXPECT_EQ(ok.result.stdout_data, "echo:echo fine\n");
   EXPECT_EQ(ok.result.stderr_data, "cwd:" + dir.str() + "/ws\n");
 
-  const auto blocked = agent->execute({"say forbidden things", std::nullopt, ""}, nullptr, nullptr);
+  const auto blocked =
+      agent->execute({"say forbidden things", std::nullopt, "", "test"}, nullptr, nullptr);
   EXPECT_TRUE(blocked.blocked);
   EXPECT_EQ(blocked.blocked_by, "fixture-word");
   EXPECT_EQ(blocked.rule, "word-forbidden");

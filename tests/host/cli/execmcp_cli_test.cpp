@@ -134,7 +134,8 @@ TEST(ExecmcpCli, ExecRunsThroughTheRealLocalPluginAndFilters) {
   EXPECT_EQ(result.exit_code, 4) << result.err;
   EXPECT_THAT(result.out, HasSubstr("hello\n" + dir.str() + "/ws\n"));
   EXPECT_THAT(result.err, HasSubstr("oops"));
-  EXPECT_THAT(result.err, HasSubstr("audit agent=default verdict=allowed exit=4"));
+  EXPECT_THAT(result.err, HasSubstr("audit agent=default principal=cli tool=execute_command "
+                                    "verdict=allowed exit=4"));
 
   result = run_execmcp("exec --config " + quote(config.string()) + " -- git push origin", dir);
   EXPECT_EQ(result.exit_code, 126);

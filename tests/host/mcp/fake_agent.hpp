@@ -183,7 +183,8 @@ class FakeAgent final : public Agent {
   }
 
  public:
-  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken*) override {
+  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken*,
+                               const std::string&) override {
     {
       std::lock_guard lock(mutex_);
       last_internal_ = command;
@@ -191,7 +192,7 @@ class FakeAgent final : public Agent {
     return run_shell(command);
   }
 
-  sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override {
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request, const std::string&) override {
     std::lock_guard lock(mutex_);
     sdk::FileReadResult result;
     const auto it = files_.find(request.path);
@@ -203,7 +204,8 @@ class FakeAgent final : public Agent {
     return result;
   }
 
-  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override {
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
+                                  const std::string&) override {
     std::lock_guard lock(mutex_);
     sdk::FileWriteResult result;
     if (request.path.rfind("/readonly/", 0) == 0) {

@@ -182,9 +182,16 @@ class CannedAgent final : public Agent {
   ExecuteOutcome execute(const ExecuteArgs&, sdk::OutputSink*, const sdk::CancelToken*) override {
     return outcome_;
   }
-  sdk::ExecResult run_internal(const std::string&, const sdk::CancelToken*) override { return {}; }
-  sdk::FileReadResult read_file(const sdk::FileReadRequest&) override { return {}; }
-  sdk::FileWriteResult write_file(const sdk::FileWriteRequest&) override { return {}; }
+  sdk::ExecResult run_internal(const std::string&, const sdk::CancelToken*,
+                               const std::string&) override {
+    return {};
+  }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest&, const std::string&) override {
+    return {};
+  }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest&, const std::string&) override {
+    return {};
+  }
   [[nodiscard]] const std::string& id() const override { return id_; }
   [[nodiscard]] const std::string& cwd() const override { return id_; }
   [[nodiscard]] sdk::BackendTraits traits() const override { return {}; }
