@@ -1,0 +1,106 @@
+// MCP over Streamable HTTP for many agents: the routes /mcp/<agent>, /health, /ready, /metrics and
+// the OAuth protected-resource metadata, on top of the shared McpService.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/agent.hpp"
+#include "http/http_exchange.hpp"
+#include "mcp/json_rpc.hpp"
+#include "mcp/mcp_service.hpp"
+#include "mcp/metrics.hpp"
+
+namespace execmcp::host::mcp {
+
+// Who a request is, decided from its credentials for one agent (the one in its URL).
+struct AccessDecision {
+  bool allowed = false;
+  std::string principal;  // the token's name or the JWT's subject; logged and audited
+  int status = 401;       // when refused: 401 (who are you?) or 403 (not for this agent)
+  http::Headers headers;  // e.g. WWW-Authenticate
+  std::string body;       // says what to do
+};
+using Authorize =
+    std::function<AccessDecision(const http::HttpRequest& request, const std::string& agent_id)>;
+
+// Whether an agent's backend can start (GET /ready): empty when it can, else why not.
+using ReadinessProbe = std::function<std::string()>;
+
+struct HttpEndpointOptions {
+  MessageLimits limits;
+  std::size_t max_sessions = 1024;  // 2025-era sessions alive at once
+  std::chrono::seconds session_idle{3600};
+  // JSON for GET /.well-known/oauth-protected-resource (empty: 404).
+  std::string protected_resource_metadata;
+};
+
+class HttpEndpoint {
+ public:
+  struct AgentEntry {
+    Agent* agent = nullptr;
+    ReadinessProbe ready;  // may be empty: always ready
+  };
+
+  HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents, Authorize authorize,
+               Metrics& metrics, HttpEndpointOptions options = {});
+  ~HttpEndpoint();  // cancel_all()
+  HttpEndpoint(const HttpEndpoint&) = delete;
+  HttpEndpoint& operator=(const HttpEndpoint&) = delete;
+
+  // The HttpHandler: never blocks (tool calls run on the service's workers).
+  void handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange);
+
+  // Cancels every call in flight (shutdown) and refuses new ones with 503.
+  void cancel_all();
+  // Waits until no call is in flight or `timeout` passed; true when none is.
+  bool wait_idle(std::chrono::milliseconds timeout);
+
+ private:
+  struct LegacySession;
+  class Reply;
+
+  void handle_mcp(const std::string& agent_id, http::HttpRequest& request,
+                  const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_legacy(const std::string& agent_id, const AccessDecision& access,
+                     http::HttpRequest& request, Request rpc,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_legacy_notification(const AccessDecision& access, const http::HttpRequest& request,
+                                  const Notification& notification,
+                                  const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_delete(const AccessDecision& access, const http::HttpRequest& request,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  void start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
+                  const std::shared_ptr<http::HttpExchange>& exchange,
+                  std::shared_ptr<LegacySession> session, bool cancel_on_disconnect);
+  void serve_ready(const std::shared_ptr<http::HttpExchange>& exchange);
+  // The session named by the request's Mcp-Session-Id for this principal and agent; else the
+  // exchange was answered (400/403/404) and nullptr returned.
+  std::shared_ptr<LegacySession> find_session(const AccessDecision& access,
+                                              const std::string& agent_id,
+                                              const http::HttpRequest& request,
+                                              const std::shared_ptr<http::HttpExchange>& exchange);
+  void expire_sessions_locked();
+
+  McpService& service_;
+  const std::map<std::string, AgentEntry> agents_;
+  const Authorize authorize_;
+  Metrics& metrics_;
+  const HttpEndpointOptions options_;
+
+  std::mutex mutex_;
+  std::condition_variable idle_cv_;
+  std::unordered_map<std::string, std::shared_ptr<LegacySession>> sessions_;
+  // Every call in flight (legacy or stateless), for shutdown.
+  std::unordered_map<const CallState*, std::shared_ptr<CallState>> in_flight_;
+  bool stopping_ = false;
+};
+
+}  // namespace execmcp::host::mcp
