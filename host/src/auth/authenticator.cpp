@@ -208,8 +208,9 @@ Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal) co
     return {};
   }
   const std::string alg = header["alg"].get<std::string>();
-  // The algorithm is checked here, before libjwt sees the token: libjwt 1.x accepts alg "none"
-  // without a signature even when given a key, and would take a public key as an HMAC secret.
+  // The algorithm is checked here, before libjwt sees the token: libjwt 1.10 verifies whatever
+  // alg the token names, so an HS256 token keyed with our public key passes jwt_decode (seen with
+  // Debian 12's 1.10.2), and its handling of alg "none" has changed between releases.
   if (alg == "none" || alg.rfind("HS", 0) == 0) {
     refusal.description = "access tokens signed with '" +
                           std::string(alg == "none" ? "none" : "HS*") +
