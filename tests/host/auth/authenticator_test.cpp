@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
 #include <sstream>
 
 #include <spdlog/sinks/ostream_sink.h>
@@ -37,6 +38,27 @@ std::string header_value(const AuthDecision& decision, const std::string& name) 
 nlohmann::json body_of(const AuthDecision& decision) {
   return nlohmann::json::parse(decision.body);
 }
+
+// Captures everything spdlog's default logger writes, at every level, for one scope.
+class CapturedLog {
+ public:
+  CapturedLog()
+      : previous_(spdlog::default_logger()),
+        sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    auto logger = std::make_shared<spdlog::logger>("captured", sink_);
+    logger->set_level(spdlog::level::trace);
+    spdlog::set_default_logger(logger);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  [[nodiscard]] std::string text() const { return text_.str(); }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
 
 ServerConfig static_tokens() {
   ServerConfig config;
@@ -315,6 +337,32 @@ TEST_F(OAuthTest, JwtMatrix) {
   }
 }
 
+TEST_F(OAuthTest, GarbageIsRefusedWithAWellFormedChallenge) {
+  const Authenticator auth(config_, fixed_clock());
+  const CapturedLog quiet;  // 2000 refusals
+  std::mt19937 random(8);   // fixed seed: the same inputs every run
+  const std::string alphabet = "AZaz09-_.=+/ \t\"\\\r\n\x01\xff{}[]:,";
+  std::vector<std::string> headers = {
+      // Deep nesting in the header and the claims, within the 8 KiB bound.
+      "Bearer " + tests::base64url_encode(std::string(3000, '[')) + ".e30.c2ln",
+      "Bearer " + tests::raw_jwt({{"alg", "RS256"}, {"kid", "rsa-1"}}, claims(), "c2ln") + ".",
+      "Bearer " + tests::base64url_encode(R"({"alg":"RS256","kid":"rsa-1"})") + "." +
+          tests::base64url_encode(std::string(2000, '[')) + ".c2ln"};
+  for (int i = 0; i < 2000; ++i) {
+    std::string token(random() % 200, ' ');
+    for (auto& c : token) c = alphabet[random() % alphabet.size()];
+    headers.push_back("Bearer " + token);
+  }
+  for (const auto& header : headers) {
+    const auto decision = auth.authorize(header, "agent_a");
+    ASSERT_FALSE(decision.allowed) << header;
+    ASSERT_EQ(decision.status, 401) << header;
+    const auto challenge = header_value(decision, "WWW-Authenticate");
+    ASSERT_EQ(challenge.find_first_of("\r\n"), std::string::npos) << header;
+    ASSERT_TRUE(nlohmann::json::accept(decision.body)) << header;
+  }
+}
+
 TEST_F(OAuthTest, PemKeyFile) {
   tests::write_text(dir_.path() / "key.pem", rsa_.public_pem());
   config_.oauth->keys_file = (dir_.path() / "key.pem").string();
@@ -351,27 +399,6 @@ TEST_F(OAuthTest, ConstructorNamesAnUnusableKeysFile) {
     EXPECT_THAT(e.what(), HasSubstr(dir_.str() + "/absent.json"));
   }
 }
-
-// Captures everything spdlog's default logger writes, at every level, for one scope.
-class CapturedLog {
- public:
-  CapturedLog()
-      : previous_(spdlog::default_logger()),
-        sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
-    auto logger = std::make_shared<spdlog::logger>("captured", sink_);
-    logger->set_level(spdlog::level::trace);
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  CapturedLog(const CapturedLog&) = delete;
-  CapturedLog& operator=(const CapturedLog&) = delete;
-  [[nodiscard]] std::string text() const { return text_.str(); }
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
 
 TEST_F(OAuthTest, NoSecretEverReachesTheLog) {
   const std::string jwt = rs256(claims());
