@@ -175,8 +175,7 @@ AuthDecision Authenticator::refuse(const Refusal& refusal, std::string_view agen
   return decision;
 }
 
-const TokenConfig* Authenticator::match_static(std::string_view token) const {
-  const TokenDigest digest = sha256_digest(token);
+const TokenConfig* Authenticator::match_static(const TokenDigest& digest) const {
   const TokenConfig* found = nullptr;
   // Every digest is compared, in constant time each, so timing tells nothing about which came
   // close.
@@ -187,7 +186,8 @@ const TokenConfig* Authenticator::match_static(std::string_view token) const {
   return found;
 }
 
-Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal) const {
+Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal,
+                                    std::chrono::system_clock::time_point& valid_until) const {
   const auto& oauth = *config_.oauth;
   refusal = {401, "invalid_token", ""};
   const std::string get_new = "; get a new access token from " + oauth.issuer;
@@ -297,7 +297,8 @@ Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal) co
     refusal.description = "the access token has no expiry (exp)" + get_new;
     return {};
   }
-  if (now > numeric_date(*exp) + kLeeway) {
+  valid_until = numeric_date(*exp) + kLeeway;
+  if (now > valid_until) {
     refusal.description = "the access token has expired" + get_new;
     return {};
   }
@@ -340,6 +341,29 @@ Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal) co
   return principal;
 }
 
+std::optional<Principal> Authenticator::cached_jwt(const TokenDigest& digest) const {
+  if (!config_.oauth) return std::nullopt;
+  const std::lock_guard lock(cache_mutex_);
+  const auto it = jwt_cache_.find(digest);
+  if (it == jwt_cache_.end()) return std::nullopt;
+  if (clock_() > it->second.valid_until) {
+    jwt_cache_.erase(it);  // verified again, so the answer says why it is refused
+    return std::nullopt;
+  }
+  return it->second.principal;
+}
+
+void Authenticator::remember_jwt(const TokenDigest& digest, const Principal& principal,
+                                 std::chrono::system_clock::time_point valid_until) const {
+  const std::lock_guard lock(cache_mutex_);
+  if (jwt_cache_.size() >= kJwtCacheEntries) {
+    const auto now = clock_();
+    std::erase_if(jwt_cache_, [&](const auto& entry) { return now > entry.second.valid_until; });
+    if (jwt_cache_.size() >= kJwtCacheEntries) jwt_cache_.clear();
+  }
+  jwt_cache_[digest] = {principal, valid_until};
+}
+
 AuthDecision Authenticator::authorize(std::string_view authorization_header,
                                       std::string_view agent_id) const {
   if (!enabled()) {
@@ -374,17 +398,22 @@ AuthDecision Authenticator::authorize(std::string_view authorization_header,
       break;
   }
 
+  const TokenDigest digest = sha256_digest(token);
   Principal principal;
-  if (const TokenConfig* match = match_static(token)) {
+  if (const TokenConfig* match = match_static(digest)) {
     principal = {match->name, match->agents};
+  } else if (auto cached = cached_jwt(digest)) {
+    principal = std::move(*cached);
   } else if (config_.oauth) {
     Refusal refusal;
-    principal = verify_jwt(token, refusal);
+    std::chrono::system_clock::time_point valid_until;
+    principal = verify_jwt(token, refusal, valid_until);
     if (!refusal.error.empty()) {
       AuthDecision decision = refuse(refusal, agent_id, principal.name);
       decision.principal = std::move(principal);
       return decision;
     }
+    remember_jwt(digest, principal, valid_until);
   } else {
     return refuse(
         {401, "invalid_token", "the bearer token is not one this server knows; use " + how},

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,8 +35,9 @@ struct AuthDecision {
 
 using Clock = std::function<std::chrono::system_clock::time_point()>;
 
-// Built once from the validated config; then immutable, so authorize() may be called from any
-// number of threads at once. Nothing it logs or returns contains a token or any part of one.
+// Built once from the validated config; authorize() may be called from any number of threads at
+// once (the only mutable state, a cache of verified JWTs, has its own lock). Nothing it logs or
+// returns contains a token or any part of one.
 class Authenticator {
  public:
   // Reads server.oauth.keys (JWKS or PEM) now; throws std::runtime_error naming the file when the
@@ -64,19 +68,36 @@ class Authenticator {
   static constexpr std::size_t kMaxTokenBytes = 8 * 1024;
   // Allowed clock difference with the authorization server for `exp` and `nbf`.
   static constexpr std::chrono::seconds kLeeway{60};
+  // Verified JWTs remembered at most (the cache is emptied when full of unexpired ones).
+  static constexpr std::size_t kJwtCacheEntries = 4096;
 
  private:
   struct Refusal;
   [[nodiscard]] AuthDecision refuse(const Refusal& refusal, std::string_view agent_id,
                                     std::string_view principal_name = {}) const;
-  [[nodiscard]] const TokenConfig* match_static(std::string_view token) const;
-  [[nodiscard]] Principal verify_jwt(std::string_view token, Refusal& refusal) const;
+  [[nodiscard]] const TokenConfig* match_static(const TokenDigest& digest) const;
+  [[nodiscard]] Principal verify_jwt(std::string_view token, Refusal& refusal,
+                                     std::chrono::system_clock::time_point& valid_until) const;
+  [[nodiscard]] std::optional<Principal> cached_jwt(const TokenDigest& digest) const;
+  void remember_jwt(const TokenDigest& digest, const Principal& principal,
+                    std::chrono::system_clock::time_point valid_until) const;
 
   ServerConfig config_;
   Clock clock_;
   std::vector<VerificationKey> keys_;
   std::string metadata_url_;
   std::string metadata_path_;
+
+  // JWTs that passed every check, by the SHA-256 of the token, until exp + leeway: OpenSSL 3 takes
+  // about a millisecond to read a PEM key, which libjwt does on every verification, and clients
+  // send the same access token on every request. Only a verified token gets in; the agent is
+  // still checked on every request.
+  struct CachedJwt {
+    Principal principal;
+    std::chrono::system_clock::time_point valid_until;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable std::map<TokenDigest, CachedJwt> jwt_cache_;
 };
 
 }  // namespace execmcp::host::auth

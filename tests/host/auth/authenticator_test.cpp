@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -361,6 +363,26 @@ TEST_F(OAuthTest, GarbageIsRefusedWithAWellFormedChallenge) {
     ASSERT_EQ(challenge.find_first_of("\r\n"), std::string::npos) << header;
     ASSERT_TRUE(nlohmann::json::accept(decision.body)) << header;
   }
+}
+
+TEST_F(OAuthTest, ARememberedTokenStillExpiresAndStillNeedsItsAgent) {
+  auto now = std::make_shared<std::atomic<long long>>(kNow);
+  const Authenticator auth(config_, [now] {
+    return std::chrono::system_clock::time_point(std::chrono::seconds(now->load()));
+  });
+  const std::string header = "Bearer " + rs256(claims());  // exp: kNow + 600
+  EXPECT_TRUE(auth.authorize(header, "agent_a").allowed);
+  EXPECT_TRUE(auth.authorize(header, "agent_a").allowed);
+  const auto other = auth.authorize(header, "agent_b");
+  EXPECT_EQ(other.status, 403);
+  EXPECT_EQ(other.principal.name, "jwt:user-1");
+  now->store(kNow + 600 + 59);
+  EXPECT_TRUE(auth.authorize(header, "agent_a").allowed) << "within the leeway";
+  now->store(kNow + 600 + 61);
+  const auto expired = auth.authorize(header, "agent_a");
+  EXPECT_EQ(expired.status, 401);
+  EXPECT_THAT(body_of(expired)["error_description"].get<std::string>(),
+              HasSubstr("the access token has expired"));
 }
 
 TEST_F(OAuthTest, PemKeyFile) {
