@@ -20,6 +20,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates clang-format
   libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
+  libssl-dev libjwt-dev
   libgtest-dev libgmock-dev
   python3 python3-venv
 )

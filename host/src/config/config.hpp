@@ -1,11 +1,14 @@
 // The validated, immutable configuration of an execmcp process: its agents and where plugins live.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +57,42 @@ struct AgentConfig {
 
 enum class ConfigSchema { Native, MassGen };
 
+// The SHA-256 of a bearer token: all the server keeps of it (the token itself is never stored).
+using TokenDigest = std::array<unsigned char, 32>;
+// SHA-256 of `text` (OpenSSL EVP); shared by the loader and the authenticator.
+TokenDigest sha256_digest(std::string_view text);
+
+// A static bearer token of `server.tokens`.
+struct TokenConfig {
+  std::string name;  // safe alphabet like agent ids; the only thing logs and metrics show
+  TokenDigest sha256{};
+  std::vector<std::string> agents;  // agent ids, or {"*"} for every agent
+  SourceLocation location;
+};
+
+// `server.oauth`: this server as an OAuth 2.1 resource server that accepts JWT access tokens.
+struct OAuthConfig {
+  std::string issuer;                              // exact `iss`
+  std::string audience;                            // expected `aud`; defaults to public_url
+  std::string keys_file;                           // absolute; a JWKS or a PEM public key
+  std::string agents_claim = "execmcp_agents";     // claim listing the allowed agent ids
+  std::vector<std::string> authorization_servers;  // RFC 9728; defaults to {issuer}
+  SourceLocation location;
+};
+
+// `server:`: what the shared HTTP server needs (origins, who may call which agent).
+struct ServerConfig {
+  std::vector<std::string> allowed_origins;  // besides loopback; "scheme://host[:port]"
+  bool allow_local_agents = false;           // local-backend agents in --http mode
+  std::string public_url;                    // without a trailing slash; may be empty
+  std::vector<TokenConfig> tokens;
+  std::optional<OAuthConfig> oauth;
+  // Environment variables that held tokens: the serve command unsets them once it has loaded the
+  // config, so commands of local agents (which inherit the environment) cannot read them.
+  std::vector<std::string> secret_env;
+  SourceLocation location;
+};
+
 struct Config {
   std::string source_file;  // absolute
   ConfigSchema schema = ConfigSchema::Native;
@@ -61,7 +100,8 @@ struct Config {
   std::string log_dir;
   std::string audit_file;
   std::vector<AgentConfig> agents;
-  std::vector<std::string> warnings;  // worth telling the operator, not fatal
+  std::optional<ServerConfig> server;  // native schema only
+  std::vector<std::string> warnings;   // worth telling the operator, not fatal
 
   // Returns the agent named `id`, or the only agent when `id` is empty; throws ConfigError.
   [[nodiscard]] const AgentConfig& select_agent(const std::string& id) const;

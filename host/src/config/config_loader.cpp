@@ -199,8 +199,8 @@ void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::st
 
 void parse_native(const YAML::Node& root, YamlReader& reader, Config& config,
                   const std::string& base_dir) {
-  reader.reject_unknown_keys(root, "",
-                             {"execmcp", "plugin_paths", "log_dir", "audit_file", "agents"});
+  reader.reject_unknown_keys(
+      root, "", {"execmcp", "plugin_paths", "log_dir", "audit_file", "agents", "server"});
   if (auto version = reader.get_integer(root["execmcp"], "execmcp")) {
     if (*version != 1)
       reader.error(root["execmcp"], "execmcp",
@@ -231,6 +231,7 @@ void parse_native(const YAML::Node& root, YamlReader& reader, Config& config,
   if (agents.size() == 0) reader.error(agents, "agents", "the list of agents is empty");
   for (std::size_t i = 0; i < agents.size(); ++i)
     read_native_agent(reader, agents[i], index_key("agents", i), base_dir, config);
+  if (const auto server = root["server"]) parse_server(server, reader, config, base_dir);
 }
 
 }  // namespace config_detail

@@ -31,4 +31,9 @@ void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_
 // alphabet.
 AgentConfig read_agent_header(YamlReader& reader, const YAML::Node& node, const std::string& path);
 
+// The `server:` section (native schema); runs after the agents are read, to check the ids tokens
+// name. Token secrets read from env/file are hashed at once and never kept or shown.
+void parse_server(const YAML::Node& node, YamlReader& reader, Config& config,
+                  const std::string& base_dir);
+
 }  // namespace execmcp::host::config_detail
