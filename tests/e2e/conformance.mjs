@@ -150,7 +150,7 @@ async function main() {
         console.log(`${r.ok ? 'PASS' : 'FAIL'}  ${spec}  ${scenario}`);
         if (!r.ok) {
           failed.push(`${spec} ${scenario}`);
-          console.log(r.out.replace(/^/gm, '    '));
+          console.log(r.out.replace(/\x1b\[[0-9;]*m/g, '').replace(/^/gm, '    '));
         }
         if (server.exited()) throw new Error(`execmcp exited during ${scenario}: ${JSON.stringify(server.exited())}`);
       }

@@ -19,9 +19,10 @@ function assertExplains(res, re, what) {
   assert.match(res.text, re, `${what}: the ${res.status} body does not say what to do: ${res.text.slice(0, 500)}`);
 }
 
-// Sends a POST whose headers announce `announced` bytes, then streams chunks until the server
-// answers (or `maxBytes` went out). Resolves { status, text } or { error } if the connection
-// died without an HTTP answer.
+// Sends a POST whose headers announce `announced` bytes and only the first bytes of it, then
+// waits: the server must refuse from the header alone. With `chunked`, streams 1 MiB chunks
+// until the server answers (or `maxBytes` went out). Resolves { status, text }, or { error } if
+// the connection died without an HTTP answer.
 function postOversized(url, token, { announced, chunked = false, maxBytes = 64 << 20 }) {
   return new Promise((resolve) => {
     const u = new URL(url);
@@ -41,6 +42,7 @@ function postOversized(url, token, { announced, chunked = false, maxBytes = 64 <
     });
     const chunk = Buffer.alloc(1 << 20, 0x20);
     req.write('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"');
+    if (!chunked) return;
     let sent = 0;
     const pump = () => {
       while (!answered && sent < maxBytes) {
