@@ -130,7 +130,10 @@ async function serverOffers2026(configFile) {
         }
       }
     });
-    child.on('exit', () => resolve(null));
+    child.on('exit', () => {
+      clearTimeout(timer);
+      resolve(null);
+    });
   });
   child.kill('SIGKILL');
   return Array.isArray(answer?.result?.supportedVersions) && answer.result.supportedVersions.includes(REV2026);

@@ -97,7 +97,9 @@ export async function startHttpServer(configFile, { args = [], env = {}, timeout
     async stop(graceMs = 10000) {
       if (exited) return exited;
       child.kill('SIGTERM');
-      const done = await Promise.race([exit, new Promise((r) => setTimeout(() => r(null), graceMs))]);
+      let timer;
+      const done = await Promise.race([exit, new Promise((r) => (timer = setTimeout(() => r(null), graceMs)))]);
+      clearTimeout(timer);
       if (done) return done;
       child.kill('SIGKILL');
       await exit;
