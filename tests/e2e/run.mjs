@@ -1,6 +1,6 @@
-// ctest entry point: checks that the MCP SDK client is installed, then runs the given test files
-// with node's built-in test runner. With --docker, exits 77 (ctest "skipped") when no engine or
-// image is there, unless EXECMCP_REQUIRE_DOCKER=1.
+// ctest entry point: checks that the MCP clients (1.x SDK, 2.x client) are installed, then runs the
+// given test files with node's built-in test runner. With --docker, exits 77 (ctest "skipped") when no
+// engine or image is there, unless EXECMCP_REQUIRE_DOCKER=1.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,9 +11,12 @@ const args = process.argv.slice(2);
 const docker = args[0] === '--docker';
 const files = docker ? args.slice(1) : args;
 
-if (!fs.existsSync(path.join(here, 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json'))) {
+const missing = ['sdk', 'client'].filter(
+  (p) => !fs.existsSync(path.join(here, 'node_modules', '@modelcontextprotocol', p, 'package.json')),
+);
+if (missing.length > 0) {
   console.error(
-    `execmcp e2e: the MCP SDK client is not installed in ${here}/node_modules.\n` +
+    `execmcp e2e: the MCP clients (${missing.map((p) => `@modelcontextprotocol/${p}`).join(', ')}) are not installed in ${here}/node_modules.\n` +
       `Run:  (cd ${here} && npm ci)   — scripts/test.sh does this before ctest.`,
   );
   process.exit(1);
