@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the deployment tests (sourced): checks, the engine gate, and a proxy or compose stack
 # that is always torn down. Each test sets `repo` before sourcing this file.
 
