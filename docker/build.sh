@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# Builds the runtime image the Docker backends start agents in, skipping the build when nothing changed.
-#   docker/build.sh [-t TAG] [--base IMAGE] [--uid N] [--no-cache] [--force]
-#     -t, --tag TAG   image to build (default execmcp/runtime:latest)
+# Builds execmcp's images on the offline Debian base, skipping any image whose inputs did not change.
+#   docker/build.sh [--runtime] [--server] [--proxy] [--all] [options]
+#     --runtime       the image agents' commands run in (execmcp/runtime:latest); the default
+#     --server        the execmcp server (execmcp/server:latest), see docs/deployment.md
+#     --proxy         the Engine API socket proxy (execmcp/proxy:latest), see docs/deployment.md
+#     --all           all three
+#     -t, --tag TAG   tag of the image to build (only with one image)
 #     --base IMAGE    base image (default execmcp/debian-base:bookworm, made offline by
 #                     docker/make-base-image.sh when missing; e.g. python:3.12-slim with a registry)
-#     --uid N         uid/gid of the in-container user execmcp (default 1000)
+#     --uid N         uid/gid of the user execmcp in the runtime and server images (default 1000)
+#     --from-build DIR  server: install this CMake build tree (cmake --install) instead of
+#                     compiling in a container; the host must run the base image's Debian release
 #     --no-cache      build without the layer cache (implies --force)
 #     --force         build even if an up-to-date image exists
 #     -h, --help      this help
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
 default_base="execmcp/debian-base:bookworm"
-tag="execmcp/runtime:latest"
+tag=""
 base="$default_base"
 uid=1000
 no_cache=0
 force=0
+from_build=""
+images=()
 hash_label="org.execmcp.build-hash"
 
 say() { echo "build.sh: $*" >&2; }
@@ -24,13 +33,16 @@ die() {
   say "$*"
   exit 1
 }
-usage() { sed -n '2,10p' "$0"; }
+usage() { sed -n '2,17p' "$0"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
+    --runtime | --server | --proxy) images+=("${1#--}"); shift ;;
+    --all) images+=(runtime server proxy); shift ;;
     -t | --tag) tag="${2:?$1 needs a value}"; shift 2 ;;
     --base) base="${2:?--base needs a value}"; shift 2 ;;
     --uid) uid="${2:?--uid needs a value}"; shift 2 ;;
+    --from-build) from_build="${2:?--from-build needs a value}"; shift 2 ;;
     --no-cache) no_cache=1; force=1; shift ;;
     --force) force=1; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -38,6 +50,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$uid" =~ ^[0-9]+$ ]] || die "--uid expects a number, got '$uid'"
+[ "${#images[@]}" -gt 0 ] || images=(runtime)
+[ -z "$tag" ] || [ "${#images[@]}" = 1 ] || die "-t names one image; build the others in another run"
+if [ -n "$from_build" ]; then
+  [ -f "$from_build/CMakeCache.txt" ] || die "--from-build: '$from_build' is not a CMake build tree"
+  from_build="$(cd "$from_build" && pwd)"
+fi
 
 command -v docker >/dev/null 2>&1 || die "docker CLI not found (scripts/install-deps.sh --test installs it)"
 docker version >/dev/null 2>&1 ||
@@ -52,31 +70,115 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
     *) say "base image $base not present locally; docker will try to pull it" ;;
   esac
 fi
-
-# What the image depends on: the Dockerfile, the build args and the exact base image (a rebuilt
-# base gets a new id). Stored as a label and compared to skip rebuilding an unchanged image.
 base_id="$(docker image inspect -f '{{.Id}}' "$base" 2>/dev/null || echo "pull:$base")"
-build_hash="$({
-  cat "$here/Dockerfile"
-  printf 'BASE_IMAGE=%s\nbase_id=%s\nEXECMCP_UID=%s\n' "$base" "$base_id" "$uid"
-} | sha256sum | cut -c1-32)"
 
-if [ "$force" = 0 ]; then
-  have="$(docker image inspect -f "{{ index .Config.Labels \"$hash_label\" }}" "$tag" 2>/dev/null || true)"
-  if [ "$have" = "$build_hash" ]; then
-    say "$tag is up to date (use --force to rebuild)"
-    exit 0
-  fi
-fi
+work="$(mktemp -d "${TMPDIR:-/tmp}/execmcp-images.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
 
-args=(--tag "$tag" --label "$hash_label=$build_hash"
-  --build-arg "BASE_IMAGE=$base" --build-arg "EXECMCP_UID=$uid" --build-arg "EXECMCP_GID=$uid")
-[ "$no_cache" = 1 ] && args+=(--no-cache)
+# True (and says so) when image $1 carries build hash $2, unless --force.
+up_to_date() {
+  [ "$force" = 0 ] || return 1
+  local have
+  have="$(docker image inspect -f "{{ index .Config.Labels \"$hash_label\" }}" "$1" 2>/dev/null || true)"
+  [ "$have" = "$2" ] || return 1
+  say "$1 is up to date (use --force to rebuild)"
+}
 
-say "building $tag from $base"
-start=$SECONDS
-# The Dockerfile copies nothing from a context, so it is sent alone on stdin: no context upload,
-# and nothing in the repo can change the build by accident.
-docker build "${args[@]}" - <"$here/Dockerfile"
-size="$(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}')"
-say "built $tag ($size) in $((SECONDS - start))s"
+report() { say "built $1 ($(docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1/1e6}')) in $2s"; }
+
+# Builds image $1 from directory $2 (its Dockerfile named by $3, relative to $2) with build args
+# $4...; skipped when the same context, base and args built it before. The context goes as a tar
+# with fixed names, times and owners, so its hash changes only when a file's content or mode does.
+build_from_context() {
+  local image="$1" dir="$2" dockerfile="$3"
+  shift 3
+  local args=(--build-arg "BASE_IMAGE=$base" "$@")
+  tar -C "$dir" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$work/context.tar" .
+  local build_hash
+  build_hash="$({
+    sha256sum <"$work/context.tar"
+    printf '%s\n' "base_id=$base_id" "${args[@]}"
+  } | sha256sum | cut -c1-32)"
+  up_to_date "$image" "$build_hash" && return 0
+  [ "$no_cache" = 1 ] && args+=(--no-cache)
+  say "building $image from $base"
+  local start=$SECONDS
+  docker build --tag "$image" --label "$hash_label=$build_hash" -f "$dockerfile" "${args[@]}" - \
+    <"$work/context.tar"
+  report "$image" $((SECONDS - start))
+}
+
+build_runtime() {
+  local image="${tag:-execmcp/runtime:latest}"
+  # What the image depends on: the Dockerfile, the build args and the exact base image (a rebuilt
+  # base gets a new id). Stored as a label and compared to skip rebuilding an unchanged image.
+  local build_hash
+  build_hash="$({
+    cat "$here/Dockerfile"
+    printf 'BASE_IMAGE=%s\nbase_id=%s\nEXECMCP_UID=%s\n' "$base" "$base_id" "$uid"
+  } | sha256sum | cut -c1-32)"
+  up_to_date "$image" "$build_hash" && return 0
+  local args=(--tag "$image" --label "$hash_label=$build_hash"
+    --build-arg "BASE_IMAGE=$base" --build-arg "EXECMCP_UID=$uid" --build-arg "EXECMCP_GID=$uid")
+  [ "$no_cache" = 1 ] && args+=(--no-cache)
+  say "building $image from $base"
+  local start=$SECONDS
+  # The Dockerfile copies nothing from a context, so it is sent alone on stdin: no context upload,
+  # and nothing in the repo can change the build by accident.
+  docker build "${args[@]}" - <"$here/Dockerfile"
+  report "$image" $((SECONDS - start))
+}
+
+build_proxy() {
+  local ctx="$work/proxy"
+  mkdir -p "$ctx"
+  cp "$here/proxy/Dockerfile" "$here/proxy/haproxy.cfg" "$here/server/drop-to-user.sh" "$ctx/"
+  build_from_context "${tag:-execmcp/proxy:latest}" "$ctx" Dockerfile
+}
+
+# Puts the install tree in $1/stage and the Debian packages its libraries need in
+# $1/runtime-packages.txt, from the host's build tree.
+stage_from_build() {
+  local ctx="$1" host_release base_release
+  host_release="$(. /etc/os-release && echo "${ID:-}:${VERSION_CODENAME:-}")"
+  base_release="$(docker run --rm --entrypoint /bin/sh "$base" -c '. /etc/os-release && echo "${ID:-}:${VERSION_CODENAME:-}"')"
+  [ "$host_release" = "$base_release" ] ||
+    die "--from-build: this host runs $host_release but $base is $base_release; its libraries would not match (build without --from-build)"
+  say "installing $from_build"
+  cmake --install "$from_build" --prefix "$ctx/stage" --strip >"$work/install.log" 2>&1 ||
+    { cat "$work/install.log" >&2; die "cmake --install $from_build failed"; }
+  rm -rf "$ctx/stage/include" "$ctx/stage/lib/cmake"
+  find "$ctx/stage" -name '*.a' -delete
+  "$here/server/runtime-packages.sh" "$ctx/stage" >"$ctx/runtime-packages.txt"
+}
+
+# The same from source: compile in execmcp/server-build (cached like any image), then copy out.
+stage_from_source() {
+  local ctx="$1" src="$work/compile-src" id
+  mkdir -p "$src"
+  tar -C "$repo" -c --exclude='.git' \
+    CMakeLists.txt sdk host plugins scripts/install-deps.sh \
+    docker/server/runtime-packages.sh docker/server/compile.Dockerfile | tar -C "$src" -x
+  build_from_context execmcp/server-build:latest "$src" docker/server/compile.Dockerfile \
+    --build-arg "JOBS=${EXECMCP_JOBS:-2}"
+  id="$(docker create execmcp/server-build:latest)"
+  docker cp "$id:/stage" "$ctx/stage" && docker cp "$id:/runtime-packages.txt" "$ctx/" ||
+    { docker rm "$id" >/dev/null; die "copying the install tree out of execmcp/server-build failed"; }
+  docker rm "$id" >/dev/null
+}
+
+build_server() {
+  local ctx="$work/server"
+  mkdir -p "$ctx"
+  if [ -n "$from_build" ]; then stage_from_build "$ctx"; else stage_from_source "$ctx"; fi
+  cp "$here/server/Dockerfile" "$here/server/drop-to-user.sh" "$ctx/"
+  build_from_context "${tag:-execmcp/server:latest}" "$ctx" Dockerfile \
+    --build-arg "EXECMCP_UID=$uid" --build-arg "EXECMCP_GID=$uid"
+}
+
+done_images=" "
+for image in "${images[@]}"; do
+  case "$done_images" in *" $image "*) continue ;; esac
+  "build_$image"
+  done_images+="$image "
+done

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Runs docker/compose.yaml on the real engine (server image from this build tree, the socket
+# proxy, the runtime image for agents) and checks that the server reaches Docker only through
+# the proxy.
+#   compose_stack_test.sh REPO BUILD_DIR exec   a command of a docker-api agent, run by the server
+#                                               container's `execmcp exec`, through the proxy
+#   compose_stack_test.sh REPO BUILD_DIR http   `up`: the HEALTHCHECK turns healthy, /health
+#                                               answers, an MCP tool call over HTTP works, `down`
+#                                               leaves no agent container (skipped while
+#                                               `execmcp serve` has no --http)
+set -euo pipefail
+repo="$1"
+build_dir="$2"
+mode="$3"
+source "$(dirname "${BASH_SOURCE[0]}")/deploy_test_support.sh"
+require_engine
+compose="$(compose_cmd)"
+[ -n "$compose" ] || skip "neither docker-compose nor 'docker compose' is installed (scripts/install-deploy-deps.sh)"
+
+server_image="execmcp/server:test"
+proxy_image="execmcp/proxy:test"
+build_image --server --from-build "$build_dir" -t "$server_image"
+build_image --proxy -t "$proxy_image"
+build_image --runtime
+if [ "$mode" = http ] && ! has_http_flag "$server_image"; then
+  skip "execmcp serve has no --http yet: the stack cannot serve HTTP (the exec mode test covers the proxy path)"
+fi
+
+# Workspaces at the same path on the host and in the server, owned by the server's uid (1000), so
+# the backend runs each agent's container as that owner.
+work="$(mktemp -d)"
+cleanups+=("rm -rf $work")
+chmod 755 "$work"
+agent="stack_$run_tag"
+mkdir -p "$work/ws/$agent"
+chown -R 1000:1000 "$work/ws"
+token="token-$run_tag-$RANDOM$RANDOM"
+{
+  echo "execmcp: 1"
+  echo "log_dir: /var/lib/execmcp/logs"
+  if [ "$mode" = http ]; then
+    echo "server:"
+    echo "  tokens:"
+    echo "    - {name: deploy-test, env: EXECMCP_TOKEN_TEST, agents: [$agent]}"
+  fi
+  echo "agents:"
+  echo "  - id: $agent"
+  echo "    cwd: $work/ws/$agent"
+  echo "    backend: {plugin: docker-api}"
+} >"$work/config.yaml"
+chmod 644 "$work/config.yaml"
+# The test's additions: the token, and a health check every 2 s instead of 30 s.
+cat >"$work/override.yaml" <<YAML
+services:
+  execmcp:
+    environment:
+      EXECMCP_TOKEN_TEST: "$token"
+    healthcheck:
+      interval: 2s
+      start_period: 60s
+YAML
+
+export EXECMCP_CONFIG="$work/config.yaml" EXECMCP_WORKSPACES="$work/ws" EXECMCP_PORT="127.0.0.1:" \
+  EXECMCP_SERVER_IMAGE="$server_image" EXECMCP_PROXY_IMAGE="$proxy_image" \
+  EXECMCP_PROXY_CONTAINER="execmcp_proxy_$run_tag" EXECMCP_SERVER_CONTAINER="execmcp_server_$run_tag"
+stack=($compose -p "$run_tag" -f "$repo/docker/compose.yaml" -f "$work/override.yaml")
+cleanups+=("${stack[*]} down -v --timeout 30")
+cleanups+=("docker ps -aq --filter label=execmcp.agent=$agent | xargs -r docker rm -f")
+
+if [ "$mode" = exec ]; then
+  # The server container has no socket; DOCKER_HOST points at the proxy.
+  got="$("${stack[@]}" run --rm -T execmcp sh -c \
+    'test -e /var/run/docker.sock && echo has-socket; echo "$DOCKER_HOST"' 2>"$work/run.log")" || true
+  [ "$got" = tcp://proxy:2375 ] && pass "no socket in the server; DOCKER_HOST=$got" ||
+    fail "server container: '$got'; $(tail -n 5 "$work/run.log")"
+
+  out="$("${stack[@]}" run --rm -T execmcp execmcp exec --config /etc/execmcp/config.yaml \
+    --agent "$agent" -- 'echo through-the-stack > note; cat note; id -u' 2>"$work/run.log")" || true
+  if [[ "$out" == *through-the-stack* ]] && [ "$(cat "$work/ws/$agent/note" 2>/dev/null)" = through-the-stack ]; then
+    pass "a docker-api command ran from the server container through the proxy"
+  else
+    fail "a command through the stack: output '$out'; $(tail -n 10 "$work/run.log")"
+  fi
+  owner="$(stat -c %u "$work/ws/$agent/note" 2>/dev/null || true)"
+  [ "$owner" = 1000 ] && pass "the agent's file belongs to the workspace owner" ||
+    fail "the agent's file belongs to uid '$owner'"
+
+  # From inside the server, an endpoint the proxy denies fails with its message.
+  got="$("${stack[@]}" run --rm -T execmcp curl -sS --max-time 10 -X POST \
+    http://proxy:2375/v1.41/containers/create?name=other 2>&1)" || true
+  [[ "$got" == *"$denied_text"* ]] && pass "the server cannot create a container not named execmcp-" ||
+    fail "create through the proxy from the server: $got"
+  left="$(docker ps -aq --filter "label=execmcp.agent=$agent")"
+  [ -z "$left" ] && pass "no agent container left" || fail "agent containers left: $left"
+  finish
+  exit 0
+fi
+
+# --- http ---
+"${stack[@]}" up -d >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; die "compose up failed"; }
+server="$EXECMCP_SERVER_CONTAINER"
+health=""
+for _ in $(seq 90); do
+  health="$(docker inspect -f '{{.State.Health.Status}}' "$server" 2>/dev/null || true)"
+  [ "$health" = healthy ] && break
+  [ "$(docker inspect -f '{{.State.Running}}' "$server" 2>/dev/null)" = true ] || break
+  sleep 1
+done
+[ "$health" = healthy ] && pass "the server's HEALTHCHECK is healthy" ||
+  die "the server is '$health', not healthy; logs: $(docker logs --tail 30 "$server" 2>&1)"
+port="$(docker port "$server" 8000/tcp | head -n 1 | sed 's/.*://')"
+base="http://127.0.0.1:$port"
+
+expect_http "GET /health without credentials" 200 "" "$base/health"
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"compose-stack-test","version":"1"}}}'
+mcp=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+expect_http "POST /mcp/$agent without a token" 401 "" "${mcp[@]}" -d "$init" "$base/mcp/$agent"
+
+auth=(-H "Authorization: Bearer $token")
+headers="$work/headers"
+curl -sS --max-time 30 -D "$headers" -o "$work/init.out" "${mcp[@]}" "${auth[@]}" -d "$init" \
+  "$base/mcp/$agent" || true
+session="$(sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii][Dd]: *//p' "$headers" | tr -d '\r')"
+grep -q '"protocolVersion"' "$work/init.out" && pass "initialize over HTTP" ||
+  fail "initialize: $(cat "$work/init.out")"
+session_h=()
+[ -z "$session" ] || session_h=(-H "Mcp-Session-Id: $session")
+curl -sS --max-time 10 -o /dev/null "${mcp[@]}" "${auth[@]}" "${session_h[@]}" \
+  -H 'MCP-Protocol-Version: 2025-06-18' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  "$base/mcp/$agent" || true
+call='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"echo through-http-and-proxy > note; cat note"}}}'
+expect_http "tools/call execute_command over HTTP, through the proxy" 200 through-http-and-proxy \
+  "${mcp[@]}" "${auth[@]}" "${session_h[@]}" -H 'MCP-Protocol-Version: 2025-06-18' -d "$call" \
+  "$base/mcp/$agent"
+[ "$(cat "$work/ws/$agent/note" 2>/dev/null)" = through-http-and-proxy ] &&
+  pass "the agent wrote its workspace on the host" || fail "no note in the workspace"
+
+"${stack[@]}" down --timeout 30 >"$work/down.log" 2>&1 || { cat "$work/down.log" >&2; fail "compose down failed"; }
+left="$(docker ps -aq --filter "label=execmcp.agent=$agent")"
+[ -z "$left" ] && pass "compose down (SIGTERM) left no agent container" || fail "agent containers left: $left"
+finish

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the socket proxy image, runs it on the real engine (published on loopback only), and
+# checks that the calls the docker-api backend makes get through and everything else gets 403.
+#   socket_proxy_test.sh REPO EXECMCP_BINARY
+set -euo pipefail
+repo="$1"
+execmcp="$2"
+source "$(dirname "${BASH_SOURCE[0]}")/deploy_test_support.sh"
+require_engine
+
+image="execmcp/proxy:test"
+build_image --proxy -t "$image"
+build_image --runtime
+
+proxy="execmcp_proxy_$run_tag"
+docker run -d --name "$proxy" -v /var/run/docker.sock:/var/run/docker.sock:ro \
+  -p 127.0.0.1::2375 "$image" >/dev/null
+cleanups+=("docker rm -f $proxy")
+port="$(docker port "$proxy" 2375/tcp | head -n 1 | sed 's/.*://')"
+p="http://127.0.0.1:$port"
+for _ in $(seq 50); do curl -fsS --max-time 2 "$p/_ping" >/dev/null 2>&1 && break; sleep 0.2; done
+
+# --- what the backend needs gets through (the engine answers, not the proxy) ---
+expect_http "GET /_ping" 200 OK "$p/_ping"
+expect_http "GET /v1.41/_ping (version prefix)" 200 OK "$p/v1.41/_ping"
+expect_http "GET /version" 200 '"ApiVersion"' "$p/version"
+expect_http "GET images/{name}/json" 200 '"RepoTags"' "$p/v1.41/images/execmcp/runtime:latest/json"
+managed='%7B%22label%22%3A%5B%22execmcp.managed%3Dtrue%22%5D%7D'
+expect_http "GET containers/json, execmcp label filter" 200 '[' \
+  "$p/v1.41/containers/json?all=1&filters=$managed"
+expect_http "GET containers/{execmcp-name}/json reaches the engine (404 from it)" 404 \
+  'No such container' "$p/v1.41/containers/execmcp-no-such-$run_tag/json"
+
+# --- everything else is refused by the proxy, with a body that says so ---
+expect_http "POST /v1.43/build" 403 "$denied_text" -X POST "$p/v1.43/build"
+expect_http "GET /v1.43/secrets" 403 "$denied_text" "$p/v1.43/secrets"
+expect_http "POST /swarm/init" 403 "$denied_text" -X POST "$p/swarm/init"
+expect_http "GET containers/json without the label filter" 403 "$denied_text" \
+  "$p/v1.41/containers/json?all=1"
+expect_http "GET containers/json, filter plus a second label object" 403 "$denied_text" \
+  "$p/v1.41/containers/json?all=1&filters=$managed&filters=%7B%7D"
+expect_http "POST containers/create with a foreign name" 403 "$denied_text" \
+  -X POST -H 'Content-Type: application/json' -d '{"Image":"execmcp/runtime:latest"}' \
+  "$p/v1.41/containers/create?name=not-execmcp"
+expect_http "POST containers/create with an escaped duplicate name" 403 "$denied_text" \
+  -X POST -H 'Content-Type: application/json' -d '{"Image":"execmcp/runtime:latest"}' \
+  "$p/v1.41/containers/create?n%61me=evil&name=execmcp-x"
+expect_http "POST exec on a container not named execmcp-" 403 "$denied_text" \
+  -X POST -H 'Content-Type: application/json' -d '{"Cmd":["id"]}' "$p/v1.41/containers/$proxy/exec"
+expect_http "GET a dot-dot path" 403 "$denied_text" --path-as-is \
+  "$p/v1.41/images/x/../../containers/$proxy/json"
+expect_http "GET an empty segment" 403 "$denied_text" --path-as-is "$p/v1.41//info"
+expect_http "GET containers/{id}/archive" 403 "$denied_text" \
+  "$p/v1.41/containers/execmcp-x/archive?path=/etc/passwd"
+expect_http "POST containers/{id}/attach" 403 "$denied_text" -X POST \
+  "$p/v1.41/containers/execmcp-x/attach?stream=1&stdin=1"
+expect_http "GET /events" 403 "$denied_text" "$p/v1.41/events"
+expect_http "DELETE images/{name}" 403 "$denied_text" -X DELETE "$p/v1.41/images/execmcp/runtime:latest"
+
+# The docker CLI shows the proxy's message as the daemon's error.
+if out="$(DOCKER_HOST="tcp://127.0.0.1:$port" docker ps 2>&1)"; then
+  fail "docker ps through the proxy succeeded: $out"
+elif [[ "$out" == *"$denied_text"* ]]; then
+  pass "docker ps through the proxy fails with the proxy's message"
+else
+  fail "docker ps through the proxy failed without the proxy's message: $out"
+fi
+
+# --- the proxy itself: unprivileged, with the socket's group only ---
+status="$(docker exec "$proxy" cat /proc/1/status)"
+socket_gid="$(stat -c %g /var/run/docker.sock)"
+grep -Eq '^Uid:[[:space:]]+[1-9]' <<<"$status" && pass "haproxy runs as a non-root uid" ||
+  fail "haproxy runs as root: $(grep '^Uid' <<<"$status")"
+grep -Eq "^Groups:.*\\b$socket_gid\\b" <<<"$status" && pass "haproxy has the socket's group $socket_gid" ||
+  fail "haproxy lacks the socket's group $socket_gid: $(grep '^Groups' <<<"$status")"
+grep -Eq '^CapEff:[[:space:]]+0+$' <<<"$status" && grep -Eq '^CapBnd:[[:space:]]+0+$' <<<"$status" &&
+  pass "haproxy holds no capabilities" || fail "haproxy holds capabilities: $(grep '^Cap' <<<"$status")"
+
+# --- the real backend through the proxy: every call it makes for a command and a timeout ---
+log_before="$(docker logs "$proxy" 2>&1 | wc -l)"
+work="$(mktemp -d)"
+cleanups+=("rm -rf $work")
+agent="proxy_$run_tag"
+mkdir -p "$work/ws"
+cat >"$work/config.yaml" <<YAML
+execmcp: 1
+log_dir: $work/logs
+agents:
+  - id: $agent
+    cwd: $work/ws
+    backend:
+      plugin: docker-api
+      settings: {docker_host: "tcp://127.0.0.1:$port"}
+YAML
+cleanups+=("docker ps -aq --filter label=execmcp.agent=$agent | xargs -r docker rm -f")
+out="$("$execmcp" exec --config "$work/config.yaml" --agent "$agent" -- \
+  'echo through-the-proxy > note; cat note; id -u' 2>"$work/exec.log")" || true
+if [[ "$out" == *through-the-proxy* ]] && [ "$(cat "$work/ws/note" 2>/dev/null)" = through-the-proxy ]; then
+  pass "a docker-api command ran through the proxy"
+else
+  fail "a docker-api command through the proxy: output '$out'; log: $(cat "$work/exec.log")"
+fi
+out="$("$execmcp" exec --config "$work/config.yaml" --agent "$agent" --timeout 1 -- 'sleep 30' 2>&1)" || true
+[[ "$out" == *"timed out"* ]] && pass "a timed-out command was stopped through the proxy" ||
+  fail "a timed-out command through the proxy: $out"
+left="$(docker ps -aq --filter "label=execmcp.agent=$agent")"
+[ -z "$left" ] && pass "the agent's container was removed through the proxy" ||
+  fail "containers left behind: $left"
+# None of the backend's own calls may have been refused (HAProxy's log: timers, then the status).
+refused="$(docker logs "$proxy" 2>&1 | tail -n +"$((log_before + 1))" |
+  grep -E ' -?[0-9]+/-?[0-9]+/-?[0-9]+/-?[0-9]+/-?[0-9]+ 403 ' || true)"
+[ -z "$refused" ] && pass "no call of the backend was refused" ||
+  fail "the proxy refused calls the backend made: $refused"
+
+finish
