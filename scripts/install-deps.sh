@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Installs what execmcp needs on Debian 12, by package name, skipping what is already there.
 #   scripts/install-deps.sh            build + run dependencies
-#   scripts/install-deps.sh --test     also what the test suites need (Docker engine, debootstrap, Node.js)
+#   scripts/install-deps.sh --deploy   also what building and running the deployment needs (Docker
+#                                      engine, debootstrap, Compose v1, curl)
+#   scripts/install-deps.sh --test     also what the test suites need (all of --deploy, Node.js)
 #   scripts/install-deps.sh --fuzz     also clang and libFuzzer for the fuzz targets
 set -euo pipefail
 
 want_test=0
 want_fuzz=0
+want_deploy=0
 for arg in "$@"; do
   case "$arg" in
     --test) want_test=1 ;;
     --fuzz) want_fuzz=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    --deploy) want_deploy=1 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -24,8 +28,12 @@ packages=(
   libgtest-dev libgmock-dev
   python3 python3-venv
 )
+if [ "$want_test" = 1 ] || [ "$want_deploy" = 1 ]; then
+  # HAProxy is not needed on the host: the socket proxy's image installs it inside its build.
+  packages+=(docker.io debootstrap docker-compose curl)
+fi
 if [ "$want_test" = 1 ]; then
-  packages+=(docker.io debootstrap iproute2 procps)
+  packages+=(iproute2 procps openssl)
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -15,7 +15,7 @@ mode="$3"
 source "$(dirname "${BASH_SOURCE[0]}")/deploy_test_support.sh"
 require_engine
 compose="$(compose_cmd)"
-[ -n "$compose" ] || skip "neither docker-compose nor 'docker compose' is installed (scripts/install-deploy-deps.sh)"
+[ -n "$compose" ] || skip "neither docker-compose nor 'docker compose' is installed (scripts/install-deps.sh --deploy)"
 
 server_image="execmcp/server:test"
 proxy_image="execmcp/proxy:test"

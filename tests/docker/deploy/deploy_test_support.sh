@@ -34,7 +34,7 @@ require_engine() {
   [ "${EXECMCP_DOCKER_TESTS:-1}" != 0 ] || skip "EXECMCP_DOCKER_TESTS=0"
   docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
     die "the Docker engine is not reachable; start it with scripts/docker-engine.sh start (or set EXECMCP_DOCKER_TESTS=0 to skip)"
-  command -v curl >/dev/null 2>&1 || die "curl is needed (scripts/install-deploy-deps.sh)"
+  command -v curl >/dev/null 2>&1 || die "curl is needed (scripts/install-deps.sh --deploy)"
 }
 
 # Builds an image with docker/build.sh under a test tag; output only when it fails.
