@@ -12,11 +12,12 @@ namespace {
 
 // Options each command accepts; anything else is a usage error.
 bool accepts(const std::string& command, const std::string& option) {
-  static const std::array<std::pair<const char*, std::array<const char*, 10>>, 4> kOptions = {{
+  static const std::array<std::pair<const char*, std::array<const char*, 18>>, 4> kOptions = {{
       {"serve",
        {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof",
-        "--max-message-bytes", "--max-message-values", "--max-outbound-bytes",
-        "--max-queued-calls"}},
+        "--max-message-bytes", "--max-message-values", "--max-outbound-bytes", "--max-queued-calls",
+        "--http", "--tls-cert", "--tls-key", "--start-all", "--insecure-no-auth",
+        "--max-connections", "--max-calls-per-agent"}},
       {"plugins", {"--config", "--log-level"}},
       {"check-config", {"--config", "--log-level"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
@@ -56,6 +57,11 @@ std::optional<std::size_t> parse_size(const std::string& text, std::size_t low, 
   return static_cast<std::size_t>(n * unit);
 }
 
+// Options that take no value.
+bool is_flag(const std::string& option) {
+  return option == "--start-all" || option == "--insecure-no-auth";
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -69,6 +75,15 @@ std::string usage_text() {
       10000) is refused; a client that leaves more than B bytes unread (default 64M) is
       disconnected. B takes a K, M or G suffix. Beyond --max-concurrent running calls, N more
       may wait (default 16); one more is answered "server busy".
+  execmcp serve --config FILE --http ADDR:PORT [--agent ID]... [--tls-cert F --tls-key F]
+                [--start-all] [--insecure-no-auth] [--max-connections N]
+                [--max-calls-per-agent N] [the limits above]
+      Serve every agent of the config (or each --agent) over MCP Streamable HTTP: agent X at
+      http(s)://ADDR:PORT/mcp/X, plus /health, /ready and /metrics. Requests need a bearer token
+      or JWT from the config's server: section; with none configured, only a loopback ADDR is
+      allowed unless --insecure-no-auth. Each agent's backend starts on its first call (all at
+      start with --start-all). --max-concurrent and --max-queued-calls count over all agents;
+      --max-calls-per-agent bounds one agent (429 past it).
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
   execmcp check-config FILE
@@ -130,6 +145,12 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     }
     if (!accepts(args.command, option))
       return fail("unknown option '" + option + "' for " + args.command);
+    if (is_flag(option)) {
+      if (has_value) return fail("option " + option + " takes no value");
+      if (option == "--start-all") args.start_all = true;
+      if (option == "--insecure-no-auth") args.insecure_no_auth = true;
+      continue;
+    }
     if (!has_value) {
       if (i + 1 >= argv.size()) return fail("option " + option + " needs a value");
       value = argv[++i];
@@ -137,7 +158,31 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     if (option == "--config") {
       args.config_file = value;
     } else if (option == "--agent") {
-      args.agent_id = value;
+      if (args.agent_id.empty()) args.agent_id = value;
+      args.agent_ids.push_back(value);
+    } else if (option == "--http") {
+      const auto colon = value.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == value.size() ||
+          value.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+          value.size() - colon - 1 > 5 || std::stoul(value.substr(colon + 1)) > 65535)
+        return fail(
+            "--http needs ADDR:PORT (e.g. 127.0.0.1:8000, 0.0.0.0:8000, [::1]:8000; "
+            "port 0 picks a free one), got '" +
+            value + "'");
+      args.http_address = value;
+    } else if (option == "--tls-cert") {
+      args.tls_cert_file = value;
+    } else if (option == "--tls-key") {
+      args.tls_key_file = value;
+    } else if (option == "--max-connections") {
+      args.max_connections = parse_size(value, 1, 100000);
+      if (!args.max_connections || value.find_first_not_of("0123456789") != std::string::npos)
+        return fail("--max-connections needs a whole number from 1 to 100000, got '" + value + "'");
+    } else if (option == "--max-calls-per-agent") {
+      args.max_calls_per_agent = parse_size(value, 1, 4096);
+      if (!args.max_calls_per_agent || value.find_first_not_of("0123456789") != std::string::npos)
+        return fail("--max-calls-per-agent needs a whole number from 1 to 4096, got '" + value +
+                    "'");
     } else if (option == "--log-level") {
       static const std::array<const char*, 5> kLevels = {"trace", "debug", "info", "warn", "error"};
       if (std::find_if(kLevels.begin(), kLevels.end(),
@@ -207,6 +252,23 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
                                                : args.command + " needs --config FILE");
   if (args.command == "exec" && args.exec_command.empty())
     return fail("exec needs a command after --");
+  if (args.command == "serve" && args.http_address.empty()) {
+    if (args.agent_ids.size() > 1)
+      return fail(
+          "serve over stdio serves one agent; give one --agent, or serve several with "
+          "--http ADDR:PORT");
+    for (const char* option : {"--tls-cert", "--tls-key"}) {
+      const bool given = std::string(option) == "--tls-cert" ? !args.tls_cert_file.empty()
+                                                             : !args.tls_key_file.empty();
+      if (given) return fail(std::string(option) + " needs --http ADDR:PORT");
+    }
+    if (args.start_all || args.insecure_no_auth || args.max_connections || args.max_calls_per_agent)
+      return fail(
+          "--start-all, --insecure-no-auth, --max-connections and --max-calls-per-agent "
+          "need --http ADDR:PORT");
+  }
+  if (args.tls_cert_file.empty() != args.tls_key_file.empty())
+    return fail("TLS needs both --tls-cert FILE and --tls-key FILE");
   return parsed;
 }
 

@@ -11,8 +11,9 @@ namespace execmcp::host::cli {
 struct Arguments {
   std::string command;  // serve | plugins | check-config | exec | version | help
   std::string config_file;
-  std::string agent_id;
-  std::string log_level;  // empty: the command's default
+  std::string agent_id;                // the first --agent
+  std::vector<std::string> agent_ids;  // every --agent (serve --http serves each)
+  std::string log_level;               // empty: the command's default
   std::string audit_file;
   std::string work_dir;
   std::optional<std::size_t> max_concurrent;
@@ -22,6 +23,14 @@ struct Arguments {
   std::optional<std::size_t> max_outbound_bytes;  // serve: output the client has not read
   std::optional<std::size_t> max_queued_calls;    // serve: calls that may wait for a slot
   std::optional<double> timeout_seconds;
+  // serve --http: the shared server.
+  std::string http_address;  // "ADDR:PORT" (empty: stdio)
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  bool start_all = false;         // start every agent's backend before serving
+  bool insecure_no_auth = false;  // allow no credentials on a non-loopback address
+  std::optional<std::size_t> max_connections;
+  std::optional<std::size_t> max_calls_per_agent;
   std::vector<std::string> exec_command;  // after `--`
 };
 

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 
+#include "auth/http_policy.hpp"
 #include "cli/arguments.hpp"
 #include "config/config.hpp"
 #include "plugins/plugin_registry.hpp"
@@ -128,6 +129,84 @@ std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
   return nullptr;
 }
 
+ServeRequest serve_request(const Arguments& args) {
+  ServeRequest request;
+  request.server_version = EXECMCP_VERSION;
+  if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
+  request.finish_calls_on_eof = args.finish_on_eof;
+  request.max_message_bytes = args.max_message_bytes;
+  request.max_message_values = args.max_message_values;
+  request.max_outbound_bytes = args.max_outbound_bytes;
+  request.max_queued_calls = args.max_queued_calls;
+  request.http_address = args.http_address;
+  request.tls_cert_file = args.tls_cert_file;
+  request.tls_key_file = args.tls_key_file;
+  request.insecure_no_auth = args.insecure_no_auth;
+  request.max_connections = args.max_connections;
+  request.max_calls_per_agent = args.max_calls_per_agent;
+  return request;
+}
+
+// serve --http: every agent of the config (or each --agent) in one process. Agents are built
+// here and started on first use (or now, with --start-all); each is shut down (its container
+// removed) when serving ends.
+int command_serve_http(const Arguments& args, const HttpServeFunction& serve_http) {
+  if (!serve_http) {
+    std::cerr << "error: this execmcp was built without the HTTP server\n";
+    return 1;
+  }
+  StartSignals signals;  // until the server installs its own handlers
+  std::shared_ptr<const Config> config;
+  std::vector<std::unique_ptr<ConfiguredAgent>> agents;
+  try {
+    config = load_config(args.config_file);
+    for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+    std::vector<const AgentConfig*> selected;
+    if (args.agent_ids.empty()) {
+      for (const auto& agent : config->agents) selected.push_back(&agent);
+    } else {
+      for (const auto& id : args.agent_ids) selected.push_back(&config->select_agent(id));
+    }
+    std::vector<std::string> ids;
+    for (const auto* agent : selected) ids.push_back(agent->id);
+    if (std::string refusal = auth::local_agents_refusal(*config, args.agent_ids);
+        !refusal.empty()) {
+      std::cerr << "error: " << refusal << "\n";
+      return 1;
+    }
+    PluginRegistry registry = scan_plugins(config.get());
+    log_registry_problems(registry);
+    AgentBuildOptions options;
+    options.audit_file = args.audit_file;
+    for (const auto* agent : selected) {
+      agents.push_back(build_agent(*config, *agent, registry, options));
+      if (args.start_all && g_start_signal == 0) agents.back()->start();
+    }
+    spdlog::info("execmcp: serving {} agent(s) over HTTP: {}", agents.size(), join(ids, ", "));
+  } catch (const ConfigError& e) {
+    print_problems(e.problems());
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  std::vector<ConfiguredAgent*> served;
+  for (auto& agent : agents) served.push_back(agent.get());
+  int code = 1;
+  if (g_start_signal != 0) {
+    code = 128 + g_start_signal;
+  } else {
+    try {
+      code = serve_http(*config, served, serve_request(args));
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+    }
+  }
+  for (auto& agent : agents) agent->shutdown();
+  spdlog::info("execmcp: {} agent(s) stopped", agents.size());
+  return code;
+}
+
 int command_serve(const Arguments& args, const ServeFunction& serve) {
   if (!serve) {
     std::cerr << "error: this execmcp was built without the MCP server\n";
@@ -143,14 +222,7 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
       "point your MCP client's command at: {} serve --config {} --agent {}",
       agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd(),
       program_path(), config->source_file, agent->id());
-  ServeRequest request;
-  request.server_version = EXECMCP_VERSION;
-  if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
-  request.finish_calls_on_eof = args.finish_on_eof;
-  request.max_message_bytes = args.max_message_bytes;
-  request.max_message_values = args.max_message_values;
-  request.max_outbound_bytes = args.max_outbound_bytes;
-  request.max_queued_calls = args.max_queued_calls;
+  ServeRequest request = serve_request(args);
   if (auto code = stop_if_signalled(*agent)) return *code;
   int code = 1;
   try {
@@ -305,7 +377,8 @@ const char* version() {
   return EXECMCP_VERSION;
 }
 
-int run(const std::vector<std::string>& argv, const ServeFunction& serve) {
+int run(const std::vector<std::string>& argv, const ServeFunction& serve,
+        const HttpServeFunction& serve_http) {
   const ParsedArguments parsed = parse_arguments(argv);
   if (!parsed.error.empty()) {
     std::cerr << "execmcp: " << parsed.error << "\n\n" << usage_text();
@@ -325,6 +398,8 @@ int run(const std::vector<std::string>& argv, const ServeFunction& serve) {
   // Only serve logs at info by default; exec's stderr should be the command's own.
   const bool quiet = args.command != "serve";
   setup_logging(args.log_level, quiet ? "warn" : "info");
+  if (args.command == "serve" && !args.http_address.empty())
+    return command_serve_http(args, serve_http);
   if (args.command == "serve") return command_serve(args, serve);
   if (args.command == "exec") return command_exec(args);
   if (args.command == "check-config") return command_check_config(args);
