@@ -1,4 +1,4 @@
-// The execmcp program's entry point: the CLI, wired to the MCP stdio server.
+// The execmcp program's entry point: the CLI, wired to the MCP stdio server and the HTTP server.
 #include <string>
 #include <vector>
 
@@ -7,6 +7,10 @@
 #if defined(EXECMCP_HAVE_MCP) && __has_include("mcp/stdio_server.hpp")
 #include "mcp/stdio_server.hpp"
 #define EXECMCP_WITH_MCP 1
+#endif
+#if defined(EXECMCP_HAVE_HTTP) && __has_include("server/http_serve.hpp")
+#include "server/http_serve.hpp"
+#define EXECMCP_WITH_HTTP 1
 #endif
 
 int main(int argc, char** argv) {
@@ -26,5 +30,9 @@ int main(int argc, char** argv) {
     return execmcp::host::mcp::serve_stdio(agent, options);
   };
 #endif
-  return execmcp::host::cli::run(args, serve);
+  execmcp::host::cli::HttpServeFunction serve_http;
+#ifdef EXECMCP_WITH_HTTP
+  serve_http = &execmcp::host::server::serve_http;
+#endif
+  return execmcp::host::cli::run(args, serve, serve_http);
 }

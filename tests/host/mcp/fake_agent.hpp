@@ -64,6 +64,8 @@ inline sdk::ExecResult run_shell(const std::string& command) {
 
 class FakeAgent final : public Agent {
  public:
+  explicit FakeAgent(std::string id = "agent_a") : id_(std::move(id)) {}
+
   // Commands it knows: "echo hi", "fail", "slow" (waits for cancel), "emit" (streams chunks),
   // "emit-many" (1000 tiny chunks), "binary", "blocked", "broken", "truncated", "flood" (streams
   // 16 KiB chunks until cancelled) and "touch NAME". With a marker directory, "flood" creates
@@ -259,7 +261,7 @@ class FakeAgent final : public Agent {
   void set_marker_dir(std::string dir) { marker_dir_ = std::move(dir); }
 
  private:
-  std::string id_ = "agent_a";
+  std::string id_;
   std::string cwd_ = "/workspace/agent_a";
   std::string tools_dir_;
   std::string marker_dir_;

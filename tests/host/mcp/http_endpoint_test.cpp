@@ -1,0 +1,440 @@
+// HttpEndpoint without sockets: each request goes to a fake exchange that records the answer.
+// Covers both eras of Streamable HTTP, credentials and sessions, cancel on disconnect, SSE
+// progress, limits and the plain routes.
+#include "mcp/http_endpoint.hpp"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+
+#include "fake_agent.hpp"
+#include "mcp/protocol.hpp"
+
+namespace execmcp::host::mcp {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::FakeAgent;
+
+constexpr auto kWait = 10s;
+
+class FakeExchange final : public http::HttpExchange {
+ public:
+  void respond(int status, http::Headers headers, std::string body) override {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    status_ = status;
+    headers_ = std::move(headers);
+    body_ = std::move(body);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void start_stream(http::Headers headers) override {
+    std::lock_guard lock(mutex_);
+    streaming_ = true;
+    status_ = 200;
+    headers_ = std::move(headers);
+  }
+  void send_event(std::string data, bool) override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(data));
+  }
+  void end_stream() override {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void on_peer_gone(std::function<void()> callback) override {
+    std::lock_guard lock(mutex_);
+    gone_callback_ = std::move(callback);
+  }
+  [[nodiscard]] bool peer_gone() const override { return gone_; }
+
+  // The client closes its end.
+  void go_away() {
+    std::function<void()> callback;
+    {
+      std::lock_guard lock(mutex_);
+      gone_ = true;
+      callback = gone_callback_;
+    }
+    if (callback) callback();
+  }
+  bool wait(std::chrono::milliseconds timeout = kWait) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, timeout, [this] { return done_; });
+  }
+  int status() {
+    std::lock_guard lock(mutex_);
+    return status_;
+  }
+  json body() {
+    std::lock_guard lock(mutex_);
+    return body_.empty() ? json() : json::parse(body_);
+  }
+  std::string header(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, value] : headers_)
+      if (key == name) return value;
+    return {};
+  }
+  std::vector<json> events() {
+    std::lock_guard lock(mutex_);
+    std::vector<json> out;
+    for (const auto& event : events_) out.push_back(json::parse(event));
+    return out;
+  }
+  bool streaming() {
+    std::lock_guard lock(mutex_);
+    return streaming_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  int status_ = 0;
+  http::Headers headers_;
+  std::string body_;
+  std::vector<std::string> events_;
+  bool streaming_ = false;
+  bool done_ = false;
+  std::atomic<bool> gone_{false};
+  std::function<void()> gone_callback_;
+};
+
+json modern_meta() {
+  return json{{protocol::kMetaProtocolVersion, protocol::kStateless},
+              {protocol::kMetaClientCapabilities, json::object()}};
+}
+
+class HttpEndpointTest : public ::testing::Test {
+ protected:
+  HttpEndpointTest() : service_(options()) {
+    std::map<std::string, HttpEndpoint::AgentEntry> agents;
+    agents["agent_a"] = {&agent_a_, {}};
+    agents["agent_b"] = {&agent_b_, [] { return std::string("engine unreachable"); }};
+    endpoint_ = std::make_unique<HttpEndpoint>(
+        service_, agents,
+        [](const http::HttpRequest& request, const std::string& agent) {
+          AccessDecision access;
+          const std::string* token = request.header("authorization");
+          if (token == nullptr) {
+            access.status = 401;
+            access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
+            access.body = R"({"error":"invalid_token"})";
+          } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
+            access.allowed = true;
+            access.principal = token->substr(7);
+          } else {
+            access.status = 403;
+            access.body = R"({"error":"insufficient_scope"})";
+          }
+          return access;
+        },
+        metrics_);
+  }
+  static ServiceOptions options() {
+    ServiceOptions options;
+    options.server_version = "1.0";
+    options.max_calls_per_agent = 2;
+    return options;
+  }
+  ~HttpEndpointTest() override { endpoint_.reset(); }
+
+  std::shared_ptr<FakeExchange> post(const std::string& agent, const json& body,
+                                     http::Headers headers, bool wait = true) {
+    http::HttpRequest request;
+    request.method = "POST";
+    request.target = "/mcp/" + agent;
+    request.headers = std::move(headers);
+    request.headers.emplace_back("content-type", "application/json");
+    request.body = body.dump();
+    auto exchange = std::make_shared<FakeExchange>();
+    endpoint_->handle(std::move(request), exchange);
+    if (wait) {
+      EXPECT_TRUE(exchange->wait()) << "no answer to " << body.dump();
+    }
+    return exchange;
+  }
+  static http::Headers modern_headers(const std::string& method, const std::string& name = {},
+                                      const std::string& token = "alice") {
+    http::Headers headers{{"authorization", "Bearer " + token},
+                          {"mcp-protocol-version", protocol::kStateless},
+                          {"mcp-method", method},
+                          {"accept", "application/json, text/event-stream"}};
+    if (!name.empty()) headers.emplace_back("mcp-name", name);
+    return headers;
+  }
+  static json call(int id, const std::string& command, json meta = modern_meta()) {
+    return json{{"jsonrpc", "2.0"},
+                {"id", id},
+                {"method", "tools/call"},
+                {"params",
+                 {{"name", "execute_command"},
+                  {"arguments", {{"command", command}}},
+                  {"_meta", std::move(meta)}}}};
+  }
+  std::string legacy_session(const std::string& token, const std::string& agent = "agent_a") {
+    auto exchange =
+        post(agent,
+             json{{"jsonrpc", "2.0"},
+                  {"id", 0},
+                  {"method", "initialize"},
+                  {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", {}}}}},
+             {{"authorization", "Bearer " + token}});
+    EXPECT_EQ(exchange->status(), 200);
+    EXPECT_EQ(exchange->body()["result"]["protocolVersion"], "2025-06-18");
+    return exchange->header("mcp-session-id");
+  }
+
+  FakeAgent agent_a_{"agent_a"};
+  FakeAgent agent_b_{"agent_b"};
+  Metrics metrics_;
+  McpService service_;
+  std::unique_ptr<HttpEndpoint> endpoint_;
+};
+
+TEST_F(HttpEndpointTest, StatelessToolCallAnswersJsonWithResultType) {
+  auto exchange =
+      post("agent_a", call(1, "echo hi"), modern_headers("tools/call", "execute_command"));
+  EXPECT_EQ(exchange->status(), 200);
+  EXPECT_EQ(exchange->header("content-type"), "application/json");
+  const json body = exchange->body();
+  EXPECT_EQ(body["result"]["resultType"], "complete");
+  EXPECT_EQ(body["result"]["structuredContent"]["stdout"], "hi\n");
+  EXPECT_EQ(exchange->header("mcp-session-id"), "") << "2026-07-28 mints no session";
+}
+
+TEST_F(HttpEndpointTest, StatelessHeadersMustAgreeWithTheBody) {
+  auto no_version = modern_headers("tools/call", "execute_command");
+  no_version.erase(no_version.begin() + 1);
+  auto exchange = post("agent_a", call(1, "echo hi"), no_version);
+  EXPECT_EQ(exchange->status(), 400);
+  EXPECT_EQ(exchange->body()["error"]["code"], protocol::kHeaderMismatch);
+  EXPECT_EQ(exchange->body()["id"], 1);
+
+  exchange = post("agent_a", call(2, "echo hi"), modern_headers("tools/list", "execute_command"));
+  EXPECT_EQ(exchange->status(), 400);
+  EXPECT_EQ(exchange->body()["error"]["code"], protocol::kHeaderMismatch);
+
+  exchange = post("agent_a", call(3, "echo hi"), modern_headers("tools/call", "read_file"));
+  EXPECT_EQ(exchange->status(), 400);
+  EXPECT_EQ(exchange->body()["error"]["code"], protocol::kHeaderMismatch);
+
+  // An encoded Mcp-Name is compared decoded; surrounding whitespace is not part of a value.
+  exchange = post("agent_a", call(4, "echo hi"),
+                  modern_headers("tools/call", "=?base64?ZXhlY3V0ZV9jb21tYW5k?="));
+  EXPECT_EQ(exchange->status(), 200) << exchange->body().dump();
+  exchange = post("agent_a", call(5, "echo hi"), modern_headers(" tools/call ", "execute_command"));
+  EXPECT_EQ(exchange->status(), 200) << exchange->body().dump();
+}
+
+TEST_F(HttpEndpointTest, StatelessErrorsHaveTheTransportsStatusCodes) {
+  json meta = modern_meta();
+  meta[protocol::kMetaProtocolVersion] = "v999";
+  auto headers = modern_headers("tools/list");
+  headers[1].second = "v999";
+  auto exchange = post(
+      "agent_a",
+      json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}, {"params", {{"_meta", meta}}}},
+      headers);
+  EXPECT_EQ(exchange->status(), 400);
+  EXPECT_EQ(exchange->body()["error"]["code"], protocol::kUnsupportedProtocolVersion);
+  EXPECT_EQ(exchange->body()["error"]["data"]["requested"], "v999");
+
+  exchange = post("agent_a",
+                  json{{"jsonrpc", "2.0"},
+                       {"id", 2},
+                       {"method", "ping"},
+                       {"params", {{"_meta", modern_meta()}}}},
+                  modern_headers("ping"));
+  EXPECT_EQ(exchange->status(), 404);
+  EXPECT_EQ(exchange->body()["error"]["code"], rpc_error::kMethodNotFound);
+
+  // The header names 2026-07-28 but the body carries no revision.
+  exchange = post("agent_a", json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}},
+                  modern_headers("tools/list"));
+  EXPECT_EQ(exchange->status(), 400);
+  EXPECT_EQ(exchange->body()["error"]["code"], rpc_error::kInvalidParams);
+
+  // An unknown tool is an in-band error: 200.
+  json unknown = call(4, "echo hi");
+  unknown["params"]["name"] = "nope";
+  exchange = post("agent_a", unknown, modern_headers("tools/call", "nope"));
+  EXPECT_EQ(exchange->status(), 200);
+  EXPECT_EQ(exchange->body()["error"]["code"], rpc_error::kInvalidParams);
+}
+
+TEST_F(HttpEndpointTest, DiscoverNeedsNoSessionAndNoHandshake) {
+  auto exchange = post("agent_a",
+                       json{{"jsonrpc", "2.0"},
+                            {"id", "d"},
+                            {"method", "server/discover"},
+                            {"params", {{"_meta", modern_meta()}}}},
+                       modern_headers("server/discover"));
+  EXPECT_EQ(exchange->status(), 200);
+  EXPECT_EQ(exchange->body()["result"]["supportedVersions"][0], "2026-07-28");
+}
+
+TEST_F(HttpEndpointTest, CredentialsDecideAndTheAgentComesFromTheUrl) {
+  auto exchange = post("agent_a", call(1, "echo hi"), {});
+  EXPECT_EQ(exchange->status(), 401);
+  EXPECT_EQ(exchange->header("www-authenticate"), "Bearer realm=\"execmcp\"");
+  exchange =
+      post("agent_b", call(1, "echo hi"), modern_headers("tools/call", "execute_command", "bob"));
+  EXPECT_EQ(exchange->status(), 403);
+  EXPECT_EQ(agent_b_.executions(), 0);
+  exchange = post("agent_zz", call(1, "echo hi"), modern_headers("tools/call", "execute_command"));
+  EXPECT_EQ(exchange->status(), 404);
+  EXPECT_EQ(agent_a_.executions() + agent_b_.executions(), 0);
+}
+
+TEST_F(HttpEndpointTest, LegacySessionsAreMintedAndBoundToTheirCredential) {
+  const std::string session = legacy_session("bob");
+  ASSERT_EQ(session.size(), 32u);
+  const json list{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}};
+  auto exchange = post("agent_a", list, {{"authorization", "Bearer bob"}});
+  EXPECT_EQ(exchange->status(), 400) << "a request without its session id";
+  exchange = post("agent_a", list, {{"authorization", "Bearer bob"}, {"mcp-session-id", "nope"}});
+  EXPECT_EQ(exchange->status(), 404);
+  exchange =
+      post("agent_a", list, {{"authorization", "Bearer alice"}, {"mcp-session-id", session}});
+  EXPECT_EQ(exchange->status(), 403) << "another credential's session";
+  exchange = post("agent_a", list,
+                  {{"authorization", "Bearer bob"},
+                   {"mcp-session-id", session},
+                   {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(exchange->status(), 200);
+  EXPECT_EQ(exchange->body()["result"]["tools"].size(), 4u);
+  EXPECT_FALSE(exchange->body()["result"].contains("resultType"));
+  exchange = post("agent_a", list,
+                  {{"authorization", "Bearer bob"},
+                   {"mcp-session-id", session},
+                   {"mcp-protocol-version", "1999-01-01"}});
+  EXPECT_EQ(exchange->status(), 400);
+
+  http::HttpRequest del;
+  del.method = "DELETE";
+  del.target = "/mcp/agent_a";
+  del.headers = {{"authorization", "Bearer bob"}, {"mcp-session-id", session}};
+  auto deleted = std::make_shared<FakeExchange>();
+  endpoint_->handle(del, deleted);
+  ASSERT_TRUE(deleted->wait());
+  EXPECT_EQ(deleted->status(), 204);
+  exchange = post("agent_a", list, {{"authorization", "Bearer bob"}, {"mcp-session-id", session}});
+  EXPECT_EQ(exchange->status(), 404) << "an ended session";
+}
+
+// Review finding: calls were keyed by JSON-RPC id alone, so two clients both using id 1 collided
+// and one could cancel the other's call.
+TEST_F(HttpEndpointTest, TwoSessionsUsingOneIdCancelOnlyTheirOwnCall) {
+  const std::string first = legacy_session("alice");
+  const std::string second = legacy_session("alice");
+  auto legacy_call = [&](const std::string& session) {
+    return post("agent_a", call(1, "slow", json::object()),
+                {{"authorization", "Bearer alice"}, {"mcp-session-id", session}}, false);
+  };
+  auto a = legacy_call(first);
+  auto b = legacy_call(second);
+  ASSERT_TRUE(agent_a_.wait_slow_started(2, kWait));
+  auto cancel = post("agent_a",
+                     json{{"jsonrpc", "2.0"},
+                          {"method", "notifications/cancelled"},
+                          {"params", {{"requestId", 1}}}},
+                     {{"authorization", "Bearer alice"}, {"mcp-session-id", first}});
+  EXPECT_EQ(cancel->status(), 202);
+  ASSERT_TRUE(agent_a_.wait_slow_finished(1, kWait));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(agent_a_.wait_slow_finished(2, 0ms)) << "the other session's call was cancelled";
+  endpoint_->cancel_all();
+  ASSERT_TRUE(b->wait());
+  EXPECT_EQ(b->body()["result"]["structuredContent"]["cancelled"], true);
+}
+
+TEST_F(HttpEndpointTest, ClosingTheStreamCancelsAStatelessCall) {
+  auto exchange =
+      post("agent_a", call(1, "slow"), modern_headers("tools/call", "execute_command"), false);
+  ASSERT_TRUE(agent_a_.wait_slow_started(1, kWait));
+  exchange->go_away();
+  ASSERT_TRUE(agent_a_.wait_slow_finished(1, kWait)) << "the command kept running";
+  EXPECT_TRUE(endpoint_->wait_idle(kWait));
+  EXPECT_EQ(exchange->status(), 0) << "nothing is sent for a cancelled request";
+}
+
+TEST_F(HttpEndpointTest, ProgressTurnsTheAnswerIntoAnEventStream) {
+  json meta = modern_meta();
+  meta["progressToken"] = "p1";
+  auto exchange =
+      post("agent_a", call(1, "emit", meta), modern_headers("tools/call", "execute_command"));
+  EXPECT_TRUE(exchange->streaming());
+  const auto events = exchange->events();
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.front()["method"], "notifications/progress");
+  EXPECT_EQ(events.front()["params"]["progressToken"], "p1");
+  EXPECT_EQ(events.back()["id"], 1);
+  EXPECT_EQ(events.back()["result"]["resultType"], "complete");
+}
+
+TEST_F(HttpEndpointTest, PerAgentLimitAnswers429WithRetryAfter) {
+  auto one =
+      post("agent_a", call(1, "slow"), modern_headers("tools/call", "execute_command"), false);
+  auto two =
+      post("agent_a", call(2, "slow"), modern_headers("tools/call", "execute_command"), false);
+  ASSERT_TRUE(agent_a_.wait_slow_started(2, kWait));
+  auto three = post("agent_a", call(3, "echo hi"), modern_headers("tools/call", "execute_command"));
+  EXPECT_EQ(three->status(), 429);
+  EXPECT_EQ(three->header("retry-after"), "1");
+  // Another agent is not held up by agent_a's calls.
+  auto other = post("agent_b", call(4, "echo hi"), modern_headers("tools/call", "execute_command"));
+  EXPECT_EQ(other->status(), 200);
+  one->go_away();
+  two->go_away();
+  EXPECT_TRUE(endpoint_->wait_idle(kWait));
+}
+
+TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
+  auto get = [&](const std::string& target, http::Headers headers = {}) {
+    http::HttpRequest request;
+    request.method = "GET";
+    request.target = target;
+    request.headers = std::move(headers);
+    auto exchange = std::make_shared<FakeExchange>();
+    endpoint_->handle(request, exchange);
+    EXPECT_TRUE(exchange->wait());
+    return exchange;
+  };
+  EXPECT_EQ(get("/health")->status(), 200);
+  auto ready = get("/ready");
+  EXPECT_EQ(ready->status(), 503);
+  EXPECT_EQ(ready->body()["agents"]["agent_a"], "ready");
+  EXPECT_EQ(ready->body()["agents"]["agent_b"], "engine unreachable");
+  EXPECT_EQ(get("/mcp/agent_a", {{"authorization", "Bearer alice"}})->status(), 405);
+  EXPECT_EQ(get("/nowhere")->status(), 404);
+  EXPECT_EQ(get("/.well-known/oauth-protected-resource")->status(), 404);
+
+  http::HttpRequest text;
+  text.method = "POST";
+  text.target = "/mcp/agent_a";
+  text.headers = {{"authorization", "Bearer alice"}, {"content-type", "text/plain"}};
+  text.body = "{}";
+  auto exchange = std::make_shared<FakeExchange>();
+  endpoint_->handle(text, exchange);
+  EXPECT_EQ(exchange->status(), 415);
+
+  auto bad = post("agent_a", json::array(), {{"authorization", "Bearer alice"}});
+  EXPECT_EQ(bad->status(), 400);
+
+  (void)post("agent_a", call(1, "echo hi"), modern_headers("tools/call", "execute_command"));
+  const std::string metrics = metrics_.render();
+  EXPECT_NE(metrics.find("execmcp_tool_calls_total{agent=\"agent_a\",principal=\"alice\","
+                         "tool=\"execute_command\",outcome=\"ok\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("execmcp_tool_call_duration_seconds_count{tool=\"execute_command\"} 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace execmcp::host::mcp
