@@ -20,11 +20,14 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates clang-format
   libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
+  libssl-dev
   libgtest-dev libgmock-dev
   python3 python3-venv
 )
 if [ "$want_test" = 1 ]; then
   packages+=(docker.io debootstrap iproute2 procps)
+  # The HTTP server tests drive it with curl and make a throwaway certificate with openssl.
+  packages+=(curl openssl)
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
