@@ -39,6 +39,14 @@ std::string endpoint_text(const tcp::socket& socket) {
   return address.to_string() + ":" + std::to_string(endpoint.port());
 }
 
+// The target as logged: the path only (a query string might carry something secret), cut at 200.
+std::string logged_path(const std::string& target) {
+  const std::size_t query = target.find('?');
+  std::string path = target.substr(0, std::min<std::size_t>(query, 200));
+  if (query != std::string::npos) path += "?...";
+  return path;
+}
+
 std::string seconds_text(std::chrono::milliseconds duration) {
   const auto ms = duration.count();
   if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
@@ -384,12 +392,11 @@ void Connection::on_request_complete() {
   try {
     shared_->handler(std::move(request), exchange);
   } catch (const std::exception& error) {
-    spdlog::error("http handler for {} {} threw: {}", method_, target_.substr(0, 200),
-                  error.what());
+    spdlog::error("http handler for {} {} threw: {}", method_, logged_path(target_), error.what());
     exchange->respond(500, {{"Content-Type", "text/plain; charset=utf-8"}},
                       "Internal error while serving the request; see the server log.\n");
   } catch (...) {
-    spdlog::error("http handler for {} {} threw", method_, target_.substr(0, 200));
+    spdlog::error("http handler for {} {} threw", method_, logged_path(target_));
     exchange->respond(500, {{"Content-Type", "text/plain; charset=utf-8"}},
                       "Internal error while serving the request; see the server log.\n");
   }
@@ -597,7 +604,7 @@ void Connection::log_request(int status, const char* note) {
   if (!spdlog::should_log(spdlog::level::debug)) return;
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - request_start_);
-  spdlog::debug("http {} {} {} {}ms {}{}", method_, target_.substr(0, 200), status, elapsed.count(),
+  spdlog::debug("http {} {} {} {}ms {}{}", method_, logged_path(target_), status, elapsed.count(),
                 remote_, note);
 }
 

@@ -264,6 +264,10 @@ bool HttpServer::Impl::wait_for_no_connections(std::chrono::milliseconds timeout
 }
 
 void HttpServer::Impl::stop(std::chrono::milliseconds grace) {
+  if (io_context_.get_executor().running_in_this_thread()) {
+    // It would wait for itself: joining the I/O threads from one of them cannot return.
+    throw std::logic_error("HttpServer::stop() called on one of its own I/O threads");
+  }
   std::lock_guard lock(lifecycle_mutex_);
   if (stopped_) return;
   stopped_ = true;

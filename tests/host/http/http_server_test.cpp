@@ -3,11 +3,14 @@
 #include "http/http_server.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -393,8 +396,13 @@ TEST_F(HttpServerTest, PeerGoneFiresWithinASecondWhenTheClientClosesMidHandler) 
   Signal gone;
   exchange->on_peer_gone([&] { gone.set(); });
   EXPECT_FALSE(exchange->peer_gone());
+  const auto closed_at = std::chrono::steady_clock::now();
   client.close();  // no byte of the response was written yet
   EXPECT_TRUE(gone.wait_for(1s));
+  RecordProperty("peer_gone_us",
+                 std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - closed_at)
+                                    .count()));
   EXPECT_TRUE(exchange->peer_gone());
   // Answering now is harmless, and a callback set late runs at once.
   exchange->respond(200, {}, "late");
@@ -621,6 +629,29 @@ TEST_F(HttpServerTest, HandlerHeadersThatWouldSplitTheResponseAreLeftOut) {
   EXPECT_EQ(response->find("999"), std::string::npos);
   EXPECT_EQ(response->find("Bad Name"), std::string::npos);
   EXPECT_EQ(body_of(*response), "abc");
+}
+
+TEST_F(HttpServerTest, OneDebugLinePerRequestWithoutSecrets) {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  capture->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(capture);
+  start(loopback(), echo_handler());
+  {
+    RawClient client(port_);
+    client.send(
+        "POST /mcp/a?token=qsecret HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hsecret\r\n"
+        "Content-Length: 7\r\n\r\nbsecret");
+    ASSERT_TRUE(client.read_response());
+  }
+  server_->stop(0ms);
+  spdlog::set_default_logger(previous);
+  const std::string text = log.str();
+  EXPECT_NE(text.find("http POST /mcp/a?... 200 "), std::string::npos) << text;
+  EXPECT_NE(text.find("127.0.0.1:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("secret"), std::string::npos) << text;
 }
 
 TEST_F(HttpServerTest, ABindErrorNamesTheAddress) {
