@@ -208,6 +208,10 @@ void Connection::unregister() {
 
 void Connection::start() {
   if (state_ == State::kClosed) return;
+  if (stopping()) {  // accepted while stop() began: stop() may not have seen it
+    close_now();
+    return;
+  }
   if (!tls_) {
     start_reading_requests();
     return;
@@ -274,7 +278,14 @@ void Connection::on_read(error_code ec, std::size_t n) {
   reading_ = false;
   if (state_ == State::kClosed) return;
   if (ec) {
-    // End of stream, reset or our own close: whatever was in progress is over.
+    if (writing_ && ec == asio::error::eof) {
+      // The peer may have read all we wrote and closed before our write completion ran: let the
+      // write finish and decide then whether the response ended (or the write deadline does).
+      peer_eof_ = true;
+      return;
+    }
+    // Reset or our own close, or end of stream with nothing being written: whatever was in
+    // progress is over.
     close_now();
     return;
   }
@@ -483,6 +494,10 @@ void Connection::on_written(error_code ec) {
     on_response_done();
     return;
   }
+  if (peer_eof_) {
+    close_now();  // the peer left in the middle of a stream
+    return;
+  }
   write_next();
 }
 
@@ -490,6 +505,10 @@ void Connection::on_response_done() {
   log_request(status_, "");
   exchange_.reset();  // the response ended: later calls on the exchange are ignored
   streaming_ = false;
+  if (peer_eof_) {
+    close_now();
+    return;
+  }
   if (!keep_alive_ || stopping() || reject_) {
     linger();
     return;

@@ -190,7 +190,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool registered_ = true;
 
   State state_ = State::kIdle;
-  bool reading_ = false;  // an async read is outstanding
+  bool reading_ = false;   // an async read is outstanding
+  bool peer_eof_ = false;  // the peer closed its side while a write was in progress
   // Reads land in read_chunk_ and are then appended to in_: in_ is consumed while a read is
   // outstanding, and a flat_buffer may move its storage then, so it cannot be the read target.
   std::array<char, 16 * 1024> read_chunk_{};

@@ -209,7 +209,11 @@ void HttpServer::Impl::accept_next() {
   accepting_strand_.emplace(asio::make_strand(io_context_));
   accepting_.emplace(*accepting_strand_);
   acceptor_.async_accept(*accepting_, [this](error_code ec) {
-    if (stopping_ || !acceptor_.is_open()) return;
+    if (stopping_ || !acceptor_.is_open()) {
+      error_code ignored;
+      accepting_->close(ignored);  // accepted as stop() began: not left open until destruction
+      return;
+    }
     if (ec) {
       // Out of descriptors and the like: wait a little instead of spinning.
       spdlog::warn("http: accept failed: {}", ec.message());
