@@ -33,6 +33,7 @@ if [ "$want_test" = 1 ] || [ "$want_deploy" = 1 ]; then
   packages+=(docker.io debootstrap docker-compose curl)
 fi
 if [ "$want_test" = 1 ]; then
+  # The HTTP server tests make throwaway certificates and keys with openssl.
   packages+=(iproute2 procps openssl)
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
