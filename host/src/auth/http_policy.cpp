@@ -1,37 +1,9 @@
-// Origin checks and the local-backend rule of the shared HTTP server.
+// The local-backend rule of the shared HTTP server.
 #include "auth/http_policy.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <regex>
 
 namespace execmcp::host::auth {
-
-namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool is_loopback_origin(const std::string& origin) {
-  static const std::regex kLoopback(
-      R"(https?://(localhost|127(\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}|\[::1\])(:[0-9]{1,5})?)");
-  return std::regex_match(origin, kLoopback);
-}
-
-}  // namespace
-
-bool origin_allowed(std::string_view origin, const ServerConfig* server) {
-  if (origin.empty()) return true;
-  if (origin.size() > 512) return false;
-  const std::string normalized = lower(origin);
-  if (is_loopback_origin(normalized)) return true;
-  if (server == nullptr) return false;
-  return std::find(server->allowed_origins.begin(), server->allowed_origins.end(), normalized) !=
-         server->allowed_origins.end();
-}
 
 std::string local_agents_refusal(const Config& config, const std::vector<std::string>& served) {
   if (config.server && config.server->allow_local_agents) return {};

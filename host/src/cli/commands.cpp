@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -161,6 +162,11 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
   try {
     config = load_config(args.config_file);
     for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+    // The tokens are hashed now; commands (a local agent's inherit our environment) must never
+    // see the variables that held them.
+    if (config->server) {
+      for (const auto& name : config->server->secret_env) ::unsetenv(name.c_str());
+    }
     std::vector<const AgentConfig*> selected;
     if (args.agent_ids.empty()) {
       for (const auto& agent : config->agents) selected.push_back(&agent);

@@ -78,8 +78,10 @@ std::string Metrics::render() const {
     for (const auto& [tool, histogram] : durations_) {
       const std::string label = "tool=\"" + label_value(tool) + "\"";
       for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-        out << "execmcp_tool_call_duration_seconds_bucket{" << label << ",le=\""
-            << number(kBuckets[i]) << "\"} " << histogram.buckets[i] << "\n";
+        char le[32];
+        std::snprintf(le, sizeof le, "%g", kBuckets[i]);
+        out << "execmcp_tool_call_duration_seconds_bucket{" << label << ",le=\"" << le << "\"} "
+            << histogram.buckets[i] << "\n";
       }
       out << "execmcp_tool_call_duration_seconds_bucket{" << label << ",le=\"+Inf\"} "
           << histogram.count << "\n";

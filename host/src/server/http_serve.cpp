@@ -35,7 +35,8 @@ std::string url_of(const http::ListenAddress& listen, std::uint16_t port, bool t
 int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents,
                const cli::ServeRequest& request) {
   const auto listen = http::parse_listen_address(request.http_address);
-  if (!listen) throw std::runtime_error("--http needs ADDR:PORT, got '" + request.http_address + "'");
+  if (!listen)
+    throw std::runtime_error("--http needs ADDR:PORT, got '" + request.http_address + "'");
   const ServerConfig server_config = config.server.value_or(ServerConfig{});
   auth::Authenticator authenticator(server_config);
   if (!authenticator.enabled()) {
@@ -47,9 +48,10 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
           "authenticating proxy, or pass --insecure-no-auth if the network is trusted");
     }
     if (request.insecure_no_auth && !is_loopback(listen->address)) {
-      spdlog::warn("execmcp: --insecure-no-auth: serving {} WITHOUT AUTHENTICATION; anyone who "
-                   "can reach it can run commands as every agent",
-                   request.http_address);
+      spdlog::warn(
+          "execmcp: --insecure-no-auth: serving {} WITHOUT AUTHENTICATION; anyone who "
+          "can reach it can run commands as every agent",
+          request.http_address);
     }
   }
 
@@ -57,7 +59,8 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
   service_options.server_version = request.server_version;
   service_options.max_concurrent_calls = request.max_concurrent;
   if (request.max_queued_calls) service_options.max_queued_calls = *request.max_queued_calls;
-  if (request.max_calls_per_agent) service_options.max_calls_per_agent = *request.max_calls_per_agent;
+  if (request.max_calls_per_agent)
+    service_options.max_calls_per_agent = *request.max_calls_per_agent;
   mcp::McpService service(service_options);
 
   std::vector<std::unique_ptr<LazyAgent>> lazy;
@@ -72,7 +75,8 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
   metrics.add_gauge("execmcp_agent_started", "1 when the agent's backend is started.", "agent",
                     [&lazy] {
                       std::vector<std::pair<std::string, double>> out;
-                      for (const auto& agent : lazy) out.emplace_back(agent->id(), agent->started());
+                      for (const auto& agent : lazy)
+                        out.emplace_back(agent->id(), agent->started());
                       return out;
                     });
   metrics.add_gauge("execmcp_containers_owned",
@@ -110,7 +114,8 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
       }
       if (count > 1) {
         access.status = 400;
-        access.body = R"({"error":"invalid_request","error_description":"send one Authorization header"})";
+        access.body =
+            R"({"error":"invalid_request","error_description":"send one Authorization header"})";
         return access;
       }
       auth::AuthDecision decision = authenticator.authorize(header, agent_id);
