@@ -112,7 +112,7 @@ if (!support.ok) {
       const transport = new StreamableHTTPClientTransport(new URL(server.url('alpha')), {
         requestInit: { headers: { Authorization: `Bearer ${tokB}` } },
       });
-      await assert.rejects(client.connect(transport), (err) => /403|denied|forbidden/i.test(`${err.code} ${err.message}`));
+      await assert.rejects(client.connect(transport), (err) => /403|denied|forbidden|insufficient.scope/i.test(`${err.name} ${err.code} ${err.message}`));
       await client.close().catch(() => {});
     });
 

@@ -365,6 +365,24 @@ void HttpEndpoint::handle_mcp(const std::string& agent_id, http::HttpRequest& re
   auto rpc_refuse = [&](int status, const RpcError& error) {
     refuse(status, json_headers(), json_body(make_error_response(rpc.id, error)));
   };
+  // The header must agree with the body before the body's revision is judged: a mismatch is
+  // -32020 even when the body names a revision we do not speak.
+  if (const auto* meta_object = rpc.params.is_object() ? &rpc.params : nullptr;
+      meta_object != nullptr && !header_version.empty()) {
+    const auto raw = meta_object->find("_meta");
+    if (raw != meta_object->end() && raw->is_object()) {
+      const auto version = raw->find(protocol::kMetaProtocolVersion);
+      if (version != raw->end() && version->is_string() &&
+          version->get_ref<const std::string&>() != header_version) {
+        return rpc_refuse(
+            400, RpcError{protocol::kHeaderMismatch,
+                          "Header mismatch: MCP-Protocol-Version header '" +
+                              sanitize_utf8(header_version.substr(0, 64)) +
+                              "' does not match _meta's '" +
+                              sanitize_utf8(version->get<std::string>().substr(0, 64)) + "'"});
+      }
+    }
+  }
   if (auto* error = std::get_if<protocol::MetaError>(&meta)) return rpc_refuse(400, error->error);
   if (std::holds_alternative<protocol::NoMeta>(meta)) {
     if (header_version == protocol::kStateless) {
