@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites under the sanitizers, each in its own build tree next to build/:
 #   build-asan  the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails)
-#   build-tsan  the MCP layer and the local backend under ThreadSanitizer
+#   build-tsan  the MCP layer, the HTTP server and the local backend under ThreadSanitizer
 #   scripts/sanitize.sh [asan|tsan]...     (default: both)
 # Called by `scripts/test.sh --ci`, which sets up what the suites need first (packages, Docker
 # engine and runtime image, the e2e client); run alone, the docker-labelled tests skip.
@@ -33,15 +33,20 @@ for mode in "${modes[@]}"; do
       export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=0"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       echo "sanitize: whole suite under ASan+UBSan" >&2
-      (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" -LE "format|install|bench")
+      # The deployment and load tests run the program in images and at length: once (in the main
+      # pass) is enough.
+      (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" \
+        -LE "format|install|bench|deploy|load")
       ;;
     tsan)
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
       configure_and_build "$dir" "-fsanitize=thread" \
-        --target execmcp_mcp_tests execmcp_local_tests execmcp_plugin_local execmcp_local_supervisor
+        --target execmcp_mcp_tests execmcp_http_tests execmcp_local_tests execmcp_plugin_local \
+        execmcp_local_supervisor
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-      echo "sanitize: MCP and local suites under TSan" >&2
+      echo "sanitize: MCP, HTTP and local suites under TSan" >&2
       "$dir/bin/execmcp_mcp_tests"
+      "$dir/bin/execmcp_http_tests"
       "$dir/bin/execmcp_local_tests"
       ;;
     *) echo "sanitize.sh: unknown mode '$mode' (asan, tsan)" >&2; exit 2 ;;
