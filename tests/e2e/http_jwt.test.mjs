@@ -30,7 +30,8 @@ function signJwt(privateKey, claims, { kid = 'k1', alg = 'RS256' } = {}) {
   return `${head}.${body}.${sig}`;
 }
 
-// ADAPT HERE to the server's real config keys. A JWKS file with the issuer's public key.
+// The server's OAuth config (docs/configuration.md, server.oauth): a JWKS file with the issuer's
+// public key.
 function jwtConfig(w, jwksFile) {
   const ws = path.join(w.root, 'ws-alpha');
   return writeConfig(
@@ -38,10 +39,11 @@ function jwtConfig(w, jwksFile) {
     'execmcp: 1\n' +
       'server:\n' +
       '  allow_local_agents: true\n' +
+      `  public_url: ${RESOURCE}\n` +
       '  oauth:\n' +
       `    issuer: ${JSON.stringify(ISSUER)}\n` +
-      `    resource: ${JSON.stringify(RESOURCE)}\n` +
-      `    jwks_file: ${JSON.stringify(jwksFile)}\n` +
+      `    audience: ${JSON.stringify(RESOURCE)}\n` +
+      `    keys: ${JSON.stringify(jwksFile)}\n` +
       `    agents_claim: ${CLAIM}\n` +
       `    authorization_servers: [${JSON.stringify(ISSUER)}]\n` +
       'agents:\n' +

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/configured_agent.hpp"
+#include "agent/lazy_agent.hpp"
 #include "config/config.hpp"
 #include "test_support.hpp"
 
@@ -396,6 +397,40 @@ TEST(BuildAgent, RefusesAMassGenAgentWithoutMcpCommandLine) {
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), HasSubstr("enable_mcp_command_line: true"));
   }
+}
+
+}  // namespace
+}  // namespace execmcp::host
+
+namespace execmcp::host {
+namespace {
+
+// The shared server starts each agent on first use: one agent that cannot start fails only its
+// own calls, says why, and is tried again after a pause rather than on every call.
+TEST(LazyAgent, StartsOnFirstUseAndAFailedStartFailsOnlyItsCallsUntilRetried) {
+  Harness good_harness;
+  Harness bad_harness;
+  auto good = good_harness.make();
+  auto bad = bad_harness.make("engine unreachable at unix:///nowhere");
+  LazyAgent lazy_good(*good);
+  LazyAgent lazy_bad(*bad, std::chrono::milliseconds(200));
+  EXPECT_EQ(good_harness.backend_log.starts, 0) << "nothing starts before a call";
+
+  const auto ok = lazy_good.execute({"echo hi", std::nullopt, "", "t"}, nullptr, nullptr);
+  EXPECT_EQ(ok.result.exit_code, 7);
+  EXPECT_TRUE(lazy_good.started());
+  (void)lazy_good.execute({"echo again", std::nullopt, "", "t"}, nullptr, nullptr);
+  EXPECT_EQ(good_harness.backend_log.starts, 1) << "started once";
+
+  const auto failed = lazy_bad.execute({"echo hi", std::nullopt, "", "t"}, nullptr, nullptr);
+  EXPECT_THAT(failed.result.error, HasSubstr("engine unreachable at unix:///nowhere"));
+  EXPECT_FALSE(lazy_bad.started());
+  const auto read = lazy_bad.read_file({"f", 10}, "t");
+  EXPECT_THAT(read.error, HasSubstr("failed to start"));
+  EXPECT_EQ(bad_harness.backend_log.starts, 1) << "not retried within the pause";
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_FALSE(lazy_bad.ensure_started().empty());
+  EXPECT_EQ(bad_harness.backend_log.starts, 2) << "retried after the pause";
 }
 
 }  // namespace
