@@ -269,3 +269,43 @@ TEST(ExecmcpCli, SignalDuringAgentStartStopsTheAgentAndCleansUp) {
 
 }  // namespace
 }  // namespace execmcp::tests
+
+namespace execmcp::tests {
+namespace {
+
+// serve --http refuses, before it starts anything, what would expose agents: local-backend agents
+// (they run as the server's own user) unless the config allows them, and any address other
+// machines can reach without credentials unless --insecure-no-auth.
+TEST(ExecmcpCliHttp, RefusesLocalAgentsAndUnauthenticatedPublicAddresses) {
+  TempDir dir;
+  const auto local = dir.path() / "local.yaml";
+  write_text(local, "execmcp: 1\nagents:\n  - id: a\n    cwd: ws\n    backend: {plugin: local}\n");
+  auto result = run_execmcp("serve --config " + quote(local.string()) + " --http 127.0.0.1:0", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("'a' use the local backend, which runs commands as this "
+                                    "server's own user"));
+  EXPECT_THAT(result.err, HasSubstr("server.allow_local_agents: true"));
+
+  const auto allowed = dir.path() / "allowed.yaml";
+  write_text(allowed,
+             "execmcp: 1\nagents:\n  - id: a\n    cwd: ws\n    backend: {plugin: local}\n"
+             "server:\n  allow_local_agents: true\n");
+  result = run_execmcp("serve --config " + quote(allowed.string()) + " --http 0.0.0.0:0", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("refusing to serve on 0.0.0.0:0 without authentication"));
+  EXPECT_THAT(result.err, HasSubstr("--insecure-no-auth"));
+
+  result = run_execmcp("serve --config " + quote(allowed.string()) + " --agent a --agent b", dir);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("serve over stdio serves one agent"));
+  result = run_execmcp("serve --config " + quote(allowed.string()) + " --http nowhere", dir);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--http needs ADDR:PORT"));
+  result = run_execmcp(
+      "serve --config " + quote(allowed.string()) + " --http 127.0.0.1:0 --tls-cert x.pem", dir);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("TLS needs both --tls-cert FILE and --tls-key FILE"));
+}
+
+}  // namespace
+}  // namespace execmcp::tests
