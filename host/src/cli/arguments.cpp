@@ -82,7 +82,8 @@ std::string usage_text() {
       http(s)://ADDR:PORT/mcp/X, plus /health, /ready and /metrics. Requests need a bearer token
       or JWT from the config's server: section; with none configured, only a loopback ADDR is
       allowed unless --insecure-no-auth. Each agent's backend starts on its first call (all at
-      start with --start-all). --max-concurrent and --max-queued-calls count over all agents;
+      start with --start-all). --max-concurrent and --max-queued-calls (default 64 each
+      here) count over all agents;
       --max-calls-per-agent bounds one agent (429 past it).
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.

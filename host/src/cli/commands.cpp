@@ -29,6 +29,10 @@ constexpr int kExitBlocked = 126;      // like a shell's "cannot execute"
 constexpr int kExitCouldNotRun = 125;  // the backend could not run the command at all
 constexpr int kExitTimedOut = 124;     // like timeout(1)
 
+// serve --http's defaults for --max-concurrent and --max-queued-calls (stdio: 8 and 16).
+constexpr std::size_t kHttpDefaultMaxConcurrent = 64;
+constexpr std::size_t kHttpDefaultMaxQueued = 64;
+
 void setup_logging(const std::string& level, const std::string& fallback) {
   // stdout belongs to MCP: every log line goes to stderr.
   auto logger = spdlog::stderr_color_mt("execmcp");
@@ -203,7 +207,11 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
     code = 128 + g_start_signal;
   } else {
     try {
-      code = serve_http(*config, served, serve_request(args));
+      ServeRequest request = serve_request(args);
+      // One process for many agents: more calls at once than one agent's stdio server needs.
+      if (!args.max_concurrent) request.max_concurrent = kHttpDefaultMaxConcurrent;
+      if (!args.max_queued_calls) request.max_queued_calls = kHttpDefaultMaxQueued;
+      code = serve_http(*config, served, request);
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
     }
