@@ -250,12 +250,7 @@ void Connection::start_reading_requests() {
     read_more();
     return;
   }
-  state_ = State::kIdle;
-  parser_.emplace();
-  parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
-  parser_->body_limit(options_.max_body_bytes);
-  parser_->eager(true);
-  sent_continue_ = false;
+  await_next_request();
   request_start_ = std::chrono::steady_clock::now();
   // A new connection must send its request within the read timeout.
   arm_deadline(Deadline::kRequest, options_.read_timeout);
@@ -513,12 +508,7 @@ void Connection::on_response_done() {
     linger();
     return;
   }
-  state_ = State::kIdle;
-  parser_.emplace();
-  parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
-  parser_->body_limit(options_.max_body_bytes);
-  parser_->eager(true);
-  sent_continue_ = false;
+  await_next_request();
   arm_deadline(Deadline::kIdle, options_.idle_timeout);
   parse_buffered();
   read_more();
@@ -625,6 +615,15 @@ void Connection::log_request(int status, const char* note) {
       std::chrono::steady_clock::now() - request_start_);
   spdlog::debug("http {} {} {} {}ms {}{}", method_, logged_path(target_), status, elapsed.count(),
                 remote_, note);
+}
+
+void Connection::await_next_request() {
+  state_ = State::kIdle;
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
+  parser_->body_limit(options_.max_body_bytes);
+  parser_->eager(true);
+  sent_continue_ = false;
 }
 
 }  // namespace execmcp::host::http::detail

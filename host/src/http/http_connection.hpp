@@ -164,6 +164,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_written(boost::system::error_code ec);
   void on_response_done();
   void linger();
+  // A fresh parser with the limits, idle state: ready for the next request on this connection.
+  void await_next_request();
   void close_now();
   void peer_left();
   void arm_deadline(Deadline kind, std::chrono::milliseconds after);

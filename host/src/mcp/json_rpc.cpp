@@ -195,6 +195,17 @@ json make_result_response(const json& id, json result) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
+bool is_request_id(const json& id) {
+  return id.is_number_integer() ||
+         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
+}
+
+std::string string_member(const json& object, const char* key, std::string fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 json make_error_response(const json& id, const RpcError& error) {
   json body{{"code", error.code}, {"message", error.message}};
   if (!error.data.is_null()) body["data"] = error.data;

@@ -47,6 +47,14 @@ struct MessageLimits {
 // Longest string id (and method name) we accept: ids are echoed in every response and log line.
 inline constexpr std::size_t kMaxIdBytes = 256;
 
+// Whether `id` can be a request id (or a progress token): an integer, or a string of at most
+// kMaxIdBytes.
+[[nodiscard]] bool is_request_id(const nlohmann::json& id);
+
+// An object's string member, or `fallback` when it is absent or not a string (never throws).
+[[nodiscard]] std::string string_member(const nlohmann::json& object, const char* key,
+                                        std::string fallback = {});
+
 // What a request handler produces: a result object, or an error for the JSON-RPC error member.
 using RpcOutcome = std::variant<nlohmann::json, RpcError>;
 

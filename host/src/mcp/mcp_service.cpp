@@ -19,16 +19,6 @@ std::size_t clamp_limit(std::size_t limit) {
   return std::clamp<std::size_t>(limit, 1, 1024);
 }
 
-bool is_request_id(const json& id) {
-  return id.is_number_integer() ||
-         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
-}
-
-std::string string_member(const json& object, const char* key, std::string fallback = {}) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 json to_call_result(const tools::ToolResult& result) {
   json reply{
       {"content", json::array({json{{"type", "text"}, {"text", sanitize_utf8(result.text)}}})},

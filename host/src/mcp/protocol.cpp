@@ -7,15 +7,6 @@ namespace execmcp::host::mcp::protocol {
 
 using nlohmann::json;
 
-namespace {
-
-std::string string_member(const json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
-
 std::string negotiate_handshake(std::string_view requested) {
   for (const char* version : kHandshakeVersions) {
     if (requested == version) return version;

@@ -19,17 +19,6 @@ namespace {
 // Set on the reader thread when it handed reading over and ran a tool call itself.
 thread_local bool t_reader_handed_off = false;
 
-bool is_request_id(const json& id) {
-  return id.is_number_integer() ||
-         (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes);
-}
-
-// Reads an optional string member without throwing when the client sent another type.
-std::string string_member(const json& object, const char* key, std::string fallback = {}) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 RpcError not_in_stateless(const std::string& method) {
   return RpcError{rpc_error::kMethodNotFound,
                   "Method not found: " + method + " is not part of MCP " + protocol::kStateless +
