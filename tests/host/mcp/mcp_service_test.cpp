@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -64,8 +65,8 @@ TEST(McpServiceGuards, AToolThrowingAnythingIsAnsweredAndReleasesItsSlot) {
   for (const char* name : {"throws_int", "throws_runtime", "throws_int", "ok"}) {
     SCOPED_TRACE(name);
     Answers answers;
-    int finished = 0;
-    int answered = 0;
+    std::atomic<int> finished{0};
+    std::atomic<int> answered{0};
     McpService::ToolCall call{CallerContext{&agent, "test", "2025-06-18", {}},
                               Request{1, "tools/call", json{{"name", name}}},
                               answers.responder(1),
@@ -77,6 +78,12 @@ TEST(McpServiceGuards, AToolThrowingAnythingIsAnsweredAndReleasesItsSlot) {
     auto got = answers.first.get_future();
     service.call_tool(std::move(call));
     ASSERT_EQ(got.wait_for(kWait), std::future_status::ready) << "no answer: a slot leaked?";
+    // `answered` runs, and the slot is released, on the worker just after the answer.
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while ((answered.load() == 0 || service.calls_in_flight() != 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
     std::this_thread::sleep_for(20ms);  // a second answer would arrive now
     std::lock_guard lock(answers.mutex);
     ASSERT_EQ(answers.messages.size(), 1u);
@@ -86,8 +93,8 @@ TEST(McpServiceGuards, AToolThrowingAnythingIsAnsweredAndReleasesItsSlot) {
     } else {
       EXPECT_EQ(message["error"]["code"], rpc_error::kInternalError) << message.dump();
     }
-    EXPECT_EQ(finished, 1);
-    EXPECT_EQ(answered, 1);
+    EXPECT_EQ(finished.load(), 1);
+    EXPECT_EQ(answered.load(), 1);
   }
   EXPECT_EQ(service.calls_in_flight(), 0u);
 }
