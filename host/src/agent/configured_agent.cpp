@@ -57,6 +57,7 @@ void ConfiguredAgent::start() {
   if (!error.empty())
     throw std::runtime_error("agent '" + parts_.id + "': backend '" + parts_.backend_name +
                              "' failed to start: " + error);
+  started_.store(true);
 }
 
 void ConfiguredAgent::shutdown() noexcept {

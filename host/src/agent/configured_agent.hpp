@@ -44,6 +44,8 @@ class ConfiguredAgent final : public Agent {
 
   // Starts the backend (creates or adopts its container, ...). Throws std::runtime_error.
   void start();
+  // Whether start() succeeded (and shutdown() has not run since).
+  [[nodiscard]] bool started() const { return started_.load() && !shut_down_.load(); }
   // Stops and cleans up the backend if start() was tried; runs once. Also run by the destructor.
   void shutdown() noexcept;
 
@@ -74,6 +76,7 @@ class ConfiguredAgent final : public Agent {
   std::atomic<bool> shut_down_{false};
   // A backend that was never started (check-config) has nothing to stop or clean up.
   std::atomic<bool> start_attempted_{false};
+  std::atomic<bool> started_{false};
 };
 
 struct AgentBuildOptions {

@@ -10,12 +10,16 @@ LazyAgent::LazyAgent(ConfiguredAgent& agent, std::chrono::milliseconds retry_aft
 
 bool LazyAgent::started() const {
   std::lock_guard lock(mutex_);
-  return started_;
+  return started_ || agent_.started();
 }
 
 std::string LazyAgent::ensure_started() {
   std::lock_guard lock(mutex_);
-  if (started_) return {};
+  // Started already (serve --start-all): a second start would replace its container.
+  if (started_ || agent_.started()) {
+    started_ = true;
+    return {};
+  }
   const auto now = std::chrono::steady_clock::now();
   if (!last_error_.empty() && now - failed_at_ < retry_after_) return last_error_;
   try {

@@ -64,6 +64,11 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options,
 
 Session::~Session() {
   cancel_all();
+  transport_.close();
+  {
+    std::unique_lock lock(input_mutex_);
+    input_ended_cv_.wait(lock, [this] { return threads_reading_ == 0; });
+  }
   wait_for_calls();
   if (owned_service_) owned_service_->shutdown();
   outbox_.stop(std::chrono::milliseconds(0));
@@ -125,6 +130,20 @@ int Session::run() {
 }
 
 void Session::read_messages() {
+  // The service's pool may be shared and outlive this session: the destructor waits until no
+  // thread is in here (a reader that handed reading off runs a call from in here, too).
+  {
+    std::lock_guard lock(input_mutex_);
+    ++threads_reading_;
+  }
+  struct Leave {
+    Session& session;
+    ~Leave() {
+      std::lock_guard lock(session.input_mutex_);
+      --session.threads_reading_;
+      session.input_ended_cv_.notify_all();  // under the lock: the session may go right after
+    }
+  } leave{*this};
   while (!stop_requested_.load()) {
     std::optional<std::string> line = transport_.read_line();
     if (!line) break;
@@ -133,10 +152,8 @@ void Session::read_messages() {
   }
   // Before this thread goes back to the pool, where it could start a queued call.
   if (!finishing_calls()) cancel_all();
-  {
-    std::lock_guard lock(input_mutex_);
-    input_ended_ = true;
-  }
+  std::lock_guard lock(input_mutex_);
+  input_ended_ = true;
   input_ended_cv_.notify_all();
 }
 

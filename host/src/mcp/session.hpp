@@ -95,7 +95,8 @@ class Session {
 
   std::mutex input_mutex_;
   std::condition_variable input_ended_cv_;
-  bool input_ended_ = false;  // guarded by input_mutex_
+  bool input_ended_ = false;         // guarded by input_mutex_
+  std::size_t threads_reading_ = 0;  // threads inside read_messages(); guarded by input_mutex_
 
   // Outlives the calls, which post to it (the destructor waits for them first).
   Outbox outbox_;

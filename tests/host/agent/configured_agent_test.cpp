@@ -433,5 +433,18 @@ TEST(LazyAgent, StartsOnFirstUseAndAFailedStartFailsOnlyItsCallsUntilRetried) {
   EXPECT_EQ(bad_harness.backend_log.starts, 2) << "retried after the pause";
 }
 
+// Found by the load test: with serve --start-all the agent was started before LazyAgent wrapped
+// it, and its first call started it again (the Docker backend then replaced its new container).
+TEST(LazyAgent, AnAgentStartedBeforehandIsNotStartedAgain) {
+  Harness harness;
+  auto agent = harness.make();
+  agent->start();
+  LazyAgent lazy(*agent);
+  EXPECT_TRUE(lazy.started());
+  EXPECT_EQ(lazy.ensure_started(), "");
+  (void)lazy.execute({"echo hi", std::nullopt, "", "t"}, nullptr, nullptr);
+  EXPECT_EQ(harness.backend_log.starts, 1);
+}
+
 }  // namespace
 }  // namespace execmcp::host
