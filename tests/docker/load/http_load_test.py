@@ -206,7 +206,7 @@ def client_loop(port, agent, token, other, cidx, deadline, tally):
                     tally.calls += 1
                 # Now and then, deliberate refusals: a wrong token (401) and another agent's
                 # token (403). They must not disturb this connection's next call.
-                if step % 50 == 25:
+                if step % 50 == 2 and other != agent:
                     rid, status, _ = client.call("execute_command", {"command": "true"},
                                                  token="wrong-" + secrets.token_hex(8))
                     if status != 401:
@@ -329,7 +329,7 @@ def main():
     log = open(log_path, "w")
     total_clients = n_agents * n_clients
     server = subprocess.Popen(
-        [binary, "serve", "--config", config, "--http", "127.0.0.1:0", "--start-all",
+        [binary, "serve", "--config", config, "--http", "127.0.0.1:0",
          "--max-concurrent", "32", "--max-queued-calls", str(total_clients + 16)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
     t_start = time.monotonic()
@@ -346,14 +346,29 @@ def main():
             return 1
         say(f"server pid {server.pid} on port {port} after {time.monotonic() - t_start:.1f} s")
 
-        # Warm-up: one call per agent (its container exists after --start-all; this waits for it).
-        for a in agents:
+        # Warm-up: one call per agent, all at once; each agent's container starts on it.
+        warm_errors = []
+
+        def warm(a):
             c = Client(port, a, tokens[a])
-            rid, status, parsed = c.call("execute_command", {"command": "true"})
-            c.close()
-            if status != 200:
-                say(f"FAIL: warm-up call for {a}: HTTP {status} {parsed}")
-                return 1
+            try:
+                rid, status, parsed = c.call("execute_command", {"command": "true"})
+                if status != 200:
+                    warm_errors.append(f"{a}: HTTP {status} {parsed}")
+            except (OSError, http.client.HTTPException) as e:
+                warm_errors.append(f"{a}: {e}")
+            finally:
+                c.close()
+
+        warmers = [threading.Thread(target=warm, args=(a,)) for a in agents]
+        for t in warmers:
+            t.start()
+        for t in warmers:
+            t.join()
+        if warm_errors:
+            say(f"FAIL: warm-up: {warm_errors[:3]}")
+            return 1
+        say(f"{n_agents} containers started in {time.monotonic() - t_start:.1f} s")
         idle_fds, idle_threads = proc_counts(server.pid)
         say(f"after warm-up: {idle_fds} fds, {idle_threads} threads, "
             f"RSS {proc_status_kib(server.pid, 'VmRSS') / 1024:.1f} MiB")
