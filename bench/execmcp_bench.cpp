@@ -1,6 +1,7 @@
 // execmcp_bench: measures, in one run, bare process spawn latency against execmcp's
 // execute_command round trip (sequential, concurrent, multi-process), the server's memory, and
-// optionally the Docker backend against `docker exec`.
+// the Streamable HTTP transport against stdio on the same backend, and optionally the Docker
+// backend against `docker exec`.
 #include <poll.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_client.hpp"
 #include "server_process.hpp"
 
 extern char** environ;
@@ -36,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double kTargetRatio = 1.5;
 constexpr double kTargetRssMiB = 20.0;
 constexpr int kConcurrency = 8;
+constexpr int kHttpInFlight = 16;  // the issue's "16 in flight"
+constexpr int kHttpRounds = 4;     // HTTP and stdio alternate, so both see the same machine load
 
 struct Options {
   std::string bin;
@@ -45,6 +49,7 @@ struct Options {
   std::string docker_agent = "bench";
   std::string docker_image = "execmcp/runtime:latest";
   int docker_iterations = 100;
+  bool http = true;
 };
 
 struct Stats {
@@ -255,8 +260,9 @@ std::string read_log(const std::string& log) {
 // Starts a server and completes initialize; on failure the message includes its stderr.
 std::unique_ptr<ServerProcess> start_server(const Options& opt, const std::string& config,
                                             const std::string& agent, const std::string& log,
-                                            const std::string& label) {
-  auto server = std::make_unique<ServerProcess>(opt.bin, config, agent, log);
+                                            const std::string& label,
+                                            const std::vector<std::string>& extra_args = {}) {
+  auto server = std::make_unique<ServerProcess>(opt.bin, config, agent, log, extra_args);
   try {
     server->initialize();
   } catch (const std::exception& e) {
@@ -358,6 +364,131 @@ void print_header() {
   std::printf("%s\n", std::string(92, '-').c_str());
 }
 
+// The JSON-RPC message of an HTTP response body: the body itself, or an SSE stream's last event.
+std::string rpc_of_body(const std::string& body) {
+  if (body.rfind("event:", 0) != 0 && body.rfind("data:", 0) != 0) return body;
+  std::string last;
+  std::size_t pos = 0;
+  while ((pos = body.find("data:", pos)) != std::string::npos) {
+    const auto end = body.find('\n', pos);
+    last = body.substr(pos + 5, end == std::string::npos ? std::string::npos : end - pos - 5);
+    pos = end == std::string::npos ? body.size() : end;
+  }
+  return last;
+}
+
+// `in_flight` keep-alive connections, each sending its next execute_command("true") as soon as
+// the previous one is answered, until `calls` are done in all. Returns latencies and wall time.
+LoadResult http_load(std::uint16_t port, const std::string& agent, int in_flight, int calls) {
+  std::atomic<int> next{0};
+  std::vector<std::vector<double>> lat(static_cast<std::size_t>(in_flight));
+  std::vector<std::string> errors(static_cast<std::size_t>(in_flight));
+  const auto headers = stateless_exec_headers();
+  const std::string path = "/mcp/" + agent;
+  std::vector<std::thread> threads;
+  const auto wall = Clock::now();
+  for (int t = 0; t < in_flight; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        HttpConnection conn(port);
+        for (int i = next++; i < calls; i = next++) {
+          const auto start = Clock::now();
+          const HttpResponse r = conn.post(path, headers, stateless_exec_body(i + 1, "true"),
+                                           std::chrono::seconds(60));
+          lat[static_cast<std::size_t>(t)].push_back(ms_since(start));
+          if (r.status != 200)
+            throw std::runtime_error("HTTP " + std::to_string(r.status) + ": " +
+                                     r.body.substr(0, 300));
+          const std::string rpc = rpc_of_body(r.body);
+          if (response_id(rpc) != i + 1) throw std::runtime_error("wrong id in " + rpc);
+          expect_exec_ok(rpc);
+        }
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(t)] = e.what();
+        next = calls;  // the others stop too
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  LoadResult out;
+  out.wall_seconds = std::chrono::duration<double>(Clock::now() - wall).count();
+  for (const auto& e : errors)
+    if (!e.empty()) throw std::runtime_error("HTTP load: " + e);
+  for (auto& l : lat) out.latencies.insert(out.latencies.end(), l.begin(), l.end());
+  return out;
+}
+
+// execute_command("true") over Streamable HTTP (2026-07-28 stateless requests, keep-alive
+// connections) against stdio, one local-backend server each, at 1 and kHttpInFlight in flight.
+// The four loads alternate in kHttpRounds rounds so that each sees the same machine load.
+void bench_http(const Options& opt, const Workspace& w) {
+  const fs::path config = w.root / "http.yaml";
+  {
+    std::ofstream out(config);
+    out << "execmcp: 1\nagents:\n  - id: default\n    cwd: \"" << w.ws.string()
+        << "\"\n    backend: " << kLocalBackend << "\n    filters: " << kNoFilters
+        << "\n    timeout: 60\nserver:\n  allow_local_agents: true\n";
+  }
+  const std::vector<std::string> limits = {"--max-concurrent", std::to_string(kHttpInFlight)};
+  const std::string stdio_log = (w.root / "stdio.stderr.log").string();
+  const std::string http_log = (w.root / "http.stderr.log").string();
+  auto stdio = start_server(opt, config.string(), "default", stdio_log, "stdio", limits);
+  HttpServerProcess http(opt.bin, config.string(), limits, http_log);
+
+  const int rounds = std::min(kHttpRounds, opt.iterations);
+  const int per_round = std::max(1, opt.iterations / rounds);
+  struct Row {
+    std::vector<double> ms;
+    double wall = 0;
+    void add(const LoadResult& r) {
+      ms.insert(ms.end(), r.latencies.begin(), r.latencies.end());
+      wall += r.wall_seconds;
+    }
+  };
+  Row stdio1, http1, stdio16, http16;
+  try {
+    // Warm-up: first spawns, the HTTP connections' first accept.
+    checked_load({stdio.get()}, 1, std::min(opt.iterations, 10), stdio_log, "stdio");
+    http_load(http.port(), "default", kHttpInFlight, std::min(opt.iterations, 32));
+    for (int r = 0; r < rounds; ++r) {
+      stdio1.add(checked_load({stdio.get()}, 1, per_round, stdio_log, "stdio"));
+      http1.add(http_load(http.port(), "default", 1, per_round));
+      stdio16.add(checked_load({stdio.get()}, kHttpInFlight, per_round, stdio_log, "stdio"));
+      http16.add(http_load(http.port(), "default", kHttpInFlight, per_round));
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + "\n--- http server stderr ---\n" +
+                             read_log(http_log));
+  }
+  const long stdio_hwm = stdio->peak_rss_kib();
+  const long http_hwm = http.peak_rss_kib();
+  stdio->shutdown();
+  const int http_exit = http.stop();
+
+  const Stats s1 = summarize("stdio, 1 in flight", stdio1.ms, stdio1.wall);
+  const Stats h1 = summarize("http, 1 in flight", http1.ms, http1.wall);
+  const Stats s16 = summarize("stdio, 16 in flight", stdio16.ms, stdio16.wall);
+  const Stats h16 = summarize("http, 16 in flight", http16.ms, http16.wall);
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  std::printf("\n== HTTP vs stdio: execute_command(\"true\"), local backend, no filters ==\n");
+  std::printf("%-28s %7s %9s %9s %10s\n", "transport", "calls", "p50 ms", "p99 ms", "calls/s");
+  std::printf("%s\n", std::string(67, '-').c_str());
+  for (const Stats* s : {&s1, &h1, &s16, &h16})
+    std::printf("%-28s %7zu %9.3f %9.3f %10.1f\n", s->name.c_str(), s->calls, s->p50, s->p99,
+                s->per_second);
+  std::printf("%-28s %7s %8.2fx %8.2fx %9.2fx\n", "ratio http/stdio, 1", "", ratio(h1.p50, s1.p50),
+              ratio(h1.p99, s1.p99), ratio(h1.per_second, s1.per_second));
+  std::printf("%-28s %7s %8.2fx %8.2fx %9.2fx\n", "ratio http/stdio, 16", "",
+              ratio(h16.p50, s16.p50), ratio(h16.p99, s16.p99),
+              ratio(h16.per_second, s16.per_second));
+  std::printf(
+      "server RSS peak (VmHWM): stdio %.1f MiB, http %.1f MiB; http server exit %d on "
+      "SIGTERM\n",
+      static_cast<double>(stdio_hwm) / 1024.0, static_cast<double>(http_hwm) / 1024.0, http_exit);
+  if (http_exit != 0)
+    throw std::runtime_error("the HTTP server exited " + std::to_string(http_exit));
+}
+
 bool docker_ready(const std::string& image) {
   return spawn_and_wait({"sh", "-c", "docker info >/dev/null 2>&1"}) == 0 &&
          spawn_and_wait({"sh", "-c", "docker image inspect '" + image + "' >/dev/null 2>&1"}) == 0;
@@ -444,10 +575,12 @@ std::string default_bin() {
 
 void usage() {
   std::puts(
-      "usage: execmcp_bench [--bin PATH] [--iterations N] [--docker] [--config FILE --agent ID]\n"
+      "usage: execmcp_bench [--bin PATH] [--iterations N] [--no-http] [--docker]\n"
+      "                     [--config FILE --agent ID]\n"
       "                     [--image REF] [--docker-iterations N]\n"
       "  --bin PATH            execmcp binary (default: execmcp next to this program)\n"
       "  --iterations N        calls per measurement (default 500)\n"
+      "  --no-http             skip the HTTP vs stdio section\n"
       "  --docker              also measure the docker-api backend against `docker exec`\n"
       "  --config FILE         docker section: use this config's agent instead of a generated one\n"
       "  --agent ID            agent id within --config (default: bench)\n"
@@ -468,6 +601,8 @@ Options parse(int argc, char** argv) {
       opt.bin = value();
     } else if (a == "--iterations") {
       opt.iterations = std::stoi(value());
+    } else if (a == "--no-http") {
+      opt.http = false;
     } else if (a == "--docker") {
       opt.docker = true;
     } else if (a == "--config") {
@@ -558,6 +693,7 @@ int run(int argc, char** argv) {
               static_cast<double>(filtered.multi_peak_sum_rss_kib) / 1024.0);
   std::printf("server start -> initialized: %.1f ms\n", filtered.start_to_ready_ms);
 
+  if (opt.http) bench_http(opt, w);
   if (opt.docker) bench_docker(opt, w, spawn_stats);
   return 0;
 }

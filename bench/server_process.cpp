@@ -53,7 +53,8 @@ int spawn_and_wait(const std::vector<std::string>& argv) {
 }
 
 ServerProcess::ServerProcess(const std::string& bin, const std::string& config,
-                             const std::string& agent, const std::string& stderr_file) {
+                             const std::string& agent, const std::string& stderr_file,
+                             const std::vector<std::string>& extra_args) {
   int in_pipe[2];
   int out_pipe[2];
   // O_CLOEXEC on every end: with several servers alive, none may hold another's pipe open.
@@ -66,6 +67,7 @@ ServerProcess::ServerProcess(const std::string& bin, const std::string& config,
   posix_spawn_file_actions_addopen(&actions, 2, stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                    0644);
   std::vector<std::string> argv = {bin, "serve", "--config", config, "--agent", agent};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   auto args = c_argv(argv);
   const int rc = posix_spawn(&pid_, bin.c_str(), &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);

@@ -15,9 +15,10 @@ int spawn_and_wait(const std::vector<std::string>& argv);
 
 class ServerProcess {
  public:
-  // Starts `bin serve --config config --agent agent`; its stderr goes to `stderr_file`.
+  // Starts `bin serve --config config --agent agent [extra_args]`; its stderr goes to
+  // `stderr_file`.
   ServerProcess(const std::string& bin, const std::string& config, const std::string& agent,
-                const std::string& stderr_file);
+                const std::string& stderr_file, const std::vector<std::string>& extra_args = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
