@@ -4,10 +4,12 @@
 # the proxy.
 #   compose_stack_test.sh REPO BUILD_DIR exec   a command of a docker-api agent, run by the server
 #                                               container's `execmcp exec`, through the proxy
-#   compose_stack_test.sh REPO BUILD_DIR http   `up`: the HEALTHCHECK turns healthy, /health
-#                                               answers, an MCP tool call over HTTP works, `down`
-#                                               leaves no agent container (skipped while
-#                                               `execmcp serve` has no --http)
+#   compose_stack_test.sh REPO BUILD_DIR http   `up` with `serve --http`: the HEALTHCHECK turns
+#                                               healthy, /health, /ready and /metrics answer,
+#                                               tokens are checked, tool calls of both protocol
+#                                               eras run through the proxy, the audit trail lands
+#                                               in the state volume, `stop`/`down` leaves no
+#                                               agent container
 set -euo pipefail
 repo="$1"
 build_dir="$2"
@@ -22,9 +24,6 @@ proxy_image="execmcp/proxy:test"
 build_image --server --from-build "$build_dir" -t "$server_image"
 build_image --proxy -t "$proxy_image"
 build_image --runtime
-if [ "$mode" = http ] && ! has_http_flag "$server_image"; then
-  skip "execmcp serve has no --http yet: the stack cannot serve HTTP (the exec mode test covers the proxy path)"
-fi
 
 # Workspaces at the same path on the host and in the server, owned by the server's uid (1000), so
 # the backend runs each agent's container as that owner.
@@ -38,6 +37,7 @@ token="token-$run_tag-$RANDOM$RANDOM"
 {
   echo "execmcp: 1"
   echo "log_dir: /var/lib/execmcp/logs"
+  echo "audit_file: /var/lib/execmcp/audit.jsonl"
   if [ "$mode" = http ]; then
     echo "server:"
     echo "  tokens:"
@@ -108,34 +108,91 @@ for _ in $(seq 90); do
 done
 [ "$health" = healthy ] && pass "the server's HEALTHCHECK is healthy" ||
   die "the server is '$health', not healthy; logs: $(docker logs --tail 30 "$server" 2>&1)"
+docker logs "$server" 2>&1 | grep -q 'execmcp: listening on http://0.0.0.0:8000' &&
+  pass "the server says where it listens" ||
+  fail "no 'listening on' line: $(docker logs --tail 10 "$server" 2>&1)"
 port="$(docker port "$server" 8000/tcp | head -n 1 | sed 's/.*://')"
 base="http://127.0.0.1:$port"
 
-expect_http "GET /health without credentials" 200 "" "$base/health"
+expect_http "GET /health without credentials" 200 '"ok"' "$base/health"
+# /ready starts every agent's backend: version, image check, the labelled list, create, start and
+# the container's probe exec all go through the proxy; any 403 would show in the agent's reason.
+expect_http "GET /ready starts the agent through the proxy" 200 "\"$agent\":\"ready\"" "$base/ready"
+expect_http "GET /metrics" 200 "execmcp_agent_started{agent=\"$agent\"} 1" "$base/metrics"
+
 init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"compose-stack-test","version":"1"}}}'
 mcp=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
 expect_http "POST /mcp/$agent without a token" 401 "" "${mcp[@]}" -d "$init" "$base/mcp/$agent"
+expect_http "POST /mcp/$agent with a wrong token" 401 "" "${mcp[@]}" \
+  -H "Authorization: Bearer not-$token" -d "$init" "$base/mcp/$agent"
+expect_http "POST /mcp/other_agent with a token for $agent only" 403 insufficient_scope "${mcp[@]}" \
+  -H "Authorization: Bearer $token" -d "$init" "$base/mcp/other_agent"
 
+# A 2025-06-18 client: initialize, a session id, then a tool call in that session.
 auth=(-H "Authorization: Bearer $token")
 headers="$work/headers"
 curl -sS --max-time 30 -D "$headers" -o "$work/init.out" "${mcp[@]}" "${auth[@]}" -d "$init" \
   "$base/mcp/$agent" || true
 session="$(sed -n 's/^[Mm][Cc][Pp]-[Ss]ession-[Ii][Dd]: *//p' "$headers" | tr -d '\r')"
-grep -q '"protocolVersion"' "$work/init.out" && pass "initialize over HTTP" ||
-  fail "initialize: $(cat "$work/init.out")"
-session_h=()
-[ -z "$session" ] || session_h=(-H "Mcp-Session-Id: $session")
+grep -q '"protocolVersion":"2025-06-18"' "$work/init.out" && [ -n "$session" ] &&
+  pass "initialize over HTTP gives a session" ||
+  fail "initialize: session '$session', body $(cat "$work/init.out")"
+session_h=(-H "Mcp-Session-Id: $session")
 curl -sS --max-time 10 -o /dev/null "${mcp[@]}" "${auth[@]}" "${session_h[@]}" \
   -H 'MCP-Protocol-Version: 2025-06-18' -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
   "$base/mcp/$agent" || true
 call='{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"echo through-http-and-proxy > note; cat note"}}}'
-expect_http "tools/call execute_command over HTTP, through the proxy" 200 through-http-and-proxy \
-  "${mcp[@]}" "${auth[@]}" "${session_h[@]}" -H 'MCP-Protocol-Version: 2025-06-18' -d "$call" \
-  "$base/mcp/$agent"
+expect_http "tools/call execute_command over HTTP (2025-06-18 session), through the proxy" 200 \
+  through-http-and-proxy "${mcp[@]}" "${auth[@]}" "${session_h[@]}" \
+  -H 'MCP-Protocol-Version: 2025-06-18' -d "$call" "$base/mcp/$agent"
 [ "$(cat "$work/ws/$agent/note" 2>/dev/null)" = through-http-and-proxy ] &&
   pass "the agent wrote its workspace on the host" || fail "no note in the workspace"
+owner="$(stat -c %u "$work/ws/$agent/note" 2>/dev/null || true)"
+[ "$owner" = 1000 ] && pass "the agent's file belongs to the workspace owner" ||
+  fail "the agent's file belongs to uid '$owner'"
 
-"${stack[@]}" down --timeout 30 >"$work/down.log" 2>&1 || { cat "$work/down.log" >&2; fail "compose down failed"; }
+# A 2026-07-28 client: no handshake, the revision in _meta and the headers.
+meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+call26='{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"cat note; id -u"},'"$meta"'}}'
+expect_http "tools/call over HTTP (2026-07-28, stateless)" 200 through-http-and-proxy \
+  "${mcp[@]}" "${auth[@]}" -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
+  -H 'Mcp-Name: execute_command' -d "$call26" "$base/mcp/$agent"
+
+# An Engine call the proxy denies, made from inside the server, fails with the proxy's message.
+got="$(docker exec "$server" curl -sS --max-time 10 -X POST \
+  http://proxy:2375/v1.41/containers/create?name=other 2>&1)" || true
+[[ "$got" == *"$denied_text"* ]] && pass "the server cannot create a container not named execmcp-" ||
+  fail "create through the proxy from the server: $got"
+got="$(docker exec "$server" curl -sS --max-time 10 http://proxy:2375/v1.41/info 2>&1)" || true
+[[ "$got" == *"$denied_text"* ]] && pass "the server cannot read the engine's system info" ||
+  fail "GET /info through the proxy from the server: $got"
+
+# Read-only root filesystem: the server writes only its state volume (audit trail) and /tmp.
+docker exec "$server" sh -c 'touch /usr/local/x 2>/dev/null || touch /home/execmcp/x 2>/dev/null' &&
+  fail "the server's root filesystem is writable" || pass "the server's root filesystem is read-only"
+audit="$(docker exec "$server" cat /var/lib/execmcp/audit.jsonl 2>&1)" || true
+[[ "$audit" == *through-http-and-proxy* && "$audit" == *deploy-test* ]] &&
+  pass "the audit trail is in the state volume with the token's name" ||
+  fail "audit trail: ${audit:0:400}"
+[[ "$audit" != *"$token"* ]] && pass "the token is not in the audit trail" ||
+  fail "the token is in the audit trail"
+if docker logs "$server" 2>&1 | grep -qF -- "$token"; then
+  fail "the token is in the server's log"
+else
+  pass "the token is not in the server's log"
+fi
+
+"${stack[@]}" stop --timeout 30 >"$work/down.log" 2>&1 || { cat "$work/down.log" >&2; fail "compose stop failed"; }
+code="$(docker inspect -f '{{.State.ExitCode}}' "$server" 2>/dev/null || true)"
+[ "$code" = 0 ] && pass "SIGTERM: the server stopped with exit code 0" ||
+  fail "the server stopped with '$code'; $(docker logs --tail 10 "$server" 2>&1)"
+# The agent's container log was saved to log_dir, in the state volume, before it was removed.
+docker cp "$server:/var/lib/execmcp/logs" "$work/logs" >/dev/null 2>&1 || true
+ls "$work/logs/execmcp-$agent-"*.log >/dev/null 2>&1 &&
+  pass "the agent container's log was saved in the state volume" ||
+  fail "no saved container log: $(ls -la "$work/logs" 2>&1); $(docker logs --tail 5 "$server" 2>&1)"
+"${stack[@]}" down --timeout 30 >>"$work/down.log" 2>&1 || { cat "$work/down.log" >&2; fail "compose down failed"; }
 left="$(docker ps -aq --filter "label=execmcp.agent=$agent")"
-[ -z "$left" ] && pass "compose down (SIGTERM) left no agent container" || fail "agent containers left: $left"
+[ -z "$left" ] && pass "compose stop/down (SIGTERM) left no agent container" ||
+  fail "agent containers left: $left"
 finish
