@@ -33,7 +33,11 @@ chmod 755 "$work"
 agent="stack_$run_tag"
 mkdir -p "$work/ws/$agent"
 chown -R 1000:1000 "$work/ws"
+# Two tokens: one kept only as its hash (as docker/server/config.example.yaml), one read from the
+# environment at start.
 token="token-$run_tag-$RANDOM$RANDOM"
+token_hash="$(printf %s "$token" | sha256sum | cut -d' ' -f1)"
+env_token="env-token-$run_tag-$RANDOM$RANDOM"
 {
   echo "execmcp: 1"
   echo "log_dir: /var/lib/execmcp/logs"
@@ -41,7 +45,8 @@ token="token-$run_tag-$RANDOM$RANDOM"
   if [ "$mode" = http ]; then
     echo "server:"
     echo "  tokens:"
-    echo "    - {name: deploy-test, env: EXECMCP_TOKEN_TEST, agents: [$agent]}"
+    echo "    - {name: deploy-test, sha256: $token_hash, agents: [$agent]}"
+    echo "    - {name: deploy-env, env: EXECMCP_TOKEN_TEST, agents: [$agent]}"
   fi
   echo "agents:"
   echo "  - id: $agent"
@@ -49,12 +54,12 @@ token="token-$run_tag-$RANDOM$RANDOM"
   echo "    backend: {plugin: docker-api}"
 } >"$work/config.yaml"
 chmod 644 "$work/config.yaml"
-# The test's additions: the token, and a health check every 2 s instead of 30 s.
+# The test's additions: the environment token, and a health check every 2 s instead of 30 s.
 cat >"$work/override.yaml" <<YAML
 services:
   execmcp:
     environment:
-      EXECMCP_TOKEN_TEST: "$token"
+      EXECMCP_TOKEN_TEST: "$env_token"
     healthcheck:
       interval: 2s
       start_period: 60s
@@ -154,8 +159,8 @@ owner="$(stat -c %u "$work/ws/$agent/note" 2>/dev/null || true)"
 # A 2026-07-28 client: no handshake, the revision in _meta and the headers.
 meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
 call26='{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"cat note; id -u"},'"$meta"'}}'
-expect_http "tools/call over HTTP (2026-07-28, stateless)" 200 through-http-and-proxy \
-  "${mcp[@]}" "${auth[@]}" -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
+expect_http "tools/call over HTTP (2026-07-28, stateless; the token from the environment)" 200 \
+  through-http-and-proxy "${mcp[@]}" -H "Authorization: Bearer $env_token" -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
   -H 'Mcp-Name: execute_command' -d "$call26" "$base/mcp/$agent"
 
 # An Engine call the proxy denies, made from inside the server, fails with the proxy's message.
@@ -174,12 +179,14 @@ audit="$(docker exec "$server" cat /var/lib/execmcp/audit.jsonl 2>&1)" || true
 [[ "$audit" == *through-http-and-proxy* && "$audit" == *deploy-test* ]] &&
   pass "the audit trail is in the state volume with the token's name" ||
   fail "audit trail: ${audit:0:400}"
-[[ "$audit" != *"$token"* ]] && pass "the token is not in the audit trail" ||
-  fail "the token is in the audit trail"
-if docker logs "$server" 2>&1 | grep -qF -- "$token"; then
-  fail "the token is in the server's log"
+[[ "$audit" == *deploy-env* ]] && pass "the audit trail names the environment token too" ||
+  fail "audit trail lacks deploy-env: ${audit:0:400}"
+[[ "$audit" != *"$token"* && "$audit" != *"$env_token"* ]] &&
+  pass "no token is in the audit trail" || fail "a token is in the audit trail"
+if docker logs "$server" 2>&1 | grep -qF -e "$token" -e "$env_token"; then
+  fail "a token is in the server's log"
 else
-  pass "the token is not in the server's log"
+  pass "no token is in the server's log"
 fi
 
 "${stack[@]}" stop --timeout 30 >"$work/down.log" 2>&1 || { cat "$work/down.log" >&2; fail "compose stop failed"; }
