@@ -113,8 +113,13 @@ for _ in $(seq 90); do
 done
 [ "$health" = healthy ] && pass "the server's HEALTHCHECK is healthy" ||
   die "the server is '$health', not healthy; logs: $(docker logs --tail 30 "$server" 2>&1)"
-docker logs "$server" 2>&1 | grep -q 'execmcp: listening on http://0.0.0.0:8000' &&
-  pass "the server says where it listens" ||
+# The log line follows the listen, and docker collects logs asynchronously: give it a moment.
+listening=""
+for _ in $(seq 20); do
+  docker logs "$server" 2>&1 | grep -q 'execmcp: listening on http://0.0.0.0:8000' && listening=1 && break
+  sleep 0.5
+done
+[ -n "$listening" ] && pass "the server says where it listens" ||
   fail "no 'listening on' line: $(docker logs --tail 10 "$server" 2>&1)"
 port="$(docker port "$server" 8000/tcp | head -n 1 | sed 's/.*://')"
 base="http://127.0.0.1:$port"
