@@ -168,6 +168,37 @@ expect_http "tools/call over HTTP (2026-07-28, stateless; the token from the env
   through-http-and-proxy "${mcp[@]}" -H "Authorization: Bearer $env_token" -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' \
   -H 'Mcp-Name: execute_command' -d "$call26" "$base/mcp/$agent"
 
+h26=(-H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: execute_command')
+meta_progress='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":"p1"}'
+
+# Output streams while the command runs: the exec stream through HAProxy's tunnel, then SSE
+# through the published port.
+stream='{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"echo first-line; sleep 3; echo last-line"},'"$meta_progress"'}}'
+curl -sS -N --max-time 30 -D "$work/stream.headers" -o "$work/stream.out" "${mcp[@]}" "${auth[@]}" \
+  "${h26[@]}" -d "$stream" "$base/mcp/$agent" || true
+if grep -qi '^content-type: text/event-stream' "$work/stream.headers" &&
+  grep -q 'notifications/progress' "$work/stream.out" && grep -q first-line "$work/stream.out" &&
+  grep -q '"id":4' "$work/stream.out" && grep -q last-line "$work/stream.out"; then
+  pass "a call with a progressToken streams progress over SSE, then its result"
+else
+  fail "streamed call: $(head -c 600 "$work/stream.out"); headers: $(tr -d '\r' <"$work/stream.headers" | head -n 5)"
+fi
+
+# 2026-07-28: a client that goes away mid-call gets its command killed in the agent's container.
+gone='{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"sleep 47; echo too-late > late"},'"$meta_progress"'}}'
+curl -sS -N --max-time 3 -o /dev/null "${mcp[@]}" "${auth[@]}" "${h26[@]}" -d "$gone" \
+  "$base/mcp/$agent" >/dev/null 2>&1 || true
+agent_container="$(docker ps -q --filter "label=execmcp.agent=$agent" | head -n 1)"
+still=""
+for _ in $(seq 20); do
+  still="$(docker exec "$agent_container" sh -c 'ps -eo args | grep -c "^sleep 47" || true' 2>&1)"
+  [ "$still" = 0 ] && break
+  sleep 0.5
+done
+[ "$still" = 0 ] && [ ! -e "$work/ws/$agent/late" ] &&
+  pass "a client that disconnected mid-call got its command killed" ||
+  fail "after the client left: 'sleep 47' processes: '$still'"
+
 # An Engine call the proxy denies, made from inside the server, fails with the proxy's message.
 got="$(docker exec "$server" curl -sS --max-time 10 -X POST \
   http://proxy:2375/v1.41/containers/create?name=other 2>&1)" || true
