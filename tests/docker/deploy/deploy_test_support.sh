@@ -70,11 +70,6 @@ expect_http() {
 # The proxy's 403 body names the proxy, so whoever sees it knows where the refusal came from.
 readonly denied_text="is denied by the execmcp socket proxy"
 
-# True when this execmcp can serve HTTP: `serve --help` (or the general help) names `--http`.
-has_http_flag() {
-  docker run --rm "$1" sh -c 'execmcp serve --help 2>&1; execmcp --help 2>&1' | grep -q -- '--http'
-}
-
 # The compose command: Debian 12's docker-compose (1.29), else the `docker compose` plugin.
 compose_cmd() {
   if command -v docker-compose >/dev/null 2>&1; then

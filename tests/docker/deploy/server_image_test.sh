@@ -52,4 +52,25 @@ cmd="$(docker image inspect -f '{{json .Config.Cmd}}' "$image")"
 [ "$cmd" = '["execmcp","serve","--config","/etc/execmcp/config.yaml","--http","0.0.0.0:8000"]' ] &&
   pass "default command serves HTTP on 8000" || fail "default command: $cmd"
 
+# PID 1 (tini) runs as execmcp too: as root without CAP_KILL (compose drops every capability but
+# the three drop-to-user needs) it could not forward SIGTERM to the server and would exit at once,
+# leaving the agents' containers behind.
+name="execmcp_server_image_$run_tag"
+cleanups+=("docker rm -f $name")
+docker run -d --name "$name" --cap-drop ALL --cap-add SETUID --cap-add SETGID --cap-add SETPCAP \
+  "$image" sleep 300 >/dev/null
+got="$(docker exec "$name" sh -c 'cat /proc/1/comm; sed -n "s/^Uid:[[:space:]]*\([0-9]*\).*/\1/p" /proc/1/status' 2>&1 | tr '\n' ' ')" || true
+[ "$got" = "tini 1000 " ] && pass "PID 1 is tini as execmcp" || fail "PID 1: '$got'"
+docker stop -t 20 "$name" >/dev/null 2>&1 || true
+code="$(docker inspect -f '{{.State.ExitCode}}' "$name" 2>/dev/null || true)"
+[ "$code" = 143 ] && pass "docker stop without CAP_KILL: SIGTERM reaches the command (exit 143)" ||
+  fail "docker stop without CAP_KILL: exit code '$code'; $(docker logs --tail 5 "$name" 2>&1)"
+
+# The example config is valid for the execmcp in the image.
+got="$(docker run --rm -e EXECMCP_WORKSPACES=/tmp/ws \
+  -v "$repo/docker/server/config.example.yaml:/etc/execmcp/config.yaml:ro" "$image" \
+  execmcp check-config /etc/execmcp/config.yaml 2>&1)" || true
+[[ "$got" == *": OK"* ]] && pass "docker/server/config.example.yaml passes check-config" ||
+  fail "check-config of the example config: $got"
+
 finish

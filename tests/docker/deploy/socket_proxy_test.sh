@@ -112,4 +112,25 @@ refused="$(docker logs "$proxy" 2>&1 | tail -n +"$((log_before + 1))" |
 [ -z "$refused" ] && pass "no call of the backend was refused" ||
   fail "the proxy refused calls the backend made: $refused"
 
+# A backend call the proxy refuses (here: a proxy without the exec allow line, as when the backend
+# starts calling an endpoint haproxy.cfg lacks) fails the command with the proxy's message.
+narrow="$(mktemp -d)"
+cleanups+=("rm -rf $narrow")
+chmod 755 "$narrow"
+grep -v '/exec\$ }$' "$repo/docker/proxy/haproxy.cfg" | grep -v '^ *#' >"$narrow/haproxy.cfg"
+chmod 644 "$narrow/haproxy.cfg"
+grep -q '/exec/' "$narrow/haproxy.cfg" && ! grep -q '/exec\$ }$' "$narrow/haproxy.cfg" ||
+  fail "could not drop the exec line from haproxy.cfg"
+docker run -d --name "${proxy}_narrow" -v /var/run/docker.sock:/var/run/docker.sock:ro \
+  -v "$narrow/haproxy.cfg:/etc/haproxy/execmcp-proxy.cfg:ro" -p 127.0.0.1::2375 "$image" >/dev/null
+cleanups+=("docker rm -f ${proxy}_narrow")
+narrow_port="$(docker port "${proxy}_narrow" 2375/tcp | head -n 1 | sed 's/.*://')"
+for _ in $(seq 50); do curl -fsS --max-time 2 "http://127.0.0.1:$narrow_port/_ping" >/dev/null 2>&1 && break; sleep 0.2; done
+sed "s/127.0.0.1:$port/127.0.0.1:$narrow_port/" "$work/config.yaml" >"$work/narrow.yaml"
+code=0
+out="$("$execmcp" exec --config "$work/narrow.yaml" --agent "$agent" -- 'echo never' 2>&1)" || code=$?
+[ "$code" = 125 ] && [[ "$out" == *"/exec is denied by the execmcp socket proxy"* ]] &&
+  pass "a refused backend call fails the command (exit 125) with the proxy's message" ||
+  fail "a refused backend call: exit $code, output: $out"
+
 finish
