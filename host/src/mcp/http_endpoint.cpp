@@ -160,8 +160,8 @@ struct HttpEndpoint::LegacySession {
 // thread) and the result (a worker) may race; the mutex keeps their order and the choice of form.
 class HttpEndpoint::Reply {
  public:
-  Reply(std::shared_ptr<http::HttpExchange> exchange, bool stateless)
-      : exchange_(std::move(exchange)), stateless_(stateless) {}
+  Reply(std::shared_ptr<http::HttpExchange> exchange, bool stateless, Metrics& metrics)
+      : exchange_(std::move(exchange)), stateless_(stateless), metrics_(metrics) {}
 
   void progress(const json& notification) {
     std::lock_guard lock(mutex_);
@@ -181,22 +181,37 @@ class HttpEndpoint::Reply {
     if (streaming_) {
       exchange_->send_event(serialize_message(message), false);
       exchange_->end_stream();
+      metrics_.http_request(200);
       return;
     }
     const int status = status_for(message, stateless_);
+    metrics_.http_request(status);
     http::Headers headers = json_headers();
     if (status == 429 || status == 503) headers.emplace_back("retry-after", "1");
     exchange_->respond(status, std::move(headers), serialize_message(message));
   }
 
+  // The call ended without a response (the client cancelled it, which MCP answers with nothing):
+  // end the HTTP response all the same, as an event stream with no message in it, so a client
+  // still waiting on this POST is not left hanging.
+  void abandon() {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    if (exchange_->peer_gone()) return;  // 2026-07-28: the client closed the stream to cancel
+    if (!streaming_) exchange_->start_stream({{"cache-control", "no-cache"}});
+    exchange_->end_stream();
+  }
+
   std::string outcome() {
     std::lock_guard lock(mutex_);
-    return done_ ? outcome_ : "cancelled";
+    return outcome_.empty() ? "cancelled" : outcome_;
   }
 
  private:
   std::shared_ptr<http::HttpExchange> exchange_;
   const bool stateless_;
+  Metrics& metrics_;
   std::mutex mutex_;
   bool streaming_ = false;
   bool done_ = false;
@@ -633,7 +648,7 @@ void HttpEndpoint::start_call(CallerContext caller, Request rpc, const http::Htt
     if (stopping_) state->cancel.request_cancel();
   }
   const bool stateless = caller.protocol_version == protocol::kStateless;
-  auto reply = std::make_shared<Reply>(exchange, stateless);
+  auto reply = std::make_shared<Reply>(exchange, stateless, metrics_);
   const bool sse = contains_token(header_value(request, "accept"), "text/event-stream");
   const auto started = std::chrono::steady_clock::now();
   const std::string agent_id = caller.agent->id();
@@ -650,10 +665,8 @@ void HttpEndpoint::start_call(CallerContext caller, Request rpc, const http::Htt
       state->cancel.request_cancel();
     });
   }
-  Responder responder(rpc.id, "tools/call", [reply, this](const json& message) {
-    metrics_.http_request(status_for(message, reply != nullptr && message.is_object()));
-    reply->final(message);
-  });
+  Responder responder(rpc.id, "tools/call",
+                      [reply](const json& message) { reply->final(message); });
   McpService::ToolCall call{
       std::move(caller),
       std::move(rpc),
@@ -670,6 +683,7 @@ void HttpEndpoint::start_call(CallerContext caller, Request rpc, const http::Htt
       [this, state, reply, started, agent_id, principal, tool] {
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        reply->abandon();  // no-op unless the call ended without a response (cancelled)
         metrics_.call_finished(agent_id, principal, tool, reply->outcome(), seconds);
         std::lock_guard lock(mutex_);
         in_flight_.erase(state.get());

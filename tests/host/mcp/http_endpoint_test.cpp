@@ -346,6 +346,10 @@ TEST_F(HttpEndpointTest, TwoSessionsUsingOneIdCancelOnlyTheirOwnCall) {
                      {{"authorization", "Bearer alice"}, {"mcp-session-id", first}});
   EXPECT_EQ(cancel->status(), 202);
   ASSERT_TRUE(agent_a_.wait_slow_finished(1, kWait));
+  // MCP sends no response to a cancelled request, but the POST still ends: an empty stream.
+  ASSERT_TRUE(a->wait());
+  EXPECT_TRUE(a->streaming());
+  EXPECT_TRUE(a->events().empty());
   std::this_thread::sleep_for(200ms);
   EXPECT_FALSE(agent_a_.wait_slow_finished(2, 0ms)) << "the other session's call was cancelled";
   endpoint_->cancel_all();
