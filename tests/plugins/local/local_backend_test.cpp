@@ -46,15 +46,31 @@ std::string read_text(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A /proc file's bytes; empty when the process went away meanwhile (reading its files then fails
+// with ESRCH, which made std::ifstream throw in the middle of a scan under load).
+std::string read_proc_file(const fs::path& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return n < 0 ? std::string() : text;
+}
+
 // Processes (not zombies) that have `marker` as one whole argument; sends them `signal` if not 0.
 int count_processes_with_arg(const std::string& marker, int signal = 0) {
   int count = 0;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const auto name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string nul(1, '\0');
     // cmdline is the arguments, each followed by a NUL.
-    if ((nul + read_text(entry.path() / "cmdline")).find(nul + marker + nul) != std::string::npos) {
+    if ((nul + read_proc_file(entry.path() / "cmdline")).find(nul + marker + nul) !=
+        std::string::npos) {
       ++count;
       if (signal != 0) ::kill(std::stoi(name), signal);
     }
@@ -413,21 +429,22 @@ TEST_F(LocalBackendTest, CommandThatStopsItsSupervisorAndRunsOnIsKilledAtItsTime
 // The pids of this process's execmcp-supervisor program and of its children (its spares).
 std::vector<long> supervisor_processes() {
   auto ppid_of = [](const fs::path& proc) {
-    const std::string stat = read_text(proc / "stat");
+    const std::string stat = read_proc_file(proc / "stat");
     const auto paren = stat.rfind(')');
     if (paren == std::string::npos || paren + 4 >= stat.size()) return -1L;
     return std::strtol(stat.c_str() + paren + 4, nullptr, 10);  // after ") S "
   };
   std::vector<std::pair<long, long>> processes;  // pid, ppid
-  for (const auto& entry : fs::directory_iterator("/proc")) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const auto name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     processes.emplace_back(std::stol(name), ppid_of(entry.path()));
   }
   long supervisor = -1;
   for (const auto& [pid, ppid] : processes) {
-    if (ppid == ::getpid() &&
-        read_text(fs::path("/proc") / std::to_string(pid) / "comm").rfind("execmcp-superv", 0) == 0)
+    if (ppid == ::getpid() && read_proc_file(fs::path("/proc") / std::to_string(pid) / "comm")
+                                      .rfind("execmcp-superv", 0) == 0)
       supervisor = pid;
   }
   if (supervisor < 0) return {};
