@@ -431,6 +431,8 @@ TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
   EXPECT_EQ(bad->status(), 400);
 
   (void)post("agent_a", call(1, "echo hi"), modern_headers("tools/call", "execute_command"));
+  // The call is counted just after its answer went out.
+  ASSERT_TRUE(endpoint_->wait_idle(kWait));
   const std::string metrics = metrics_.render();
   EXPECT_NE(metrics.find("execmcp_tool_calls_total{agent=\"agent_a\",principal=\"alice\","
                          "tool=\"execute_command\",outcome=\"ok\"} 1"),
