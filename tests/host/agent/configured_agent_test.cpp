@@ -413,7 +413,7 @@ TEST(LazyAgent, StartsOnFirstUseAndAFailedStartFailsOnlyItsCallsUntilRetried) {
   auto good = good_harness.make();
   auto bad = bad_harness.make("engine unreachable at unix:///nowhere");
   LazyAgent lazy_good(*good);
-  LazyAgent lazy_bad(*bad, std::chrono::milliseconds(200));
+  LazyAgent lazy_bad(*bad, std::chrono::milliseconds(1000));
   EXPECT_EQ(good_harness.backend_log.starts, 0) << "nothing starts before a call";
 
   const auto ok = lazy_good.execute({"echo hi", std::nullopt, "", "t"}, nullptr, nullptr);
@@ -428,7 +428,7 @@ TEST(LazyAgent, StartsOnFirstUseAndAFailedStartFailsOnlyItsCallsUntilRetried) {
   const auto read = lazy_bad.read_file({"f", 10}, "t");
   EXPECT_THAT(read.error, HasSubstr("failed to start"));
   EXPECT_EQ(bad_harness.backend_log.starts, 1) << "not retried within the pause";
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_FALSE(lazy_bad.ensure_started().empty());
   EXPECT_EQ(bad_harness.backend_log.starts, 2) << "retried after the pause";
 }
