@@ -104,6 +104,9 @@ TEST(McpServiceGuards, PerAgentLimitRefusesWithoutTakingAGlobalSlot) {
   ServiceOptions options;
   options.max_concurrent_calls = 4;
   options.max_calls_per_agent = 1;
+  // Declared before the service: its destructor joins the workers that answer into them.
+  Answers slow;
+  Answers refused;
   McpService service(options);
   auto make_call = [&](Answers& answers, const std::string& command) {
     return McpService::ToolCall{
@@ -117,12 +120,10 @@ TEST(McpServiceGuards, PerAgentLimitRefusesWithoutTakingAGlobalSlot) {
         {},
         {}};
   };
-  Answers slow;
   auto slow_call = make_call(slow, "slow");
   auto slow_state = slow_call.state;
   service.call_tool(std::move(slow_call));
   ASSERT_TRUE(agent.wait_slow_started(1, kWait));
-  Answers refused;
   auto got = refused.first.get_future();
   service.call_tool(make_call(refused, "echo hi"));
   ASSERT_EQ(got.wait_for(kWait), std::future_status::ready);
