@@ -110,20 +110,34 @@ std::optional<int> stop_if_signalled(ConfiguredAgent& agent) {
   return 128 + g_start_signal;
 }
 
+// Loads the config and logs its warnings. Throws ConfigError.
+std::shared_ptr<const Config> load_config_logged(const Arguments& args) {
+  auto config = load_config(args.config_file);
+  for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+  return config;
+}
+
+// Scans the plugins and builds each selected agent (not started). Throws like build_agent.
+std::vector<std::unique_ptr<ConfiguredAgent>> build_agents(
+    const Config& config, const std::vector<const AgentConfig*>& selected, const Arguments& args) {
+  PluginRegistry registry = scan_plugins(&config);
+  log_registry_problems(registry);
+  AgentBuildOptions options;
+  options.audit_file = args.audit_file;
+  std::vector<std::unique_ptr<ConfiguredAgent>> agents;
+  for (const auto* agent : selected)
+    agents.push_back(build_agent(config, *agent, registry, options));
+  return agents;
+}
+
 // Loads the config, scans plugins, builds and starts the selected agent (not started when a
 // signal arrived first); nullptr after printing the reason when any of that fails. Call it with a
 // StartSignals alive and stop_if_signalled() after.
 std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
                                                std::shared_ptr<const Config>& config) {
   try {
-    config = load_config(args.config_file);
-    for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
-    const AgentConfig& selected = config->select_agent(args.agent_id);
-    PluginRegistry registry = scan_plugins(config.get());
-    log_registry_problems(registry);
-    AgentBuildOptions options;
-    options.audit_file = args.audit_file;
-    auto agent = build_agent(*config, selected, registry, options);
+    config = load_config_logged(args);
+    auto agent = std::move(build_agents(*config, {&config->select_agent(args.agent_id)}, args)[0]);
     if (g_start_signal == 0) agent->start();
     return agent;
   } catch (const ConfigError& e) {
@@ -164,8 +178,7 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
   std::shared_ptr<const Config> config;
   std::vector<std::unique_ptr<ConfiguredAgent>> agents;
   try {
-    config = load_config(args.config_file);
-    for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+    config = load_config_logged(args);
     // The tokens are hashed now; commands (a local agent's inherit our environment) must never
     // see the variables that held them.
     if (config->server) {
@@ -184,13 +197,9 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
       std::cerr << "error: " << refusal << "\n";
       return 1;
     }
-    PluginRegistry registry = scan_plugins(config.get());
-    log_registry_problems(registry);
-    AgentBuildOptions options;
-    options.audit_file = args.audit_file;
-    for (const auto* agent : selected) {
-      agents.push_back(build_agent(*config, *agent, registry, options));
-      if (args.start_all && g_start_signal == 0) agents.back()->start();
+    agents = build_agents(*config, selected, args);
+    for (auto& agent : agents) {
+      if (args.start_all && g_start_signal == 0) agent->start();
     }
     spdlog::info("execmcp: serving {} agent(s) over HTTP: {}", agents.size(), join(ids, ", "));
   } catch (const ConfigError& e) {
