@@ -16,6 +16,7 @@
 #include "docker_common/container_spec.hpp"
 #include "exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
+#include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_api {
 namespace {
@@ -23,6 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 namespace dc = docker_common;
+namespace sv = supervision;
+using sv::shell_quote;
 
 constexpr const char* kMarkerVar = "EXECMCP_CALL";
 constexpr const char* kDiskHint =
@@ -193,29 +196,21 @@ constexpr const char* kWrapper =
 class CappedCollector final : public ExecStreamDecoder::Handler {
  public:
   CappedCollector(sdk::ExecResult& result, std::size_t cap, sdk::OutputSink* sink)
-      : result_(result), cap_(cap), sink_(sink) {}
+      : out_(sv::OutputCapture::of_stdout(result, cap, sink)),
+        err_(sv::OutputCapture::of_stderr(result, cap, sink)) {}
 
   void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
     if (stream == ExecStreamDecoder::Stream::SystemError) {
       daemon_error_.append(data);
       return;
     }
-    const bool out = stream == ExecStreamDecoder::Stream::Stdout;
-    if (!out) {
-      stderr_tail_.append(data);
-      if (stderr_tail_.size() > 64) stderr_tail_.erase(0, stderr_tail_.size() - 64);
+    if (stream == ExecStreamDecoder::Stream::Stdout) {
+      out_.append(data);
+      return;
     }
-    std::string& buf = out ? result_.stdout_data : result_.stderr_data;
-    bool& truncated = out ? result_.stdout_truncated : result_.stderr_truncated;
-    const std::size_t room = buf.size() < cap_ ? cap_ - buf.size() : 0;
-    const std::size_t keep = std::min(room, data.size());
-    if (keep > 0) {
-      buf.append(data.data(), keep);
-      if (sink_ != nullptr)
-        sink_->on_output(out ? sdk::StreamKind::Stdout : sdk::StreamKind::Stderr,
-                         data.substr(0, keep));
-    }
-    if (keep < data.size()) truncated = true;
+    stderr_tail_.append(data);
+    if (stderr_tail_.size() > 64) stderr_tail_.erase(0, stderr_tail_.size() - 64);
+    err_.append(data);
   }
 
   [[nodiscard]] const std::string& daemon_error() const { return daemon_error_; }
@@ -223,23 +218,11 @@ class CappedCollector final : public ExecStreamDecoder::Handler {
   [[nodiscard]] const std::string& stderr_tail() const { return stderr_tail_; }
 
  private:
-  sdk::ExecResult& result_;
-  std::size_t cap_;
-  sdk::OutputSink* sink_;
+  sv::OutputCapture out_;
+  sv::OutputCapture err_;
   std::string daemon_error_;
   std::string stderr_tail_;
 };
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out.push_back(c);
-  }
-  return out + "'";
-}
 
 }  // namespace
 
@@ -613,16 +596,10 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   Clock::time_point drain_until{};
   for (;;) {
     if (!killed) {
-      bool kill = false;
-      if (spec.cancel != nullptr && spec.cancel->cancel_requested()) {
-        result.cancelled = kill = true;
-      } else if (stop_generation_.load() != generation) {
-        result.cancelled = kill = true;
-        result.notices.push_back("the backend was stopped while the command ran");
-      } else if (has_deadline && Clock::now() >= deadline) {
-        result.timed_out = kill = true;
-      }
-      if (kill) {
+      const auto cause = sv::kill_cause(spec.cancel, stop_generation_.load() != generation,
+                                        has_deadline ? std::optional(deadline) : std::nullopt);
+      sv::record_kill(result, cause);
+      if (cause != sv::KillCause::None) {
         killed = true;
         kill_marked(spec.marker);
         drain_until = Clock::now() + std::chrono::seconds(2);
@@ -655,9 +632,7 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     if (rr.eof) break;
   }
   conn.reset();
-  if (stdin_open && stdin_error.empty())
-    stdin_error = "the command ended before reading all of its input (" +
-                  std::to_string(stdin_left.size()) + " bytes left)";
+  if (stdin_open && stdin_error.empty()) stdin_error = sv::stdin_shortfall_error(stdin_left.size());
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
     const std::string_view sentinel = kSweepIncomplete;
     if (std::string_view(result.stderr_data).ends_with(sentinel))

@@ -16,7 +16,7 @@
 
 #include "execmcp/sdk/path_policy.hpp"
 #include "execmcp/sdk/plugin.hpp"
-#include "process_supervisor.hpp"
+#include "supervision/process_supervisor.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 

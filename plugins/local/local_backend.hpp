@@ -13,9 +13,14 @@
 #include "execmcp/sdk/path_policy.hpp"
 #include "local_settings.hpp"
 #include "path_beneath.hpp"
-#include "process_supervisor.hpp"
+#include "supervision/process_supervisor.hpp"
+#include "supervisor_path.hpp"
 
 namespace execmcp::plugins::local {
+
+using supervision::RunControl;
+using supervision::SpawnSpec;
+using supervision::SupervisorProgram;
 
 class LocalBackend final : public sdk::ExecutorBackend {
  public:

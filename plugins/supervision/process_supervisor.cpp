@@ -1,5 +1,6 @@
-// Host side of the local backend's process supervision: hands each command to the
-// execmcp-supervisor program (supervisor_main.cpp) and collects its output and exit status.
+// The client side of process supervision: hands each command to a spare-pool program
+// (spare_pool.cpp) and collects its output and exit status. The local backend runs it in the host;
+// execmcp-runner runs it inside a container.
 //
 // Pipes: stdout and stderr of the shell go straight to the host thread; a control pipe (host ->
 // supervisor) carries "kill now" and its EOF means the host died; a status pipe (supervisor ->
@@ -13,7 +14,6 @@
 // command's strings travel in the message itself, or in a memfd when they are long.
 #include "process_supervisor.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,13 +26,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
+#include "command_output.hpp"
 #include "supervisor_protocol.hpp"
 
-namespace execmcp::plugins::local {
+namespace execmcp::plugins::supervision {
 
 namespace {
 
@@ -79,12 +79,6 @@ void set_nonblocking(int fd) {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-int exit_code_from_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
 bool write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
@@ -121,24 +115,6 @@ std::string write_spec_file(std::string_view spec, Fd& out) {
     return std::string("cannot pass the command to its supervisor: ") + std::strerror(errno);
   return {};
 }
-
-// Keeps at most `cap` bytes of a stream, streams the kept part to the sink, and drops the rest.
-struct StreamCapture {
-  std::string* data;
-  bool* truncated;
-  sdk::StreamKind kind;
-  bool open = true;
-
-  void append(const char* bytes, std::size_t n, std::size_t cap, sdk::OutputSink* sink) {
-    std::size_t room = data->size() < cap ? cap - data->size() : 0;
-    std::size_t keep = n < room ? n : room;
-    if (keep > 0) {
-      data->append(bytes, keep);
-      if (sink != nullptr) sink->on_output(kind, std::string_view(bytes, keep));
-    }
-    if (keep < n) *truncated = true;
-  }
-};
 
 }  // namespace
 
@@ -245,17 +221,6 @@ void SupervisorProgram::shut_down() noexcept {
   stop_locked();
 }
 
-std::string default_supervisor_path() {
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&default_supervisor_path), &info) == 0 ||
-      info.dli_fname == nullptr)
-    return proto::kProgramName;
-  std::error_code ec;
-  auto so = std::filesystem::absolute(info.dli_fname, ec);
-  if (ec) so = info.dli_fname;
-  return (so.parent_path().parent_path() / proto::kProgramName).string();
-}
-
 sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
                                const RunControl& control) {
   using Clock = std::chrono::steady_clock;
@@ -266,16 +231,26 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     return std::move(result);
   };
 
-  Fd out_r, out_w, err_r, err_w, ctrl_r, ctrl_w, status_r, status_w;
+  Fd out_r, out_w, err_r, err_w, ctrl_r, ctrl_w, status_r, status_w, in_r, in_w;
   if (!make_pipe(out_r, out_w, result.error) || !make_pipe(err_r, err_w, result.error) ||
       !make_pipe(ctrl_r, ctrl_w, result.error) || !make_pipe(status_r, status_w, result.error))
     return finish();
+  if (spec.stdin_data != nullptr) {
+    if (!make_pipe(in_r, in_w, result.error)) return finish();
+  } else {
+    in_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (in_r.get() < 0) {
+      result.error = std::string("cannot open /dev/null: ") + std::strerror(errno);
+      return finish();
+    }
+  }
   int fds[proto::kFdCountWithSpec];
   fds[proto::kStdout] = out_w.get();
   fds[proto::kStderr] = err_w.get();
   fds[proto::kControl] = ctrl_r.get();
   fds[proto::kStatus] = status_w.get();
   fds[proto::kWorkDir] = spec.work_dir_fd;
+  fds[proto::kStdin] = in_r.get();
   int fd_count = proto::kFdCount;
   std::string message = encode_spec(spec);
   Fd spec_fd;
@@ -299,12 +274,41 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   err_w.reset();
   ctrl_r.reset();
   status_w.reset();
+  in_r.reset();
   set_nonblocking(out_r.get());
   set_nonblocking(err_r.get());
   set_nonblocking(status_r.get());
 
-  StreamCapture out{&result.stdout_data, &result.stdout_truncated, sdk::StreamKind::Stdout};
-  StreamCapture err{&result.stderr_data, &result.stderr_truncated, sdk::StreamKind::Stderr};
+  // A stream is open until its pipe's EOF; what it carries goes to its capture.
+  struct Stream {
+    OutputCapture capture;
+    bool open = true;
+  };
+  Stream out{OutputCapture::of_stdout(result, control.output_cap, control.sink)};
+  Stream err{OutputCapture::of_stderr(result, control.output_cap, control.sink)};
+  // Standard input, fed in turns with reading the output: a command that stops reading must not
+  // block us.
+  std::string_view stdin_left;
+  if (spec.stdin_data != nullptr) {
+    stdin_left = *spec.stdin_data;
+    if (stdin_left.empty())
+      in_w.reset();
+    else
+      set_nonblocking(in_w.get());
+  }
+  auto feed_stdin = [&]() {
+    while (in_w.get() >= 0 && !stdin_left.empty()) {
+      const ssize_t n = ::write(in_w.get(), stdin_left.data(), stdin_left.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return;
+      if (n <= 0) {  // EPIPE: the command closed its input; the rest is dropped
+        in_w.reset();
+        return;
+      }
+      stdin_left.remove_prefix(static_cast<std::size_t>(n));
+    }
+    in_w.reset();  // all written: the command sees end of input
+  };
   bool status_open = true;
   // The status message of supervisor_protocol.hpp: spare pid, shell pid, wait status.
   char status_buf[3 * sizeof(int)];
@@ -360,16 +364,12 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       break;
     }
     if (!kill_sent) {
-      bool kill = false;
-      if (control.cancel != nullptr && control.cancel->cancel_requested()) {
-        result.cancelled = kill = true;
-      } else if (control.stop != nullptr && control.stop->load(std::memory_order_acquire)) {
-        result.cancelled = kill = true;
-        result.notices.push_back("the backend was stopped while the command ran");
-      } else if (has_deadline && Clock::now() >= deadline) {
-        result.timed_out = kill = true;
-      }
-      if (kill) {
+      const KillCause cause = kill_cause(
+          control.cancel, control.stop != nullptr && control.stop->load(std::memory_order_acquire),
+          has_deadline ? std::optional(deadline) : std::nullopt);
+      record_kill(result, cause);
+      if (cause != KillCause::None) {
+        in_w.reset();
         const char k = 'k';
         while (::write(ctrl_w.get(), &k, 1) < 0 && errno == EINTR) {
         }
@@ -402,9 +402,10 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
     }
-    pollfd pfds[3];
+    pollfd pfds[4];
     int n = 0;
-    int out_idx = -1, err_idx = -1, status_idx = -1;
+    int out_idx = -1, err_idx = -1, status_idx = -1, in_idx = -1;
+    if (in_w.get() >= 0) in_idx = n, pfds[n++] = {in_w.get(), POLLOUT, 0};
     if (out.open) out_idx = n, pfds[n++] = {out_r.get(), POLLIN, 0};
     if (err.open) err_idx = n, pfds[n++] = {err_r.get(), POLLIN, 0};
     // Events 0: only the hang-up wakes us (the pid written early does not).
@@ -416,19 +417,19 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       break;
     }
     // A bounded number of reads per wake keeps the other stream and the timers served.
-    auto drain_now = [&](int fd, StreamCapture& capture) {
-      for (int i = 0; capture.open && i < 16; ++i) {
+    auto drain_now = [&](int fd, Stream& stream) {
+      for (int i = 0; stream.open && i < 16; ++i) {
         ssize_t got = ::read(fd, buf.get(), kReadBuffer);
         if (got > 0) {
-          capture.append(buf.get(), static_cast<std::size_t>(got), control.output_cap,
-                         control.sink);
+          stream.capture.append(std::string_view(buf.get(), static_cast<std::size_t>(got)));
           continue;
         }
         if (got < 0 && (errno == EINTR)) continue;
-        if (got == 0 || errno != EAGAIN) capture.open = false;
+        if (got == 0 || errno != EAGAIN) stream.open = false;
         return;
       }
     };
+    if (in_idx >= 0 && pfds[in_idx].revents != 0) feed_stdin();
     if (out_idx >= 0 && pfds[out_idx].revents != 0) drain_now(out_r.get(), out);
     if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r.get(), err);
     if (status_idx >= 0 && pfds[status_idx].revents != 0) {
@@ -446,6 +447,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
 
   const int wait_status = status_int(2);
   ctrl_w.reset();
+  in_w.reset();
   if (status_len < sizeof(status_buf)) {
     // The supervisor died before reporting (killed from outside): take the group down ourselves.
     if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
@@ -456,11 +458,13 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   }
   result.exit_code = wait_status == -1 ? -1 : exit_code_from_status(wait_status);
   // A command that ended by itself (before the kill landed, or while its spare was stopped) is
-  // reported as it ended: timed out or cancelled means it was killed, never "exit 0, timed out".
-  const bool killed =
-      wait_status != -1 && WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL;
-  if (!killed && wait_status != -1) result.timed_out = result.cancelled = false;
+  // reported as it ended.
+  settle_kill_flags(result, wait_status);
+  // Only a command that claims success while its input was cut short is an error; one that
+  // failed says why on its stderr.
+  if (!stdin_left.empty() && result.exit_code == 0 && !result.timed_out && !result.cancelled)
+    result.error = stdin_shortfall_error(stdin_left.size());
   return finish();
 }
 
-}  // namespace execmcp::plugins::local
+}  // namespace execmcp::plugins::supervision

@@ -1,12 +1,14 @@
-// The wire contract between the local backend plugin and its execmcp-supervisor program.
+// The wire contract between a supervisor client (process_supervisor.hpp: the local backend plugin,
+// or execmcp-runner inside a container) and the spare pool it starts (spare_pool.cpp).
 //
-// The plugin starts the program once per backend with kSocketFd a SOCK_SEQPACKET socket and
+// The client starts the pool program once with kSocketFd a SOCK_SEQPACKET socket and
 // argv[1] == kProtocolArg. Each command is one message on that socket: kMessageByte, then the
 // command's spec when it fits (at most kInlineSpecMax bytes), as data; and as SCM_RIGHTS the
 // descriptors in the order of the Fd enum below: kFdCount of them, or kFdCountWithSpec when the
-// spec travels in a memfd (the last descriptor) instead. kWorkDir is the work_dir, opened by the
-// plugin beneath its grant; the shell starts there (fchdir), so no rename after the plugin's check
-// can move the command elsewhere.
+// spec travels in a memfd (the last descriptor) instead. kStdin is the command's standard input
+// (/dev/null or a pipe). kWorkDir is the work_dir, opened by the client beneath its grant; the
+// shell starts there (fchdir), so no rename after the plugin's check can move the command
+// elsewhere.
 //
 // The spec is NUL-terminated strings: work_dir (for messages), shell, command, then "NAME=value"
 // environment entries, as many as there are.
@@ -23,17 +25,25 @@
 
 #include <cstddef>
 
-namespace execmcp::plugins::local::protocol {
+namespace execmcp::plugins::supervision::protocol {
 
-inline constexpr const char* kProgramName = "execmcp-supervisor";
 // Changes whenever anything in this file changes, so a stale program is refused, not misread.
-inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=4";
+inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=5";
 inline constexpr int kSocketFd = 3;
 inline constexpr char kMessageByte = 'x';
 // Well under the socket's default send buffer (net.core.wmem_default, about 208 KiB).
 inline constexpr std::size_t kInlineSpecMax = 60 * 1024;
 
-enum Fd : int { kStdout = 0, kStderr, kControl, kStatus, kWorkDir, kFdCount, kSpec = kFdCount };
+enum Fd : int {
+  kStdout = 0,
+  kStderr,
+  kControl,
+  kStatus,
+  kWorkDir,
+  kStdin,
+  kFdCount,
+  kSpec = kFdCount
+};
 inline constexpr int kFdCountWithSpec = kFdCount + 1;
 
-}  // namespace execmcp::plugins::local::protocol
+}  // namespace execmcp::plugins::supervision::protocol

@@ -12,7 +12,7 @@
 
 #include "execmcp/sdk/types.hpp"
 
-namespace execmcp::plugins::local {
+namespace execmcp::plugins::supervision {
 
 struct SpawnSpec {
   std::string shell;             // absolute path of the shell
@@ -20,6 +20,9 @@ struct SpawnSpec {
   std::string work_dir;          // absolute, existing; for messages
   int work_dir_fd = -1;          // the directory itself (O_PATH); the shell starts there
   std::vector<std::string> env;  // complete environment, "NAME=value"
+  // The command's standard input; null: /dev/null. Fed through a pipe while the command runs, so
+  // the caller must ignore SIGPIPE (a command may exit without reading it all).
+  const std::string* stdin_data = nullptr;
 };
 
 struct RunControl {
@@ -31,8 +34,9 @@ struct RunControl {
   const std::atomic<bool>* stop = nullptr;
 };
 
-// The execmcp-supervisor program next to the plugin (see supervisor_main.cpp), started on first
-// use and restarted if it died. Thread-safe: every execute() of a backend shares one.
+// A spare-pool program (spare_pool.hpp: execmcp-supervisor next to the local plugin, or
+// execmcp-runner itself inside a container), started on first use and restarted if it died.
+// Thread-safe: every command of a backend shares one.
 class SupervisorProgram {
  public:
   explicit SupervisorProgram(std::string path) : path_(std::move(path)) {}
@@ -68,7 +72,4 @@ class SupervisorProgram {
 sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
                                const RunControl& control);
 
-// Where the supervisor program of this plugin build lives: `<dir of the plugin .so>/..`.
-std::string default_supervisor_path();
-
-}  // namespace execmcp::plugins::local
+}  // namespace execmcp::plugins::supervision
