@@ -14,10 +14,10 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 15> kKnownKeys = {
-    "image",        "memory",      "disk",           "tmpfs_size", "writable_rootfs",
-    "cpus",         "pids_limit",  "network",        "user",       "env",
-    "extra_mounts", "docker_host", "command_prefix", "venv_path",  "shell"};
+constexpr std::array<const char*, 16> kKnownKeys = {
+    "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
+    "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
+    "command_prefix", "venv_path", "shell", "exec_mode"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
   throw std::invalid_argument("setting '" + key + "': expected " + expected);
@@ -140,6 +140,17 @@ DockerSettings parse_docker_settings(const std::string& settings_json) {
     } else if (key == "shell") {
       s.shell = get_string(value, key);
       if (s.shell.empty() || s.shell.front() != '/') bad(key, "an absolute path, e.g. /bin/sh");
+    } else if (key == "exec_mode") {
+      constexpr const char* kModes = "one of agent, exec";
+      if (!value.is_string()) bad(key, kModes);
+      const std::string mode = value.get<std::string>();
+      if (mode == "agent") {
+        s.exec_mode = ExecMode::Agent;
+      } else if (mode == "exec") {
+        s.exec_mode = ExecMode::Exec;
+      } else {
+        bad(key, std::string(kModes) + " (got '" + mode + "')");
+      }
     } else {
       throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys() + ")");
     }

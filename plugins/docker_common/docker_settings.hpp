@@ -15,6 +15,12 @@ struct MountSpec {
   bool read_only = true;
 };
 
+// How the backend runs a command in the container.
+enum class ExecMode {
+  Agent,  // through execmcp-runner, a static program the backend starts inside the container
+  Exec,   // one Engine exec per command
+};
+
 struct DockerSettings {
   std::string image = "execmcp/runtime:latest";
   // A bound by default: with no limit at all a hog takes the host's memory (and a tmpfs write,
@@ -41,6 +47,8 @@ struct DockerSettings {
   std::string command_prefix;
   std::string venv_path;  // container path; relative means relative to the agent's cwd
   std::string shell = "/bin/sh";
+  // Agent falls back to Exec, with a notice, when the runner cannot start.
+  ExecMode exec_mode = ExecMode::Agent;
 };
 
 // Throws std::invalid_argument naming the key and what it expects, or the unknown key and the

@@ -199,8 +199,11 @@ TEST_F(DockerChaos, ServerKilledDuringACallLeavesAnOrphanThatTheNextServeRemoves
   fs::create_directory(ws);
   const std::string agent = "chaos" + std::to_string(::getpid());
   const std::string config = root.path() + "/execmcp.yaml";
+  const std::string mode = test_exec_mode();
+  const std::string settings = mode.empty() ? "{}" : "{exec_mode: " + mode + "}";
   std::ofstream(config) << "execmcp: 1\nagents:\n  - id: " << agent << "\n    cwd: " << ws
-                        << "\n    backend: {plugin: docker-api, settings: {}}\n    filters: []\n";
+                        << "\n    backend: {plugin: docker-api, settings: " << settings
+                        << "}\n    filters: []\n";
   const std::string list = "docker ps -aq --filter label=execmcp.agent=" + agent;
 
   std::string orphan;

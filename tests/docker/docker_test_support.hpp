@@ -1,5 +1,6 @@
 // Shared plumbing of the Docker integration tests: the host-side shell, temp dirs, the engine gate
-// and loading the docker-api plugin the way the host does (Boost.DLL).
+// and loading the docker-api plugin the way the host does (Boost.DLL), in the exec_mode that
+// EXECMCP_TEST_EXEC_MODE names (test_exec_mode.hpp).
 #pragma once
 
 #include <sys/stat.h>
@@ -21,6 +22,8 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "execmcp/sdk/plugin.hpp"
+
+#include "test_exec_mode.hpp"
 
 namespace execmcp::docker_test {
 
@@ -102,6 +105,7 @@ inline std::unique_ptr<ExecutorBackend> make_backend(BackendInit init,
   auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
   if (init.instance_id.empty()) init.instance_id = instance_tag();
   init.log = &g_log;
+  init.settings_json = with_test_exec_mode(init.settings_json);
   std::string err;
   std::unique_ptr<ExecutorBackend> backend(factory(init, err));
   if (error != nullptr) *error = err;

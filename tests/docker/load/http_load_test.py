@@ -12,7 +12,8 @@ no container behind. Prints calls, calls/s, RSS (VmHWM), fds and threads.
 
 usage: http_load_test.py EXECMCP_BINARY   (plugins from $EXECMCP_PLUGIN_PATH)
 env: EXECMCP_DOCKER_TESTS=0 skips (exit 77); EXECMCP_LOAD_SECONDS, EXECMCP_LOAD_AGENTS,
-     EXECMCP_LOAD_CLIENTS (per agent), EXECMCP_LOAD_IMAGE (default execmcp/runtime:latest).
+     EXECMCP_LOAD_CLIENTS (per agent), EXECMCP_LOAD_IMAGE (default execmcp/runtime:latest),
+     EXECMCP_TEST_EXEC_MODE (agent or exec: the docker-api exec_mode; unset: the default).
 """
 
 import hashlib
@@ -305,6 +306,13 @@ def main():
         say(f"FAIL: image {image} is missing; build it with docker/build.sh")
         return 1
 
+    # The backend's exec_mode, as in the other Docker tests (unset: the default, agent).
+    mode = os.environ.get("EXECMCP_TEST_EXEC_MODE", "")
+    if mode not in ("", "agent", "exec"):
+        say(f"FAIL: EXECMCP_TEST_EXEC_MODE must be agent or exec (got '{mode}')")
+        return 1
+    exec_mode = f", exec_mode: {mode}" if mode else ""
+
     tag = f"load{os.getpid()}"
     agents = [f"{tag}a{i:02d}" for i in range(n_agents)]
     tokens = {a: secrets.token_hex(32) for a in agents}
@@ -319,7 +327,7 @@ def main():
             os.chmod(ws, 0o777)  # the container's user writes here
             f.write(f"  - id: {a}\n    cwd: \"{ws}\"\n"
                     f"    backend: {{plugin: docker-api, settings: {{image: \"{image}\", "
-                    f"network: none}}}}\n    filters: []\n    timeout: 60\n")
+                    f"network: none{exec_mode}}}}}\n    filters: []\n    timeout: 60\n")
         f.write("server:\n  tokens:\n")
         for i, a in enumerate(agents):
             digest = hashlib.sha256(tokens[a].encode()).hexdigest()

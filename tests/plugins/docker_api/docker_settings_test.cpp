@@ -83,6 +83,20 @@ TEST(DockerSettings, ErrorsNameTheKey) {
   EXPECT_NE(error_of("{").find("JSON"), std::string::npos);
 }
 
+TEST(DockerSettings, ExecModeIsAgentUnlessSetToExec) {
+  EXPECT_EQ(parse_docker_settings("{}").exec_mode, ExecMode::Agent);
+  EXPECT_EQ(parse_docker_settings(R"({"exec_mode": "agent"})").exec_mode, ExecMode::Agent);
+  EXPECT_EQ(parse_docker_settings(R"({"exec_mode": "exec"})").exec_mode, ExecMode::Exec);
+  for (const char* bad :
+       {R"({"exec_mode": "Exec"})", R"({"exec_mode": "runner"})", R"({"exec_mode": ""})",
+        R"({"exec_mode": 1})", R"({"exec_mode": null})"}) {
+    const auto error = error_of(bad);
+    EXPECT_NE(error.find("'exec_mode'"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("agent, exec"), std::string::npos) << bad << ": " << error;
+  }
+  EXPECT_NE(error_of(R"({"exec_mod": "exec"})").find("exec_mode"), std::string::npos);
+}
+
 TEST(DockerSettings, RootIsNeverAccepted) {
   for (const char* user : {"root", "0", "0:0", "root:root", "00"}) {
     const std::string json = std::string(R"({"user": ")") + user + "\"}";
