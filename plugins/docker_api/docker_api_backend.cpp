@@ -17,6 +17,7 @@
 #include "exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
+#include "supervision/program_path.hpp"
 
 namespace execmcp::plugins::docker_api {
 namespace {
@@ -27,7 +28,6 @@ namespace dc = docker_common;
 namespace sv = supervision;
 using sv::shell_quote;
 
-constexpr const char* kMarkerVar = "EXECMCP_CALL";
 constexpr const char* kDiskHint =
     " (the 'disk' setting needs an engine whose storage can bound a container's size: overlay2 "
     "on xfs mounted with pquota, btrfs or zfs; remove 'disk' or move Docker's data root)";
@@ -237,6 +237,15 @@ DockerApiBackend::DockerApiBackend(const sdk::BackendInit& init)
     throw std::invalid_argument("the docker-api backend needs an absolute workspace (cwd)");
   if (init_.paths.empty()) init_.paths.push_back({init_.cwd, true});
   // The container user is chosen at start(): the host may create the workspace after loading us.
+  if (settings_.exec_mode == dc::ExecMode::Agent) {
+    runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
+    // A missing runner is said on each call (then run with one exec each); the container must
+    // still start, so nothing is mounted from a path that is not there.
+    if (::access(runner_host_path_.c_str(), X_OK) == 0)
+      runner_delivery_ = client_.endpoint().kind == DockerEndpoint::Kind::Unix
+                             ? dc::RunnerDelivery::Bind
+                             : dc::RunnerDelivery::Copy;
+  }
 }
 
 std::string DockerApiBackend::user() {
@@ -340,6 +349,8 @@ void DockerApiBackend::remove_orphans() {
 
 std::string DockerApiBackend::checked_spec(dc::ContainerSpec& spec) {
   spec = dc::make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
+  spec.runner = runner_delivery_;
+  spec.runner_source = runner_host_path_;
   // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
   // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
   std::erase_if(spec.mounts, [&](const dc::MountSpec& m) {
@@ -408,7 +419,8 @@ std::string DockerApiBackend::create_and_start() {
              (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
     break;
   }
-  oom_kills_seen_ = 0;  // a new memory cgroup counts from zero
+  oom_kills_seen_ = 0;     // a new memory cgroup counts from zero
+  runner_copied_ = false;  // a new runner volume is empty
   auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
   if (!s.error.empty()) return s.error;
   if (s.status != 204 && s.status != 304)
@@ -519,6 +531,25 @@ void DockerApiBackend::kill_marked(const std::string& marker) {
       "could not confirm that every process of call " + marker + " was killed");
 }
 
+std::string DockerApiBackend::create_exec(const json& body, bool recover,
+                                          std::vector<std::string>& notices, std::string& exec_id) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto r = client_.request("POST", api("/containers/" + name_ + "/exec"), body.dump());
+    if (!r.error.empty()) return r.error;
+    if (r.status == 201) {
+      exec_id = json::parse(r.body, nullptr, false).value("Id", std::string());
+      return exec_id.empty() ? "Docker created an exec without an id" : "";
+    }
+    if ((r.status == 404 || r.status == 409) && attempt == 0 && recover) {
+      std::lock_guard lock(recover_mutex_);
+      if (auto err = recover_container(notices); !err.empty()) return err;
+      continue;
+    }
+    return "creating the exec failed: " + engine_message(r.status, r.body);
+  }
+  return "creating the exec failed";
+}
+
 sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   const auto started = Clock::now();
   sdk::ExecResult result;
@@ -533,37 +564,16 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     return finish();
   }
   std::string exec_id;
-  for (int attempt = 0; attempt < 2 && exec_id.empty(); ++attempt) {
-    json body = {{"Cmd", spec.cmd},
-                 {"AttachStdout", true},
-                 {"AttachStderr", true},
-                 {"AttachStdin", spec.stdin_data.has_value()},
-                 {"WorkingDir", spec.work_dir},
-                 {"User", user()},
-                 {"Env", spec.env},
-                 {"Tty", false}};
-    auto r = client_.request("POST", api("/containers/" + name_ + "/exec"), body.dump());
-    if (!r.error.empty()) {
-      result.error = r.error;
-      return finish();
-    }
-    if (r.status == 201) {
-      exec_id = json::parse(r.body, nullptr, false).value("Id", std::string());
-      if (exec_id.empty()) {
-        result.error = "Docker created an exec without an id";
-        return finish();
-      }
-      break;
-    }
-    if ((r.status == 404 || r.status == 409) && attempt == 0 && spec.recover) {
-      std::lock_guard lock(recover_mutex_);
-      if (auto err = recover_container(result.notices); !err.empty()) {
-        result.error = err;
-        return finish();
-      }
-      continue;
-    }
-    result.error = "creating the exec failed: " + engine_message(r.status, r.body);
+  const json body = {{"Cmd", spec.cmd},
+                     {"AttachStdout", true},
+                     {"AttachStderr", true},
+                     {"AttachStdin", spec.stdin_data.has_value()},
+                     {"WorkingDir", spec.work_dir},
+                     {"User", user()},
+                     {"Env", spec.env},
+                     {"Tty", false}};
+  if (auto err = create_exec(body, spec.recover, result.notices, exec_id); !err.empty()) {
+    result.error = err;
     return finish();
   }
 
@@ -817,13 +827,15 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
     ExecSpec spec;
     spec.marker = random_marker();
     spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
+    spec.shell = settings_.shell;
+    spec.command = command;
     spec.work_dir = resolved.path;
     for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
     spec.timeout = request.timeout;
     spec.output_cap = request.output_cap;
     spec.sink = request.sink;
     spec.cancel = request.cancel;
-    auto result = run_exec(spec);
+    auto result = run(spec);
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
         (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0))
@@ -841,6 +853,11 @@ DockerApiBackend::ExecSpec DockerApiBackend::file_exec(std::vector<std::string> 
   ExecSpec spec;
   spec.cancel = cancel;
   spec.marker = random_marker();
+  // `cmd` is {shell, "-c", script, $0, $1...}; on the runner the arguments become `set --`.
+  spec.shell = cmd.at(0);
+  spec.command = "set --";
+  for (std::size_t i = 4; i < cmd.size(); ++i) spec.command += " " + shell_quote(cmd[i]);
+  spec.command += "\n" + cmd.at(2);
   spec.cmd = std::move(cmd);
   spec.work_dir = init_.cwd;
   spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
@@ -890,7 +907,7 @@ sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& requ
         request.cancel);
     spec.timeout = std::chrono::seconds(60);
     spec.output_cap = max_bytes + 1;
-    auto r = run_exec(spec);
+    auto r = run(spec);
     if (!r.error.empty()) {
       out.error = r.error;
     } else if (r.exit_code != 0) {
@@ -925,7 +942,7 @@ sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& r
     spec.stdin_data = request.data;
     spec.timeout = std::chrono::seconds(120);
     spec.output_cap = 64 * 1024;
-    auto r = run_exec(spec);
+    auto r = run(spec);
     if (!r.error.empty()) {
       out.error = r.error;
     } else if (r.exit_code != 0) {
@@ -946,6 +963,11 @@ void DockerApiBackend::stop() noexcept {
 void DockerApiBackend::cleanup() noexcept {
   try {
     stop();
+    {
+      // The runner ends with its channel (and its commands with it) before the container goes.
+      std::lock_guard lock(runner_mutex_);
+      runner_.reset();
+    }
     if (!ensure_api_version().empty()) return;
     auto logs = client_.request("GET", api("/containers/" + name_ + "/logs?stdout=1&stderr=1"), {},
                                 std::chrono::seconds(30));

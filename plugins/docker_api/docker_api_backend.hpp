@@ -13,8 +13,12 @@
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "runner_channel.hpp"
 
 namespace execmcp::plugins::docker_api {
+
+// The environment variable that marks every process of one call (for the kill sweep).
+inline constexpr const char* kMarkerVar = "EXECMCP_CALL";
 
 class DockerApiBackend final : public sdk::ExecutorBackend {
  public:
@@ -34,7 +38,9 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
 
  private:
   struct ExecSpec {
-    std::vector<std::string> cmd;
+    std::vector<std::string> cmd;  // as one exec
+    std::string shell;             // as one call on execmcp-runner: `<shell> -c <command>`
+    std::string command;
     std::string work_dir;
     std::vector<std::string> env;
     std::optional<std::string> stdin_data;
@@ -65,12 +71,31 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   // Adds the writable bind sources of every other execmcp container on this engine.
   std::string add_other_agents_roots(std::vector<docker_common::WritableRoot>& roots);
   std::string create_and_start();
+  // Creates an exec in the container from `body`, bringing the container back once if it is gone
+  // or stopped (when `recover`); "" and `exec_id`, or an error.
+  std::string create_exec(const nlohmann::json& body, bool recover,
+                          std::vector<std::string>& notices, std::string& exec_id);
   // Brings back a container that is gone or not running; "" or an error.
   std::string recover_container(std::vector<std::string>& notices);
   // Runs one exec to completion (or timeout/cancel), recovering the container once if needed.
   // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
   ExecSpec file_exec(std::vector<std::string> cmd, const sdk::CancelToken* cancel) const;
   sdk::ExecResult run_exec(const ExecSpec& spec);
+  // Runs one call the way exec_mode says: through execmcp-runner (falling back to run_exec, with a
+  // notice, when it cannot start) or as one exec.
+  sdk::ExecResult run(const ExecSpec& spec);
+
+  // --- execmcp-runner, the agent in the container (docker_api_runner.cpp) ---
+  // The live channel, started or re-established on demand; null with `why` when it cannot start.
+  std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices,
+                                                std::string& why);
+  std::string open_runner_channel(std::vector<std::string>& notices,
+                                  std::shared_ptr<RunnerChannel>& out);
+  // Puts execmcp-runner into the container's runner volume (remote engines).
+  std::string copy_runner();
+  // Runs the call on the channel; nullopt when the channel broke before the call was sent.
+  std::optional<sdk::ExecResult> run_on_runner(const ExecSpec& spec, RunnerChannel& channel);
+  void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
   sdk::ExecResult run_exec_once(const ExecSpec& spec);
   // True once the container is not running (or gone), false if it still runs after `timeout`.
   bool wait_stopped(std::chrono::milliseconds timeout);
@@ -93,6 +118,14 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   std::mutex recover_mutex_;  // one container recovery at a time
   std::atomic<std::uint64_t> stop_generation_{0};
   std::atomic<long> oom_kills_seen_{0};  // the memory cgroup's oom_kill count at our last look
+
+  docker_common::RunnerDelivery runner_delivery_ = docker_common::RunnerDelivery::None;
+  std::string runner_host_path_;  // execmcp-runner next to this plugin's directory
+  std::mutex runner_mutex_;       // guards the three below; held while a channel opens
+  std::shared_ptr<RunnerChannel> runner_;
+  std::chrono::steady_clock::time_point runner_retry_at_{};
+  std::string runner_failure_;
+  std::atomic<bool> runner_copied_{false};  // copied into this incarnation of the container
 };
 
 }  // namespace execmcp::plugins::docker_api

@@ -2,6 +2,8 @@
 // with a deadline, so a hung engine costs a timeout, never a stuck thread.
 #include "docker_client.hpp"
 
+#include <fcntl.h>
+
 #include <optional>
 
 #include <boost/asio/connect.hpp>
@@ -96,13 +98,15 @@ std::string connect(asio::io_context& io, Socket& socket, const DockerEndpoint& 
 }
 
 http::request<http::string_body> make_request(std::string_view method, const std::string& path,
-                                              const std::string& body) {
+                                              const std::string& body,
+                                              std::string_view content_type = "application/json") {
   http::request<http::string_body> req{
       http::string_to_verb(boost::beast::string_view(method.data(), method.size())), path, 11};
   req.set(http::field::host, "docker");
   req.set(http::field::user_agent, "execmcp-docker-api");
   if (!body.empty()) {
-    req.set(http::field::content_type, "application/json");
+    req.set(http::field::content_type,
+            boost::beast::string_view(content_type.data(), content_type.size()));
     req.body() = body;
   }
   req.prepare_payload();
@@ -187,6 +191,17 @@ class BeastExecConnection final : public ExecConnection {
     socket_->shutdown(asio::socket_base::shutdown_send, ignored);
   }
 
+  int detach(std::string& leftover) override {
+    if (!socket_->is_open()) return -1;
+    const int fd = ::fcntl(socket_->native_handle(), F_DUPFD_CLOEXEC, 0);
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    leftover = std::move(leftover_);
+    leftover_.clear();
+    error_code ignored;
+    socket_->close(ignored);
+    return fd;
+  }
+
  private:
   // Runs the socket operation just started for at most `wait`; one still pending then is
   // cancelled and run to its (aborted) completion, so its handler, which sets `done`, has run.
@@ -210,14 +225,15 @@ class BeastExecConnection final : public ExecConnection {
 DockerClient::DockerClient(DockerEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
 
 HttpResponse DockerClient::request(std::string_view method, const std::string& path,
-                                   const std::string& body, std::chrono::milliseconds timeout) {
+                                   const std::string& body, std::chrono::milliseconds timeout,
+                                   std::string_view content_type) {
   HttpResponse out;
   const auto deadline = Clock::now() + timeout;
   asio::io_context io;
   Socket socket(io);
   if (out.error = connect(io, socket, endpoint_, deadline); !out.error.empty()) return out;
 
-  auto req = make_request(method, path, body);
+  auto req = make_request(method, path, body, content_type);
   req.keep_alive(false);
   error_code ec;
   if (!run_op(io, socket, deadline, ec,

@@ -40,6 +40,10 @@ class ExecConnection {
   virtual WriteResult write_some(std::string_view data, std::chrono::milliseconds wait) = 0;
   // Half-closes the connection so the command sees end of stdin.
   virtual void close_write() = 0;
+  // Hands the connection over as a socket descriptor the caller then owns (close-on-exec,
+  // non-blocking), with the bytes already read past the response headers; this object is closed.
+  // Returns -1 when the connection is closed already.
+  virtual int detach(std::string& leftover) = 0;
 };
 
 // One connection per request: simple, and safe to use from several threads at once.
@@ -50,7 +54,8 @@ class DockerClient {
   // `path` is used as given (no version prefix); `body` is JSON text or empty.
   HttpResponse request(std::string_view method, const std::string& path,
                        const std::string& body = {},
-                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                       std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                       std::string_view content_type = "application/json");
 
   // Starts an exec with the connection hijacked. On failure returns null and sets `error`.
   std::unique_ptr<ExecConnection> start_exec(

@@ -123,6 +123,13 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   for (const auto& m : spec.mounts)
     mounts.push_back(
         {{"Type", "bind"}, {"Source", m.source}, {"Target", m.target}, {"ReadOnly", m.read_only}});
+  if (spec.runner == RunnerDelivery::Bind)
+    mounts.push_back({{"Type", "bind"},
+                      {"Source", spec.runner_source},
+                      {"Target", kRunnerPath},
+                      {"ReadOnly", true}});
+  if (spec.runner == RunnerDelivery::Copy)
+    mounts.push_back({{"Type", "volume"}, {"Target", kRunnerDir}});  // anonymous: removed with v=1
   nlohmann::json host{{"NetworkMode", spec.network},
                       {"Mounts", mounts},
                       {"CapDrop", nlohmann::json::array({"ALL"})},

@@ -22,6 +22,15 @@ inline constexpr const char* kLabelInstance = "execmcp.instance";
 inline constexpr const char* kLabelOwnerPid = "execmcp.owner.pid";
 inline constexpr const char* kLabelOwnerHost = "execmcp.owner.host";
 
+// Where execmcp-runner, the backend's agent inside the container, lives there.
+inline constexpr const char* kRunnerDir = "/.execmcp";
+inline constexpr const char* kRunnerPath = "/.execmcp/execmcp-runner";
+
+// How execmcp-runner reaches the container: not at all (exec_mode: exec), bind-mounted read-only
+// from the host's install (a local engine), or copied into an anonymous volume at kRunnerDir
+// through the Engine's archive endpoint (a remote engine, which cannot see the host's files).
+enum class RunnerDelivery { None, Bind, Copy };
+
 struct ContainerSpec {
   std::string name;
   std::string image;
@@ -38,6 +47,8 @@ struct ContainerSpec {
   std::int64_t pids_limit = 0;
   std::string network = "none";
   std::vector<std::string> cmd;  // keeps the container alive between commands
+  RunnerDelivery runner = RunnerDelivery::None;
+  std::string runner_source;  // the host's execmcp-runner, for RunnerDelivery::Bind
 };
 
 // "execmcp-<agent>-<instance>", with every character outside Docker's name charset

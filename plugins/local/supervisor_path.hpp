@@ -3,9 +3,12 @@
 
 #include <string>
 
+#include "supervision/program_path.hpp"
+
 namespace execmcp::plugins::local {
 
-// `<dir of the plugin .so>/../execmcp-supervisor`: lib/execmcp/ in the build and install trees.
-std::string default_supervisor_path();
+inline std::string default_supervisor_path() {
+  return supervision::program_beside_plugin("execmcp-supervisor");
+}
 
 }  // namespace execmcp::plugins::local

@@ -1,0 +1,242 @@
+// The docker-api backend's calls through execmcp-runner, its agent inside the container: starting
+// and re-establishing the runner's channel, delivering the program, running a call on it, and
+// falling back to one exec per call when the runner cannot start. See docs/docker-backend.md.
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "docker_api_backend.hpp"
+#include "docker_common/tar_archive.hpp"
+#include "supervision/command_output.hpp"
+
+namespace execmcp::plugins::docker_api {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+namespace dc = docker_common;
+namespace sv = supervision;
+namespace rp = supervision::runner;
+
+// How long a starting runner may take to say hello (a cold container on a loaded machine).
+constexpr auto kHelloTimeout = std::chrono::seconds(15);
+// After a failed start, calls run with one exec each for this long before the runner is tried
+// again (each attempt costs an exec).
+constexpr auto kRetryPause = std::chrono::seconds(30);
+// How long a kill request may go unanswered before the call's processes are killed from outside.
+constexpr auto kKillGrace = std::chrono::seconds(15);
+
+}  // namespace
+
+std::string DockerApiBackend::copy_runner() {
+  std::ifstream in(runner_host_path_, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in || bytes.str().empty())
+    return "cannot read execmcp-runner at " + runner_host_path_ + " to copy it into the container";
+  const std::string tar = dc::single_file_tar("execmcp-runner", bytes.str(), 0555);
+  auto r = client_.request("PUT", api("/containers/" + name_ + "/archive?path=%2F.execmcp"), tar,
+                           std::chrono::seconds(60), "application/x-tar");
+  if (!r.ok())
+    return "copying execmcp-runner into the container failed: " +
+           (r.error.empty() ? engine_message(r.status, r.body) : r.error);
+  runner_copied_ = true;
+  return {};
+}
+
+std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& notices,
+                                                  std::shared_ptr<RunnerChannel>& out) {
+  if (runner_delivery_ == dc::RunnerDelivery::None)
+    return "execmcp-runner is missing or not executable at " + runner_host_path_ +
+           " (it is built and installed with the docker-api plugin, in the directory above it)";
+  if (auto err = ensure_api_version(); !err.empty()) return err;
+  std::string last_error;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const json body = {{"Cmd", {dc::kRunnerPath, rp::kChannelArg}},
+                       {"AttachStdin", true},
+                       {"AttachStdout", true},
+                       {"AttachStderr", true},
+                       {"WorkingDir", "/"},
+                       {"User", user()},
+                       {"Tty", false}};
+    std::string exec_id;
+    if (auto err = create_exec(body, true, notices, exec_id); !err.empty()) return err;
+    // Copied after the exec exists: a recovery inside create_exec() may have made a new volume.
+    if (runner_delivery_ == dc::RunnerDelivery::Copy && !runner_copied_) {
+      if (auto err = copy_runner(); !err.empty()) return err;
+    }
+    std::string error;
+    auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
+    if (!conn) return error;
+    std::string leftover;
+    const int fd = conn->detach(leftover);
+    if (fd < 0) return "the runner's exec stream closed at once";
+    auto channel = std::make_shared<RunnerChannel>(
+        fd, std::move(leftover), [this](sdk::LogLevel level, const std::string& line) {
+          log(level, "execmcp-runner in " + name_ + ": " + line);
+        });
+    last_error = channel->wait_ready(kHelloTimeout);
+    if (last_error.empty()) {
+      out = std::move(channel);
+      log(sdk::LogLevel::Info, "execmcp-runner is ready in container " + name_);
+      return {};
+    }
+    // The volume may have lost the program (the container was recreated behind our back).
+    if (runner_delivery_ != dc::RunnerDelivery::Copy) break;
+    runner_copied_ = false;
+  }
+  return last_error;
+}
+
+std::shared_ptr<RunnerChannel> DockerApiBackend::runner_channel(std::vector<std::string>& notices,
+                                                                std::string& why) {
+  std::lock_guard lock(runner_mutex_);
+  if (runner_ && runner_->alive()) return runner_;
+  if (runner_) {
+    log(sdk::LogLevel::Warn,
+        "execmcp-runner in " + name_ + " is gone (" + runner_->failure() + "); starting it again");
+    runner_.reset();
+  }
+  if (Clock::now() < runner_retry_at_) {
+    why = runner_failure_;
+    return nullptr;
+  }
+  why = open_runner_channel(notices, runner_);
+  if (!why.empty()) {
+    runner_.reset();
+    runner_failure_ = why;
+    runner_retry_at_ = Clock::now() + kRetryPause;
+    log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + name_ + ": " + why +
+                                 "; commands run with one exec each for now");
+    return nullptr;
+  }
+  return runner_;
+}
+
+void DockerApiBackend::drop_runner(const std::shared_ptr<RunnerChannel>& channel) {
+  std::lock_guard lock(runner_mutex_);
+  if (runner_ == channel) runner_.reset();
+}
+
+std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(const ExecSpec& spec,
+                                                               RunnerChannel& channel) {
+  const auto started = Clock::now();
+  const std::uint64_t generation = stop_generation_.load();
+  sdk::ExecResult result;
+  rp::RunSpec run;
+  run.output_cap = spec.output_cap;
+  run.work_dir = spec.work_dir;
+  run.shell = spec.shell;
+  run.command = spec.command;
+  run.env = spec.env;
+  run.env.push_back(std::string(kMarkerVar) + "=" + spec.marker);
+  std::string error;
+  auto call = channel.start(run, spec.stdin_data ? &*spec.stdin_data : nullptr, error);
+  if (!call) {
+    if (channel.alive()) {  // refused by us (too long), not a broken channel
+      result.error = error;
+      return result;
+    }
+    return std::nullopt;
+  }
+
+  auto out = sv::OutputCapture::of_stdout(result, spec.output_cap, spec.sink);
+  auto err = sv::OutputCapture::of_stderr(result, spec.output_cap, spec.sink);
+  const std::optional<Clock::time_point> deadline =
+      spec.timeout.count() > 0 ? std::optional(started + spec.timeout) : std::nullopt;
+  bool kill_sent = false;
+  Clock::time_point kill_sent_at;
+  std::vector<RunnerCall::Chunk> chunks;
+  bool gave_up = false;
+  for (;;) {
+    if (!kill_sent) {
+      const auto cause =
+          sv::kill_cause(spec.cancel, stop_generation_.load() != generation, deadline);
+      sv::record_kill(result, cause);
+      if (cause != sv::KillCause::None) {
+        channel.kill(*call);
+        kill_sent = true;
+        kill_sent_at = Clock::now();
+      }
+    } else if (Clock::now() - kill_sent_at > kKillGrace) {
+      // The runner did not answer (stopped, or starved): end the command from outside.
+      channel.forget(*call);
+      kill_marked(spec.marker);
+      result.notices.push_back(
+          "execmcp-runner did not answer the kill request in time; the command's processes "
+          "were killed from outside");
+      gave_up = true;
+      break;
+    }
+    auto wait = std::chrono::milliseconds(50);
+    if (!kill_sent && deadline) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+      if (left < wait) wait = std::max(left, std::chrono::milliseconds(0));
+    }
+    chunks.clear();
+    const bool over = call->wait(wait, chunks);
+    for (const auto& c : chunks) (c.kind == sdk::StreamKind::Stdout ? out : err).append(c.data);
+    if (over) break;
+  }
+  // What came after wait() returned true is still queued: nothing more comes once a call is over.
+  chunks.clear();
+  call->wait(std::chrono::milliseconds(0), chunks);
+  for (const auto& c : chunks) (c.kind == sdk::StreamKind::Stdout ? out : err).append(c.data);
+
+  if (call->dropped(sdk::StreamKind::Stdout)) result.stdout_truncated = true;
+  if (call->dropped(sdk::StreamKind::Stderr)) result.stderr_truncated = true;
+  if (gave_up) {
+    result.exit_code = -1;
+  } else if (const auto& done = call->done()) {
+    result.exit_code = done->exit_code;
+    result.stdout_truncated |= done->stdout_truncated;
+    result.stderr_truncated |= done->stderr_truncated;
+    if (!done->error.empty()) result.error = done->error;
+    result.notices.insert(result.notices.end(), done->notices.begin(), done->notices.end());
+    // Ended by itself before the kill landed: reported as it ended.
+    if (!done->killed) result.timed_out = result.cancelled = false;
+  } else {
+    // The channel broke during the call: the runner was killed (by a command, perhaps this one),
+    // or the container stopped. Whatever of the command is left is found by its marker.
+    kill_marked(spec.marker);
+    if (!kill_sent)
+      result.error = "execmcp-runner, the agent in the container, ended during the command (" +
+                     call->lost() +
+                     "): a command may have killed it, or the container stopped; its exit code "
+                     "is unknown, and the next call starts the runner again";
+  }
+  result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return result;
+}
+
+sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
+  if (settings_.exec_mode == dc::ExecMode::Exec) return run_exec(spec);
+  std::vector<std::string> notices;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string why;
+    auto channel = runner_channel(notices, why);
+    if (!channel) {
+      auto result = run_exec(spec);
+      notices.push_back("the in-container agent (execmcp-runner) could not start (" + why +
+                        "); this call ran with one docker exec instead");
+      result.notices.insert(result.notices.begin(), notices.begin(), notices.end());
+      return result;
+    }
+    if (auto result = run_on_runner(spec, *channel)) {
+      if (result->error.rfind("execmcp-runner, the agent", 0) == 0) drop_runner(channel);
+      result->notices.insert(result->notices.begin(), notices.begin(), notices.end());
+      return std::move(*result);
+    }
+    drop_runner(channel);  // broke before the call went out: once more on a fresh one
+  }
+  sdk::ExecResult failed;
+  failed.error = "execmcp-runner's channel broke twice before the call could be sent";
+  failed.notices = std::move(notices);
+  return failed;
+}
+
+}  // namespace execmcp::plugins::docker_api

@@ -1,0 +1,313 @@
+// See runner_channel.hpp. One thread per channel does all of its I/O with poll(): it writes the
+// queued frames, reads the exec stream, takes Docker's stream multiplexing off it (the runner's
+// stdout carries the frames, its stderr its diagnostics) and hands each frame to its call.
+#include "runner_channel.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "exec_stream_decoder.hpp"
+
+namespace execmcp::plugins::docker_api {
+
+namespace rp = supervision::runner;
+
+namespace {
+
+// The most a single diagnostic line of the runner may add to the log.
+constexpr std::size_t kMaxLogLine = 4096;
+// Reports and notices from the container are shown to the user: bounded.
+constexpr std::size_t kMaxReportText = 8192;
+constexpr std::size_t kMaxNotices = 16;
+
+void bound(std::string& s) {
+  if (s.size() > kMaxReportText) s.resize(kMaxReportText);
+}
+
+}  // namespace
+
+bool RunnerCall::wait(std::chrono::milliseconds wait, std::vector<Chunk>& chunks) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, wait, [&] { return over_ || !chunks_.empty(); });
+  while (!chunks_.empty()) {
+    chunks.push_back(std::move(chunks_.front()));
+    chunks_.pop_front();
+  }
+  return over_;
+}
+
+RunnerChannel::RunnerChannel(int fd, std::string leftover, Log log)
+    : fd_(fd), log_(std::move(log)), inbox_(std::move(leftover)) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+    failure_ = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return;
+  }
+  wake_r_ = p[0];
+  wake_w_ = p[1];
+  thread_ = std::thread([this] { io_loop(); });
+}
+
+RunnerChannel::~RunnerChannel() {
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+  }
+  wake();
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) ::close(fd_);
+  if (wake_r_ >= 0) ::close(wake_r_);
+  if (wake_w_ >= 0) ::close(wake_w_);
+}
+
+void RunnerChannel::wake() noexcept {
+  const char b = 'w';
+  if (wake_w_ >= 0) [[maybe_unused]]
+    auto n = ::write(wake_w_, &b, 1);
+}
+
+std::string RunnerChannel::wait_ready(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!ready_cv_.wait_for(lock, timeout, [&] { return ready_ || !failure_.empty(); }))
+    return "execmcp-runner did not answer within " + std::to_string(timeout.count()) + " ms";
+  return failure_;
+}
+
+bool RunnerChannel::alive() const {
+  std::lock_guard lock(mutex_);
+  return ready_ && failure_.empty();
+}
+
+std::string RunnerChannel::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+std::shared_ptr<RunnerCall> RunnerChannel::start(const rp::RunSpec& spec,
+                                                 const std::string* stdin_data,
+                                                 std::string& error) {
+  std::string frames;
+  const std::string run = rp::encode_run(spec);
+  if (run.size() > rp::kMaxPayload) {
+    error = "the command and its environment are longer than the runner accepts (" +
+            std::to_string(rp::kMaxPayload) + " bytes)";
+    return nullptr;
+  }
+  std::shared_ptr<RunnerCall> call;
+  {
+    std::lock_guard lock(mutex_);
+    if (!failure_.empty() || !ready_) {
+      error = failure_.empty() ? "the runner is not ready" : failure_;
+      return nullptr;
+    }
+    const std::uint32_t id = next_id_++;
+    if (next_id_ == 0) next_id_ = 1;
+    call = std::shared_ptr<RunnerCall>(new RunnerCall(id, spec.output_cap));
+    calls_.emplace(id, call);
+    rp::append_frame(frames, rp::FrameType::kRun, id, run);
+    if (stdin_data != nullptr) {
+      std::string_view rest = *stdin_data;
+      while (!rest.empty()) {
+        const auto n = std::min(rest.size(), rp::kMaxPayload);
+        rp::append_frame(frames, rp::FrameType::kStdin, id, rest.substr(0, n));
+        rest.remove_prefix(n);
+      }
+    }
+    rp::append_frame(frames, rp::FrameType::kStdinEnd, id, {});
+    outbox_ += frames;
+  }
+  wake();
+  return call;
+}
+
+void RunnerChannel::kill(const RunnerCall& call) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!failure_.empty()) return;
+    rp::append_frame(outbox_, rp::FrameType::kKill, call.id(), {});
+  }
+  wake();
+}
+
+void RunnerChannel::forget(const RunnerCall& call) {
+  std::lock_guard lock(mutex_);
+  calls_.erase(call.id());
+}
+
+void RunnerChannel::fail(const std::string& why) {
+  std::map<std::uint32_t, std::shared_ptr<RunnerCall>> calls;
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.empty()) failure_ = why;
+    calls.swap(calls_);
+  }
+  ready_cv_.notify_all();
+  for (auto& [id, call] : calls) {
+    {
+      std::lock_guard lock(call->mutex_);
+      if (!call->over_) call->lost_ = why;
+      call->over_ = true;
+    }
+    call->cv_.notify_all();
+  }
+}
+
+void RunnerChannel::on_frame(rp::Frame& frame) {
+  if (frame.type == rp::FrameType::kHello) {
+    {
+      std::lock_guard lock(mutex_);
+      if (ready_ || frame.payload != rp::kVersion) {
+        // A runner of another build: refused, not misread.
+        if (!ready_)
+          failure_ = "execmcp-runner in the container speaks '" + frame.payload.substr(0, 64) +
+                     "', this backend '" + std::string(rp::kVersion) + "'";
+      } else {
+        ready_ = true;
+      }
+    }
+    ready_cv_.notify_all();
+    if (!failure().empty()) fail(failure());
+    return;
+  }
+  std::shared_ptr<RunnerCall> call;
+  {
+    std::lock_guard lock(mutex_);
+    if (!ready_) {
+      failure_ = "execmcp-runner sent a frame before its hello";
+    } else if (auto it = calls_.find(frame.call); it != calls_.end()) {
+      call = it->second;
+      if (frame.type == rp::FrameType::kDone) calls_.erase(it);
+    }
+  }
+  if (!call) return;  // a call we gave up on (or a stray id): nothing waits for it
+  std::lock_guard lock(call->mutex_);
+  if (call->over_) return;
+  switch (frame.type) {
+    case rp::FrameType::kStdout:
+    case rp::FrameType::kStderr: {
+      const bool out = frame.type == rp::FrameType::kStdout;
+      std::size_t& got = out ? call->got_out_ : call->got_err_;
+      const std::size_t room = got < call->cap_ ? call->cap_ - got : 0;
+      if (frame.payload.size() > room) {
+        frame.payload.resize(room);
+        (out ? call->dropped_out_ : call->dropped_err_) = true;
+      }
+      got += frame.payload.size();
+      if (!frame.payload.empty())
+        call->chunks_.push_back(
+            {out ? sdk::StreamKind::Stdout : sdk::StreamKind::Stderr, std::move(frame.payload)});
+      break;
+    }
+    case rp::FrameType::kDone: {
+      auto report = rp::decode_done(frame.payload);
+      if (!report) {
+        call->lost_ = "execmcp-runner sent a malformed report";
+      } else {
+        bound(report->error);
+        if (report->notices.size() > kMaxNotices) report->notices.resize(kMaxNotices);
+        for (auto& n : report->notices) bound(n);
+        call->done_ = std::move(*report);
+      }
+      call->over_ = true;
+      break;
+    }
+    default:
+      call->lost_ = "execmcp-runner sent an unexpected frame";
+      call->over_ = true;
+      break;
+  }
+  call->cv_.notify_all();
+}
+
+void RunnerChannel::io_loop() {
+  // Docker's multiplexing, then the runner's frames on its stdout.
+  struct Demux final : ExecStreamDecoder::Handler {
+    RunnerChannel& channel;
+    rp::FrameReader frames;
+    std::string daemon_error;
+    explicit Demux(RunnerChannel& c) : channel(c) {}
+    void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
+      if (stream == ExecStreamDecoder::Stream::Stdout) {
+        frames.feed(data);
+      } else if (stream == ExecStreamDecoder::Stream::Stderr) {
+        for (char c : data) {
+          if (c == '\n' || channel.stderr_line_.size() >= kMaxLogLine) {
+            if (channel.log_) channel.log_(sdk::LogLevel::Warn, channel.stderr_line_);
+            channel.stderr_line_.clear();
+            if (c == '\n') continue;
+          }
+          channel.stderr_line_.push_back(c);
+        }
+      } else if (stream == ExecStreamDecoder::Stream::SystemError) {
+        daemon_error.append(data.substr(0, 1024));
+      }
+    }
+  } demux(*this);
+  ExecStreamDecoder decoder;
+  auto take = [&](std::string_view bytes) -> bool {
+    if (!decoder.feed(bytes, demux)) {
+      fail("the runner's exec stream is malformed: " + decoder.error());
+      return false;
+    }
+    if (!demux.daemon_error.empty()) {
+      fail("Docker reported an error on the runner's stream: " + demux.daemon_error);
+      return false;
+    }
+    while (auto frame = demux.frames.next()) on_frame(*frame);
+    if (!demux.frames.error().empty()) {
+      fail("execmcp-runner sent " + demux.frames.error());
+      return false;
+    }
+    return failure().empty();
+  };
+  if (!inbox_.empty() && !take(inbox_)) return;
+  inbox_.clear();
+
+  std::string pending;  // frames taken from the outbox, not yet written
+  std::vector<char> buf(64 * 1024);
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) break;
+      if (pending.empty()) pending.swap(outbox_);
+    }
+    pollfd pfds[2] = {{fd_, static_cast<short>(POLLIN | (pending.empty() ? 0 : POLLOUT)), 0},
+                      {wake_r_, POLLIN, 0}};
+    if (::poll(pfds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      fail(std::string("poll failed: ") + std::strerror(errno));
+      break;
+    }
+    if ((pfds[1].revents & POLLIN) != 0) {
+      char drain[64];
+      while (::read(wake_r_, drain, sizeof drain) > 0) {
+      }
+    }
+    if ((pfds[0].revents & POLLOUT) != 0 && !pending.empty()) {
+      const ssize_t n = ::send(fd_, pending.data(), pending.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        pending.erase(0, static_cast<std::size_t>(n));
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        fail(std::string("writing to execmcp-runner failed: ") + std::strerror(errno));
+        break;
+      }
+    }
+    if ((pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        fail(n == 0 ? "execmcp-runner ended (its exec stream closed)"
+                    : std::string("reading from execmcp-runner failed: ") + std::strerror(errno));
+        break;
+      }
+      if (n > 0 && !take(std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;
+    }
+  }
+  fail("the channel to execmcp-runner was closed");
+}
+
+}  // namespace execmcp::plugins::docker_api

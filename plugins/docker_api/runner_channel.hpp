@@ -1,0 +1,109 @@
+// The docker-api backend's side of the channel to execmcp-runner (its agent inside the container):
+// one hijacked exec stream that carries every call as frames (supervision/runner_protocol.hpp).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "execmcp/sdk/types.hpp"
+#include "supervision/runner_protocol.hpp"
+
+namespace execmcp::plugins::docker_api {
+
+// One call in flight on a channel. Its output arrives as the runner sends it; the call's own
+// thread takes it with wait(), so one call's flood never delays another call's result.
+class RunnerCall {
+ public:
+  struct Chunk {
+    sdk::StreamKind kind;
+    std::string data;
+  };
+  // Waits at most `wait` for output or the end; appends what came to `chunks`. Returns true once
+  // the call is over: done() or lost() then says how.
+  bool wait(std::chrono::milliseconds wait, std::vector<Chunk>& chunks);
+  [[nodiscard]] const std::optional<supervision::runner::DoneReport>& done() const { return done_; }
+  // Why the call ended without a report (the channel broke); "" otherwise.
+  [[nodiscard]] const std::string& lost() const { return lost_; }
+  // True when bytes past the cap were dropped here (the runner should have capped them).
+  [[nodiscard]] bool dropped(sdk::StreamKind kind) const {
+    return kind == sdk::StreamKind::Stdout ? dropped_out_ : dropped_err_;
+  }
+  [[nodiscard]] std::uint32_t id() const { return id_; }
+
+ private:
+  friend class RunnerChannel;
+  RunnerCall(std::uint32_t id, std::size_t cap) : id_(id), cap_(cap) {}
+
+  std::uint32_t id_;
+  std::size_t cap_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Chunk> chunks_;
+  std::size_t got_out_ = 0, got_err_ = 0;  // bytes received per stream, to enforce the cap
+  bool dropped_out_ = false, dropped_err_ = false;
+  bool over_ = false;
+  std::optional<supervision::runner::DoneReport> done_;
+  std::string lost_;
+};
+
+class RunnerChannel {
+ public:
+  using Log = std::function<void(sdk::LogLevel, const std::string&)>;
+
+  // Takes the exec's socket (ExecConnection::detach) and the bytes read past its headers, and
+  // starts the channel's I/O thread.
+  RunnerChannel(int fd, std::string leftover, Log log);
+  ~RunnerChannel();
+  RunnerChannel(const RunnerChannel&) = delete;
+  RunnerChannel& operator=(const RunnerChannel&) = delete;
+
+  // Waits until the runner has said hello; "" or why the channel is unusable.
+  std::string wait_ready(std::chrono::milliseconds timeout);
+  [[nodiscard]] bool alive() const;
+  // Why the channel ended ("" while it works).
+  [[nodiscard]] std::string failure() const;
+
+  // Sends one call; null (and `error`) when the channel is gone.
+  std::shared_ptr<RunnerCall> start(const supervision::runner::RunSpec& spec,
+                                    const std::string* stdin_data, std::string& error);
+  // Asks the runner to kill the call's command now.
+  void kill(const RunnerCall& call);
+  // Ends the call's bookkeeping here (its report, if one still comes, is dropped).
+  void forget(const RunnerCall& call);
+
+ private:
+  void io_loop();
+  void send(std::string frames);
+  void on_frame(supervision::runner::Frame& frame);
+  void fail(const std::string& why);
+  void wake() noexcept;
+
+  int fd_;
+  int wake_r_ = -1, wake_w_ = -1;
+  Log log_;
+  std::string inbox_;  // bytes read before the thread started (the hijack's leftover)
+
+  mutable std::mutex mutex_;
+  std::condition_variable ready_cv_;
+  bool ready_ = false;
+  bool closing_ = false;
+  std::string failure_;
+  std::string outbox_;
+  std::uint32_t next_id_ = 1;
+  std::map<std::uint32_t, std::shared_ptr<RunnerCall>> calls_;
+  std::string stderr_line_;  // the runner's own diagnostics, logged line by line
+  std::thread thread_;
+};
+
+}  // namespace execmcp::plugins::docker_api

@@ -1,0 +1,52 @@
+// See tar_archive.hpp. Layout per POSIX.1-1988 ustar: a 512-byte header, the data padded to 512
+// bytes, and two zero blocks at the end.
+#include "docker_common/tar_archive.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace execmcp::plugins::docker_common {
+
+namespace {
+
+constexpr std::size_t kBlock = 512;
+
+// Writes `value` as zero-padded octal into a field of `width` bytes (the last one NUL).
+void put_octal(char* field, std::size_t width, unsigned long long value) {
+  std::snprintf(field, width, "%0*llo", static_cast<int>(width - 1), value);
+}
+
+}  // namespace
+
+std::string single_file_tar(std::string_view name, std::string_view data, unsigned mode) {
+  if (name.empty() || name.size() > 100 || name.find('/') != std::string_view::npos ||
+      name == "." || name == "..")
+    throw std::invalid_argument("a tar member needs a plain name of at most 100 bytes");
+  char header[kBlock] = {};
+  std::memcpy(header, name.data(), name.size());  // name[100]
+  put_octal(header + 100, 8, mode & 07777);       // mode
+  put_octal(header + 108, 8, 0);                  // uid
+  put_octal(header + 116, 8, 0);                  // gid
+  put_octal(header + 124, 12, data.size());       // size
+  put_octal(header + 136, 12, 0);                 // mtime
+  header[156] = '0';                              // typeflag: regular file
+  std::memcpy(header + 257, "ustar", 6);          // magic "ustar\0"
+  std::memcpy(header + 263, "00", 2);             // version
+  std::memcpy(header + 265, "root", 4);           // uname
+  std::memcpy(header + 297, "root", 4);           // gname
+  // The checksum is computed with its own field as eight spaces.
+  std::memset(header + 148, ' ', 8);
+  unsigned long sum = 0;
+  for (unsigned char c : header) sum += c;
+  std::snprintf(header + 148, 8, "%06lo", sum);
+  header[155] = ' ';
+
+  std::string out(header, kBlock);
+  out.append(data);
+  out.append((kBlock - data.size() % kBlock) % kBlock, '\0');
+  out.append(2 * kBlock, '\0');
+  return out;
+}
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,14 @@
+// A tar archive (POSIX ustar) holding one regular file: what the Engine's archive endpoint takes to
+// put a file into a container (PUT /containers/{id}/archive).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace execmcp::plugins::docker_common {
+
+// The archive of one file named `name` (a plain name of at most 100 bytes, no '/'), owned by
+// root, with permission bits `mode`. Throws std::invalid_argument on a bad name.
+std::string single_file_tar(std::string_view name, std::string_view data, unsigned mode);
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,297 @@
+// execmcp-runner: the docker-api backend's agent inside each container. The backend starts it once
+// per container with one Engine exec and keeps that exec's stream open; every command and file
+// tool call then travels over it as frames (supervision/runner_protocol.hpp) instead of costing an
+// exec of its own. Commands run exactly as the local backend runs them on the host: each under a
+// subreaper spare of a spare pool (supervision/spare_pool.cpp) that this same program provides
+// when started with the pool's argument, killed as a whole tree, output capped and streamed.
+//
+//   backend ══ hijacked exec stream ══▶ execmcp-runner (one thread per call)
+//                                          └─ spare pool (execmcp-runner --execmcp-supervisor-…)
+//                                               └─ spare (subreaper) ─▶ shell ─▶ the command
+//
+// Linked statically, so it runs in any image with whatever C library, or none. Everything it
+// knows about a call comes from the backend; what the commands do cannot reach the channel (they
+// get their own pipes, never the runner's descriptors).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "supervision/process_supervisor.hpp"
+#include "supervision/runner_protocol.hpp"
+#include "supervision/spare_pool.hpp"
+
+extern char** environ;
+
+namespace execmcp::plugins::runner_program {
+namespace {
+
+namespace sv = supervision;
+namespace rp = supervision::runner;
+
+// Bytes of stdin one call may send before it starts (write_file's data).
+constexpr std::size_t kMaxStdin = std::size_t{1} << 30;
+
+void say(const std::string& text) {
+  const std::string line = "execmcp-runner: " + text + "\n";
+  [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// The channel's sending half: whole frames, one writer at a time.
+class Outbox {
+ public:
+  explicit Outbox(int fd) : fd_(fd) {}
+  void send(rp::FrameType type, std::uint32_t call, std::string_view payload) {
+    std::string frame;
+    frame.reserve(rp::kHeaderSize + payload.size());
+    rp::append_frame(frame, type, call, payload);
+    std::lock_guard lock(mutex_);
+    if (!broken_ && !write_all(fd_, frame)) broken_ = true;  // the backend is gone: reads end too
+  }
+
+ private:
+  int fd_;
+  std::mutex mutex_;
+  bool broken_ = false;
+};
+
+// Streams one call's output to the backend as it comes (the supervisor has already capped it).
+class FrameSink final : public sdk::OutputSink {
+ public:
+  FrameSink(Outbox& outbox, std::uint32_t call) : outbox_(outbox), call_(call) {}
+  void on_output(sdk::StreamKind kind, std::string_view data) noexcept override {
+    const auto type =
+        kind == sdk::StreamKind::Stdout ? rp::FrameType::kStdout : rp::FrameType::kStderr;
+    try {
+      while (!data.empty()) {
+        const auto n = std::min(data.size(), rp::kMaxPayload);
+        outbox_.send(type, call_, data.substr(0, n));
+        data.remove_prefix(n);
+      }
+    } catch (...) {
+      // Out of memory: the bytes are lost; the call still ends with its report.
+    }
+  }
+
+ private:
+  Outbox& outbox_;
+  std::uint32_t call_;
+};
+
+struct Call {
+  rp::RunSpec spec;
+  std::string stdin_data;
+  bool has_stdin = false;
+  bool started = false;
+  sdk::CancelToken cancel;
+  std::thread thread;
+};
+
+// The command's environment: ours (the container's, as the exec got it), then the call's entries.
+std::vector<std::string> environment(const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    env[std::string(entry.substr(0, eq))] = entry;
+  }
+  for (const auto& entry : overrides) env[entry.substr(0, entry.find('='))] = entry;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (auto& [name, entry] : env) out.push_back(std::move(entry));
+  return out;
+}
+
+class Runner {
+ public:
+  Runner(std::string self, int in, int out) : pool_(std::move(self)), in_(in), outbox_(out) {}
+
+  int serve() {
+    outbox_.send(rp::FrameType::kHello, 0, rp::kVersion);
+    rp::FrameReader reader;
+    std::string buf(64 * 1024, '\0');
+    int code = 0;
+    for (;;) {
+      const ssize_t n = ::read(in_, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // the backend closed the channel (or is gone)
+      reader.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+      while (auto frame = reader.next()) {
+        if (!handle(*frame)) {
+          code = 3;
+          break;
+        }
+      }
+      if (code != 0) break;
+      if (!reader.error().empty()) {
+        say("malformed frame from the backend: " + reader.error());
+        code = 3;
+        break;
+      }
+      join_finished();
+    }
+    // Whatever still runs is killed: nothing of a call outlives the channel.
+    for (auto& [id, call] : calls_) call->cancel.request_cancel();
+    for (auto& [id, call] : calls_)
+      if (call->thread.joinable()) call->thread.join();
+    pool_.shut_down();
+    return code;
+  }
+
+ private:
+  bool handle(rp::Frame& frame) {
+    auto it = calls_.find(frame.call);
+    switch (frame.type) {
+      case rp::FrameType::kRun: {
+        auto spec = rp::decode_run(frame.payload);
+        if (!spec || it != calls_.end()) {
+          say("malformed or duplicate run request for call " + std::to_string(frame.call));
+          return false;
+        }
+        auto call = std::make_unique<Call>();
+        call->spec = std::move(*spec);
+        calls_.emplace(frame.call, std::move(call));
+        return true;
+      }
+      case rp::FrameType::kStdin:
+        if (it == calls_.end() || it->second->started) return true;
+        if (it->second->stdin_data.size() + frame.payload.size() > kMaxStdin) {
+          say("call " + std::to_string(frame.call) + " sent more input than allowed");
+          return false;
+        }
+        it->second->has_stdin = true;
+        it->second->stdin_data += frame.payload;
+        return true;
+      case rp::FrameType::kStdinEnd:
+        if (it == calls_.end() || it->second->started) return true;
+        start(frame.call, *it->second);
+        return true;
+      case rp::FrameType::kKill:
+        if (it != calls_.end()) it->second->cancel.request_cancel();
+        return true;
+      default:
+        say("unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
+        return false;
+    }
+  }
+
+  void start(std::uint32_t id, Call& call) {
+    call.started = true;
+    call.thread = std::thread([this, id, &call] {
+      rp::DoneReport report = run(id, call);
+      outbox_.send(rp::FrameType::kDone, id, rp::encode_done(report));
+      std::lock_guard lock(finished_mutex_);
+      finished_.push_back(id);
+    });
+  }
+
+  rp::DoneReport run(std::uint32_t id, Call& call) {
+    rp::DoneReport report;
+    const int dir = ::open(call.spec.work_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+      report.error = "work_dir '" + call.spec.work_dir +
+                     "' is not a directory inside the container (" + std::strerror(errno) + ")";
+      return report;
+    }
+    sv::SpawnSpec spawn;
+    spawn.shell = call.spec.shell;
+    spawn.command = call.spec.command;
+    spawn.work_dir = call.spec.work_dir;
+    spawn.work_dir_fd = dir;
+    spawn.env = environment(call.spec.env);
+    if (call.has_stdin) spawn.stdin_data = &call.stdin_data;
+    FrameSink sink(outbox_, id);
+    sv::RunControl control;
+    control.output_cap = call.spec.output_cap;
+    control.sink = &sink;
+    control.cancel = &call.cancel;
+    sdk::ExecResult r = sv::run_supervised(pool_, spawn, control);
+    ::close(dir);
+    report.exit_code = r.exit_code;
+    report.killed = r.cancelled;
+    report.stdout_truncated = r.stdout_truncated;
+    report.stderr_truncated = r.stderr_truncated;
+    report.error = std::move(r.error);
+    report.notices = std::move(r.notices);
+    return report;
+  }
+
+  void join_finished() {
+    std::vector<std::uint32_t> done;
+    {
+      std::lock_guard lock(finished_mutex_);
+      done.swap(finished_);
+    }
+    for (auto id : done) {
+      auto it = calls_.find(id);
+      if (it == calls_.end()) continue;
+      it->second->thread.join();
+      calls_.erase(it);
+    }
+  }
+
+  sv::SupervisorProgram pool_;
+  int in_;
+  Outbox outbox_;
+  std::map<std::uint32_t, std::unique_ptr<Call>> calls_;  // only the reading thread touches it
+  std::mutex finished_mutex_;
+  std::vector<std::uint32_t> finished_;
+};
+
+int channel_main(const char* self) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, nullptr);  // a command that stops reading its stdin
+  // The channel moves off 0 and 1, which become /dev/null: nothing we start may inherit it.
+  ::syscall(SYS_close_range, 3U, ~0U, 0);
+  const int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
+  const int out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (in < 0 || out < 0 || null < 0) {
+    say(std::string("cannot set up the channel: ") + std::strerror(errno));
+    return 2;
+  }
+  ::dup2(null, 0);
+  ::dup2(null, 1);
+  ::close(null);
+  if (::chdir("/") != 0) {
+    // Only the commands need a directory, and each gets its own.
+  }
+  return Runner(self, in, out).serve();
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::runner_program
+
+int main(int argc, char** argv) {
+  namespace sv = execmcp::plugins::supervision;
+  if (sv::is_spare_pool_invocation(argc, argv)) return sv::spare_pool_main(argc, argv);
+  if (argc != 2 || std::strcmp(argv[1], sv::runner::kChannelArg) != 0 || argv[0][0] != '/') {
+    const char* text =
+        "execmcp-runner is started inside a container by execmcp's docker-api backend of the "
+        "same build; it is not meant to be run by hand.\n";
+    [[maybe_unused]] auto n = ::write(2, text, std::strlen(text));
+    return 2;
+  }
+  return execmcp::plugins::runner_program::channel_main(argv[0]);
+}

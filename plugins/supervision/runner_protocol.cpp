@@ -1,0 +1,154 @@
+// See runner_protocol.hpp. Payloads are NUL-separated fields; numbers are decimal.
+#include "runner_protocol.hpp"
+
+#include <charconv>
+
+namespace execmcp::plugins::supervision::runner {
+
+namespace {
+
+void put_u32(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+std::uint32_t get_u32(const char* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+bool known_type(std::uint8_t t) {
+  return t >= static_cast<std::uint8_t>(FrameType::kHello) &&
+         t <= static_cast<std::uint8_t>(FrameType::kDone);
+}
+
+void put_field(std::string& out, std::string_view field) {
+  out.append(field);
+  out.push_back('\0');
+}
+
+// Splits a payload of NUL-terminated fields; nullopt unless it ends with a NUL.
+std::optional<std::vector<std::string_view>> fields(std::string_view payload) {
+  if (!payload.empty() && payload.back() != '\0') return std::nullopt;
+  std::vector<std::string_view> out;
+  while (!payload.empty()) {
+    const auto end = payload.find('\0');
+    out.push_back(payload.substr(0, end));
+    payload.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+template <class T>
+bool parse_number(std::string_view s, T& value) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+void append_frame(std::string& out, FrameType type, std::uint32_t call, std::string_view payload) {
+  put_u32(out, static_cast<std::uint32_t>(payload.size()));
+  put_u32(out, call);
+  out.push_back(static_cast<char>(type));
+  out.append(payload);
+}
+
+std::optional<Frame> FrameReader::next() {
+  if (!error_.empty()) return std::nullopt;
+  const std::size_t have = buffer_.size() - offset_;
+  if (have < kHeaderSize) {
+    if (offset_ > 0 && offset_ == buffer_.size()) buffer_.clear(), offset_ = 0;
+    return std::nullopt;
+  }
+  const char* p = buffer_.data() + offset_;
+  const std::uint32_t length = get_u32(p);
+  const auto type = static_cast<std::uint8_t>(p[8]);
+  if (length > kMaxPayload) {
+    error_ = "a frame of " + std::to_string(length) + " bytes (the limit is " +
+             std::to_string(kMaxPayload) + ")";
+    return std::nullopt;
+  }
+  if (!known_type(type)) {
+    error_ = "a frame of unknown type " + std::to_string(type);
+    return std::nullopt;
+  }
+  if (have < kHeaderSize + length) return std::nullopt;
+  Frame f;
+  f.type = static_cast<FrameType>(type);
+  f.call = get_u32(p + 4);
+  f.payload.assign(p + kHeaderSize, length);
+  offset_ += kHeaderSize + length;
+  // Compact once the consumed prefix dominates, so a long channel's buffer stays small.
+  if (offset_ > 64 * 1024 && offset_ * 2 > buffer_.size()) {
+    buffer_.erase(0, offset_);
+    offset_ = 0;
+  }
+  return f;
+}
+
+std::string encode_run(const RunSpec& spec) {
+  std::string out;
+  put_field(out, std::to_string(spec.output_cap));
+  put_field(out, spec.work_dir);
+  put_field(out, spec.shell);
+  put_field(out, spec.command);
+  for (const auto& e : spec.env) put_field(out, e);
+  return out;
+}
+
+std::optional<RunSpec> decode_run(std::string_view payload) {
+  auto f = fields(payload);
+  if (!f || f->size() < 4) return std::nullopt;
+  RunSpec spec;
+  if (!parse_number((*f)[0], spec.output_cap)) return std::nullopt;
+  spec.work_dir = (*f)[1];
+  spec.shell = (*f)[2];
+  spec.command = (*f)[3];
+  if (spec.work_dir.empty() || spec.work_dir.front() != '/' || spec.shell.empty() ||
+      spec.shell.front() != '/')
+    return std::nullopt;
+  for (std::size_t i = 4; i < f->size(); ++i) {
+    if ((*f)[i].find('=') == std::string_view::npos) return std::nullopt;
+    spec.env.emplace_back((*f)[i]);
+  }
+  return spec;
+}
+
+std::string encode_done(const DoneReport& report) {
+  std::string out;
+  put_field(out, std::to_string(report.exit_code));
+  std::string flags;
+  if (report.killed) flags.push_back('k');
+  if (report.stdout_truncated) flags.push_back('o');
+  if (report.stderr_truncated) flags.push_back('e');
+  put_field(out, flags);
+  put_field(out, report.error);
+  for (const auto& n : report.notices) put_field(out, n);
+  return out;
+}
+
+std::optional<DoneReport> decode_done(std::string_view payload) {
+  auto f = fields(payload);
+  if (!f || f->size() < 3) return std::nullopt;
+  DoneReport r;
+  if (!parse_number((*f)[0], r.exit_code) || r.exit_code < -1 || r.exit_code > 255)
+    return std::nullopt;
+  for (char c : (*f)[1]) {
+    if (c == 'k')
+      r.killed = true;
+    else if (c == 'o')
+      r.stdout_truncated = true;
+    else if (c == 'e')
+      r.stderr_truncated = true;
+    else
+      return std::nullopt;
+  }
+  r.error = (*f)[2];
+  for (std::size_t i = 3; i < f->size(); ++i) r.notices.emplace_back((*f)[i]);
+  return r;
+}
+
+}  // namespace execmcp::plugins::supervision::runner

@@ -1,0 +1,92 @@
+// The wire contract between the docker-api backend and execmcp-runner, its agent inside each
+// container: one byte stream each way (the runner's stdin and stdout, carried by one hijacked
+// Engine exec), cut into frames.
+//
+// A frame is a 9-byte header, then `length` bytes of payload:
+//   u32 length (big-endian, at most kMaxPayload) | u32 call id (big-endian) | u8 type
+// The runner speaks first: kHello with kVersion as its payload. Then the host sends, per call,
+// kRun (its payload: encode_run()) with a new id, optionally kStdin frames and always kStdinEnd
+// (the command starts at kStdinEnd, with what came as its stdin, or /dev/null without any), and
+// kKill whenever it must die. The runner answers kStdout / kStderr frames (the command's output,
+// already capped at the call's output_cap) and one kDone (encode_done()) per call, after which the
+// id is free. Each side treats every byte of the other as untrusted: an oversize or unknown frame
+// ends the channel (never the process reading it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace execmcp::plugins::supervision::runner {
+
+// Changes whenever anything in this file changes, so a stale runner is refused, not misread.
+inline constexpr std::string_view kVersion = "execmcp-runner/1";
+inline constexpr const char* kChannelArg = "--execmcp-runner-channel=1";
+inline constexpr std::size_t kHeaderSize = 9;
+inline constexpr std::size_t kMaxPayload = 1024 * 1024;
+
+enum class FrameType : std::uint8_t {
+  kHello = 1,
+  kRun = 2,
+  kStdin = 3,
+  kStdinEnd = 4,
+  kKill = 5,
+  kStdout = 6,
+  kStderr = 7,
+  kDone = 8,
+};
+
+struct Frame {
+  FrameType type = FrameType::kHello;
+  std::uint32_t call = 0;
+  std::string payload;
+};
+
+// Appends one frame to `out`. The payload must be at most kMaxPayload bytes.
+void append_frame(std::string& out, FrameType type, std::uint32_t call, std::string_view payload);
+
+// Cuts a byte stream into frames. feed() appends bytes; next() returns the next whole frame, or
+// nullopt when more bytes are needed or the stream is malformed (then error() says why and the
+// reader must end the channel).
+class FrameReader {
+ public:
+  void feed(std::string_view bytes) { buffer_.append(bytes); }
+  std::optional<Frame> next();
+  [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] std::size_t buffered() const { return buffer_.size() - offset_; }
+
+ private:
+  std::string buffer_;
+  std::size_t offset_ = 0;
+  std::string error_;
+};
+
+// What kRun carries.
+struct RunSpec {
+  std::size_t output_cap = 0;
+  std::string work_dir;          // absolute, inside the container
+  std::string shell;             // absolute
+  std::string command;           // `<shell> -c <command>`
+  std::vector<std::string> env;  // "NAME=value", over the runner's own environment
+};
+std::string encode_run(const RunSpec& spec);
+// nullopt when the payload is not a RunSpec.
+std::optional<RunSpec> decode_run(std::string_view payload);
+
+// What kDone carries. `killed`: the runner killed the command on a kKill request (its flags stay
+// timed_out/cancelled on the host); otherwise it ended by itself first.
+struct DoneReport {
+  int exit_code = -1;
+  bool killed = false;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::string error;
+  std::vector<std::string> notices;
+};
+std::string encode_done(const DoneReport& report);
+std::optional<DoneReport> decode_done(std::string_view payload);
+
+}  // namespace execmcp::plugins::supervision::runner
