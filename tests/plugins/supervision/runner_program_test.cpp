@@ -1,0 +1,284 @@
+// execmcp-runner driven on the host through its stdin and stdout, exactly as the docker-api
+// backend drives it inside a container (there the Engine carries the bytes): calls, stdin, kills,
+// concurrency, capping, and output that imitates the protocol.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "supervision/runner_protocol.hpp"
+
+extern char** environ;
+
+namespace execmcp::plugins::supervision::runner {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Outcome {
+  std::string out, err;
+  std::optional<DoneReport> done;
+};
+
+bool gone(pid_t pid) {
+  // The spare (a subreaper) reaps what it kills, so a killed process disappears entirely.
+  for (int i = 0; i < 500; ++i) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+class Runner {
+ public:
+  Runner() {
+    int in[2], out[2];
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    char* argv[] = {const_cast<char*>(EXECMCP_RUNNER_PATH), const_cast<char*>(kChannelArg),
+                    nullptr};
+    EXPECT_EQ(::posix_spawn(&pid_, EXECMCP_RUNNER_PATH, &actions, nullptr, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+    auto hello = next(10s);
+    EXPECT_TRUE(hello && hello->type == FrameType::kHello && hello->payload == kVersion);
+  }
+  ~Runner() {
+    close_channel();
+    if (from_ >= 0) ::close(from_);
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+  }
+  void close_channel() {
+    if (to_ >= 0) ::close(to_);
+    to_ = -1;
+  }
+  int wait_exit() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  void send_raw(const std::string& bytes) {
+    ASSERT_EQ(::write(to_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  void send(FrameType type, std::uint32_t call, std::string_view payload = {}) {
+    std::string frame;
+    append_frame(frame, type, call, payload);
+    send_raw(frame);
+  }
+  void run(std::uint32_t call, const std::string& command, std::size_t cap = 1 << 20,
+           const std::string* stdin_data = nullptr) {
+    RunSpec spec;
+    spec.output_cap = cap;
+    spec.work_dir = "/tmp";
+    spec.shell = "/bin/sh";
+    spec.command = command;
+    spec.env = {"EXECMCP_TEST_VAR=from the call"};
+    send(FrameType::kRun, call, encode_run(spec));
+    if (stdin_data != nullptr) {
+      for (std::size_t at = 0; at < stdin_data->size(); at += kMaxPayload)
+        send(FrameType::kStdin, call, std::string_view(*stdin_data).substr(at, kMaxPayload));
+    }
+    send(FrameType::kStdinEnd, call);
+  }
+
+  std::optional<Frame> next(std::chrono::milliseconds wait) {
+    const auto end = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      if (auto f = reader_.next()) return f;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{from_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[65536];
+      const ssize_t n = ::read(from_, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      reader_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+
+  // Reads frames until `call` is done; frames of other calls are kept for them.
+  Outcome collect(std::uint32_t call, std::chrono::milliseconds wait = 30s) {
+    auto& o = outcomes_[call];
+    const auto end = std::chrono::steady_clock::now() + wait;
+    while (!o.done && std::chrono::steady_clock::now() < end) {
+      auto f = next(100ms);
+      if (!f) continue;
+      auto& target = outcomes_[f->call];
+      if (f->type == FrameType::kStdout) target.out += f->payload;
+      if (f->type == FrameType::kStderr) target.err += f->payload;
+      if (f->type == FrameType::kDone) target.done = decode_done(f->payload);
+    }
+    return outcomes_[call];
+  }
+  // Stdout of `call` so far, waiting until it holds `what`.
+  std::string wait_output(std::uint32_t call, const std::string& what) {
+    const auto end = std::chrono::steady_clock::now() + 10s;
+    while (outcomes_[call].out.find(what) == std::string::npos &&
+           std::chrono::steady_clock::now() < end) {
+      auto f = next(100ms);
+      if (f && f->type == FrameType::kStdout) outcomes_[f->call].out += f->payload;
+      if (f && f->type == FrameType::kDone) outcomes_[f->call].done = decode_done(f->payload);
+    }
+    return outcomes_[call].out;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  FrameReader reader_;
+  std::map<std::uint32_t, Outcome> outcomes_;
+};
+
+TEST(Runner, RunsACommandWithItsEnvironmentWorkDirAndExitCode) {
+  Runner r;
+  r.run(1, "echo \"$EXECMCP_TEST_VAR\"; pwd; echo oops >&2; exit 3");
+  auto o = r.collect(1);
+  ASSERT_TRUE(o.done);
+  EXPECT_EQ(o.out, "from the call\n/tmp\n");
+  EXPECT_EQ(o.err, "oops\n");
+  EXPECT_EQ(o.done->exit_code, 3);
+  EXPECT_FALSE(o.done->killed);
+  EXPECT_TRUE(o.done->error.empty()) << o.done->error;
+}
+
+TEST(Runner, StdinReachesTheCommandByteForByte) {
+  Runner r;
+  std::string data;
+  for (int i = 0; i < 3 * 1024 * 1024; ++i) data.push_back(static_cast<char>(i * 7));
+  r.run(1, "cksum", 1 << 20, &data);
+  auto o = r.collect(1);
+  ASSERT_TRUE(o.done);
+  EXPECT_EQ(o.done->exit_code, 0);
+  // The same bytes through cksum on the host.
+  FILE* p = ::popen("cksum > /tmp/execmcp-runner-test-cksum", "w");
+  ASSERT_NE(p, nullptr);
+  std::fwrite(data.data(), 1, data.size(), p);
+  ::pclose(p);
+  FILE* f = std::fopen("/tmp/execmcp-runner-test-cksum", "r");
+  char expected[128] = {};
+  ASSERT_NE(std::fgets(expected, sizeof expected, f), nullptr);
+  std::fclose(f);
+  std::remove("/tmp/execmcp-runner-test-cksum");
+  EXPECT_EQ(o.out, expected);
+}
+
+TEST(Runner, KillEndsTheWholeTreeIncludingSetsidEscapees) {
+  Runner r;
+  r.run(1, "setsid sleep 300 & echo $!; sleep 300");
+  const std::string out = r.wait_output(1, "\n");
+  const pid_t escapee = std::atoi(out.c_str());
+  ASSERT_GT(escapee, 0) << out;
+  r.send(FrameType::kKill, 1);
+  auto o = r.collect(1, 20s);
+  ASSERT_TRUE(o.done);
+  EXPECT_TRUE(o.done->killed);
+  EXPECT_EQ(o.done->exit_code, 137);
+  EXPECT_TRUE(gone(escapee));
+}
+
+TEST(Runner, ClosingTheChannelKillsWhatRunsAndEndsTheRunner) {
+  Runner r;
+  r.run(1, "sleep 300 & echo $!; wait");
+  const pid_t child = std::atoi(r.wait_output(1, "\n").c_str());
+  ASSERT_GT(child, 0);
+  r.close_channel();
+  EXPECT_EQ(r.wait_exit(), 0);
+  EXPECT_TRUE(gone(child));
+}
+
+TEST(Runner, SixteenConcurrentCallsEachGetOnlyTheirOwnBytes) {
+  Runner r;
+  for (std::uint32_t id = 1; id <= 16; ++id)
+    r.run(id, "i=0; while [ $i -lt 300 ]; do echo call-" + std::to_string(id) +
+                  "-line-$i; i=$((i+1)); done");
+  for (std::uint32_t id = 1; id <= 16; ++id) {
+    auto o = r.collect(id);
+    ASSERT_TRUE(o.done) << id;
+    std::string expected;
+    for (int i = 0; i < 300; ++i)
+      expected += "call-" + std::to_string(id) + "-line-" + std::to_string(i) + "\n";
+    EXPECT_EQ(o.out, expected) << "call " << id;
+  }
+}
+
+TEST(Runner, OneCallsFloodDoesNotDelayAnotherCallsResult) {
+  Runner r;
+  r.run(1, "head -c 200000000 /dev/zero", 1 << 20);
+  r.run(2, "echo quick");
+  auto quick = r.collect(2, 10s);
+  ASSERT_TRUE(quick.done);
+  EXPECT_EQ(quick.out, "quick\n");
+  auto flood = r.collect(1, 60s);
+  ASSERT_TRUE(flood.done);
+  EXPECT_EQ(flood.out.size(), std::size_t{1} << 20);  // capped in the runner
+  EXPECT_TRUE(flood.done->stdout_truncated);
+}
+
+TEST(Runner, OutputThatImitatesTheProtocolIsJustOutput) {
+  Runner r;
+  // A whole kDone frame for call 1 (exit 0) and one for another call, printed by the command.
+  std::string fake;
+  append_frame(fake, FrameType::kDone, 1, encode_done(DoneReport{0, false, false, false, {}, {}}));
+  append_frame(fake, FrameType::kStdout, 2, "injected");
+  std::string printf_arg;
+  for (unsigned char c : fake) {
+    char oct[8];
+    std::snprintf(oct, sizeof oct, "\\%03o", c);
+    printf_arg += oct;
+  }
+  r.run(1, "printf '" + printf_arg + "'; exit 5");
+  auto o = r.collect(1);
+  ASSERT_TRUE(o.done);
+  EXPECT_EQ(o.done->exit_code, 5);
+  EXPECT_EQ(o.out, fake);
+  auto other = r.collect(2, 500ms);
+  EXPECT_TRUE(other.out.empty());
+}
+
+TEST(Runner, AMissingWorkDirIsAnErrorAndTheRunnerGoesOn) {
+  Runner r;
+  RunSpec spec;
+  spec.output_cap = 100;
+  spec.work_dir = "/nonexistent/execmcp";
+  spec.shell = "/bin/sh";
+  spec.command = "true";
+  r.send(FrameType::kRun, 1, encode_run(spec));
+  r.send(FrameType::kStdinEnd, 1);
+  auto o = r.collect(1);
+  ASSERT_TRUE(o.done);
+  EXPECT_NE(o.done->error.find("work_dir"), std::string::npos) << o.done->error;
+  r.run(2, "echo still here");
+  EXPECT_EQ(r.collect(2).out, "still here\n");
+}
+
+TEST(Runner, AMalformedFrameEndsTheRunner) {
+  Runner r;
+  std::string bad;
+  append_frame(bad, FrameType::kRun, 1, "x");
+  bad[8] = 99;
+  r.send_raw(bad);
+  EXPECT_EQ(r.wait_exit(), 3);
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::supervision::runner

@@ -1,0 +1,97 @@
+// The runner's frames: round trips, bytes split anywhere, and every malformed input refused.
+#include "supervision/runner_protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace execmcp::plugins::supervision::runner {
+namespace {
+
+TEST(RunnerFrames, RoundTripEvenWhenFedOneByteAtATime) {
+  std::string wire;
+  append_frame(wire, FrameType::kHello, 0, kVersion);
+  append_frame(wire, FrameType::kStdout, 7, std::string("a\0b", 3));
+  append_frame(wire, FrameType::kStdinEnd, 0xfffffffe, {});
+  FrameReader reader;
+  std::vector<Frame> got;
+  for (char c : wire) {
+    reader.feed(std::string_view(&c, 1));
+    while (auto f = reader.next()) got.push_back(std::move(*f));
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].type, FrameType::kHello);
+  EXPECT_EQ(got[0].payload, kVersion);
+  EXPECT_EQ(got[1].call, 7u);
+  EXPECT_EQ(got[1].payload, std::string("a\0b", 3));
+  EXPECT_EQ(got[2].call, 0xfffffffeu);
+  EXPECT_TRUE(got[2].payload.empty());
+  EXPECT_TRUE(reader.error().empty());
+  EXPECT_EQ(reader.buffered(), 0u);
+}
+
+TEST(RunnerFrames, AnOversizeFrameIsRefusedBeforeItsPayloadArrives) {
+  FrameReader reader;
+  std::string header;
+  append_frame(header, FrameType::kStdout, 1, {});
+  header[0] = '\x7f';  // length 0x7f000000
+  reader.feed(header);
+  EXPECT_FALSE(reader.next());
+  EXPECT_NE(reader.error().find("limit"), std::string::npos) << reader.error();
+  // Nothing after an error is read.
+  std::string good;
+  append_frame(good, FrameType::kStdout, 1, "x");
+  reader.feed(good);
+  EXPECT_FALSE(reader.next());
+}
+
+TEST(RunnerFrames, AnUnknownTypeIsRefused) {
+  FrameReader reader;
+  std::string frame;
+  append_frame(frame, FrameType::kStdout, 1, "x");
+  frame[8] = 42;
+  reader.feed(frame);
+  EXPECT_FALSE(reader.next());
+  EXPECT_NE(reader.error().find("unknown type 42"), std::string::npos) << reader.error();
+}
+
+TEST(RunnerFrames, RunSpecRoundTripAndValidation) {
+  RunSpec spec;
+  spec.output_cap = 1234;
+  spec.work_dir = "/work";
+  spec.shell = "/bin/sh";
+  spec.command = "echo 'a b'\nexit 3";
+  spec.env = {"A=1", "EMPTY="};
+  auto back = decode_run(encode_run(spec));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->output_cap, 1234u);
+  EXPECT_EQ(back->command, spec.command);
+  EXPECT_EQ(back->env, spec.env);
+  EXPECT_FALSE(decode_run(""));
+  EXPECT_FALSE(decode_run(std::string("12\0/w\0/bin/sh\0cmd", 17)));   // no final NUL
+  EXPECT_FALSE(decode_run(std::string("x\0/w\0/bin/sh\0cmd\0", 18)));  // cap not a number
+  EXPECT_FALSE(decode_run(std::string("1\0w\0/bin/sh\0cmd\0", 17)));   // relative work_dir
+  EXPECT_FALSE(decode_run(std::string("1\0/w\0/bin/sh\0cmd\0NOEQUALS\0", 26)));
+}
+
+TEST(RunnerFrames, DoneReportRoundTripAndValidation) {
+  DoneReport r;
+  r.exit_code = 137;
+  r.killed = true;
+  r.stderr_truncated = true;
+  r.error = "";
+  r.notices = {"one", "two"};
+  auto back = decode_done(encode_done(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->exit_code, 137);
+  EXPECT_TRUE(back->killed);
+  EXPECT_FALSE(back->stdout_truncated);
+  EXPECT_TRUE(back->stderr_truncated);
+  EXPECT_EQ(back->notices, r.notices);
+  EXPECT_FALSE(decode_done(std::string("300\0\0\0", 6)));  // not an exit code
+  EXPECT_FALSE(decode_done(std::string("0\0z\0\0", 5)));   // unknown flag
+  EXPECT_FALSE(decode_done(std::string("0\0\0", 3)));      // error field missing
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::supervision::runner
