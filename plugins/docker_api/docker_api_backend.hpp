@@ -86,14 +86,16 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   sdk::ExecResult run(const ExecSpec& spec);
 
   // --- execmcp-runner, the agent in the container (docker_api_runner.cpp) ---
-  // The live channel, started or re-established on demand; null with `why` when it cannot start.
-  std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices,
-                                                std::string& why);
+  // The live channel, started or re-established on demand; null with `why` when it cannot start,
+  // and `runner_fault` true when the runner is at fault (not the engine or the container).
+  std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices, std::string& why,
+                                                bool& runner_fault);
   std::string open_runner_channel(std::vector<std::string>& notices,
-                                  std::shared_ptr<RunnerChannel>& out);
+                                  std::shared_ptr<RunnerChannel>& out, bool& runner_fault);
   // Puts execmcp-runner into the container's runner volume (remote engines).
   std::string copy_runner();
-  // Runs the call on the channel; nullopt when the channel broke before the call was sent.
+  // Runs the call on the channel; nullopt when the channel broke before the runner took the call
+  // (so the command never ran).
   std::optional<sdk::ExecResult> run_on_runner(const ExecSpec& spec, RunnerChannel& channel);
   void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
   sdk::ExecResult run_exec_once(const ExecSpec& spec);

@@ -49,10 +49,15 @@ std::string DockerApiBackend::copy_runner() {
 }
 
 std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& notices,
-                                                  std::shared_ptr<RunnerChannel>& out) {
+                                                  std::shared_ptr<RunnerChannel>& out,
+                                                  bool& runner_fault) {
+  // The engine's and the container's failures are the call's error as they would be for an exec;
+  // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
+  runner_fault = true;
   if (runner_delivery_ == dc::RunnerDelivery::None)
     return "execmcp-runner is missing or not executable at " + runner_host_path_ +
            " (it is built and installed with the docker-api plugin, in the directory above it)";
+  runner_fault = false;
   if (auto err = ensure_api_version(); !err.empty()) return err;
   std::string last_error;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -64,14 +69,18 @@ std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& noti
                        {"User", user()},
                        {"Tty", false}};
     std::string exec_id;
+    runner_fault = false;
     if (auto err = create_exec(body, true, notices, exec_id); !err.empty()) return err;
     // Copied after the exec exists: a recovery inside create_exec() may have made a new volume.
     if (runner_delivery_ == dc::RunnerDelivery::Copy && !runner_copied_) {
+      runner_fault = true;
       if (auto err = copy_runner(); !err.empty()) return err;
+      runner_fault = false;
     }
     std::string error;
     auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
     if (!conn) return error;
+    runner_fault = true;
     std::string leftover;
     const int fd = conn->detach(leftover);
     if (fd < 0) return "the runner's exec stream closed at once";
@@ -93,8 +102,10 @@ std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& noti
 }
 
 std::shared_ptr<RunnerChannel> DockerApiBackend::runner_channel(std::vector<std::string>& notices,
-                                                                std::string& why) {
+                                                                std::string& why,
+                                                                bool& runner_fault) {
   std::lock_guard lock(runner_mutex_);
+  runner_fault = true;
   if (runner_ && runner_->alive()) return runner_;
   if (runner_) {
     log(sdk::LogLevel::Warn,
@@ -105,9 +116,10 @@ std::shared_ptr<RunnerChannel> DockerApiBackend::runner_channel(std::vector<std:
     why = runner_failure_;
     return nullptr;
   }
-  why = open_runner_channel(notices, runner_);
+  why = open_runner_channel(notices, runner_, runner_fault);
   if (!why.empty()) {
     runner_.reset();
+    if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again
     runner_failure_ = why;
     runner_retry_at_ = Clock::now() + kRetryPause;
     log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + name_ + ": " + why +
@@ -200,9 +212,11 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(const ExecSpec& s
     // Ended by itself before the kill landed: reported as it ended.
     if (!done->killed) result.timed_out = result.cancelled = false;
   } else {
+    if (!call->started()) return std::nullopt;
     // The channel broke during the call: the runner was killed (by a command, perhaps this one),
     // or the container stopped. Whatever of the command is left is found by its marker.
     kill_marked(spec.marker);
+    explain_kill(result);  // says whether the container stopped
     if (!kill_sent)
       result.error = "execmcp-runner, the agent in the container, ended during the command (" +
                      call->lost() +
@@ -218,7 +232,14 @@ sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
   std::vector<std::string> notices;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string why;
-    auto channel = runner_channel(notices, why);
+    bool runner_fault = true;
+    auto channel = runner_channel(notices, why, runner_fault);
+    if (!channel && !runner_fault) {
+      sdk::ExecResult failed;
+      failed.error = why;
+      failed.notices = std::move(notices);
+      return failed;
+    }
     if (!channel) {
       auto result = run_exec(spec);
       notices.push_back("the in-container agent (execmcp-runner) could not start (" + why +
@@ -231,10 +252,12 @@ sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
       result->notices.insert(result->notices.begin(), notices.begin(), notices.end());
       return std::move(*result);
     }
-    drop_runner(channel);  // broke before the call went out: once more on a fresh one
+    // The channel broke before the runner took the call (the container stopping, say): the
+    // command never ran, so it goes once more on a fresh channel, in a container brought back.
+    drop_runner(channel);
   }
   sdk::ExecResult failed;
-  failed.error = "execmcp-runner's channel broke twice before the call could be sent";
+  failed.error = "execmcp-runner's channel broke twice before it could take the call";
   failed.notices = std::move(notices);
   return failed;
 }

@@ -188,6 +188,9 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
   std::lock_guard lock(call->mutex_);
   if (call->over_) return;
   switch (frame.type) {
+    case rp::FrameType::kStarted:
+      call->started_ = true;
+      return;
     case rp::FrameType::kStdout:
     case rp::FrameType::kStderr: {
       const bool out = frame.type == rp::FrameType::kStdout;

@@ -2,6 +2,7 @@
 // one hijacked exec stream that carries every call as frames (supervision/runner_protocol.hpp).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -40,6 +41,8 @@ class RunnerCall {
     return kind == sdk::StreamKind::Stdout ? dropped_out_ : dropped_err_;
   }
   [[nodiscard]] std::uint32_t id() const { return id_; }
+  // True once the runner has taken the call: before that, a lost call never ran.
+  [[nodiscard]] bool started() const { return started_; }
 
  private:
   friend class RunnerChannel;
@@ -53,6 +56,7 @@ class RunnerCall {
   std::size_t got_out_ = 0, got_err_ = 0;  // bytes received per stream, to enforce the cap
   bool dropped_out_ = false, dropped_err_ = false;
   bool over_ = false;
+  std::atomic<bool> started_{false};
   std::optional<supervision::runner::DoneReport> done_;
   std::string lost_;
 };

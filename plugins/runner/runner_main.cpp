@@ -197,6 +197,7 @@ class Runner {
 
   void start(std::uint32_t id, Call& call) {
     call.started = true;
+    outbox_.send(rp::FrameType::kStarted, id, {});
     call.thread = std::thread([this, id, &call] {
       rp::DoneReport report = run(id, call);
       outbox_.send(rp::FrameType::kDone, id, rp::encode_done(report));

@@ -20,7 +20,7 @@ std::uint32_t get_u32(const char* p) {
 
 bool known_type(std::uint8_t t) {
   return t >= static_cast<std::uint8_t>(FrameType::kHello) &&
-         t <= static_cast<std::uint8_t>(FrameType::kDone);
+         t <= static_cast<std::uint8_t>(FrameType::kStarted);
 }
 
 void put_field(std::string& out, std::string_view field) {

@@ -7,10 +7,11 @@
 // The runner speaks first: kHello with kVersion as its payload. Then the host sends, per call,
 // kRun (its payload: encode_run()) with a new id, optionally kStdin frames and always kStdinEnd
 // (the command starts at kStdinEnd, with what came as its stdin, or /dev/null without any), and
-// kKill whenever it must die. The runner answers kStdout / kStderr frames (the command's output,
-// already capped at the call's output_cap) and one kDone (encode_done()) per call, after which the
-// id is free. Each side treats every byte of the other as untrusted: an oversize or unknown frame
-// ends the channel (never the process reading it).
+// kKill whenever it must die. The runner answers kStarted when it takes the call (before that, a
+// call lost with the channel never ran and may be sent again), kStdout / kStderr frames (the
+// command's output, already capped at the call's output_cap) and one kDone (encode_done()) per
+// call, after which the id is free. Each side treats every byte of the other as untrusted: an
+// oversize or unknown frame ends the channel (never the process reading it).
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,7 @@
 namespace execmcp::plugins::supervision::runner {
 
 // Changes whenever anything in this file changes, so a stale runner is refused, not misread.
-inline constexpr std::string_view kVersion = "execmcp-runner/1";
+inline constexpr std::string_view kVersion = "execmcp-runner/2";
 inline constexpr const char* kChannelArg = "--execmcp-runner-channel=1";
 inline constexpr std::size_t kHeaderSize = 9;
 inline constexpr std::size_t kMaxPayload = 1024 * 1024;
@@ -37,6 +38,7 @@ enum class FrameType : std::uint8_t {
   kStdout = 6,
   kStderr = 7,
   kDone = 8,
+  kStarted = 9,
 };
 
 struct Frame {
