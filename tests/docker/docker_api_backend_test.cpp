@@ -34,6 +34,7 @@
 #include "execmcp/sdk/plugin.hpp"
 
 #include "docker_test_support.hpp"
+#include "tcp_forwarder.hpp"
 
 namespace {
 
@@ -513,90 +514,6 @@ TEST_F(DockerApiLifecycle, EngineUnreachableIsAClearErrorAndRecoveryWorks) {
   EXPECT_NE(back.notices[0].find("container was recreated"), std::string::npos);
   b->cleanup();
 }
-
-// Listens on 127.0.0.1 (a free port) and copies every connection's bytes both ways to and from
-// the engine's unix socket: a tcp DOCKER_HOST for tests, with no unauthenticated tcp port on
-// dockerd itself. Byte-level, so the exec stream's connection upgrade passes through untouched.
-class TcpToUnixForwarder {
- public:
-  explicit TcpToUnixForwarder(std::string socket_path) : socket_path_(std::move(socket_path)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(listen_fd_, 16) != 0 ||
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error(std::string("forwarder: ") + std::strerror(errno));
-    port_ = ntohs(addr.sin_port);
-    threads_.emplace_back([this] { accept_loop(); });
-  }
-  ~TcpToUnixForwarder() {
-    stop_ = true;
-    for (auto& t : threads_) t.join();
-    ::close(listen_fd_);
-  }
-  TcpToUnixForwarder(const TcpToUnixForwarder&) = delete;
-  TcpToUnixForwarder& operator=(const TcpToUnixForwarder&) = delete;
-
-  [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] int connections() const { return connections_; }
-
- private:
-  void accept_loop() {
-    std::vector<std::thread> pumps;
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      ++connections_;
-      pumps.emplace_back([this, client] { pump(client); });
-    }
-    for (auto& t : pumps) t.join();
-  }
-  void pump(int client) {
-    const int engine = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_path_.c_str());
-    if (engine >= 0 && ::connect(engine, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-      bool open[2] = {true, true};  // client -> engine, engine -> client
-      const int from[2] = {client, engine};
-      const int to[2] = {engine, client};
-      char buf[65536];
-      while (!stop_ && (open[0] || open[1])) {
-        pollfd p[2] = {{client, static_cast<short>(open[0] ? POLLIN : 0), 0},
-                       {engine, static_cast<short>(open[1] ? POLLIN : 0), 0}};
-        if (::poll(p, 2, 50) <= 0) continue;
-        for (int i = 0; i < 2; ++i) {
-          if (!open[i] || p[i].revents == 0) continue;
-          const ssize_t n = ::read(from[i], buf, sizeof(buf));
-          bool ok = n > 0;
-          for (ssize_t done = 0; ok && done < n;) {
-            const ssize_t w = ::write(to[i], buf + done, static_cast<std::size_t>(n - done));
-            ok = w > 0;
-            done += w > 0 ? w : 0;
-          }
-          if (!ok) {
-            open[i] = false;
-            ::shutdown(to[i], SHUT_WR);
-          }
-        }
-      }
-    }
-    if (engine >= 0) ::close(engine);
-    ::close(client);
-  }
-
-  std::string socket_path_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> connections_{0};
-  std::vector<std::thread> threads_;
-};
 
 TEST_F(DockerApiLifecycle, TcpDockerHostRunsCommandsAndSaysWhenUnreachable) {
   TempDir ws("tcp");

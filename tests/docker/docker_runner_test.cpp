@@ -1,0 +1,257 @@
+// execmcp-runner, the docker-api backend's agent inside the container, against the real engine:
+// commands that attack it, a 100 MB output, 16 calls at once, output imitating its protocol, both
+// ways of delivering it (bind mount; archive copy through a tcp engine), and the fallback to one
+// exec per call when it cannot start. Every test here sets exec_mode itself.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "docker_test_support.hpp"
+#include "tcp_forwarder.hpp"
+
+namespace {
+
+using namespace execmcp::docker_test;  // NOLINT(google-build-using-namespace)
+using namespace std::chrono_literals;
+
+BackendInit init_for(const std::string& agent, const TempDir& ws, const std::string& settings) {
+  BackendInit init;
+  init.agent_id = agent;
+  init.cwd = ws.path();
+  init.paths = {{ws.path(), true}};
+  init.settings_json = settings;
+  return init;
+}
+
+bool has_notice(const ExecResult& r, const std::string& text) {
+  for (const auto& n : r.notices)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string notices_of(const ExecResult& r) {
+  std::string out;
+  for (const auto& n : r.notices) out += "[" + n + "] ";
+  return out;
+}
+
+constexpr const char* kFallback = "could not start";
+
+// The runner's mount as the container sees it: "bind" (the file), "copy" (the volume) or "".
+std::string delivery_seen(ExecutorBackend& b) {
+  auto r = run(b, "grep -o ' /[.]execmcp[^ ]*' /proc/self/mountinfo");
+  if (r.stdout_data.find("/.execmcp/execmcp-runner") != std::string::npos) return "bind";
+  if (r.stdout_data.find("/.execmcp") != std::string::npos) return "copy";
+  return "";
+}
+
+class DockerRunner : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (docker_tests_disabled()) return;
+    ws_ = std::make_unique<TempDir>("runner");
+    auto init = init_for("runner", *ws_, R"({"exec_mode": "agent", "pids_limit": 256})");
+    backend_ = make_backend(init, &create_error_);
+    if (backend_) start_error_ = backend_->start();
+  }
+  static void TearDownTestSuite() {
+    if (backend_) backend_->cleanup();
+    backend_.reset();
+    ws_.reset();
+  }
+  void SetUp() override {
+    REQUIRE_ENGINE();
+    ASSERT_TRUE(backend_) << create_error_;
+    ASSERT_EQ(start_error_, "");
+  }
+  ExecutorBackend& b() { return *backend_; }
+  // A call that must have gone through the runner, not the fallback.
+  ExecResult agent_run(const std::string& command, std::chrono::milliseconds timeout = 60s) {
+    auto r = run(*backend_, command, timeout);
+    EXPECT_FALSE(has_notice(r, kFallback)) << notices_of(r);
+    return r;
+  }
+
+  static inline std::unique_ptr<TempDir> ws_;
+  static inline std::unique_ptr<ExecutorBackend> backend_;
+  static inline std::string create_error_, start_error_;
+};
+
+TEST_F(DockerRunner, RunsThroughTheRunnerBindMountedOnALocalEngine) {
+  auto r = agent_run("ps -eo args | grep -c '^/[.]execmcp/execmcp-runner --execmcp-runner'");
+  EXPECT_EQ(r.stdout_data, "1\n") << r.stderr_data;
+  EXPECT_EQ(delivery_seen(b()), "bind");
+}
+
+TEST_F(DockerRunner, CommandsThatAttackTheRunnerAreReportedAndTheNextCallWorks) {
+  for (const std::string attack :
+       {"pkill -9 -f execmcp-runner; sleep 2", "kill -9 -1; sleep 2",
+        "exec 0<&- 1>&- 2>&-; sleep 0.2", "for f in /proc/self/fd/*; do :; done; exec 3>&-"}) {
+    SCOPED_TRACE(attack);
+    auto r = run(b(), attack, 30s);
+    EXPECT_LT(r.duration_seconds, 25.0);
+    auto next = agent_run("echo back");
+    EXPECT_EQ(next.error, "") << notices_of(next);
+    EXPECT_EQ(next.stdout_data, "back\n") << next.stderr_data;
+  }
+  // A runner killed by a command says so on that call.
+  auto killed = run(b(), "pkill -9 -f execmcp-runner; sleep 5", 30s);
+  EXPECT_NE(killed.error.find("execmcp-runner"), std::string::npos)
+      << killed.error << notices_of(killed);
+}
+
+TEST_F(DockerRunner, AHundredMegabyteOutputKeepsTheCapAndStreamsWhatItKeeps) {
+  struct Sink final : execmcp::sdk::OutputSink {
+    std::atomic<std::size_t> bytes{0};
+    void on_output(execmcp::sdk::StreamKind, std::string_view d) noexcept override {
+      bytes += d.size();
+    }
+  } capped_sink, full_sink;
+  ExecRequest capped;
+  capped.command = "head -c 100000000 /dev/zero | tr '\\0' x; echo done >&2";
+  capped.timeout = 120s;
+  capped.sink = &capped_sink;
+  auto c = b().execute(capped);
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.exit_code, 0);
+  EXPECT_EQ(c.stdout_data.size(), execmcp::sdk::kDefaultOutputCap);
+  EXPECT_TRUE(c.stdout_truncated);
+  EXPECT_EQ(capped_sink.bytes.load(), execmcp::sdk::kDefaultOutputCap + c.stderr_data.size());
+  EXPECT_EQ(c.stderr_data, "done\n");
+
+  ExecRequest full = capped;
+  full.output_cap = 128u * 1024 * 1024;
+  full.sink = &full_sink;
+  auto f = b().execute(full);
+  EXPECT_EQ(f.error, "");
+  ASSERT_EQ(f.stdout_data.size(), 100000000u);
+  EXPECT_FALSE(f.stdout_truncated);
+  EXPECT_EQ(f.stdout_data.find_first_not_of('x'), std::string::npos);
+  EXPECT_EQ(full_sink.bytes.load(), 100000000u + f.stderr_data.size());
+}
+
+TEST_F(DockerRunner, SixteenConcurrentCallsEachGetOnlyTheirOwnBytes) {
+  std::vector<ExecResult> results(16);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&, i] {
+      results[i] = run(b(), "i=0; while [ $i -lt 200 ]; do echo call-" + std::to_string(i) +
+                                "-$i; [ $((i % 50)) = 0 ] && sleep 0.01; i=$((i+1)); done");
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 16; ++i) {
+    std::string expected;
+    for (int n = 0; n < 200; ++n)
+      expected += "call-" + std::to_string(i) + "-" + std::to_string(n) + "\n";
+    EXPECT_EQ(results[i].stdout_data, expected) << "call " << i << " " << results[i].error;
+    EXPECT_FALSE(has_notice(results[i], kFallback));
+  }
+}
+
+TEST_F(DockerRunner, OutputThatImitatesTheProtocolChangesNothing) {
+  // A Docker multiplexing header, then a runner frame header claiming a huge payload, then a
+  // whole runner "done" frame: all of it is just the command's output.
+  const std::string fake =
+      "\\001\\000\\000\\000\\000\\000\\000\\011"
+      "\\177\\377\\377\\377\\000\\000\\000\\001\\010"
+      "\\000\\000\\000\\004\\000\\000\\000\\001\\0100\\000\\000\\000";
+  auto r = agent_run("printf '" + fake + "'; printf '" + fake + "' >&2; exit 4");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.stdout_data.size(), 30u);
+  EXPECT_EQ(r.stderr_data.size(), 30u);
+  auto next = agent_run("echo fine");
+  EXPECT_EQ(next.stdout_data, "fine\n");
+}
+
+TEST_F(DockerRunner, FileToolsGoThroughTheRunner) {
+  execmcp::sdk::FileWriteRequest w;
+  w.path = "sub/data.bin";
+  for (int i = 0; i < 3 * 1024 * 1024; ++i) w.data.push_back(static_cast<char>(i % 251));
+  auto wr = b().write_file(w);
+  ASSERT_EQ(wr.error, "");
+  execmcp::sdk::FileReadRequest rq;
+  rq.path = "sub/data.bin";
+  auto rd = b().read_file(rq);
+  ASSERT_EQ(rd.error, "");
+  EXPECT_EQ(rd.data, w.data);
+  // No exec was created for them: the engine's exec list of the container stays as it was.
+  const std::string name = "execmcp-runner-" + instance_tag();
+  const auto before = sh("docker inspect -f '{{len .ExecIDs}}' " + name);
+  ASSERT_EQ(b().read_file(rq).error, "");
+  ASSERT_EQ(b().write_file(w).error, "");
+  EXPECT_EQ(sh("docker inspect -f '{{len .ExecIDs}}' " + name), before);
+}
+
+TEST(DockerRunnerDelivery, ATcpEngineGetsTheRunnerCopiedAndAgainAfterTheContainerIsRecreated) {
+  REQUIRE_ENGINE();
+  TempDir ws("runnertcp");
+  TcpToUnixForwarder forwarder("/var/run/docker.sock");
+  const std::string host = "tcp://127.0.0.1:" + std::to_string(forwarder.port());
+  auto b = make_backend(
+      init_for("runnertcp", ws, R"({"exec_mode": "agent", "docker_host": ")" + host + "\"}"));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  auto r = run(*b, "echo via tcp");
+  EXPECT_EQ(r.stdout_data, "via tcp\n");
+  EXPECT_FALSE(has_notice(r, kFallback)) << notices_of(r);
+  EXPECT_EQ(delivery_seen(*b), "copy");
+  sh("docker rm -f execmcp-runnertcp-" + instance_tag());
+  auto again = run(*b, "echo again");
+  EXPECT_EQ(again.error, "") << notices_of(again);
+  EXPECT_EQ(again.stdout_data, "again\n");
+  EXPECT_TRUE(has_notice(again, "recreated")) << notices_of(again);
+  EXPECT_FALSE(has_notice(again, kFallback)) << notices_of(again);
+  b->cleanup();
+}
+
+TEST(DockerRunnerDelivery, ExecModeStartsNoRunner) {
+  REQUIRE_ENGINE();
+  TempDir ws("execmode");
+  auto b = make_backend(init_for("execmode", ws, R"({"exec_mode": "exec"})"));
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  auto r = run(*b, "ps -eo args | grep -c '^/[.]execmcp/' ; true");
+  EXPECT_EQ(r.stdout_data, "0\n");
+  EXPECT_EQ(delivery_seen(*b), "");
+  b->cleanup();
+}
+
+}  // namespace
+
+namespace {
+
+TEST(DockerRunnerDelivery, WithoutTheRunnerEveryCallRunsAsOneExecAndSaysSo) {
+  REQUIRE_ENGINE();
+  // The plugin installed without execmcp-runner beside it (lib/execmcp/plugins/ and no
+  // lib/execmcp/execmcp-runner).
+  TempDir lib("norunner");
+  fs::create_directories(lib.path() + "/execmcp/plugins");
+  const std::string copy =
+      lib.path() + "/execmcp/plugins/" + fs::path(EXECMCP_DOCKER_API_PLUGIN).filename().string();
+  fs::copy_file(EXECMCP_DOCKER_API_PLUGIN, copy);
+  boost::dll::shared_library plugin_copy(copy, boost::dll::load_mode::rtld_now);
+  auto& factory = plugin_copy.get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
+  TempDir ws("norunnerws");
+  auto init = init_for("norunner", ws, R"({"exec_mode": "agent"})");
+  init.instance_id = instance_tag();
+  init.log = &g_log;
+  std::string error;
+  std::unique_ptr<ExecutorBackend> b(factory(init, error));
+  ASSERT_TRUE(b) << error;
+  ASSERT_EQ(b->start(), "");
+  for (int i = 0; i < 2; ++i) {
+    auto r = run(*b, "echo still works");
+    EXPECT_EQ(r.error, "");
+    EXPECT_EQ(r.stdout_data, "still works\n");
+    EXPECT_TRUE(has_notice(r, "execmcp-runner is missing")) << notices_of(r);
+  }
+  b->cleanup();
+  b.reset();
+}
+
+}  // namespace
