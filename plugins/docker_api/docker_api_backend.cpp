@@ -163,12 +163,13 @@ constexpr const char* kWrapper =
     "while [ $i -lt 200 ] && [ $quiet -lt 2 ]; do\n"
     "  i=$((i+1))\n"
     // grep also reads the marker from stdin, so its output proves it ran: under an exhausted
-    // pids limit its fork fails, and silence must not read as "nothing left".
-    "  p=$(grep -lzsF --label=execmcp-ran \"EXECMCP_CALL=$mark\" - /proc/[0-9]*/environ <<E\n"
+    // pids limit its fork fails, and silence must not read as "nothing left". GNU and busybox grep
+    // both name stdin "(standard input)".
+    "  p=$(grep -lzsF \"EXECMCP_CALL=$mark\" - /proc/[0-9]*/environ <<E\n"
     "EXECMCP_CALL=$mark\n"
     "E\n"
     ")\n"
-    "  case \"$p\" in *execmcp-ran*) ;; *) continue ;; esac\n"
+    "  case \"$p\" in *\"(standard input)\"*) ;; *) continue ;; esac\n"
     "  k=; g=\n"
     "  for f in $p; do case \"$f\" in /proc/*) f=${f#/proc/}; q=${f%/environ}; k=\"$k $q\"\n"
     "    if read -r l 2>/dev/null < /proc/$q/stat; then r=${l##*) }; set -- $r\n"
