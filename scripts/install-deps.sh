@@ -35,6 +35,9 @@ fi
 if [ "$want_test" = 1 ]; then
   # The HTTP server tests make throwaway certificates and keys with openssl.
   packages+=(iproute2 procps openssl)
+  # The Docker tests' image without Python or a C library: a static busybox, imported offline
+  # (tests/docker/fixtures/build-busybox-image.sh).
+  packages+=(busybox-static)
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -904,5 +904,68 @@ TEST_F(DockerApiLifecycle, WritesOutsideTheMountsGoToBoundedTmpfs) {
   EXPECT_EQ(read_host_file(ws.path() + "/w.txt"), "w");
   b->cleanup();
 }
+// ---- an image without Python and without any C library (issue 9) -------------------------------
+// A static busybox with its applets' symlinks in an otherwise empty image, built offline by
+// tests/docker/fixtures/build-busybox-image.sh: commands and file tools must not need anything the
+// user's image may lack.
+
+class DockerApiBusybox : public DockerApiLifecycle {
+ protected:
+  void SetUp() override {
+    DockerApiLifecycle::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    int status = 0;
+    const std::string built =
+        sh("{ " + std::string(EXECMCP_BUSYBOX_IMAGE_SCRIPT) + " 2>&1; }", &status);
+    ASSERT_EQ(status, 0) << "building " << kBusyboxImage << " failed:\n" << built;
+    // Owned by root here: the image user 1000 with an ACL, as with the runtime image.
+    ws_ = std::make_unique<TempDir>("busybox");
+    backend_ = make_backend(
+        init_for("busybox", *ws_, std::string(R"({"image": ")") + kBusyboxImage + "\"}"));
+    ASSERT_TRUE(backend_);
+    ASSERT_EQ(backend_->start(), "");
+  }
+  void TearDown() override {
+    if (backend_) backend_->cleanup();
+  }
+  static constexpr const char* kBusyboxImage = "execmcp/test-busybox:latest";
+  std::unique_ptr<TempDir> ws_;
+  std::unique_ptr<ExecutorBackend> backend_;
+};
+
+// The first 300 bytes, enough to say what went wrong without flooding the log.
+std::string head_of(const std::string& s) {
+  return s.size() <= 300 ? s : s.substr(0, 300) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
+TEST_F(DockerApiBusybox, RunsCommandsAndFileTools) {
+  auto& b = *backend_;
+  // The fixture is what it claims: no Python, no dynamic loader, no C library anywhere.
+  auto bare =
+      run(b, "command -v python3 python; ls -d /lib* /usr/lib* /usr/local/lib* 2>/dev/null");
+  EXPECT_EQ(bare.stdout_data, "");
+  auto r = run(b, "echo hi; cat /etc/hostname >/dev/null; exit 3");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.exit_code, 3) << head_of(r.stderr_data);  // (stderr: see the next test)
+  EXPECT_EQ(r.stdout_data, "hi\n");
+  EXPECT_FALSE(r.timed_out);
+  // The file tools too, as the container user in the workspace.
+  EXPECT_EQ(b.write_file({"made.txt", "from busybox"}).error, "");
+  EXPECT_EQ(read_host_file(ws_->path() + "/made.txt"), "from busybox");
+  const auto read = b.read_file({ws_->path() + "/made.txt"});
+  EXPECT_EQ(read.error, "");
+  EXPECT_EQ(read.data, "from busybox");
+}
+
+// What runs around the command (the exec wrapper's clean-up sweep, or the agent) must use only
+// what busybox has: nothing of it may reach the command's stderr or notices.
+TEST_F(DockerApiBusybox, NothingButTheCommandWritesToStderr) {
+  auto r = run(*backend_, "echo out; echo err >&2");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.stdout_data, "out\n");
+  // Not EXPECT_EQ: a wrapper that fails in a loop writes megabytes, which the diff would repeat.
+  EXPECT_TRUE(r.stderr_data == "err\n") << head_of(r.stderr_data);
+  EXPECT_TRUE(r.notices.empty()) << r.notices.front();
+}
 
 }  // namespace
