@@ -56,14 +56,15 @@ void activate_venv(std::map<std::string, std::string>& env, const fs::path& venv
 
 namespace {
 
-std::vector<GrantRoot> grant_roots(const std::vector<sdk::PathGrant>& grants) {
-  std::vector<GrantRoot> roots;
+std::shared_ptr<const std::vector<GrantRoot>> grant_roots(
+    const std::vector<sdk::PathGrant>& grants) {
+  auto roots = std::make_shared<std::vector<GrantRoot>>();
   for (const auto& grant : grants) {
     std::error_code ec;
     fs::path canonical = fs::weakly_canonical(grant.path, ec);
     if (ec) continue;  // unresolvable now: grants nothing
-    roots.push_back({fs::path(grant.path).lexically_normal().string(),
-                     canonical.lexically_normal().string(), grant.writable});
+    roots->push_back({fs::path(grant.path).lexically_normal().string(),
+                      canonical.lexically_normal().string(), grant.writable});
   }
   return roots;
 }
@@ -122,19 +123,20 @@ std::string LocalBackend::start() {
   if (ec) return "cannot create the agent's cwd '" + init_.cwd + "': " + ec.message();
   if (!fs::is_directory(init_.cwd, ec))
     return "the agent's cwd '" + init_.cwd + "' is not a directory";
-  roots_ = grant_roots(grants_);
+  roots_.publish(grant_roots(grants_));
   return {};
 }
 
 LocalBackend::OpenedGrant LocalBackend::open_grant(const std::string& path,
                                                    sdk::Access access) const {
   OpenedGrant opened;
-  Location location = locate(path, init_.cwd, roots_, access);
+  opened.roots = roots_.load();
+  Location location = locate(path, init_.cwd, *opened.roots, access);
   if (!location.error.empty()) {
     opened.error = location.error;
     return opened;
   }
-  opened.root = &roots_[location.grant];
+  opened.root = &(*opened.roots)[location.grant];
   opened.relative = std::move(location.relative);
   // Opened per call, not kept: a grant replaced by a symlink since start fails closed here.
   opened.fd = open_grant_root(opened.root->canonical);

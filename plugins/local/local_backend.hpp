@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,6 +22,30 @@ namespace execmcp::plugins::local {
 using supervision::RunControl;
 using supervision::SpawnSpec;
 using supervision::SupervisorProgram;
+
+// A value that is replaced whole and never changed in place: a reader keeps the copy it loaded for
+// as long as it needs it, whatever is published meanwhile. (Not std::atomic<std::shared_ptr>:
+// libstdc++ 12's load() unlocks with relaxed order, a data race that TSan reports.)
+template <typename T>
+class Snapshot {
+ public:
+  explicit Snapshot(std::shared_ptr<const T> value) : value_(std::move(value)) {}
+  [[nodiscard]] std::shared_ptr<const T> load() const {
+    std::lock_guard lock(mutex_);
+    return value_;
+  }
+  void publish(std::shared_ptr<const T> value) {
+    {
+      std::lock_guard lock(mutex_);
+      value_.swap(value);
+    }
+    // The old value, if this was its last owner, is freed here, outside the lock.
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const T> value_;
+};
 
 class LocalBackend final : public sdk::ExecutorBackend {
  public:
@@ -43,9 +68,12 @@ class LocalBackend final : public sdk::ExecutorBackend {
   std::string prepare(const sdk::ExecRequest& request, const std::string& work_dir,
                       std::string& command, std::vector<std::string>& env) const;
   void log(sdk::LogLevel level, const std::string& message) const noexcept;
+  // The grants as resolved at one moment: published whole, never changed after.
+  using GrantRoots = std::vector<GrantRoot>;
   // The grant that holds `path` (see path_beneath.hpp), opened; fd -1 and `error` set on refusal.
   struct OpenedGrant {
     int fd = -1;
+    std::shared_ptr<const GrantRoots> roots;  // keeps `root` alive while a start() publishes anew
     const GrantRoot* root = nullptr;
     std::string relative;
     std::string error;
@@ -55,12 +83,16 @@ class LocalBackend final : public sdk::ExecutorBackend {
   [[nodiscard]] bool abandoned(const sdk::CancelToken* cancel,
                                unsigned stops_at_start) const noexcept;
 
-  sdk::BackendInit init_;
-  std::vector<sdk::PathGrant> grants_;
-  // The grants resolved; made again by start(), once the cwd exists.
-  std::vector<GrantRoot> roots_;
-  LocalSettings settings_;
-  SupervisorProgram supervisor_;
+  // Every method may run on several threads at once, start() beside execute() included (see
+  // executor_backend.hpp), so each member is fixed at construction (const), synchronizes itself,
+  // or is replaced only as a whole immutable Snapshot.
+  const sdk::BackendInit init_;
+  const std::vector<sdk::PathGrant> grants_;
+  // The grants resolved; start() resolves them again once the cwd exists and publishes the new
+  // list, while calls already running keep the one they loaded.
+  Snapshot<GrantRoots> roots_;
+  const LocalSettings settings_;
+  SupervisorProgram supervisor_;  // synchronizes itself
 
   // Each running execute() owns one stop flag here; stop() raises them all and waits.
   std::mutex running_mutex_;

@@ -14,12 +14,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <mutex>
@@ -501,6 +503,78 @@ TEST_P(BackendConformance, RunsManyCommandsAtOnce) {
   }
   // Serialized they would take 8 s or more.
   EXPECT_LT(seconds_since(started), 7.5) << "commands did not run concurrently";
+}
+
+// The contract lets the host call every method from several threads at once, start() included:
+// here start() runs again and again while commands and file tools run beside it. A call that
+// overlaps a start() may fail (a Docker backend's start() may replace the container a command runs
+// in), but only through `error`: no call throws, crashes or hangs, a call that reports success
+// reports its own result, and the backend serves as before once a last start() has returned. A
+// data race (state that start() replaces while calls read it) shows under the sanitizers:
+// scripts/sanitize.sh runs this kit for the local backend under ThreadSanitizer.
+TEST_P(BackendConformance, StartAgainWhileCallsRunIsSafe) {
+  constexpr int kMinStarts = 3;
+  constexpr int kMinCallsEach = 10;
+  constexpr std::size_t kCallers = 3;  // one for the file tools, two for commands
+  fs::create_directories(workspace_ / "sub");
+  write_host_file(workspace_ / "sub" / "data.txt", "data\n");
+  const std::string sub = (workspace_ / "sub").string();
+  const auto deadline = Clock::now() + slack();
+  std::atomic<bool> starting{true};
+  std::array<std::atomic<int>, kCallers> calls{};
+  // Starts until every caller has made some calls beside it (or the slack is spent), then stops
+  // them; a caller that made none would prove nothing.
+  auto starter = std::async(std::launch::async, [&] {
+    auto enough = [&] {
+      return std::all_of(calls.begin(), calls.end(),
+                         [](const std::atomic<int>& made) { return made.load() >= kMinCallsEach; });
+    };
+    for (int starts = 0; starts < kMinStarts || (!enough() && Clock::now() < deadline); ++starts)
+      (void)backend_->start();  // "" or an error: both keep the contract while calls run
+    starting.store(false);
+  });
+  auto file_caller = [&](std::atomic<int>& made) {
+    std::string wrong;
+    for (int n = 0; starting.load() && wrong.empty(); n = ++made) {
+      auto read = backend_->read_file({"sub/data.txt"});
+      if (read.error.empty() && read.data != "data\n")
+        wrong = "read_file returned '" + read.data + "' and no error";
+      const std::string text = "written-" + std::to_string(n);
+      auto written = backend_->write_file({"sub/written.txt", text});
+      if (written.error.empty() && written.bytes_written != text.size())
+        wrong = "write_file wrote " + std::to_string(written.bytes_written) + " of " +
+                std::to_string(text.size()) + " bytes and reported no error";
+    }
+    return made.load() == 0 ? "the file tools made no call while start() ran" : wrong;
+  };
+  auto command_caller = [&](std::atomic<int>& made, std::size_t caller) {
+    std::string wrong;
+    for (int n = 0; starting.load() && wrong.empty(); n = ++made) {
+      const std::string token = "call-" + std::to_string(caller) + "-" + std::to_string(n);
+      auto result = run("echo " + token + "; pwd -P", slack(), "sub");
+      const std::string expected = token + "\n" + sub + "\n";
+      if (result.error.empty() && result.exit_code == 0 && result.stdout_data != expected)
+        wrong = "execute returned '" + result.stdout_data + "' with exit code 0 and no error, " +
+                "expected '" + expected + "'";
+    }
+    return made.load() == 0 ? "a command caller made no call while start() ran" : wrong;
+  };
+  std::vector<std::future<std::string>> callers;
+  callers.push_back(std::async(std::launch::async, file_caller, std::ref(calls[0])));
+  for (std::size_t i = 1; i < kCallers; ++i)
+    callers.push_back(std::async(std::launch::async, command_caller, std::ref(calls[i]), i));
+  // Each caller ends the call it is in (bounded by its timeout) after the last start.
+  const auto bound = 3 * slack();
+  ASSERT_EQ(starter.wait_for(bound), std::future_status::ready) << "start() did not return";
+  for (auto& caller : callers) {
+    ASSERT_EQ(caller.wait_for(bound), std::future_status::ready)
+        << "a call beside start() did not return";
+    EXPECT_EQ(caller.get(), "");
+  }
+
+  ASSERT_EQ(backend_->start(), "") << "start() fails once the calls beside it have ended";
+  EXPECT_EQ(run("echo after; pwd -P", 60s, "sub").stdout_data, "after\n" + sub + "\n");
+  EXPECT_EQ(backend_->read_file({"sub/data.txt"}).data, "data\n");
 }
 
 TEST_P(BackendConformance, LifecycleCallsAreIdempotent) {

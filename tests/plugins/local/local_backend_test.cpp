@@ -678,6 +678,55 @@ TEST_F(LocalBackendTest, WorkDirNeverOutsideWhileASymlinkIsSwappedIn) {
                     << last_error;
 }
 
+// The SDK lets the host call every method from several threads at once, start() included: a
+// start() again while commands and file tools run must leave them their grants intact. Before,
+// start() reassigned the resolved grants under the calls reading them (TSan saw the race; a plain
+// build read freed strings and refused paths it should have allowed).
+TEST_F(LocalBackendTest, StartAgainWhileCallsRunLeavesThemTheirGrants) {
+  auto& backend = make("{}");
+  fs::create_directories(workspace_ / "sub");
+  std::ofstream(workspace_ / "sub" / "f.txt") << "inside";
+  std::atomic<int> busy{3};
+  std::atomic<int> starts{0};
+  std::string start_error;
+  std::thread starter([&] {
+    while (busy.load() > 0) {
+      if (auto error = backend.start(); !error.empty() && start_error.empty()) start_error = error;
+      ++starts;
+    }
+  });
+  auto reader = [&] {
+    std::string wrong;
+    for (int i = 0; i < 400 && wrong.empty(); ++i) {
+      auto read = backend.read_file({(workspace_ / "sub" / "f.txt").string()});
+      if (read.data != "inside") wrong = "read_file: '" + read.data + "', error: " + read.error;
+      auto written = backend.write_file({"sub/w" + std::to_string(i % 4) + ".txt", "x"});
+      if (!written.error.empty()) wrong = "write_file: " + written.error;
+    }
+    --busy;
+    return wrong;
+  };
+  auto runner = [&] {
+    std::string wrong;
+    for (int i = 0; i < 40 && wrong.empty(); ++i) {
+      auto result = run(backend, "pwd -P", 60s, "sub");
+      if (result.stdout_data != (workspace_ / "sub").string() + "\n")
+        wrong = "execute: '" + result.stdout_data + "', error: " + result.error;
+    }
+    --busy;
+    return wrong;
+  };
+  auto read_a = std::async(std::launch::async, reader);
+  auto read_b = std::async(std::launch::async, reader);
+  auto execute = std::async(std::launch::async, runner);
+  EXPECT_EQ(read_a.get(), "");
+  EXPECT_EQ(read_b.get(), "");
+  EXPECT_EQ(execute.get(), "");
+  starter.join();
+  EXPECT_EQ(start_error, "");
+  EXPECT_GT(starts.load(), 1) << "start() never ran beside the calls: the test proves nothing";
+}
+
 TEST_F(LocalBackendTest, WriteFileNeverWritesThroughAHardLink) {
   auto& backend = make("{}");
   const fs::path outside = root_ / "outside";

@@ -14,6 +14,9 @@
 // Every registered backend gets the whole suite, named BackendConformance.<Case>/<name>.
 // Workspaces are made under `temp_root` and handed to the backend at their host paths, so a
 // sandboxed backend must make them visible at the same path (the house rule for Docker).
+// Build the test program with -fsanitize=thread too, now and then: the cases that call a backend
+// from several threads at once (start() again while calls run, many commands at once) find a data
+// race reliably only there.
 #pragma once
 
 #include <chrono>
