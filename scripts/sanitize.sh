@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suites under the sanitizers, each in its own build tree next to build/:
 #   build-asan  the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails)
-#   build-tsan  the MCP layer, the HTTP server and the local backend under ThreadSanitizer
+#   build-tsan  the MCP layer, the HTTP server, the local backend, command supervision and the
+#               docker-api runner channel under ThreadSanitizer
 #   scripts/sanitize.sh [asan|tsan]...     (default: both)
 # Called by `scripts/test.sh --ci`, which sets up what the suites need first (packages, Docker
 # engine and runtime image, the e2e client); run alone, the docker-labelled tests skip.
@@ -42,12 +43,14 @@ for mode in "${modes[@]}"; do
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
       configure_and_build "$dir" "-fsanitize=thread" \
         --target execmcp_mcp_tests execmcp_http_tests execmcp_local_tests execmcp_plugin_local \
-        execmcp_local_supervisor
+        execmcp_local_supervisor execmcp_supervision_tests execmcp_docker_api_unit_tests
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-      echo "sanitize: MCP, HTTP and local suites under TSan" >&2
+      echo "sanitize: MCP, HTTP, local, supervision and runner-channel suites under TSan" >&2
       "$dir/bin/execmcp_mcp_tests"
       "$dir/bin/execmcp_http_tests"
       "$dir/bin/execmcp_local_tests"
+      "$dir/bin/execmcp_supervision_tests"
+      "$dir/bin/execmcp_docker_api_unit_tests"
       ;;
     *) echo "sanitize.sh: unknown mode '$mode' (asan, tsan)" >&2; exit 2 ;;
   esac

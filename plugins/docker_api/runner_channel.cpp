@@ -143,7 +143,17 @@ void RunnerChannel::fail(const std::string& why) {
   std::map<std::uint32_t, std::shared_ptr<RunnerCall>> calls;
   {
     std::lock_guard lock(mutex_);
-    if (failure_.empty()) failure_ = why;
+    if (failure_.empty()) {
+      failure_ = why;
+      // Before its hello, what came is likely the runtime saying why the program did not start.
+      std::string said = before_hello_;
+      while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
+      if (!ready_ && !said.empty()) {
+        for (char& c : said)
+          if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+        failure_ += " (the container said: " + said + ")";
+      }
+    }
     calls.swap(calls_);
   }
   ready_cv_.notify_all();
@@ -235,6 +245,9 @@ void RunnerChannel::io_loop() {
     std::string daemon_error;
     explicit Demux(RunnerChannel& c) : channel(c) {}
     void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
+      if (stream != ExecStreamDecoder::Stream::SystemError && !channel.alive() &&
+          channel.before_hello_.size() < 512)
+        channel.before_hello_.append(data.substr(0, 512 - channel.before_hello_.size()));
       if (stream == ExecStreamDecoder::Stream::Stdout) {
         frames.feed(data);
       } else if (stream == ExecStreamDecoder::Stream::Stderr) {
@@ -303,8 +316,9 @@ void RunnerChannel::io_loop() {
     if ((pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        fail(n == 0 ? "execmcp-runner ended (its exec stream closed)"
-                    : std::string("reading from execmcp-runner failed: ") + std::strerror(errno));
+        fail(n == 0 || errno == ECONNRESET
+                 ? "execmcp-runner ended (its exec stream closed)"
+                 : std::string("reading from execmcp-runner failed: ") + std::strerror(errno));
         break;
       }
       if (n > 0 && !take(std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;

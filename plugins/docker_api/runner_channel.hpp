@@ -106,7 +106,8 @@ class RunnerChannel {
   std::string outbox_;
   std::uint32_t next_id_ = 1;
   std::map<std::uint32_t, std::shared_ptr<RunnerCall>> calls_;
-  std::string stderr_line_;  // the runner's own diagnostics, logged line by line
+  std::string stderr_line_;   // the runner's own diagnostics, logged line by line
+  std::string before_hello_;  // what came instead of a hello (an exec error from the runtime)
   std::thread thread_;
 };
 

@@ -1,0 +1,215 @@
+// The backend's side of the channel to execmcp-runner, against a fake peer on a socketpair that
+// plays the engine and the runner: it wraps frames in Docker's stream multiplexing, as the engine
+// does, and answers calls. Every byte from the peer is untrusted: bad input ends the channel and
+// fails its calls, never more.
+#include "runner_channel.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace execmcp::plugins::docker_api {
+namespace {
+
+namespace rp = supervision::runner;
+using namespace std::chrono_literals;
+
+// Docker's multiplexing: [stream, 0, 0, 0, size (big-endian u32)] then the payload.
+std::string mux(int stream, std::string_view payload) {
+  std::string out(8, '\0');
+  out[0] = static_cast<char>(stream);
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  for (int i = 0; i < 4; ++i) out[4 + i] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+  return out + std::string(payload);
+}
+
+std::string frame(rp::FrameType type, std::uint32_t call, std::string_view payload = {}) {
+  std::string f;
+  rp::append_frame(f, type, call, payload);
+  return f;
+}
+
+class FakePeer {
+ public:
+  FakePeer() {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    mine_ = sv[0];
+    theirs_ = sv[1];
+  }
+  ~FakePeer() {
+    if (mine_ >= 0) ::close(mine_);
+  }
+  int take_channel_end() { return theirs_; }
+  void send_stdout(std::string_view bytes) { write_all(mux(1, bytes)); }
+  void write_all(const std::string& bytes) {
+    ASSERT_EQ(::write(mine_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  void hang_up() {
+    ::close(mine_);
+    mine_ = -1;
+  }
+  // The next frame the channel sent (the host writes raw frames, no multiplexing).
+  rp::Frame next() {
+    for (;;) {
+      if (auto f = reader_.next()) return *f;
+      char buf[4096];
+      const ssize_t n = ::read(mine_, buf, sizeof buf);
+      if (n <= 0) return {};
+      reader_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+
+ private:
+  int mine_ = -1, theirs_ = -1;
+  rp::FrameReader reader_;
+};
+
+struct Fixture {
+  FakePeer peer;
+  std::vector<std::string> logged;
+  std::mutex log_mutex;
+  RunnerChannel channel{peer.take_channel_end(), "", [this](sdk::LogLevel, const std::string& l) {
+                          std::lock_guard lock(log_mutex);
+                          logged.push_back(l);
+                        }};
+};
+
+rp::RunSpec spec_of(const std::string& command, std::size_t cap = 100) {
+  rp::RunSpec s;
+  s.output_cap = cap;
+  s.work_dir = "/";
+  s.shell = "/bin/sh";
+  s.command = command;
+  return s;
+}
+
+// Waits for the call to end; returns its output, stdout then stderr.
+std::string finish(RunnerCall& call) {
+  std::vector<RunnerCall::Chunk> chunks;
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (!call.wait(50ms, chunks) && std::chrono::steady_clock::now() < end) {
+  }
+  std::string out;
+  for (const auto& c : chunks) out += c.data;
+  return out;
+}
+
+TEST(RunnerChannel, ACallGoesOutAsFramesAndItsOutputAndReportComeBack) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  std::string error;
+  const std::string input = "some stdin";
+  auto call = f.channel.start(spec_of("cat"), &input, error);
+  ASSERT_TRUE(call) << error;
+  auto run = f.peer.next();
+  EXPECT_EQ(run.type, rp::FrameType::kRun);
+  EXPECT_EQ(rp::decode_run(run.payload)->command, "cat");
+  auto in = f.peer.next();
+  EXPECT_EQ(in.type, rp::FrameType::kStdin);
+  EXPECT_EQ(in.payload, input);
+  EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);
+  // The reply split at arbitrary points across Docker frames.
+  const std::string reply = frame(rp::FrameType::kStarted, run.call) +
+                            frame(rp::FrameType::kStdout, run.call, "hello ") +
+                            frame(rp::FrameType::kStdout, run.call, "world") +
+                            frame(rp::FrameType::kDone, run.call,
+                                  rp::encode_done({7, false, false, false, "", {"a notice"}}));
+  f.peer.send_stdout(reply.substr(0, 5));
+  f.peer.send_stdout(reply.substr(5, 20));
+  f.peer.write_all(mux(2, "runner diagnostics\n"));
+  f.peer.send_stdout(reply.substr(25));
+  EXPECT_EQ(finish(*call), "hello world");
+  ASSERT_TRUE(call->done());
+  EXPECT_TRUE(call->started());
+  EXPECT_EQ(call->done()->exit_code, 7);
+  EXPECT_EQ(call->done()->notices, std::vector<std::string>{"a notice"});
+  // A kill goes out as a frame.
+  f.channel.kill(*call);
+  auto kill = f.peer.next();
+  EXPECT_EQ(kill.type, rp::FrameType::kKill);
+  EXPECT_EQ(kill.call, run.call);
+  std::lock_guard lock(f.log_mutex);
+  EXPECT_EQ(f.logged, std::vector<std::string>{"runner diagnostics"});
+}
+
+TEST(RunnerChannel, OutputPastTheCapIsDroppedHereEvenIfTheRunnerSendsIt) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  std::string error;
+  auto call = f.channel.start(spec_of("flood", 10), nullptr, error);
+  ASSERT_TRUE(call);
+  const auto id = f.peer.next().call;
+  f.peer.send_stdout(
+      frame(rp::FrameType::kStdout, id, "0123456789abcdef") +
+      frame(rp::FrameType::kDone, id, rp::encode_done({0, false, false, false, "", {}})));
+  EXPECT_EQ(finish(*call), "0123456789");
+  EXPECT_TRUE(call->dropped(sdk::StreamKind::Stdout));
+}
+
+TEST(RunnerChannel, AMalformedFrameEndsTheChannelAndFailsItsCalls) {
+  for (const std::string& bad : {std::string("\x7f\xff\xff\xff\0\0\0\1\6", 9),  // a 2 GiB frame
+                                 std::string("\0\0\0\0\0\0\0\1\x63", 9)}) {     // type 99
+    Fixture f;
+    f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+    ASSERT_EQ(f.channel.wait_ready(5s), "");
+    std::string error;
+    auto call = f.channel.start(spec_of("x"), nullptr, error);
+    ASSERT_TRUE(call);
+    f.peer.send_stdout(bad);
+    finish(*call);
+    EXPECT_FALSE(call->done());
+    EXPECT_NE(call->lost().find("execmcp-runner sent"), std::string::npos) << call->lost();
+    EXPECT_FALSE(f.channel.alive());
+    EXPECT_FALSE(f.channel.start(spec_of("y"), nullptr, error));
+    EXPECT_FALSE(error.empty());
+  }
+}
+
+TEST(RunnerChannel, ABrokenDockerStreamEndsTheChannel) {
+  Fixture f;
+  f.peer.write_all(std::string("\x09\0\0\0\0\0\0\1x", 9));  // stream type 9
+  EXPECT_NE(f.channel.wait_ready(5s).find("malformed"), std::string::npos);
+}
+
+TEST(RunnerChannel, ARunnerOfAnotherBuildIsRefused) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, "execmcp-runner/0"));
+  EXPECT_NE(f.channel.wait_ready(5s).find("execmcp-runner/0"), std::string::npos);
+}
+
+TEST(RunnerChannel, WhatTheRuntimeSaidInsteadOfAHelloIsInTheError) {
+  Fixture f;
+  f.peer.send_stdout("OCI runtime exec failed: exec failed: no such file or directory\r\n");
+  f.peer.hang_up();
+  const auto error = f.channel.wait_ready(5s);
+  EXPECT_NE(error.find("the container said: OCI runtime exec failed"), std::string::npos) << error;
+}
+
+TEST(RunnerChannel, AHangUpFailsTheCallsAndTellsWhetherTheRunnerHadTakenThem) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  std::string error;
+  auto taken = f.channel.start(spec_of("a"), nullptr, error);
+  auto waiting = f.channel.start(spec_of("b"), nullptr, error);
+  ASSERT_TRUE(taken && waiting);
+  f.peer.send_stdout(frame(rp::FrameType::kStarted, taken->id()));
+  // The started frame arrives before the hang-up is seen.
+  for (int i = 0; i < 100 && !taken->started(); ++i) std::this_thread::sleep_for(10ms);
+  f.peer.hang_up();
+  finish(*taken);
+  finish(*waiting);
+  EXPECT_TRUE(taken->started());
+  EXPECT_FALSE(waiting->started());
+  EXPECT_NE(taken->lost().find("ended"), std::string::npos) << taken->lost();
+  EXPECT_FALSE(waiting->lost().empty());
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_api
