@@ -52,6 +52,12 @@ expect_http "GET a dot-dot path" 403 "$denied_text" --path-as-is \
 expect_http "GET an empty segment" 403 "$denied_text" --path-as-is "$p/v1.41//info"
 expect_http "GET containers/{id}/archive" 403 "$denied_text" \
   "$p/v1.41/containers/execmcp-x/archive?path=/etc/passwd"
+expect_http "PUT containers/{id}/archive outside /.execmcp" 403 "$denied_text" -X PUT \
+  -H 'Content-Type: application/x-tar' --data-binary '' \
+  "$p/v1.41/containers/execmcp-x/archive?path=%2Fetc"
+expect_http "PUT containers/{id}/archive with a second path" 403 "$denied_text" -X PUT \
+  -H 'Content-Type: application/x-tar' --data-binary '' \
+  "$p/v1.41/containers/execmcp-x/archive?path=%2F.execmcp&path=%2Fetc"
 expect_http "POST containers/{id}/attach" 403 "$denied_text" -X POST \
   "$p/v1.41/containers/execmcp-x/attach?stream=1&stdin=1"
 expect_http "GET /events" 403 "$denied_text" "$p/v1.41/events"
@@ -97,6 +103,12 @@ out="$("$execmcp" exec --config "$work/config.yaml" --agent "$agent" -- \
   'echo through-the-proxy > note; cat note; id -u' 2>"$work/exec.log")" || true
 if [[ "$out" == *through-the-proxy* ]] && [ "$(cat "$work/ws/note" 2>/dev/null)" = through-the-proxy ]; then
   pass "a docker-api command ran through the proxy"
+  # ... through execmcp-runner, copied in through the archive endpoint (no fallback to an exec).
+  if grep -q "could not start" "$work/exec.log"; then
+    fail "execmcp-runner did not start through the proxy: $(cat "$work/exec.log")"
+  else
+    pass "execmcp-runner was copied in and ran the command through the proxy"
+  fi
 else
   fail "a docker-api command through the proxy: output '$out'; log: $(cat "$work/exec.log")"
 fi
