@@ -914,10 +914,7 @@ class DockerApiBusybox : public DockerApiLifecycle {
   void SetUp() override {
     DockerApiLifecycle::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    int status = 0;
-    const std::string built =
-        sh("{ " + std::string(EXECMCP_BUSYBOX_IMAGE_SCRIPT) + " 2>&1; }", &status);
-    ASSERT_EQ(status, 0) << "building " << kBusyboxImage << " failed:\n" << built;
+    ASSERT_EQ(build_busybox_image(), "");
     // Owned by root here: the image user 1000 with an ACL, as with the runtime image.
     ws_ = std::make_unique<TempDir>("busybox");
     backend_ = make_backend(
@@ -928,7 +925,6 @@ class DockerApiBusybox : public DockerApiLifecycle {
   void TearDown() override {
     if (backend_) backend_->cleanup();
   }
-  static constexpr const char* kBusyboxImage = "execmcp/test-busybox:latest";
   std::unique_ptr<TempDir> ws_;
   std::unique_ptr<ExecutorBackend> backend_;
 };

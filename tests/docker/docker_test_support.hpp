@@ -137,6 +137,21 @@ inline void require_engine() {
   ASSERT_EQ(status, 0) << "image " << kImage << " is missing; build it with docker/build.sh";
 }
 
+#ifdef EXECMCP_BUSYBOX_IMAGE_SCRIPT
+// An image with a static busybox and nothing else (no Python, no C library), for backends that
+// must work in any image with /bin/sh.
+inline constexpr const char* kBusyboxImage = "execmcp/test-busybox:latest";
+
+// Builds kBusyboxImage when it is missing or stale (tests/docker/fixtures/build-busybox-image.sh,
+// offline, cheap when up to date); returns "" or the script's output.
+inline std::string build_busybox_image() {
+  int status = 0;
+  const std::string out =
+      sh("{ " + std::string(EXECMCP_BUSYBOX_IMAGE_SCRIPT) + " 2>&1; }", &status);
+  return status == 0 ? "" : "building " + std::string(kBusyboxImage) + " failed:\n" + out;
+}
+#endif
+
 #define REQUIRE_ENGINE()                          \
   do {                                            \
     require_engine();                             \
