@@ -95,8 +95,10 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   // Puts execmcp-runner into the container's runner volume (remote engines).
   std::string copy_runner();
   // Runs the call on the channel; nullopt when the channel broke before the runner took the call
-  // (so the command never ran).
-  std::optional<sdk::ExecResult> run_on_runner(const ExecSpec& spec, RunnerChannel& channel);
+  // (so the command never ran). A channel that broke, or whose runner stopped answering, is
+  // dropped, so the next call starts a new runner.
+  std::optional<sdk::ExecResult> run_on_runner(const ExecSpec& spec,
+                                               const std::shared_ptr<RunnerChannel>& channel);
   void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
   sdk::ExecResult run_exec_once(const ExecSpec& spec);
   // True once the container is not running (or gone), false if it still runs after `timeout`.

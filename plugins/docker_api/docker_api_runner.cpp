@@ -134,8 +134,9 @@ void DockerApiBackend::drop_runner(const std::shared_ptr<RunnerChannel>& channel
   if (runner_ == channel) runner_.reset();
 }
 
-std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(const ExecSpec& spec,
-                                                               RunnerChannel& channel) {
+std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(
+    const ExecSpec& spec, const std::shared_ptr<RunnerChannel>& shared) {
+  RunnerChannel& channel = *shared;
   const auto started = Clock::now();
   const std::uint64_t generation = stop_generation_.load();
   sdk::ExecResult result;
@@ -153,6 +154,7 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(const ExecSpec& s
       result.error = error;
       return result;
     }
+    drop_runner(shared);
     return std::nullopt;
   }
 
@@ -180,7 +182,8 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(const ExecSpec& s
       kill_marked(spec.marker);
       result.notices.push_back(
           "execmcp-runner did not answer the kill request in time; the command's processes "
-          "were killed from outside");
+          "were killed from outside, and the next call starts a new runner");
+      drop_runner(shared);
       gave_up = true;
       break;
     }
@@ -212,6 +215,7 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(const ExecSpec& s
     // Ended by itself before the kill landed: reported as it ended.
     if (!done->killed) result.timed_out = result.cancelled = false;
   } else {
+    drop_runner(shared);
     if (!call->started()) return std::nullopt;
     // The channel broke during the call: the runner was killed (by a command, perhaps this one),
     // or the container stopped. Whatever of the command is left is found by its marker.
@@ -247,14 +251,12 @@ sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
       result.notices.insert(result.notices.begin(), notices.begin(), notices.end());
       return result;
     }
-    if (auto result = run_on_runner(spec, *channel)) {
-      if (result->error.rfind("execmcp-runner, the agent", 0) == 0) drop_runner(channel);
+    if (auto result = run_on_runner(spec, channel)) {
       result->notices.insert(result->notices.begin(), notices.begin(), notices.end());
       return std::move(*result);
     }
     // The channel broke before the runner took the call (the container stopping, say): the
     // command never ran, so it goes once more on a fresh channel, in a container brought back.
-    drop_runner(channel);
   }
   sdk::ExecResult failed;
   failed.error = "execmcp-runner's channel broke twice before it could take the call";

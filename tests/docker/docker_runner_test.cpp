@@ -104,6 +104,21 @@ TEST_F(DockerRunner, CommandsThatAttackTheRunnerAreReportedAndTheNextCallWorks) 
       << killed.error << notices_of(killed);
 }
 
+TEST_F(DockerRunner, ARunnerStoppedByACommandIsReplacedAfterTheKillGrace) {
+  // The whole runner stops (SIGSTOP cannot be caught): the timeout's kill request goes
+  // unanswered, so after the grace the backend kills the command from outside and moves on.
+  auto r = run(b(), "pkill -STOP -f 'execmcp-runner --execmcp-runner-channel'; sleep 100", 1s);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.duration_seconds, 40.0);
+  EXPECT_TRUE(has_notice(r, "did not answer the kill request")) << notices_of(r);
+  auto next = agent_run("echo back");
+  EXPECT_EQ(next.error, "");
+  EXPECT_EQ(next.stdout_data, "back\n");
+  // The command's sleep is gone (killed by its call id).
+  auto left = agent_run("ps -eo args | grep -c '^sleep 100'; true");
+  EXPECT_EQ(left.stdout_data, "0\n");
+}
+
 TEST_F(DockerRunner, AHundredMegabyteOutputKeepsTheCapAndStreamsWhatItKeeps) {
   struct Sink final : execmcp::sdk::OutputSink {
     std::atomic<std::size_t> bytes{0};
