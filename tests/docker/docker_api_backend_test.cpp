@@ -298,32 +298,10 @@ TEST_F(DockerApiShared, LatencyOfTrivialCalls) {
 
 // ---- limits: a small container that hogs memory and fork-bombs -------------------------------
 
-class DockerApiLimits : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (docker_tests_disabled()) return;
-    workspace_ = std::make_unique<TempDir>("limits");
-    BackendInit init;
-    init.agent_id = "limits";
-    init.cwd = workspace_->path();
-    init.paths = {{workspace_->path(), true}};
-    init.settings_json = R"({"memory": "64m", "pids_limit": 64, "cpus": 1})";
-    backend_ = make_backend(init, &create_error_);
-    if (backend_) start_error_ = backend_->start();
-  }
-  static void TearDownTestSuite() {
-    if (backend_) backend_->cleanup();
-    backend_.reset();
-    workspace_.reset();
-  }
-  void SetUp() override {
-    REQUIRE_ENGINE();
-    ASSERT_TRUE(backend_) << create_error_;
-    ASSERT_EQ(start_error_, "");
-  }
-  static inline std::unique_ptr<TempDir> workspace_;
-  static inline std::unique_ptr<ExecutorBackend> backend_;
-  static inline std::string create_error_, start_error_;
+class DockerApiLimits : public SharedBackendTest<DockerApiLimits> {
+ public:
+  static constexpr const char* kAgent = "limits";
+  static constexpr const char* kSettings = R"({"memory": "64m", "pids_limit": 64, "cpus": 1})";
 };
 
 TEST_F(DockerApiLimits, MemoryHogIsKilledAndReported) {

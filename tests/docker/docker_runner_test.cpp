@@ -49,25 +49,12 @@ std::string delivery_seen(ExecutorBackend& b) {
   return "";
 }
 
-class DockerRunner : public ::testing::Test {
+class DockerRunner : public SharedBackendTest<DockerRunner> {
+ public:
+  static constexpr const char* kAgent = "runner";
+  static constexpr const char* kSettings = R"({"exec_mode": "agent", "pids_limit": 256})";
+
  protected:
-  static void SetUpTestSuite() {
-    if (docker_tests_disabled()) return;
-    ws_ = std::make_unique<TempDir>("runner");
-    auto init = init_for("runner", *ws_, R"({"exec_mode": "agent", "pids_limit": 256})");
-    backend_ = make_backend(init, &create_error_);
-    if (backend_) start_error_ = backend_->start();
-  }
-  static void TearDownTestSuite() {
-    if (backend_) backend_->cleanup();
-    backend_.reset();
-    ws_.reset();
-  }
-  void SetUp() override {
-    REQUIRE_ENGINE();
-    ASSERT_TRUE(backend_) << create_error_;
-    ASSERT_EQ(start_error_, "");
-  }
   ExecutorBackend& b() { return *backend_; }
   // A call that must have gone through the runner, not the fallback.
   ExecResult agent_run(const std::string& command, std::chrono::milliseconds timeout = 60s) {
@@ -75,10 +62,6 @@ class DockerRunner : public ::testing::Test {
     EXPECT_FALSE(has_notice(r, kFallback)) << notices_of(r);
     return r;
   }
-
-  static inline std::unique_ptr<TempDir> ws_;
-  static inline std::unique_ptr<ExecutorBackend> backend_;
-  static inline std::string create_error_, start_error_;
 };
 
 TEST_F(DockerRunner, RunsThroughTheRunnerBindMountedOnALocalEngine) {

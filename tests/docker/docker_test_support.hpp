@@ -158,4 +158,35 @@ inline std::string build_busybox_image() {
     if (IsSkipped() || HasFatalFailure()) return; \
   } while (0)
 
+// One backend (one container) shared by every test of a suite, started once: agent
+// `Suite::kAgent`, workspace its only grant, settings `Suite::kSettings`.
+template <class Suite>
+class SharedBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (docker_tests_disabled()) return;
+    workspace_ = std::make_unique<TempDir>(Suite::kAgent);
+    BackendInit init;
+    init.agent_id = Suite::kAgent;
+    init.cwd = workspace_->path();
+    init.paths = {{workspace_->path(), true}};
+    init.settings_json = Suite::kSettings;
+    backend_ = make_backend(init, &create_error_);
+    if (backend_) start_error_ = backend_->start();
+  }
+  static void TearDownTestSuite() {
+    if (backend_) backend_->cleanup();
+    backend_.reset();
+    workspace_.reset();
+  }
+  void SetUp() override {
+    REQUIRE_ENGINE();
+    ASSERT_TRUE(backend_) << create_error_;
+    ASSERT_EQ(start_error_, "");
+  }
+  static inline std::unique_ptr<TempDir> workspace_;
+  static inline std::unique_ptr<ExecutorBackend> backend_;
+  static inline std::string create_error_, start_error_;
+};
+
 }  // namespace execmcp::docker_test
