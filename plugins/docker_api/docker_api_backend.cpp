@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "docker_common/base64.hpp"
 #include "docker_common/container_spec.hpp"
 #include "exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
@@ -532,6 +533,24 @@ void DockerApiBackend::kill_marked(const std::string& marker) {
       "could not confirm that every process of call " + marker + " was killed");
 }
 
+std::string DockerApiBackend::check_input_path() {
+  if (input_path_ != 0) return input_path_ > 0 ? "" : kNoUpgrade;
+  const json body = {{"Cmd", {"true"}},
+                     {"AttachStdin", true},
+                     {"AttachStdout", true},
+                     {"WorkingDir", "/"},
+                     {"User", user()}};
+  std::vector<std::string> notices;
+  std::string exec_id;
+  if (auto err = create_exec(body, true, notices, exec_id); !err.empty()) return err;
+  std::string error;
+  auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
+  if (!conn) return error;
+  input_path_ = conn->upgraded() ? 1 : -1;
+  if (input_path_ < 0) log(sdk::LogLevel::Warn, kNoUpgrade);
+  return input_path_ > 0 ? "" : kNoUpgrade;
+}
+
 std::string DockerApiBackend::create_exec(const json& body, bool recover,
                                           std::vector<std::string>& notices, std::string& exec_id) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -563,6 +582,13 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   if (auto err = ensure_api_version(); !err.empty()) {
     result.error = err;
     return finish();
+  }
+  if (spec.stdin_data) {
+    // Input that cannot arrive would leave `cat >` with an empty file: refuse before it runs.
+    if (auto err = check_input_path(); !err.empty()) {
+      result.error = err;
+      return finish();
+    }
   }
   std::string exec_id;
   const json body = {{"Cmd", spec.cmd},
@@ -672,10 +698,7 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   }
   // The stream ended and the engine cannot say how the command ended: it went away (restarted or
   // stopped) while the command ran, and whatever output came is all there is.
-  if (!engine_answered && !killed && result.error.empty())
-    result.error =
-        "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
-        "unknown, and it may not have finished; the next call starts the container again";
+  if (!engine_answered && !killed && result.error.empty()) result.error = kLostDocker;
   // Only a command that claims success while its input was cut short is an error here; one that
   // failed says why on its stderr.
   if (!stdin_error.empty() && result.error.empty() && result.exit_code == 0)
@@ -933,6 +956,9 @@ sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& r
     return out;
   }
   try {
+    // No input can reach the container this way (a proxy that refuses upgrades): the bytes go in
+    // arguments instead.
+    if (check_input_path() == kNoUpgrade) return write_file_in_pieces(request);
     // Bytes go through the exec's stdin, so any byte value survives; the container's mounts and
     // user decide whether the write is allowed (a read-only context path fails with EROFS).
     ExecSpec spec = file_exec({"/bin/sh", "-c",
@@ -954,6 +980,48 @@ sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& r
   } catch (const std::exception& e) {
     out.error = std::string("docker-api: ") + e.what();
   }
+  return out;
+}
+
+sdk::FileWriteResult DockerApiBackend::write_file_in_pieces(const sdk::FileWriteRequest& request) {
+  // Each piece is appended to a scratch file beside the target; the last copies it over the
+  // target in place (as `cat >` does: the file keeps its inode and mode) and removes it. 48 KiB is
+  // 64 KiB of base64, well under the 128 KiB one argument may hold.
+  constexpr std::size_t kPiece = 48 * 1024;
+  const std::string scratch = ".execmcp-write-" + random_marker();
+  sdk::FileWriteResult out;
+  std::size_t at = 0;
+  bool first = true;
+  for (;;) {
+    const std::size_t n = std::min(kPiece, request.data.size() - at);
+    const std::string piece = dc::base64_encode(std::string_view(request.data).substr(at, n));
+    at += n;
+    const bool last = at >= request.data.size();
+    std::string script = kRefuseSpecialFile;
+    script += "t=\"$1$2\"; ";
+    if (first) script += "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && : > \"$t\" || exit; ";
+    script += "printf %s \"$3\" | base64 -d >> \"$t\" || { rm -f -- \"$t\"; exit 1; }; ";
+    if (last) script += "cat -- \"$t\" > \"$1\"; rc=$?; rm -f -- \"$t\"; exit $rc";
+    ExecSpec spec = file_exec(
+        {"/bin/sh", "-c", script, "execmcp-write", request.path, scratch, piece}, request.cancel);
+    spec.timeout = std::chrono::seconds(120);
+    spec.output_cap = 64 * 1024;
+    auto r = run_exec(spec);
+    if (!r.error.empty() || r.exit_code != 0) {
+      out.error = !r.error.empty() ? r.error : file_exec_failure("write", request.path, r);
+      if (!first || !last) {  // leave no scratch file behind
+        ExecSpec rm = file_exec(
+            {"/bin/sh", "-c", "rm -f -- \"$1$2\"", "execmcp-write", request.path, scratch},
+            nullptr);
+        rm.timeout = std::chrono::seconds(30);
+        run_exec(rm);
+      }
+      return out;
+    }
+    if (last) break;
+    first = false;
+  }
+  out.bytes_written = request.data.size();
   return out;
 }
 

@@ -20,6 +20,18 @@ namespace execmcp::plugins::docker_api {
 // The environment variable that marks every process of one call (for the kill sweep).
 inline constexpr const char* kMarkerVar = "EXECMCP_CALL";
 
+// Why nothing can be sent to a process in the container over this engine connection.
+inline constexpr const char* kNoUpgrade =
+    "this engine connection cannot carry input to a process in the container: Docker's exec "
+    "stream came back as HTTP 200, not 101 Switching Protocols, so bytes sent after the request "
+    "never arrive (a proxy in between refuses to upgrade a request with a body, as HAProxy 2.4 to "
+    "3.0 does; see docs/deployment.md)";
+
+// A call whose stream ended while the engine stopped answering.
+inline constexpr const char* kLostDocker =
+    "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
+    "unknown, and it may not have finished; the next call starts the container again";
+
 class DockerApiBackend final : public sdk::ExecutorBackend {
  public:
   // Throws std::invalid_argument on bad settings.
@@ -81,6 +93,11 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
   ExecSpec file_exec(std::vector<std::string> cmd, const sdk::CancelToken* cancel) const;
   sdk::ExecResult run_exec(const ExecSpec& spec);
+  // "" when input reaches processes in the container over this connection (checked once, with a
+  // harmless exec, unless the runner's start already told), else kNoUpgrade.
+  std::string check_input_path();
+  // write_file over a path that carries no input: base64 pieces in the arguments of execs.
+  sdk::FileWriteResult write_file_in_pieces(const sdk::FileWriteRequest& request);
   // Runs one call the way exec_mode says: through execmcp-runner (falling back to run_exec, with a
   // notice, when it cannot start) or as one exec.
   sdk::ExecResult run(const ExecSpec& spec);
@@ -130,6 +147,7 @@ class DockerApiBackend final : public sdk::ExecutorBackend {
   std::chrono::steady_clock::time_point runner_retry_at_{};
   std::string runner_failure_;
   std::atomic<bool> runner_copied_{false};  // copied into this incarnation of the container
+  std::atomic<int> input_path_{0};          // 1: input reaches the container, -1: never, 0: unknown
 };
 
 }  // namespace execmcp::plugins::docker_api

@@ -81,6 +81,8 @@ std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& noti
     auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
     if (!conn) return error;
     runner_fault = true;
+    input_path_ = conn->upgraded() ? 1 : -1;
+    if (!conn->upgraded()) return kNoUpgrade;  // the runner would never hear from us
     std::string leftover;
     const int fd = conn->detach(leftover);
     if (fd < 0) return "the runner's exec stream closed at once";
@@ -111,6 +113,10 @@ std::shared_ptr<RunnerChannel> DockerApiBackend::runner_channel(std::vector<std:
     log(sdk::LogLevel::Warn,
         "execmcp-runner in " + name_ + " is gone (" + runner_->failure() + "); starting it again");
     runner_.reset();
+  }
+  if (input_path_ < 0) {  // a property of the way to the engine: no use trying again
+    why = kNoUpgrade;
+    return nullptr;
   }
   if (Clock::now() < runner_retry_at_) {
     why = runner_failure_;
@@ -217,15 +223,22 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(
   } else {
     drop_runner(shared);
     if (!call->started()) return std::nullopt;
-    // The channel broke during the call: the runner was killed (by a command, perhaps this one),
-    // or the container stopped. Whatever of the command is left is found by its marker.
-    kill_marked(spec.marker);
-    explain_kill(result);  // says whether the container stopped
-    if (!kill_sent)
-      result.error = "execmcp-runner, the agent in the container, ended during the command (" +
-                     call->lost() +
-                     "): a command may have killed it, or the container stopped; its exit code "
-                     "is unknown, and the next call starts the runner again";
+    // The channel broke during the call: the engine went away, the runner was killed (by a
+    // command, perhaps this one), or the container stopped. The command ran; how it ended is
+    // unknown (exit code -1), and what is left of it is found by its marker.
+    auto probe =
+        client_.request("GET", api("/containers/" + name_ + "/json"), {}, std::chrono::seconds(10));
+    if (!probe.error.empty()) {
+      result.error = kLostDocker;
+    } else {
+      kill_marked(spec.marker);
+      result.exit_code = -1;
+      result.notices.push_back(
+          "execmcp-runner, the agent in the container, ended during the command (" + call->lost() +
+          "): a command may have killed it, or the container stopped; the command's exit code "
+          "is unknown, and the next call starts a new runner");
+      explain_kill(result);  // says whether the container stopped
+    }
   }
   result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;

@@ -116,8 +116,13 @@ http::request<http::string_body> make_request(std::string_view method, const std
 class BeastExecConnection final : public ExecConnection {
  public:
   BeastExecConnection(std::unique_ptr<asio::io_context> io, std::unique_ptr<Socket> socket,
-                      std::string leftover)
-      : io_(std::move(io)), socket_(std::move(socket)), leftover_(std::move(leftover)) {}
+                      std::string leftover, bool upgraded)
+      : io_(std::move(io)),
+        socket_(std::move(socket)),
+        leftover_(std::move(leftover)),
+        upgraded_(upgraded) {}
+
+  [[nodiscard]] bool upgraded() const override { return upgraded_; }
 
   ~BeastExecConnection() override {
     error_code ignored;
@@ -218,6 +223,7 @@ class BeastExecConnection final : public ExecConnection {
   std::unique_ptr<asio::io_context> io_;
   std::unique_ptr<Socket> socket_;
   std::string leftover_;
+  bool upgraded_;
 };
 
 }  // namespace
@@ -305,7 +311,7 @@ std::unique_ptr<ExecConnection> DockerClient::start_exec(const std::string& path
   const auto data = buffer.data();
   std::string leftover(static_cast<const char*>(data.data()), data.size());
   return std::make_unique<BeastExecConnection>(std::move(io), std::move(socket),
-                                               std::move(leftover));
+                                               std::move(leftover), status == 101);
 }
 
 }  // namespace execmcp::plugins::docker_api

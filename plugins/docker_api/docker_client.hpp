@@ -40,6 +40,10 @@ class ExecConnection {
   virtual WriteResult write_some(std::string_view data, std::chrono::milliseconds wait) = 0;
   // Half-closes the connection so the command sees end of stdin.
   virtual void close_write() = 0;
+  // True when the engine switched the connection to a raw stream (101): only then do bytes sent
+  // after the request reach the command. A 200 is the same stream one way only, as a proxy that
+  // refuses to upgrade a request with a body (HAProxy 2.4 to 3.0) leaves it.
+  [[nodiscard]] virtual bool upgraded() const = 0;
   // Hands the connection over as a socket descriptor the caller then owns (close-on-exec,
   // non-blocking), with the bytes already read past the response headers; this object is closed.
   // Returns -1 when the connection is closed already.

@@ -22,9 +22,13 @@ namespace execmcp::docker_test {
 // Listens on 127.0.0.1 (a free port) and copies every connection's bytes both ways to and from
 // the engine's unix socket: a tcp DOCKER_HOST for tests, with no unauthenticated tcp port on
 // dockerd itself. Byte-level, so the exec stream's connection upgrade passes through untouched.
+// With `refuse_upgrades` it acts like HAProxy 2.4 to 3.0 with a request that has a body: the
+// upgrade headers are dropped (the engine answers 200, not 101) and nothing the client sends after
+// such a request reaches the engine.
 class TcpToUnixForwarder {
  public:
-  explicit TcpToUnixForwarder(std::string socket_path) : socket_path_(std::move(socket_path)) {
+  explicit TcpToUnixForwarder(std::string socket_path, bool refuse_upgrades = false)
+      : socket_path_(std::move(socket_path)), refuse_upgrades_(refuse_upgrades) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -68,6 +72,7 @@ class TcpToUnixForwarder {
     std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_path_.c_str());
     if (engine >= 0 && ::connect(engine, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
       bool open[2] = {true, true};  // client -> engine, engine -> client
+      bool held = false;            // refuse_upgrades: the client's later bytes are dropped
       const int from[2] = {client, engine};
       const int to[2] = {engine, client};
       char buf[65536];
@@ -77,8 +82,21 @@ class TcpToUnixForwarder {
         if (::poll(p, 2, 50) <= 0) continue;
         for (int i = 0; i < 2; ++i) {
           if (!open[i] || p[i].revents == 0) continue;
-          const ssize_t n = ::read(from[i], buf, sizeof(buf));
+          ssize_t n = ::read(from[i], buf, sizeof(buf));
           bool ok = n > 0;
+          if (ok && i == 0 && refuse_upgrades_) {
+            if (held) continue;  // after the refused upgrade: dropped, as the proxy holds it
+            // The request comes in one write from the backend's client.
+            std::string request(buf, static_cast<std::size_t>(n));
+            for (const char* header : {"Connection: Upgrade\r\n", "Upgrade: tcp\r\n"}) {
+              const auto at = request.find(header);
+              if (at == std::string::npos) continue;
+              request.erase(at, std::strlen(header));
+              held = true;
+            }
+            std::memcpy(buf, request.data(), request.size());
+            n = static_cast<ssize_t>(request.size());
+          }
           for (ssize_t done = 0; ok && done < n;) {
             const ssize_t w = ::write(to[i], buf + done, static_cast<std::size_t>(n - done));
             ok = w > 0;
@@ -96,6 +114,7 @@ class TcpToUnixForwarder {
   }
 
   std::string socket_path_;
+  bool refuse_upgrades_ = false;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

@@ -1,6 +1,9 @@
 // Tests for the container spec: name sanitizing, labels, mounts, limits and the create body.
 #include "docker_common/container_spec.hpp"
 
+#include "docker_common/base64.hpp"
+#include "docker_common/tar_archive.hpp"
+
 #include <gtest/gtest.h>
 
 namespace execmcp::plugins::docker_common {
@@ -155,6 +158,41 @@ TEST(ContainerCreateBody, NoLimitsMeansNoLimitKeys) {
   EXPECT_FALSE(host.contains("Memory"));
   EXPECT_FALSE(host.contains("NanoCpus"));
   EXPECT_FALSE(host.contains("PidsLimit"));
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_common
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+TEST(Base64, EncodesEveryLengthWithPadding) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode(std::string("\xff\x00\x80", 3)), "/wCA");
+}
+
+TEST(SingleFileTar, HeaderFieldsChecksumAndPadding) {
+  const std::string tar = single_file_tar("execmcp-runner", "abc", 0555);
+  ASSERT_EQ(tar.size(), 512u + 512u + 1024u);
+  EXPECT_EQ(tar.substr(0, 14), "execmcp-runner");
+  EXPECT_EQ(tar.substr(100, 7), "0000555");
+  EXPECT_EQ(tar.substr(124, 11), "00000000003");
+  EXPECT_EQ(tar[156], '0');
+  EXPECT_EQ(tar.substr(257, 5), "ustar");
+  // The checksum: the header's bytes summed with the checksum field as spaces.
+  std::string header = tar.substr(0, 512);
+  const unsigned long stored = std::stoul(header.substr(148, 6), nullptr, 8);
+  header.replace(148, 8, 8, ' ');
+  unsigned long sum = 0;
+  for (unsigned char c : header) sum += c;
+  EXPECT_EQ(stored, sum);
+  EXPECT_EQ(tar.substr(512, 3), "abc");
+  EXPECT_EQ(tar.find_first_not_of('\0', 515), std::string::npos);
+  EXPECT_THROW(single_file_tar("a/b", "", 0644), std::invalid_argument);
 }
 
 }  // namespace
