@@ -710,9 +710,11 @@ namespace {
 
 // The engine created the exec but runc found the container's init gone: the command never ran.
 bool exec_never_ran(const sdk::ExecResult& r) {
-  constexpr std::string_view kRuncSays = "OCI runtime exec failed";
-  return r.exit_code == 126 && (r.stdout_data.find(kRuncSays) != std::string::npos ||
-                                r.stderr_data.find(kRuncSays) != std::string::npos);
+  for (const std::string_view says : {"OCI runtime exec failed", "cannot exec in a stopped state"})
+    if (r.exit_code == 126 && (r.stdout_data.find(says) != std::string::npos ||
+                               r.stderr_data.find(says) != std::string::npos))
+      return true;
+  return false;
 }
 
 // The "oom_kill N" count of the container's memory cgroup (v2 memory.events, v1 oom_control).

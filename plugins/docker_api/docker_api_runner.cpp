@@ -96,6 +96,14 @@ std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& noti
       log(sdk::LogLevel::Info, "execmcp-runner is ready in container " + name_);
       return {};
     }
+    // The container was stopping when the runner's exec started ("cannot exec in a stopped
+    // state"): not the runner's fault. Once it has stopped, the next attempt brings it back.
+    const bool stopping =
+        last_error.find("stopped state") != std::string::npos || !inspect_state().running;
+    if (attempt == 0 && stopping) {
+      wait_stopped(std::chrono::seconds(5));
+      continue;
+    }
     // The volume may have lost the program (the container was recreated behind our back).
     if (runner_delivery_ != dc::RunnerDelivery::Copy) break;
     runner_copied_ = false;
@@ -212,7 +220,12 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(
   if (call->dropped(sdk::StreamKind::Stderr)) result.stderr_truncated = true;
   if (gave_up) {
     result.exit_code = -1;
-  } else if (const auto& done = call->done()) {
+  } else if (const auto& done = call->done(); done && done->not_run) {
+    // The container is going down: sent again once it has stopped and is brought back.
+    drop_runner(shared);
+    wait_stopped(std::chrono::seconds(5));
+    return std::nullopt;
+  } else if (done) {
     result.exit_code = done->exit_code;
     result.stdout_truncated |= done->stdout_truncated;
     result.stderr_truncated |= done->stderr_truncated;
@@ -268,8 +281,8 @@ sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
       result->notices.insert(result->notices.begin(), notices.begin(), notices.end());
       return std::move(*result);
     }
-    // The channel broke before the runner took the call (the container stopping, say): the
-    // command never ran, so it goes once more on a fresh channel, in a container brought back.
+    // The command never ran (the channel broke before its shell existed, or the runner saw the
+    // container going down): once more on a fresh runner, in a container brought back.
   }
   sdk::ExecResult failed;
   failed.error = "execmcp-runner's channel broke twice before it could take the call";

@@ -258,7 +258,12 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
       running_.emplace_back(false);
       flag = std::prev(running_.end());
     }
-    RunControl control{request.timeout, request.output_cap, request.sink, request.cancel, &*flag};
+    RunControl control;
+    control.timeout = request.timeout;
+    control.output_cap = request.output_cap;
+    control.sink = request.sink;
+    control.cancel = request.cancel;
+    control.stop = &*flag;
     sdk::ExecResult result = run_supervised(supervisor_, spec, control);
     {
       std::lock_guard lock(running_mutex_);

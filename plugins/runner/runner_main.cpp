@@ -106,6 +106,36 @@ struct Call {
   std::thread thread;
 };
 
+// Reads a small /proc file; "" when it cannot.
+std::string read_proc(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// False when the container's init chain (PID 1, its child, that one's child...: docker-init, tini,
+// the container's command) has a member that is exiting or dead: the container is going down
+// (a command signalled PID 1) and a command started now would be killed with it. True when it
+// cannot tell (no /proc/<pid>/task/<pid>/children).
+bool init_alive() {
+  std::string pid = "1";
+  for (int depth = 0; depth < 8; ++depth) {
+    const std::string stat = read_proc("/proc/" + pid + "/stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) return depth > 0;
+    const char state = stat[paren + 2];
+    if (state == 'Z' || state == 'X' || state == 'x') return false;
+    const std::string children = read_proc("/proc/" + pid + "/task/" + pid + "/children");
+    const auto end = children.find(' ');
+    if (children.empty() || end == 0) return true;  // the leaf is alive
+    pid = children.substr(0, end);
+  }
+  return true;
+}
+
 // The command's environment: ours (the container's, as the exec got it), then the call's entries.
 std::vector<std::string> environment(const std::vector<std::string>& overrides) {
   std::map<std::string, std::string> env;
@@ -197,7 +227,6 @@ class Runner {
 
   void start(std::uint32_t id, Call& call) {
     call.started = true;
-    outbox_.send(rp::FrameType::kStarted, id, {});
     call.thread = std::thread([this, id, &call] {
       rp::DoneReport report = run(id, call);
       outbox_.send(rp::FrameType::kDone, id, rp::encode_done(report));
@@ -208,6 +237,12 @@ class Runner {
 
   rp::DoneReport run(std::uint32_t id, Call& call) {
     rp::DoneReport report;
+    if (!init_alive()) {
+      report.not_run = true;
+      report.error =
+          "the container is going down (its init is exiting); the command was not started";
+      return report;
+    }
     const int dir = ::open(call.spec.work_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) {
       report.error = "work_dir '" + call.spec.work_dir +
@@ -226,6 +261,8 @@ class Runner {
     control.output_cap = call.spec.output_cap;
     control.sink = &sink;
     control.cancel = &call.cancel;
+    // The backend may send a call lost before this again: its command never ran.
+    control.on_spawned = [this, id] { outbox_.send(rp::FrameType::kStarted, id, {}); };
     sdk::ExecResult r = sv::run_supervised(pool_, spawn, control);
     ::close(dir);
     report.exit_code = r.exit_code;

@@ -122,6 +122,7 @@ std::string encode_done(const DoneReport& report) {
   put_field(out, std::to_string(report.exit_code));
   std::string flags;
   if (report.killed) flags.push_back('k');
+  if (report.not_run) flags.push_back('n');
   if (report.stdout_truncated) flags.push_back('o');
   if (report.stderr_truncated) flags.push_back('e');
   put_field(out, flags);
@@ -139,6 +140,8 @@ std::optional<DoneReport> decode_done(std::string_view payload) {
   for (char c : (*f)[1]) {
     if (c == 'k')
       r.killed = true;
+    else if (c == 'n')
+      r.not_run = true;
     else if (c == 'o')
       r.stdout_truncated = true;
     else if (c == 'e')

@@ -7,8 +7,8 @@
 // The runner speaks first: kHello with kVersion as its payload. Then the host sends, per call,
 // kRun (its payload: encode_run()) with a new id, optionally kStdin frames and always kStdinEnd
 // (the command starts at kStdinEnd, with what came as its stdin, or /dev/null without any), and
-// kKill whenever it must die. The runner answers kStarted when it takes the call (before that, a
-// call lost with the channel never ran and may be sent again), kStdout / kStderr frames (the
+// kKill whenever it must die. The runner answers kStarted once the command's shell exists (a call
+// lost with the channel before that never ran and may be sent again), kStdout / kStderr frames (the
 // command's output, already capped at the call's output_cap) and one kDone (encode_done()) per
 // call, after which the id is free. Each side treats every byte of the other as untrusted: an
 // oversize or unknown frame ends the channel (never the process reading it).
@@ -24,7 +24,7 @@
 namespace execmcp::plugins::supervision::runner {
 
 // Changes whenever anything in this file changes, so a stale runner is refused, not misread.
-inline constexpr std::string_view kVersion = "execmcp-runner/2";
+inline constexpr std::string_view kVersion = "execmcp-runner/3";
 inline constexpr const char* kChannelArg = "--execmcp-runner-channel=1";
 inline constexpr std::size_t kHeaderSize = 9;
 inline constexpr std::size_t kMaxPayload = 1024 * 1024;
@@ -79,10 +79,12 @@ std::string encode_run(const RunSpec& spec);
 std::optional<RunSpec> decode_run(std::string_view payload);
 
 // What kDone carries. `killed`: the runner killed the command on a kKill request (its flags stay
-// timed_out/cancelled on the host); otherwise it ended by itself first.
+// timed_out/cancelled on the host); otherwise it ended by itself first. `not_run`: the runner did
+// not start the command because the container is going down (its init is exiting).
 struct DoneReport {
   int exit_code = -1;
   bool killed = false;
+  bool not_run = false;
   bool stdout_truncated = false;
   bool stderr_truncated = false;
   std::string error;

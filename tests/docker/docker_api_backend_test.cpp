@@ -735,6 +735,7 @@ TEST_F(DockerApiMountSources, RestartAfterTheSourceWasSwappedIsRefused) {
   fs::rename(tools, tools + ".old");
   fs::create_directory_symlink(secret_->path(), tools);
   run(*b, "kill -TERM 1");
+  wait_until_stopped("execmcp-restart-" + instance_tag());
   auto r = run(*b, "cat /tools/secret.txt");
   EXPECT_EQ((r.stdout_data + r.stderr_data).find("host secret"), std::string::npos);
   EXPECT_NE(r.error.find("is a symlink"), std::string::npos) << r.error;
@@ -769,6 +770,7 @@ TEST_F(DockerApiMountSources, ContextInsideAnotherAgentsWorkspaceIsRefusedWhileI
   // Agent a swaps its directory for a symlink; b's container restarts.
   run(*a, "mv shared shared.old && ln -s " + secret_->path() + " shared");
   run(*b, "kill -TERM 1");
+  wait_until_stopped("execmcp-readerb-" + instance_tag());
   EXPECT_EQ(probe(*b, {ws_a.path() + "/shared"}).find("host secret"), std::string::npos);
   EXPECT_NE(err.find("inside"), std::string::npos) << err;
   a->cleanup();
@@ -805,7 +807,8 @@ TEST_F(DockerApiLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWork
       EXPECT_TRUE(any_notice(dying, "OOMKilled=false")) << notices_of(dying);
       EXPECT_FALSE(any_notice(dying, "memory limit")) << notices_of(dying);
     }
-    // The very next call works.
+    // The next call works, once the container is gone.
+    wait_until_stopped("execmcp-diesinside-" + instance_tag());
     auto next = run(*b, "echo back");
     EXPECT_EQ(next.error, "");
     EXPECT_EQ(next.exit_code, 0) << next.stdout_data << next.stderr_data;

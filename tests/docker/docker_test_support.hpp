@@ -158,6 +158,17 @@ inline std::string build_busybox_image() {
     if (IsSkipped() || HasFatalFailure()) return; \
   } while (0)
 
+// Waits (at most 10 s) until the container is no longer running. A command that signals PID 1
+// returns before the container is gone; in agent mode the runner answers faster than the engine
+// tears the container down, so a call sent in that moment may land in the dying container (and
+// report that). Tests of what happens *after* a container died wait for it first.
+inline void wait_until_stopped(const std::string& container) {
+  for (int i = 0; i < 200; ++i) {
+    if (trim(sh("docker inspect -f '{{.State.Running}}' " + container)) != "true") return;
+    ::usleep(50 * 1000);
+  }
+}
+
 // One backend (one container) shared by every test of a suite, started once: agent
 // `Suite::kAgent`, workspace its only grant, settings `Suite::kSettings`.
 template <class Suite>

@@ -59,7 +59,12 @@ name="execmcp_server_image_$run_tag"
 cleanups+=("docker rm -f $name")
 docker run -d --name "$name" --cap-drop ALL --cap-add SETUID --cap-add SETGID --cap-add SETPCAP \
   "$image" sleep 300 >/dev/null
-got="$(docker exec "$name" sh -c 'cat /proc/1/comm; sed -n "s/^Uid:[[:space:]]*\([0-9]*\).*/\1/p" /proc/1/status' 2>&1 | tr '\n' ' ')" || true
+# drop-to-user is PID 1 for a moment before it execs tini: look until it has.
+for _ in $(seq 50); do
+  got="$(docker exec "$name" sh -c 'cat /proc/1/comm; sed -n "s/^Uid:[[:space:]]*\([0-9]*\).*/\1/p" /proc/1/status' 2>&1 | tr '\n' ' ')" || true
+  [ "$got" = "tini 1000 " ] && break
+  sleep 0.1
+done
 [ "$got" = "tini 1000 " ] && pass "PID 1 is tini as execmcp" || fail "PID 1: '$got'"
 docker stop -t 20 "$name" >/dev/null 2>&1 || true
 code="$(docker inspect -f '{{.State.ExitCode}}' "$name" 2>/dev/null || true)"

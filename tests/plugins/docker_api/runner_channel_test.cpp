@@ -78,6 +78,13 @@ struct Fixture {
                         }};
 };
 
+rp::DoneReport done_with(int exit_code, std::vector<std::string> notices) {
+  rp::DoneReport d;
+  d.exit_code = exit_code;
+  d.notices = std::move(notices);
+  return d;
+}
+
 rp::RunSpec spec_of(const std::string& command, std::size_t cap = 100) {
   rp::RunSpec s;
   s.output_cap = cap;
@@ -114,11 +121,10 @@ TEST(RunnerChannel, ACallGoesOutAsFramesAndItsOutputAndReportComeBack) {
   EXPECT_EQ(in.payload, input);
   EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);
   // The reply split at arbitrary points across Docker frames.
-  const std::string reply = frame(rp::FrameType::kStarted, run.call) +
-                            frame(rp::FrameType::kStdout, run.call, "hello ") +
-                            frame(rp::FrameType::kStdout, run.call, "world") +
-                            frame(rp::FrameType::kDone, run.call,
-                                  rp::encode_done({7, false, false, false, "", {"a notice"}}));
+  const std::string reply =
+      frame(rp::FrameType::kStarted, run.call) + frame(rp::FrameType::kStdout, run.call, "hello ") +
+      frame(rp::FrameType::kStdout, run.call, "world") +
+      frame(rp::FrameType::kDone, run.call, rp::encode_done(done_with(7, {"a notice"})));
   f.peer.send_stdout(reply.substr(0, 5));
   f.peer.send_stdout(reply.substr(5, 20));
   f.peer.write_all(mux(2, "runner diagnostics\n"));
@@ -145,9 +151,8 @@ TEST(RunnerChannel, OutputPastTheCapIsDroppedHereEvenIfTheRunnerSendsIt) {
   auto call = f.channel.start(spec_of("flood", 10), nullptr, error);
   ASSERT_TRUE(call);
   const auto id = f.peer.next().call;
-  f.peer.send_stdout(
-      frame(rp::FrameType::kStdout, id, "0123456789abcdef") +
-      frame(rp::FrameType::kDone, id, rp::encode_done({0, false, false, false, "", {}})));
+  f.peer.send_stdout(frame(rp::FrameType::kStdout, id, "0123456789abcdef") +
+                     frame(rp::FrameType::kDone, id, rp::encode_done(done_with(0, {}))));
   EXPECT_EQ(finish(*call), "0123456789");
   EXPECT_TRUE(call->dropped(sdk::StreamKind::Stdout));
 }

@@ -238,7 +238,7 @@ TEST(Runner, OutputThatImitatesTheProtocolIsJustOutput) {
   Runner r;
   // A whole kDone frame for call 1 (exit 0) and one for another call, printed by the command.
   std::string fake;
-  append_frame(fake, FrameType::kDone, 1, encode_done(DoneReport{0, false, false, false, {}, {}}));
+  append_frame(fake, FrameType::kDone, 1, encode_done(DoneReport{}));
   append_frame(fake, FrameType::kStdout, 2, "injected");
   std::string printf_arg;
   for (unsigned char c : fake) {
