@@ -281,8 +281,8 @@ sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
       result->notices.insert(result->notices.begin(), notices.begin(), notices.end());
       return std::move(*result);
     }
-    // The command never ran (the channel broke before its shell existed, or the runner saw the
-    // container going down): once more on a fresh runner, in a container brought back.
+    // The command never ran (the channel broke before the runner started it, or the runner saw
+    // the container going down): once more on a fresh runner, in a container brought back.
   }
   sdk::ExecResult failed;
   failed.error = "execmcp-runner's channel broke twice before it could take the call";

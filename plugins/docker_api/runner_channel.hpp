@@ -41,7 +41,7 @@ class RunnerCall {
     return kind == sdk::StreamKind::Stdout ? dropped_out_ : dropped_err_;
   }
   [[nodiscard]] std::uint32_t id() const { return id_; }
-  // True once the command's shell exists: a call lost before that never ran.
+  // True once the runner is about to start the command: a call lost before that never ran.
   [[nodiscard]] bool started() const { return started_; }
 
  private:

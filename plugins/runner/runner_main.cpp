@@ -243,6 +243,10 @@ class Runner {
           "the container is going down (its init is exiting); the command was not started";
       return report;
     }
+    // Sent before the command starts: a call lost before this frame never ran, so the backend
+    // may send it again. (Sent once the shell exists, a command that kills the runner at once
+    // would run twice.)
+    outbox_.send(rp::FrameType::kStarted, id, {});
     const int dir = ::open(call.spec.work_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) {
       report.error = "work_dir '" + call.spec.work_dir +
@@ -261,8 +265,6 @@ class Runner {
     control.output_cap = call.spec.output_cap;
     control.sink = &sink;
     control.cancel = &call.cancel;
-    // The backend may send a call lost before this again: its command never ran.
-    control.on_spawned = [this, id] { outbox_.send(rp::FrameType::kStarted, id, {}); };
     sdk::ExecResult r = sv::run_supervised(pool_, spawn, control);
     ::close(dir);
     report.exit_code = r.exit_code;

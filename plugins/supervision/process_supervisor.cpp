@@ -354,14 +354,6 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     if (status_int(0) <= 0) supervisor.wake();  // not taken yet: the program may be stopped
   };
 
-  // on_spawned: the status pipe's second int is the shell's pid (-1 when none was started).
-  bool spawn_known = !control.on_spawned;
-  auto note_spawn = [&]() {
-    if (spawn_known || status_len < 2 * sizeof(int)) return;
-    spawn_known = true;
-    if (status_int(1) > 0) control.on_spawned();
-  };
-
   // Once the supervisor is gone the tree is dead, so the pipes reach EOF at once; if a process
   // escaped anyway (the supervisor gave up on it), stop waiting for it after a grace period.
   std::optional<Clock::time_point> pipes_deadline;
@@ -387,7 +379,6 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       }
     }
     if (status_open) wake_supervisors();
-    note_spawn();
     if (kill_sent && status_open && Clock::now() - kill_sent_at > 2 * kKillGrace) {
       // Nothing more can be done from here (no pid to act on, or one that ignores SIGKILL in
       // the kernel): give the call back rather than wait for ever.
@@ -417,10 +408,8 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     if (in_w.get() >= 0) in_idx = n, pfds[n++] = {in_w.get(), POLLOUT, 0};
     if (out.open) out_idx = n, pfds[n++] = {out_r.get(), POLLIN, 0};
     if (err.open) err_idx = n, pfds[n++] = {err_r.get(), POLLIN, 0};
-    // Events 0: only the hang-up wakes us (the pids written early do not), unless on_spawned
-    // waits for the shell's pid.
-    if (status_open)
-      status_idx = n, pfds[n++] = {status_r.get(), static_cast<short>(spawn_known ? 0 : POLLIN), 0};
+    // Events 0: only the hang-up wakes us (the pid written early does not).
+    if (status_open) status_idx = n, pfds[n++] = {status_r.get(), 0, 0};
     int ready = ::poll(pfds, static_cast<nfds_t>(n), wait_ms);
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -444,11 +433,8 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     if (out_idx >= 0 && pfds[out_idx].revents != 0) drain_now(out_r.get(), out);
     if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r.get(), err);
     if (status_idx >= 0 && pfds[status_idx].revents != 0) {
-      read_status();
-      note_spawn();
-      const bool hung_up = (pfds[status_idx].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
-      if (!hung_up && status_len < sizeof(status_buf)) continue;  // only the pids so far
       // The supervisor is done with the command (or dead): read everything it wrote.
+      read_status();
       status_open = false;
       if (status_len == sizeof(status_buf)) {
         // The whole report: the tree is gone, so what the pipes hold is all there will be.

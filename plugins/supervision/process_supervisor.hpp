@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -33,10 +32,6 @@ struct RunControl {
   const sdk::CancelToken* cancel = nullptr;
   // Set by the backend's stop(): kills the command like a cancel.
   const std::atomic<bool>* stop = nullptr;
-  // Called once, as soon as the command's shell exists (not when it could not be started). Costs
-  // two more wake-ups per command, so only set where it is needed (execmcp-runner tells the backend
-  // that a lost call ran).
-  std::function<void()> on_spawned;
 };
 
 // A spare-pool program (spare_pool.hpp: execmcp-supervisor next to the local plugin, or

@@ -7,11 +7,11 @@
 // The runner speaks first: kHello with kVersion as its payload. Then the host sends, per call,
 // kRun (its payload: encode_run()) with a new id, optionally kStdin frames and always kStdinEnd
 // (the command starts at kStdinEnd, with what came as its stdin, or /dev/null without any), and
-// kKill whenever it must die. The runner answers kStarted once the command's shell exists (a call
-// lost with the channel before that never ran and may be sent again), kStdout / kStderr frames (the
-// command's output, already capped at the call's output_cap) and one kDone (encode_done()) per
-// call, after which the id is free. Each side treats every byte of the other as untrusted: an
-// oversize or unknown frame ends the channel (never the process reading it).
+// kKill whenever it must die. The runner answers kStarted just before it starts the command (a call
+// lost with the channel before that never ran and may be sent again; one lost after it may have),
+// kStdout / kStderr frames (the command's output, already capped at the call's output_cap) and one
+// kDone (encode_done()) per call, after which the id is free. Each side treats every byte of the
+// other as untrusted: an oversize or unknown frame ends the channel (never the process reading it).
 #pragma once
 
 #include <cstddef>

@@ -90,6 +90,20 @@ TEST_F(DockerRunner, CommandsThatAttackTheRunnerAreReportedAndTheNextCallWorks) 
       << notices_of(killed);
 }
 
+TEST_F(DockerRunner, ACommandThatKillsTheRunnerAtOnceRunsOnlyOnce) {
+  // Lost calls the runner never started are sent again; one it started never is, however fast
+  // its command takes the runner down.
+  for (const std::string killer : {"kill -9 -1", "pkill -9 -f execmcp-runner"}) {
+    SCOPED_TRACE(killer);
+    const std::string file = workspace_->path() + "/ran.txt";
+    std::remove(file.c_str());
+    run(b(), "echo once >> ran.txt; " + killer + "; sleep 2", 30s);
+    if (killer == "kill -9 -1") wait_until_stopped("execmcp-runner-" + instance_tag());
+    EXPECT_EQ(read_host_file(file), "once\n");
+    EXPECT_EQ(agent_run("echo back").stdout_data, "back\n");
+  }
+}
+
 TEST_F(DockerRunner, ARunnerStoppedByACommandIsReplacedAfterTheKillGrace) {
   // The whole runner stops (SIGSTOP cannot be caught): the timeout's kill request goes
   // unanswered, so after the grace the backend kills the command from outside and moves on.
