@@ -779,18 +779,6 @@ TEST_F(DockerApiMountSources, ContextInsideAnotherAgentsWorkspaceIsRefusedWhileI
 
 // ---- the container dies from inside (issue 7, item 7) ------------------------------------------
 
-bool any_notice(const ExecResult& r, const std::string& text) {
-  for (const auto& n : r.notices)
-    if (n.find(text) != std::string::npos) return true;
-  return false;
-}
-
-std::string notices_of(const ExecResult& r) {
-  std::string out;
-  for (const auto& n : r.notices) out += "[" + n + "] ";
-  return out;
-}
-
 TEST_F(DockerApiLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWorks) {
   TempDir ws("diesinside");
   auto b = make_backend(init_for("diesinside", ws, R"({"memory": "256m"})"));
@@ -802,10 +790,10 @@ TEST_F(DockerApiLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWork
     auto dying = run(*b, killer);
     if (killer != "kill -TERM 1") {
       // The call that killed it says so, and does not blame the memory limit.
-      EXPECT_TRUE(any_notice(dying, "the container stopped during the command"))
+      EXPECT_TRUE(has_notice(dying, "the container stopped during the command"))
           << notices_of(dying) << dying.error;
-      EXPECT_TRUE(any_notice(dying, "OOMKilled=false")) << notices_of(dying);
-      EXPECT_FALSE(any_notice(dying, "memory limit")) << notices_of(dying);
+      EXPECT_TRUE(has_notice(dying, "OOMKilled=false")) << notices_of(dying);
+      EXPECT_FALSE(has_notice(dying, "memory limit")) << notices_of(dying);
     }
     // The next call works, once the container is gone.
     wait_until_stopped("execmcp-diesinside-" + instance_tag());

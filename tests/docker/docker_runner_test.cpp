@@ -28,18 +28,6 @@ BackendInit init_for(const std::string& agent, const TempDir& ws, const std::str
   return init;
 }
 
-bool has_notice(const ExecResult& r, const std::string& text) {
-  for (const auto& n : r.notices)
-    if (n.find(text) != std::string::npos) return true;
-  return false;
-}
-
-std::string notices_of(const ExecResult& r) {
-  std::string out;
-  for (const auto& n : r.notices) out += "[" + n + "] ";
-  return out;
-}
-
 constexpr const char* kFallback = "could not start";
 
 // The runner's mount as the container sees it: "bind" (the file), "copy" (the volume) or "".

@@ -158,6 +158,19 @@ inline std::string build_busybox_image() {
     if (IsSkipped() || HasFatalFailure()) return; \
   } while (0)
 
+// Whether one of the result's notices contains `text`; all of them, for a failure message.
+inline bool has_notice(const ExecResult& r, const std::string& text) {
+  for (const auto& n : r.notices)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+inline std::string notices_of(const ExecResult& r) {
+  std::string out;
+  for (const auto& n : r.notices) out += "[" + n + "] ";
+  return out;
+}
+
 // Waits (at most 10 s) until the container is no longer running. A command that signals PID 1
 // returns before the container is gone; in agent mode the runner answers faster than the engine
 // tears the container down, so a call sent in that moment may land in the dying container (and
