@@ -204,9 +204,13 @@ TEST_F(LocalBackendTest, TimeoutLeavesNoMarkedProcessAlive) {
                    " &) ; sleep 1000",
                3s);
   });
+  // `setsid` forks when it leads its group, so for a moment two processes carry the marker for
+  // it: wait until exactly three are there on three looks in a row.
   auto until = std::chrono::steady_clock::now() + 20s;
-  while (count_processes_with_arg(marker) < 3 && std::chrono::steady_clock::now() < until)
+  for (int stable = 0; stable < 3 && std::chrono::steady_clock::now() < until;) {
+    stable = count_processes_with_arg(marker) == 3 ? stable + 1 : 0;
     std::this_thread::sleep_for(20ms);
+  }
   EXPECT_EQ(count_processes_with_arg(marker), 3) << "the marked processes never all started";
   auto result = future.get();
   EXPECT_TRUE(result.timed_out);
