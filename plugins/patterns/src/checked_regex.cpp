@@ -45,6 +45,13 @@ std::regex compile_checked_regex(const std::string& source) {
   std::size_t depth = 0;
   for (std::size_t i = 0; i < source.size(); ++i) {
     if (source[i] == '\\') {
+      // A backreference `\N`: libstdc++ reads N into a `long` as unchecked as a repetition count.
+      std::size_t end = i + 1;
+      while (end < source.size() && is_digit(source[end])) ++end;
+      if (end - (i + 1) > kMaxRegexBackrefDigits)
+        throw std::invalid_argument("backreference '" + source.substr(i, end - i) +
+                                    "' has more than " + std::to_string(kMaxRegexBackrefDigits) +
+                                    " digits");
       ++i;  // an escaped parenthesis is a literal, not a group
     } else if (source[i] == '(') {
       if (++depth > kMaxRegexGroupDepth)

@@ -62,6 +62,11 @@ TEST(PatternSettings, RegexesStdRegexMishandlesAreRefusedInPlainWords) {
   EXPECT_THAT(settings_error(R"({"allow": ["x{2,99999999999}"]})"),
               HasSubstr("repetition count '99999999999' is larger than 1000"));
   EXPECT_THAT(settings_error(R"({"deny": ["b{1001}"]})"), HasSubstr("larger than 1000"));
+  // The same overflow through a backreference number (found later by the same fuzzer).
+  EXPECT_THAT(settings_error(R"({"deny": ["(a)\\4444444444444444444444"]})"),
+              HasSubstr("backreference '\\4444444444444444444444' has more than 3 digits"));
+  EXPECT_EQ(settings_error(R"({"deny": ["(a)\\1", "\\\\12345"]})"),
+            "no exception");  // an escaped backslash, then digits
   EXPECT_THAT(settings_error(R"({"deny": ["[{99999999999999999999]"]})"),
               HasSubstr("larger than 1000"));  // over-refusing a literal brace is harmless
   EXPECT_THAT(settings_error(R"({"deny": [")" + std::string(33, '(') + "a" + std::string(33, ')') +
