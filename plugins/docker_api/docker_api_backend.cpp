@@ -15,7 +15,7 @@
 
 #include "docker_common/base64.hpp"
 #include "docker_common/container_spec.hpp"
-#include "exec_stream_decoder.hpp"
+#include "docker_common/exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
 #include "supervision/program_path.hpp"
@@ -26,6 +26,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 namespace dc = docker_common;
+using dc::demux_all;
+using dc::ExecStreamDecoder;
 namespace sv = supervision;
 using sv::shell_quote;
 

@@ -11,11 +11,15 @@
 #include "docker_client.hpp"
 #include "docker_common/container_spec.hpp"
 #include "docker_common/docker_settings.hpp"
+#include "docker_common/runner_channel.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
-#include "runner_channel.hpp"
 
 namespace execmcp::plugins::docker_api {
+
+// The runner's channel is shared with the other Docker engines.
+using docker_common::RunnerCall;
+using docker_common::RunnerChannel;
 
 // The environment variable that marks every process of one call (for the kill sweep).
 inline constexpr const char* kMarkerVar = "EXECMCP_CALL";

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "exec_stream_decoder.hpp"
+#include "docker_common/exec_stream_decoder.hpp"
 
-using execmcp::plugins::docker_api::ExecStreamDecoder;
+using execmcp::plugins::docker_common::ExecStreamDecoder;
 
 namespace {
 
@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::string all;
   std::string error;
-  execmcp::plugins::docker_api::demux_all(stream, all, &error);
+  execmcp::plugins::docker_common::demux_all(stream, all, &error);
   if (all.size() > stream.size()) std::abort();  // payload can never exceed the input
   return 0;
 }

@@ -2,7 +2,7 @@
 // plays the engine and the runner: it wraps frames in Docker's stream multiplexing, as the engine
 // does, and answers calls. Every byte from the peer is untrusted: bad input ends the channel and
 // fails its calls, never more.
-#include "runner_channel.hpp"
+#include "docker_common/runner_channel.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include <thread>
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_common {
 namespace {
 
 namespace rp = supervision::runner;
@@ -217,4 +217,4 @@ TEST(RunnerChannel, AHangUpFailsTheCallsAndTellsWhetherTheRunnerHadTakenThem) {
 }
 
 }  // namespace
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_common

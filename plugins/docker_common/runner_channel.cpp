@@ -1,7 +1,7 @@
 // See runner_channel.hpp. One thread per channel does all of its I/O with poll(): it writes the
 // queued frames, reads the exec stream, takes Docker's stream multiplexing off it (the runner's
 // stdout carries the frames, its stderr its diagnostics) and hands each frame to its call.
-#include "runner_channel.hpp"
+#include "docker_common/runner_channel.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,9 +11,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "exec_stream_decoder.hpp"
+#include "docker_common/exec_stream_decoder.hpp"
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_common {
 
 namespace rp = supervision::runner;
 
@@ -327,4 +327,4 @@ void RunnerChannel::io_loop() {
   fail("the channel to execmcp-runner was closed");
 }
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_common

@@ -1,5 +1,5 @@
-// The docker-api backend's side of the channel to execmcp-runner (its agent inside the container):
-// one hijacked exec stream that carries every call as frames (supervision/runner_protocol.hpp).
+// A Docker backend's side of the channel to execmcp-runner (its agent inside the container): one
+// exec stream that carries every call as frames (supervision/runner_protocol.hpp).
 #pragma once
 
 #include <atomic>
@@ -20,7 +20,7 @@
 #include "execmcp/sdk/types.hpp"
 #include "supervision/runner_protocol.hpp"
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_common {
 
 // One call in flight on a channel. Its output arrives as the runner sends it; the call's own
 // thread takes it with wait(), so one call's flood never delays another call's result.
@@ -111,4 +111,4 @@ class RunnerChannel {
   std::thread thread_;
 };
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_common
