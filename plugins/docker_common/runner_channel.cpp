@@ -1,11 +1,14 @@
 // See runner_channel.hpp. One thread per channel does all of its I/O with poll(): it writes the
-// queued frames, reads the exec stream, takes Docker's stream multiplexing off it (the runner's
-// stdout carries the frames, its stderr its diagnostics) and hands each frame to its call.
+// queued frames, reads the exec stream, takes Docker's stream multiplexing off it if it has one
+// (the runner's stdout carries the frames, its stderr its diagnostics), reads the diagnostics fd
+// if there is one, and hands each frame to its call.
 #include "docker_common/runner_channel.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,8 +44,41 @@ bool RunnerCall::wait(std::chrono::milliseconds wait, std::vector<Chunk>& chunks
   return over_;
 }
 
+ChannelEnds ChannelEnds::docker_multiplexed(int socket, std::string leftover) {
+  ChannelEnds ends;
+  ends.framing = Framing::kDockerMultiplexed;
+  ends.read_fd = socket;
+  ends.write_fd = socket;
+  ends.leftover = std::move(leftover);
+  return ends;
+}
+
+ChannelEnds ChannelEnds::raw(int read_fd, int write_fd, int diagnostics_fd) {
+  ChannelEnds ends;
+  ends.framing = Framing::kRaw;
+  ends.read_fd = read_fd;
+  ends.write_fd = write_fd;
+  ends.diagnostics_fd = diagnostics_fd;
+  return ends;
+}
+
 RunnerChannel::RunnerChannel(int fd, std::string leftover, Log log)
-    : fd_(fd), log_(std::move(log)), inbox_(std::move(leftover)) {
+    : RunnerChannel(ChannelEnds::docker_multiplexed(fd, std::move(leftover)), std::move(log)) {}
+
+RunnerChannel::RunnerChannel(ChannelEnds ends, Log log)
+    : ends_(std::move(ends)), log_(std::move(log)) {
+  if (ends_.framing == ChannelEnds::Framing::kDockerMultiplexed && ends_.diagnostics_fd >= 0) {
+    ::close(ends_.diagnostics_fd);  // Docker's stream carries the runner's stderr itself
+    ends_.diagnostics_fd = -1;
+  }
+  struct stat st {};
+  write_is_socket_ = ::fstat(ends_.write_fd, &st) == 0 && S_ISSOCK(st.st_mode);
+  // A pipe would block the one I/O thread on a write larger than it holds; a diagnostics pipe is
+  // drained without waiting once the runner's output has ended.
+  if (ends_.write_fd >= 0 && !write_is_socket_)
+    ::fcntl(ends_.write_fd, F_SETFL, ::fcntl(ends_.write_fd, F_GETFL) | O_NONBLOCK);
+  if (ends_.diagnostics_fd >= 0)
+    ::fcntl(ends_.diagnostics_fd, F_SETFL, ::fcntl(ends_.diagnostics_fd, F_GETFL) | O_NONBLOCK);
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
     failure_ = std::string("cannot create a pipe: ") + std::strerror(errno);
@@ -60,9 +96,9 @@ RunnerChannel::~RunnerChannel() {
   }
   wake();
   if (thread_.joinable()) thread_.join();
-  if (fd_ >= 0) ::close(fd_);
-  if (wake_r_ >= 0) ::close(wake_r_);
-  if (wake_w_ >= 0) ::close(wake_w_);
+  if (ends_.write_fd == ends_.read_fd) ends_.write_fd = -1;  // one socket both ways
+  for (int fd : {ends_.read_fd, ends_.write_fd, ends_.diagnostics_fd, wake_r_, wake_w_})
+    if (fd >= 0) ::close(fd);
 }
 
 void RunnerChannel::wake() noexcept {
@@ -237,36 +273,67 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
   call->cv_.notify_all();
 }
 
+void RunnerChannel::on_output(rp::FrameReader& frames, std::string_view data) {
+  if (!alive() && before_hello_.size() < 512)
+    before_hello_.append(data.substr(0, 512 - before_hello_.size()));
+  frames.feed(data);
+}
+
+void RunnerChannel::on_diagnostics(std::string_view data) {
+  if (!alive() && before_hello_.size() < 512)
+    before_hello_.append(data.substr(0, 512 - before_hello_.size()));
+  for (char c : data) {
+    if (c == '\n' || stderr_line_.size() >= kMaxLogLine) {
+      if (log_) log_(sdk::LogLevel::Warn, stderr_line_);
+      stderr_line_.clear();
+      if (c == '\n') continue;
+    }
+    stderr_line_.push_back(c);
+  }
+}
+
+void RunnerChannel::drain_diagnostics() {
+  if (ends_.diagnostics_fd < 0) return;
+  char buf[4096];
+  // Bounded: a writer that keeps the pipe full must not hold the I/O thread here.
+  for (int i = 0; i < 16; ++i) {
+    const ssize_t n = ::read(ends_.diagnostics_fd, buf, sizeof buf);
+    if (n <= 0) return;
+    on_diagnostics(std::string_view(buf, static_cast<std::size_t>(n)));
+  }
+}
+
 void RunnerChannel::io_loop() {
+  // A write to a pipe whose reader is gone raises SIGPIPE (there is no MSG_NOSIGNAL for write());
+  // blocked in this thread, it is only EPIPE, and a pending one dies with the thread.
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+
+  const bool multiplexed = ends_.framing == ChannelEnds::Framing::kDockerMultiplexed;
+  rp::FrameReader frames;
   // Docker's multiplexing, then the runner's frames on its stdout.
   struct Demux final : ExecStreamDecoder::Handler {
     RunnerChannel& channel;
-    rp::FrameReader frames;
+    rp::FrameReader& frames;
     std::string daemon_error;
-    explicit Demux(RunnerChannel& c) : channel(c) {}
+    Demux(RunnerChannel& c, rp::FrameReader& f) : channel(c), frames(f) {}
     void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
-      if (stream != ExecStreamDecoder::Stream::SystemError && !channel.alive() &&
-          channel.before_hello_.size() < 512)
-        channel.before_hello_.append(data.substr(0, 512 - channel.before_hello_.size()));
       if (stream == ExecStreamDecoder::Stream::Stdout) {
-        frames.feed(data);
+        channel.on_output(frames, data);
       } else if (stream == ExecStreamDecoder::Stream::Stderr) {
-        for (char c : data) {
-          if (c == '\n' || channel.stderr_line_.size() >= kMaxLogLine) {
-            if (channel.log_) channel.log_(sdk::LogLevel::Warn, channel.stderr_line_);
-            channel.stderr_line_.clear();
-            if (c == '\n') continue;
-          }
-          channel.stderr_line_.push_back(c);
-        }
+        channel.on_diagnostics(data);
       } else if (stream == ExecStreamDecoder::Stream::SystemError) {
         daemon_error.append(data.substr(0, 1024));
       }
     }
-  } demux(*this);
+  } demux(*this, frames);
   ExecStreamDecoder decoder;
   auto take = [&](std::string_view bytes) -> bool {
-    if (!decoder.feed(bytes, demux)) {
+    if (!multiplexed) {
+      on_output(frames, bytes);
+    } else if (!decoder.feed(bytes, demux)) {
       fail("the runner's exec stream is malformed: " + decoder.error());
       return false;
     }
@@ -274,17 +341,19 @@ void RunnerChannel::io_loop() {
       fail("Docker reported an error on the runner's stream: " + demux.daemon_error);
       return false;
     }
-    while (auto frame = demux.frames.next()) on_frame(*frame);
-    if (!demux.frames.error().empty()) {
-      fail("execmcp-runner sent " + demux.frames.error());
+    while (auto frame = frames.next()) on_frame(*frame);
+    if (!frames.error().empty()) {
+      fail("execmcp-runner sent " + frames.error());
       return false;
     }
     return failure().empty();
   };
-  if (!inbox_.empty() && !take(inbox_)) return;
-  inbox_.clear();
+  if (!ends_.leftover.empty() && !take(ends_.leftover)) return;
+  ends_.leftover.clear();
 
-  std::string pending;  // frames taken from the outbox, not yet written
+  const bool one_socket = ends_.read_fd == ends_.write_fd;
+  bool write_closed = ends_.write_fd < 0;  // a separate write end whose reader is gone
+  std::string pending;                     // frames taken from the outbox, not yet written
   std::vector<char> buf(64 * 1024);
   for (;;) {
     {
@@ -292,33 +361,61 @@ void RunnerChannel::io_loop() {
       if (closing_) break;
       if (pending.empty()) pending.swap(outbox_);
     }
-    pollfd pfds[2] = {{fd_, static_cast<short>(POLLIN | (pending.empty() ? 0 : POLLOUT)), 0},
-                      {wake_r_, POLLIN, 0}};
-    if (::poll(pfds, 2, -1) < 0) {
+    if (!pending.empty() && write_closed) {
+      drain_diagnostics();
+      fail("execmcp-runner ended (its input closed)");
+      break;
+    }
+    const short want_out = pending.empty() ? 0 : POLLOUT;
+    // wake, read (and write, when it is the same socket), write, diagnostics; -1 is not polled.
+    pollfd pfds[4] = {{wake_r_, POLLIN, 0},
+                      {ends_.read_fd, static_cast<short>(POLLIN | (one_socket ? want_out : 0)), 0},
+                      {one_socket || write_closed ? -1 : ends_.write_fd, want_out, 0},
+                      {ends_.diagnostics_fd, POLLIN, 0}};
+    if (::poll(pfds, 4, -1) < 0) {
       if (errno == EINTR) continue;
       fail(std::string("poll failed: ") + std::strerror(errno));
       break;
     }
-    if ((pfds[1].revents & POLLIN) != 0) {
+    if ((pfds[0].revents & POLLIN) != 0) {
       char drain[64];
       while (::read(wake_r_, drain, sizeof drain) > 0) {
       }
     }
-    if ((pfds[0].revents & POLLOUT) != 0 && !pending.empty()) {
-      const ssize_t n = ::send(fd_, pending.data(), pending.size(), MSG_NOSIGNAL);
+    const short write_revents = one_socket ? pfds[1].revents : pfds[2].revents;
+    if ((write_revents & POLLOUT) != 0 && !pending.empty()) {
+      const ssize_t n = write_is_socket_
+                            ? ::send(ends_.write_fd, pending.data(), pending.size(), MSG_NOSIGNAL)
+                            : ::write(ends_.write_fd, pending.data(), pending.size());
       if (n > 0) {
         pending.erase(0, static_cast<std::size_t>(n));
+      } else if (n < 0 && errno == EPIPE && !one_socket) {
+        write_closed = true;  // the runner is going; its output's end says why
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
         fail(std::string("writing to execmcp-runner failed: ") + std::strerror(errno));
         break;
       }
+    } else if (!one_socket && (pfds[2].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
+      write_closed = true;  // stop polling it, or poll() would report it again at once
     }
-    if ((pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+    if ((pfds[3].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::read(ends_.diagnostics_fd, buf.data(), buf.size());
+      if (n > 0) {
+        on_diagnostics(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        // Its end is not the runner's: only the output's end is (someone else may hold it open).
+        ::close(ends_.diagnostics_fd);
+        ends_.diagnostics_fd = -1;
+      }
+    }
+    if ((pfds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::read(ends_.read_fd, buf.data(), buf.size());
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        fail(n == 0 || errno == ECONNRESET
+        const int read_errno = n < 0 ? errno : 0;
+        drain_diagnostics();  // what the runtime said as it ended is part of why
+        fail(n == 0 || read_errno == ECONNRESET
                  ? "execmcp-runner ended (its exec stream closed)"
-                 : std::string("reading from execmcp-runner failed: ") + std::strerror(errno));
+                 : std::string("reading from execmcp-runner failed: ") + std::strerror(read_errno));
         break;
       }
       if (n > 0 && !take(std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;

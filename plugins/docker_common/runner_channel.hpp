@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -61,12 +62,38 @@ class RunnerCall {
   std::string lost_;
 };
 
+// The file descriptors a channel runs over; the channel owns (and closes) them from then on.
+struct ChannelEnds {
+  enum class Framing {
+    // One socket both ways (the Engine API's hijacked exec stream): what comes back is Docker's
+    // multiplexed stream, the runner's stdout (the frames) and its stderr (diagnostics) in one.
+    kDockerMultiplexed,
+    // What comes back on `read_fd` is the runner's stdout as it is (`docker exec -i`, whose CLI
+    // took the multiplexing off); its stderr, if we have it, comes on `diagnostics_fd`.
+    kRaw,
+  };
+
+  // The Engine API's case: the exec's socket (ExecConnection::detach) and the bytes already read
+  // past its headers.
+  static ChannelEnds docker_multiplexed(int socket, std::string leftover);
+  // A child's pipes or socket: `read_fd` its stdout, `write_fd` its stdin (may be `read_fd`, a
+  // socket), `diagnostics_fd` its stderr (-1 when not wanted).
+  static ChannelEnds raw(int read_fd, int write_fd, int diagnostics_fd = -1);
+
+  Framing framing = Framing::kDockerMultiplexed;
+  int read_fd = -1;
+  int write_fd = -1;
+  int diagnostics_fd = -1;  // kRaw only: lines logged, and quoted when no hello came
+  std::string leftover;     // bytes from read_fd already read by whoever opened it
+};
+
 class RunnerChannel {
  public:
   using Log = std::function<void(sdk::LogLevel, const std::string&)>;
 
-  // Takes the exec's socket (ExecConnection::detach) and the bytes read past its headers, and
-  // starts the channel's I/O thread.
+  // Takes the ends and starts the channel's I/O thread.
+  RunnerChannel(ChannelEnds ends, Log log);
+  // The Engine API's case (ChannelEnds::docker_multiplexed).
   RunnerChannel(int fd, std::string leftover, Log log);
   ~RunnerChannel();
   RunnerChannel(const RunnerChannel&) = delete;
@@ -88,15 +115,19 @@ class RunnerChannel {
 
  private:
   void io_loop();
-  void send(std::string frames);
   void on_frame(supervision::runner::Frame& frame);
+  // What came on the runner's stdout (`frames` is the io thread's reader), then its stderr.
+  void on_output(supervision::runner::FrameReader& frames, std::string_view data);
+  void on_diagnostics(std::string_view data);
+  // Reads what the diagnostics fd holds now, without waiting for more.
+  void drain_diagnostics();
   void fail(const std::string& why);
   void wake() noexcept;
 
-  int fd_;
+  ChannelEnds ends_;  // ends_.leftover: bytes read before the thread started
+  bool write_is_socket_ = false;
   int wake_r_ = -1, wake_w_ = -1;
   Log log_;
-  std::string inbox_;  // bytes read before the thread started (the hijack's leftover)
 
   mutable std::mutex mutex_;
   std::condition_variable ready_cv_;

@@ -1,9 +1,11 @@
-// The backend's side of the channel to execmcp-runner, against a fake peer on a socketpair that
-// plays the engine and the runner: it wraps frames in Docker's stream multiplexing, as the engine
-// does, and answers calls. Every byte from the peer is untrusted: bad input ends the channel and
-// fails its calls, never more.
+// The backend's side of the channel to execmcp-runner, against a fake peer that plays the engine
+// and the runner: on a socketpair wrapping frames in Docker's stream multiplexing, as the Engine
+// API does, or raw on pipes (or one socket) with the runner's stderr on a pipe of its own, as a
+// `docker exec -i` child gives them. Every byte from the peer is untrusted: bad input ends the
+// channel and fails its calls, never more.
 #include "docker_common/runner_channel.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -214,6 +216,228 @@ TEST(RunnerChannel, AHangUpFailsTheCallsAndTellsWhetherTheRunnerHadTakenThem) {
   EXPECT_FALSE(waiting->started());
   EXPECT_NE(taken->lost().find("ended"), std::string::npos) << taken->lost();
   EXPECT_FALSE(waiting->lost().empty());
+}
+
+// The peer of a `docker exec -i` child: no multiplexing. The runner's stdout (frames) and stdin
+// on two pipes, or on one socket as the CLI backend will use; its stderr on a pipe.
+class RawPeer {
+ public:
+  explicit RawPeer(bool one_socket) {
+    int p[2];
+    if (one_socket) {
+      EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p), 0);
+      out_ = in_ = p[0];
+      ends_ = ChannelEnds::raw(p[1], p[1]);
+    } else {
+      EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+      ends_ = ChannelEnds::raw(p[0], -1);
+      out_ = p[1];
+      EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+      in_ = p[0];
+      ends_.write_fd = p[1];
+    }
+    EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    ends_.diagnostics_fd = p[0];
+    err_ = p[1];
+  }
+  ~RawPeer() {
+    hang_up();
+    close_stderr();
+  }
+  ChannelEnds take_channel_ends() { return std::move(ends_); }
+  void send_stdout(std::string_view bytes) { write_all(out_, bytes); }
+  void send_stderr(std::string_view bytes) { write_all(err_, bytes); }
+  void close_stderr() { close_fd(err_); }
+  // The runner stops reading its stdin (with one socket: it shuts down that direction).
+  void close_stdin() {
+    if (in_ == out_)
+      ::shutdown(in_, SHUT_RD);
+    else
+      close_fd(in_);
+  }
+  // The runner's process ends: its stdout and stdin close.
+  void hang_up() {
+    if (in_ != out_) close_fd(in_);
+    in_ = -1;
+    close_fd(out_);
+  }
+  rp::Frame next() {
+    for (;;) {
+      if (auto f = reader_.next()) return *f;
+      char buf[4096];
+      const ssize_t n = ::read(in_, buf, sizeof buf);
+      if (n <= 0) return {};
+      reader_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+
+ private:
+  static void write_all(int fd, std::string_view bytes) {
+    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  static void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  ChannelEnds ends_;
+  int out_ = -1, in_ = -1, err_ = -1;
+  rp::FrameReader reader_;
+};
+
+struct RawFixture {
+  explicit RawFixture(bool one_socket) : peer(one_socket) {}
+  RawPeer peer;
+  std::vector<std::string> logged;
+  std::mutex log_mutex;
+  RunnerChannel channel{peer.take_channel_ends(), [this](sdk::LogLevel, const std::string& l) {
+                          std::lock_guard lock(log_mutex);
+                          logged.push_back(l);
+                        }};
+  std::vector<std::string> log() {
+    std::lock_guard lock(log_mutex);
+    return logged;
+  }
+};
+
+// Parameter: the runner's stdin and stdout on one socket (true) or on two pipes (false).
+class RawRunnerChannel : public ::testing::TestWithParam<bool> {};
+
+INSTANTIATE_TEST_SUITE_P(Ends, RawRunnerChannel, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "OneSocket" : "Pipes";
+                         });
+
+TEST_P(RawRunnerChannel, ACallGoesOutAsFramesAndItsOutputAndReportComeBackByteByByte) {
+  RawFixture f(GetParam());
+  f.peer.send_stderr("runner starting\n");
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  std::string error;
+  const std::string input = "some stdin";
+  auto call = f.channel.start(spec_of("cat"), &input, error);
+  ASSERT_TRUE(call) << error;
+  auto run = f.peer.next();
+  EXPECT_EQ(run.type, rp::FrameType::kRun);
+  EXPECT_EQ(rp::decode_run(run.payload)->command, "cat");
+  auto in = f.peer.next();
+  EXPECT_EQ(in.type, rp::FrameType::kStdin);
+  EXPECT_EQ(in.payload, input);
+  EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);
+  // Raw bytes, no Docker frames around them: split at every byte.
+  const std::string reply =
+      frame(rp::FrameType::kStarted, run.call) + frame(rp::FrameType::kStdout, run.call, "hello ") +
+      frame(rp::FrameType::kStdout, run.call, "world") +
+      frame(rp::FrameType::kDone, run.call, rp::encode_done(done_with(7, {"a notice"})));
+  for (std::size_t i = 0; i < reply.size(); ++i) {
+    f.peer.send_stdout(reply.substr(i, 1));
+    if (i == 20) f.peer.send_stderr("runner diag");
+    if (i == 30) f.peer.send_stderr("nostics\n");
+  }
+  EXPECT_EQ(finish(*call), "hello world");
+  ASSERT_TRUE(call->done());
+  EXPECT_TRUE(call->started());
+  EXPECT_EQ(call->done()->exit_code, 7);
+  EXPECT_EQ(call->done()->notices, std::vector<std::string>{"a notice"});
+  f.channel.kill(*call);
+  auto kill = f.peer.next();
+  EXPECT_EQ(kill.type, rp::FrameType::kKill);
+  EXPECT_EQ(kill.call, run.call);
+  EXPECT_EQ(f.log(), (std::vector<std::string>{"runner starting", "runner diagnostics"}));
+}
+
+TEST_P(RawRunnerChannel, BytesThatLookLikeDockerFramesAreTheRunnersOwn) {
+  // In raw mode nothing is demultiplexed: a Docker stderr header is a malformed runner frame.
+  RawFixture f(GetParam());
+  f.peer.send_stdout(mux(2, "runner diagnostics\n"));
+  const auto error = f.channel.wait_ready(5s);
+  EXPECT_NE(error.find("execmcp-runner sent"), std::string::npos) << error;
+  EXPECT_TRUE(f.log().empty());
+}
+
+TEST_P(RawRunnerChannel, AMalformedFrameEndsTheChannelAndFailsItsCalls) {
+  for (const std::string& bad : {std::string("\x7f\xff\xff\xff\0\0\0\1\6", 9),  // a 2 GiB frame
+                                 std::string("\0\0\0\0\0\0\0\1\x63", 9)}) {     // type 99
+    RawFixture f(GetParam());
+    f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+    ASSERT_EQ(f.channel.wait_ready(5s), "");
+    std::string error;
+    auto call = f.channel.start(spec_of("x"), nullptr, error);
+    ASSERT_TRUE(call);
+    f.peer.send_stdout(bad);
+    finish(*call);
+    EXPECT_FALSE(call->done());
+    EXPECT_NE(call->lost().find("execmcp-runner sent"), std::string::npos) << call->lost();
+    EXPECT_FALSE(f.channel.alive());
+    EXPECT_FALSE(f.channel.start(spec_of("y"), nullptr, error));
+    EXPECT_FALSE(error.empty());
+  }
+}
+
+TEST_P(RawRunnerChannel, WhatTheCliSaidOnStderrInsteadOfAHelloIsInTheError) {
+  RawFixture f(GetParam());
+  // The CLI's own error, then its exit: stderr is written before stdout closes.
+  f.peer.send_stderr("Error response from daemon: container abc is not running\n");
+  f.peer.hang_up();
+  const auto error = f.channel.wait_ready(5s);
+  EXPECT_NE(error.find("ended"), std::string::npos) << error;
+  EXPECT_NE(error.find("the container said: Error response from daemon: container abc is not "
+                       "running"),
+            std::string::npos)
+      << error;
+}
+
+TEST_P(RawRunnerChannel, AHangUpFailsTheCallsAndTellsWhetherTheRunnerHadTakenThem) {
+  RawFixture f(GetParam());
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  std::string error;
+  auto taken = f.channel.start(spec_of("a"), nullptr, error);
+  auto waiting = f.channel.start(spec_of("b"), nullptr, error);
+  ASSERT_TRUE(taken && waiting);
+  f.peer.send_stdout(frame(rp::FrameType::kStarted, taken->id()));
+  for (int i = 0; i < 100 && !taken->started(); ++i) std::this_thread::sleep_for(10ms);
+  f.peer.hang_up();
+  finish(*taken);
+  finish(*waiting);
+  EXPECT_TRUE(taken->started());
+  EXPECT_FALSE(waiting->started());
+  EXPECT_NE(taken->lost().find("ended"), std::string::npos) << taken->lost();
+  EXPECT_FALSE(waiting->lost().empty());
+}
+
+TEST_P(RawRunnerChannel, TheEndOfStderrAloneDoesNotEndTheChannel) {
+  // Someone else may hold the CLI's stderr open, or close it early: only stdout's end counts.
+  RawFixture f(GetParam());
+  f.peer.send_stderr("partial line without newline");
+  f.peer.close_stderr();
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  std::string error;
+  auto call = f.channel.start(spec_of("true"), nullptr, error);
+  ASSERT_TRUE(call) << error;
+  const auto id = f.peer.next().call;
+  f.peer.send_stdout(frame(rp::FrameType::kDone, id, rp::encode_done(done_with(0, {}))));
+  finish(*call);
+  ASSERT_TRUE(call->done()) << call->lost();
+  EXPECT_TRUE(f.channel.alive());
+}
+
+TEST(RawRunnerChannelOnPipes, ARunnerThatClosedItsInputFailsTheNextCallInsteadOfHanging) {
+  // A pipe whose reader is gone: the write fails (EPIPE, no SIGPIPE), and so does the call.
+  RawFixture f(false);
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  f.peer.close_stdin();
+  std::string error;
+  const std::string input = "some stdin";
+  auto call = f.channel.start(spec_of("cat"), &input, error);
+  if (call) {
+    finish(*call);
+    EXPECT_FALSE(call->done());
+    error = call->lost();
+  }
+  EXPECT_NE(error.find("execmcp-runner ended (its input closed)"), std::string::npos) << error;
+  EXPECT_FALSE(f.channel.alive());
 }
 
 }  // namespace
