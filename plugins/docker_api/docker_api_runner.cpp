@@ -87,7 +87,8 @@ std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& noti
     const int fd = conn->detach(leftover);
     if (fd < 0) return "the runner's exec stream closed at once";
     auto channel = std::make_shared<RunnerChannel>(
-        fd, std::move(leftover), [this](sdk::LogLevel level, const std::string& line) {
+        dc::ChannelEnds::docker_multiplexed(fd, std::move(leftover)),
+        [this](sdk::LogLevel level, const std::string& line) {
           log(level, "execmcp-runner in " + name_ + ": " + line);
         });
     last_error = channel->wait_ready(kHelloTimeout);

@@ -81,10 +81,14 @@ struct ChannelEnds {
   static ChannelEnds raw(int read_fd, int write_fd, int diagnostics_fd = -1);
 
   Framing framing = Framing::kDockerMultiplexed;
+  // Its end is the runner's end: the channel fails and its calls are lost.
   int read_fd = -1;
+  // A pipe is made non-blocking; a write that meets no reader is EPIPE, never SIGPIPE.
   int write_fd = -1;
-  int diagnostics_fd = -1;  // kRaw only: lines logged, and quoted when no hello came
-  std::string leftover;     // bytes from read_fd already read by whoever opened it
+  // kRaw only: lines logged, and quoted when no hello came. Its end is not awaited and ends
+  // nothing (another process, such as an ssh master, may hold it open).
+  int diagnostics_fd = -1;
+  std::string leftover;  // bytes from read_fd already read by whoever opened it
 };
 
 class RunnerChannel {
