@@ -99,6 +99,7 @@ RunnerChannel::~RunnerChannel() {
   if (ends_.write_fd == ends_.read_fd) ends_.write_fd = -1;  // one socket both ways
   for (int fd : {ends_.read_fd, ends_.write_fd, ends_.diagnostics_fd, wake_r_, wake_w_})
     if (fd >= 0) ::close(fd);
+  ends_.owner.reset();
 }
 
 void RunnerChannel::wake() noexcept {

@@ -1,0 +1,163 @@
+// What a container engine does for ContainerBackend: the Engine API over a socket (docker-api) or
+// a docker-compatible CLI binary (docker-cli). Everything above it (lifecycle and orphan policy,
+// recovery, the kill sweep, capping, the runner) is the same for both and lives in
+// container_backend.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "docker_common/container_spec.hpp"
+#include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/runner_channel.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+// How an engine call failed. `message` is one plain sentence in the engine's words (for the CLI:
+// its stderr, trimmed); the backend adds what it was doing, except for kUnreachable, whose message
+// is complete (it names the endpoint, context or SSH host that was tried).
+struct EngineError {
+  enum class Kind {
+    kNone,
+    kUnreachable,   // the engine did not answer (down, SSH failed, permission on the socket...)
+    kNotFound,      // no such container (or exec)
+    kNotRunning,    // the container exists but is not running (an exec cannot start)
+    kConflict,      // the name is taken
+    kImageMissing,  // no such image
+    kNoInput,       // this way to the engine cannot carry input to a process (see kNoUpgrade)
+    kOther,         // the engine answered with an error
+  };
+  Kind kind = Kind::kNone;
+  std::string message;
+
+  [[nodiscard]] bool ok() const { return kind == Kind::kNone; }
+  static EngineError none() { return {}; }
+  static EngineError of(Kind kind, std::string message) { return {kind, std::move(message)}; }
+};
+
+// "<doing> failed: <engine's words>", or the message alone when it is already complete.
+std::string describe_failure(const EngineError& error, std::string_view doing);
+
+struct ContainerState {
+  bool exists = false;  // false: no such container
+  bool running = false;
+  int exit_code = -1;  // PID 1's, once stopped
+  bool oom_killed = false;
+};
+
+struct ContainerMount {
+  std::string type;  // bind, volume, tmpfs
+  std::string source;
+  std::string target;
+  bool writable = false;
+};
+
+// What the backend needs to know about an existing container (from a list or an inspect).
+struct ContainerInfo {
+  std::string id;
+  std::string name;  // without Docker's leading '/'
+  std::map<std::string, std::string> labels;
+  std::vector<ContainerMount> mounts;
+  ContainerState state;
+};
+
+// Parses one container's inspect document (GET /containers/{id}/json, `docker inspect`, `podman
+// inspect`: the same shape).
+ContainerInfo container_info_from_inspect(const nlohmann::json& doc);
+
+// One process started in the container.
+struct ExecOptions {
+  std::vector<std::string> cmd;
+  std::vector<std::string> env;  // "KEY=VALUE"
+  std::string user;
+  std::string work_dir;
+  bool attach_stdin = false;
+};
+
+// One exec in flight: its output by stream, its stdin, and how it ended.
+class ExecSession {
+ public:
+  virtual ~ExecSession() = default;
+
+  struct ReadStatus {
+    bool eof = false;   // the output has ended
+    std::string error;  // the stream broke (already phrased)
+  };
+  // Waits at most `wait` for output and hands what came to `handler` (Stdout, Stderr, or
+  // SystemError: an error the engine reported in the stream). A protocol error is `error`.
+  virtual ReadStatus read(std::chrono::milliseconds wait, ExecStreamDecoder::Handler& handler) = 0;
+
+  struct WriteStatus {
+    std::size_t bytes = 0;  // 0 when nothing could be written within the wait
+    std::string error;
+  };
+  // Writes some of `data` to the process's stdin (attach_stdin), waiting at most `wait` for room.
+  virtual WriteStatus write_some(std::string_view data, std::chrono::milliseconds wait) = 0;
+  // The process sees the end of its input.
+  virtual void close_stdin() = 0;
+  // False when bytes written never reach the process (a proxy that refused the upgrade).
+  [[nodiscard]] virtual bool carries_input() const = 0;
+
+  struct Exit {
+    std::optional<int> code;      // unknown when the engine could not say
+    bool engine_answered = true;  // false: the engine went away (restarted or stopped)
+  };
+  // Ends the session (its output need not be over) and says how the process ended; `killed`: the
+  // caller killed it and does not wait for the engine to notice.
+  virtual Exit finish(bool killed) = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // For messages: "unix:///var/run/docker.sock", "docker --context prod", ...
+  [[nodiscard]] virtual std::string describe() const = 0;
+  // True when the engine's containers can bind-mount this machine's files (execmcp-runner is then
+  // mounted from the host's install, else copied into the container).
+  [[nodiscard]] virtual bool sees_host_files() const = 0;
+
+  // Checks once that the engine answers (later calls return at once); kUnreachable otherwise.
+  virtual EngineError connect() = 0;
+  // kImageMissing when the image is not there (nothing is ever pulled).
+  virtual EngineError check_image(const std::string& image) = 0;
+  // Every container (running or not) carrying all of `labels`.
+  virtual EngineError list(const std::map<std::string, std::string>& labels,
+                           std::vector<ContainerInfo>& out) = 0;
+  // kNotFound when there is no such container.
+  virtual EngineError inspect(const std::string& name, ContainerInfo& out) = 0;
+  // kConflict when the name is taken, kImageMissing when the image is gone.
+  virtual EngineError create(const ContainerSpec& spec) = 0;
+  virtual EngineError start(const std::string& name) = 0;
+  // Force-removes the container and its anonymous volumes; kNotFound when it was not there.
+  virtual EngineError remove(const std::string& name_or_id) = 0;
+  // True once the container is not running (or gone), false if it still runs after `timeout`.
+  virtual bool wait_stopped(const std::string& name, std::chrono::milliseconds timeout) = 0;
+  // Unpacks the tar archive `tar` into `dir` in the container.
+  virtual EngineError copy_into(const std::string& name, const std::string& dir,
+                                const std::string& tar) = 0;
+  // The container's log, both streams in arrival order; a log cut short keeps what came, with a
+  // line saying so.
+  virtual EngineError logs(const std::string& name, std::string& text) = 0;
+
+  // Starts a process in the container. kNotFound / kNotRunning tell the backend to bring the
+  // container back and try once more.
+  virtual std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions& options,
+                                            EngineError& error) = 0;
+  // Starts execmcp-runner with its stdin and stdout as the channel (options.attach_stdin is set).
+  // kNoInput when this way to the engine cannot carry the calls.
+  virtual std::optional<ChannelEnds> open_channel(const std::string& name,
+                                                  const ExecOptions& options,
+                                                  EngineError& error) = 0;
+  // False when input may never reach a process through this engine (a proxy in between that
+  // refuses upgrades); the backend then checks once with a harmless exec.
+  [[nodiscard]] virtual bool input_always_arrives() const = 0;
+};
+
+}  // namespace execmcp::plugins::docker_common
