@@ -5,7 +5,9 @@
 # Everything lives in one mktemp directory (host key, client key, known_hosts, ssh config, log)
 # and is removed, with the sshd, when the command ends, however it ends. The exit status is the
 # command's (or 1 when the sshd cannot be set up). EXECMCP_TEST_SSH_USER picks the login user
-# (default: the caller). The command sees:
+# (default: the caller); EXECMCP_TEST_SSH_MULTIPLEX=1 makes the ssh shim share one connection
+# (ControlMaster/ControlPersist, the documented speed-up: docker 20.10 opens one ssh connection
+# per CLI call, two for exec). The command sees:
 #   EXECMCP_TEST_BACKEND_SETTINGS  {"docker_host":"ssh://USER@127.0.0.1:PORT",
 #                                   "cli_env":{"PATH":"DIR/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}
 #   EXECMCP_TEST_SSH_TARGET        USER@127.0.0.1:PORT
@@ -21,7 +23,7 @@ set -euo pipefail
 say() { echo "with-sshd: $*" >&2; }
 
 if [ "$#" -eq 0 ]; then
-  sed -n '2,19p' "$0" >&2
+  sed -n '2,22p' "$0" >&2
   exit 2
 fi
 sshd_bin=/usr/sbin/sshd # absolute: sshd re-executes itself and refuses a relative path
@@ -39,6 +41,9 @@ watchdog_pid=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
+  if [ -n "$sshd_pid" ] && [ "${EXECMCP_TEST_SSH_MULTIPLEX:-0}" = 1 ]; then
+    /usr/bin/ssh -F "$dir/ssh_config" -O exit 127.0.0.1 >/dev/null 2>&1 || true
+  fi
   if [ -n "$sshd_pid" ]; then
     # Sessions still open (a docker CLI that outlived the command) are the listener's children.
     pkill -TERM -P "$sshd_pid" 2>/dev/null || true
@@ -160,6 +165,9 @@ Host 127.0.0.1
   ConnectTimeout 10
   LogLevel ERROR
 CONF
+  if [ "${EXECMCP_TEST_SSH_MULTIPLEX:-0}" = 1 ]; then
+    printf '  ControlMaster auto\n  ControlPath %s/cm-%%C\n  ControlPersist 60\n' "$base" >>"$base/ssh_config"
+  fi
   printf '#!/bin/sh\nexec /usr/bin/ssh -F %s "$@"\n' "$base/ssh_config" >"$base/bin/ssh"
   chmod 755 "$base/bin/ssh"
 }
