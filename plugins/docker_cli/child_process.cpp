@@ -121,6 +121,7 @@ int Child::release_in() {
 
 int Child::release_out() {
   const int fd = out_fd_;
+  if (in_fd_ == out_fd_) in_fd_ = -1;  // one socket: handed over once
   out_fd_ = -1;
   return fd;
 }
@@ -182,6 +183,7 @@ int Child::end(std::chrono::milliseconds exit_wait, std::chrono::milliseconds te
     }
   };
   if (wait_until(Clock::now() + exit_wait)) return *status_;
+  signalled_ = true;
   ::kill(pid_, SIGTERM);  // not yet reaped: the pid is still ours
   if (wait_until(Clock::now() + term_grace)) return *status_;
   ::kill(pid_, SIGKILL);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -39,7 +40,8 @@ class Child {
   [[nodiscard]] int in_fd() const { return in_fd_; }
   [[nodiscard]] int out_fd() const { return out_fd_; }
   [[nodiscard]] int err_fd() const { return err_fd_; }
-  // Hands our ends to the caller, who closes them from then on (-1 here afterwards).
+  // Hands our ends to the caller, who closes them from then on (-1 here afterwards); a socket
+  // shared by stdin and stdout goes with release_out().
   int release_in();
   int release_out();
   int release_err();
@@ -56,6 +58,8 @@ class Child {
   // returns its status.
   int end(std::chrono::milliseconds exit_wait = std::chrono::milliseconds(0),
           std::chrono::milliseconds term_grace = std::chrono::seconds(2)) noexcept;
+  // True once end() had to signal the child (its status is then not its own doing).
+  [[nodiscard]] bool signalled() const { return signalled_; }
 
  private:
   // Reaps the child if it has ended (blocking: waits until it has); caller holds mutex_.
@@ -65,6 +69,7 @@ class Child {
   int in_fd_, out_fd_, err_fd_;
   std::mutex mutex_;
   std::optional<int> status_;
+  std::atomic<bool> signalled_{false};
 };
 
 // What run() says about one finished (or killed) CLI run.
