@@ -1,6 +1,23 @@
-// Exports the docker-api backend as an execmcp plugin.
+// Exports the docker-api backend as an execmcp plugin: the shared container backend over the
+// Engine API.
 #include "execmcp/sdk/plugin.hpp"
-#include "docker_api_backend.hpp"
+#include "docker_api_engine.hpp"
+#include "docker_common/container_backend.hpp"
+
+namespace execmcp::plugins::docker_api {
+
+class DockerApiBackend final : public docker_common::ContainerBackend {
+ public:
+  explicit DockerApiBackend(const sdk::BackendInit& init)
+      : DockerApiBackend(init, docker_common::parse_docker_settings(init.settings_json)) {}
+
+ private:
+  DockerApiBackend(const sdk::BackendInit& init, docker_common::DockerSettings settings)
+      : ContainerBackend(init, "docker-api", settings,
+                         std::make_unique<DockerApiEngine>(settings.docker_host)) {}
+};
+
+}  // namespace execmcp::plugins::docker_api
 
 EXECMCP_BACKEND_PLUGIN(execmcp::plugins::docker_api::DockerApiBackend, "docker-api", "0.1.0",
                        "one persistent Docker container per agent, driven over the Engine API")

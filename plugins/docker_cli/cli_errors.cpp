@@ -142,7 +142,8 @@ EngineError classify_cli_failure(const CliRun& run, const CliTarget& target) {
       contains(err, "no container with name or id"))
     return EngineError::of(Kind::kNotFound, said);
   if (contains(err, "is not running") || contains(err, "container state improper") ||
-      contains(err, "is restarting") || contains(err, "stopped state"))
+      contains(err, "is restarting") || contains(err, "stopped state") ||
+      contains(err, "container that has stopped"))
     return EngineError::of(Kind::kNotRunning, said);
   if (contains(err, "conflict") || contains(err, "is already in use"))
     return EngineError::of(Kind::kConflict, said);

@@ -290,14 +290,14 @@ CliRun DockerCliEngine::run(std::vector<std::string> args, std::chrono::millisec
 }
 
 dc::EngineError DockerCliEngine::check(const CliRun& r) const {
-  if (r.ok()) return dc::EngineError::none();
+  if (r.ok()) return dc::EngineError{};
   return classify_cli_failure(r, target_);
 }
 
 dc::EngineError DockerCliEngine::connect() {
   {
     std::lock_guard lock(mutex_);
-    if (connected_) return dc::EngineError::none();
+    if (connected_) return dc::EngineError{};
   }
   // Podman without a service has no server part to report; its `version` still checks the CLI.
   const bool podman = flavor() == dc::CliFlavor::kPodman;
@@ -312,7 +312,7 @@ dc::EngineError DockerCliEngine::connect() {
   }
   std::lock_guard lock(mutex_);
   connected_ = true;
-  return dc::EngineError::none();
+  return dc::EngineError{};
 }
 
 dc::EngineError DockerCliEngine::check_image(const std::string& image) {
@@ -334,7 +334,7 @@ dc::EngineError DockerCliEngine::list(const std::map<std::string, std::string>& 
     pos = end + 1;
     if (!id.empty()) inspect_args.push_back(id);
   }
-  if (inspect_args.size() == 2) return dc::EngineError::none();
+  if (inspect_args.size() == 2) return dc::EngineError{};
   // One inspect for all. One that vanished in between makes it fail, but the rest still come.
   const auto r = run(inspect_args, kCallTimeout);
   const auto docs = nlohmann::json::parse(r.out, nullptr, false);
@@ -347,7 +347,7 @@ dc::EngineError DockerCliEngine::list(const std::map<std::string, std::string>& 
   if (auto e = check(r); !e.ok() && e.kind != Kind::kNotFound) return e;
   for (const auto& doc : docs)
     if (doc.is_object()) out.push_back(dc::container_info_from_inspect(doc));
-  return dc::EngineError::none();
+  return dc::EngineError{};
 }
 
 dc::EngineError DockerCliEngine::inspect(const std::string& name, dc::ContainerInfo& out) {
@@ -358,12 +358,12 @@ dc::EngineError DockerCliEngine::inspect(const std::string& name, dc::ContainerI
     return dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary + " inspect " + name +
                                                  "` answered with no container document");
   out = dc::container_info_from_inspect(docs[0]);
-  return dc::EngineError::none();
+  return dc::EngineError{};
 }
 
 dc::EngineError DockerCliEngine::create(const dc::ContainerSpec& spec) {
   auto args = dc::container_create_args(spec, flavor());
-  if (!args.error.empty()) return dc::EngineError::of(Kind::kOther, args.error);
+  if (!args.error.empty()) return dc::EngineError::sentence(Kind::kOther, args.error);
   args.args.insert(args.args.begin(), "create");
   return check(run(std::move(args.args), kCallTimeout));
 }
@@ -429,7 +429,7 @@ dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text
     text += "\n[execmcp: the log was cut short: " +
             std::string(text.size() >= ChildLauncher::kMaxOutput ? "too long" : "timed out") +
             "]\n";
-    return dc::EngineError::none();
+    return dc::EngineError{};
   }
   if (status != 0) {
     CliRun failed;
@@ -438,7 +438,7 @@ dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text
     text.clear();
     return check(failed);
   }
-  return dc::EngineError::none();
+  return dc::EngineError{};
 }
 
 std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
@@ -526,7 +526,7 @@ std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
 std::unique_ptr<dc::ExecSession> DockerCliEngine::exec(const std::string& name,
                                                        const dc::ExecOptions& options,
                                                        dc::EngineError& error) {
-  error = dc::EngineError::none();
+  error = dc::EngineError{};
   std::unique_ptr<dc::ExecSession> replay;
   auto child = start_exec(name, options, false, error, replay);
   if (replay) return replay;
@@ -537,17 +537,21 @@ std::unique_ptr<dc::ExecSession> DockerCliEngine::exec(const std::string& name,
 std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& name,
                                                              const dc::ExecOptions& options,
                                                              dc::EngineError& error) {
-  error = dc::EngineError::none();
+  error = dc::EngineError{};
   std::unique_ptr<dc::ExecSession> replay;
   auto child = start_exec(name, options, true, error, replay);
   if (replay) {
-    // The runtime could not start the runner: its words, as the channel would have quoted them.
+    // The runtime could not start the runner ("cannot exec in a stopped state": kNotRunning, so
+    // the backend brings the container back).
     struct Collect final : dc::ExecStreamDecoder::Handler {
       std::string text;
       void on_payload(Stream, std::string_view data) override { text.append(data); }
     } collect;
     replay->read(0ms, collect);
-    error = dc::EngineError::of(Kind::kOther, trimmed_stderr(collect.text));
+    CliRun refused;
+    refused.exit_status = replay->finish(false).code.value_or(-1);
+    refused.err = collect.text;
+    error = check(refused);
     return std::nullopt;
   }
   if (!child) return std::nullopt;

@@ -106,7 +106,7 @@ class ContainerBackend : public sdk::ExecutorBackend {
   std::string open_runner_channel(std::vector<std::string>& notices,
                                   std::shared_ptr<RunnerChannel>& out, bool& runner_fault);
   // Puts execmcp-runner into the container's runner volume (engines that cannot see host files).
-  std::string copy_runner();
+  EngineError copy_runner();
   // Runs the call on the channel; nullopt when the channel broke before the runner took the call
   // (so the command never ran). A channel that broke, or whose runner stopped answering, is
   // dropped, so the next call starts a new runner.

@@ -19,9 +19,9 @@
 
 namespace execmcp::plugins::docker_common {
 
-// How an engine call failed. `message` is one plain sentence in the engine's words (for the CLI:
-// its stderr, trimmed); the backend adds what it was doing, except for kUnreachable, whose message
-// is complete (it names the endpoint, context or SSH host that was tried).
+// How an engine call failed. `message` is the engine's words (for the CLI: its stderr, trimmed);
+// the backend adds what it was doing unless the message is `complete` already (always so for
+// kUnreachable, whose message names the endpoint, context or SSH host that was tried).
 struct EngineError {
   enum class Kind {
     kNone,
@@ -35,13 +35,19 @@ struct EngineError {
   };
   Kind kind = Kind::kNone;
   std::string message;
+  bool complete = false;
 
   [[nodiscard]] bool ok() const { return kind == Kind::kNone; }
-  static EngineError none() { return {}; }
-  static EngineError of(Kind kind, std::string message) { return {kind, std::move(message)}; }
+  static EngineError of(Kind kind, std::string message) {
+    return {kind, std::move(message), kind == Kind::kUnreachable};
+  }
+  // A message that says what failed by itself.
+  static EngineError sentence(Kind kind, std::string message) {
+    return {kind, std::move(message), true};
+  }
 };
 
-// "<doing> failed: <engine's words>", or the message alone when it is already complete.
+// "<doing> failed: <engine's words>", or the message alone when it is complete.
 std::string describe_failure(const EngineError& error, std::string_view doing);
 
 struct ContainerState {

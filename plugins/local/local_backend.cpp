@@ -178,9 +178,10 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
 
   command = request.command;
   std::optional<fs::path> venv;
-  if (!settings_.command_prefix.empty()) {
-    command = settings_.command_prefix + " " + request.command;
-  } else if (!settings_.venv_path.empty()) {
+  // Both apply, as in the Docker backends: the venv's bin/ leads PATH, and the prefix wraps the
+  // command (so `uv run` or `poetry run` find the venv's tools).
+  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + request.command;
+  if (!settings_.venv_path.empty()) {
     fs::path path = settings_.venv_path;
     if (path.is_relative()) path = fs::path(init_.cwd) / path;
     std::error_code ec;

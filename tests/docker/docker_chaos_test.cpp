@@ -71,9 +71,9 @@ TEST_F(DockerChaos, EngineRestartedDuringACallFailsItClearlyAndLaterCallsWork) {
   const std::string name = "execmcp-enginerestart-" + instance_tag();
   ExecResult during;
   std::thread call([&] { during = run(*b, "sleep 120; echo late", std::chrono::seconds(300)); });
-  const bool running =
-      eventually([&] { return sh("docker top " + name).find("sleep 120") != std::string::npos; },
-                 std::chrono::seconds(30));
+  const bool running = eventually(
+      [&] { return sh(outside_cli() + " top " + name).find("sleep 120") != std::string::npos; },
+      std::chrono::seconds(30));
   {
     EngineRestorer restore;
     int status = 0;
@@ -202,9 +202,9 @@ TEST_F(DockerChaos, ServerKilledDuringACallLeavesAnOrphanThatTheNextServeRemoves
   const std::string mode = test_exec_mode();
   const std::string settings = mode.empty() ? "{}" : "{exec_mode: " + mode + "}";
   std::ofstream(config) << "execmcp: 1\nagents:\n  - id: " << agent << "\n    cwd: " << ws
-                        << "\n    backend: {plugin: docker-api, settings: " << settings
-                        << "}\n    filters: []\n";
-  const std::string list = "docker ps -aq --filter label=execmcp.agent=" + agent;
+                        << "\n    backend: {plugin: " << test_backend()
+                        << ", settings: " << settings << "}\n    filters: []\n";
+  const std::string list = outside_cli() + " ps -aq --filter label=execmcp.agent=" + agent;
 
   std::string orphan;
   {
@@ -215,7 +215,7 @@ TEST_F(DockerChaos, ServerKilledDuringACallLeavesAnOrphanThatTheNextServeRemoves
     orphan = trim(sh(list));
     ASSERT_FALSE(orphan.empty()) << "the first server made no container";
     ASSERT_TRUE(eventually(
-        [&] { return sh("docker top " + orphan).find("sleep 300") != std::string::npos; },
+        [&] { return sh(outside_cli() + " top " + orphan).find("sleep 300") != std::string::npos; },
         std::chrono::seconds(30)));
     first.kill_hard();
   }

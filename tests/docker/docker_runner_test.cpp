@@ -184,10 +184,10 @@ TEST_F(DockerRunner, FileToolsGoThroughTheRunner) {
   EXPECT_EQ(rd.data, w.data);
   // No exec was created for them: the engine's exec list of the container stays as it was.
   const std::string name = "execmcp-runner-" + instance_tag();
-  const auto before = sh("docker inspect -f '{{len .ExecIDs}}' " + name);
+  const auto before = sh(outside_cli() + " inspect -f '{{len .ExecIDs}}' " + name);
   ASSERT_EQ(b().read_file(rq).error, "");
   ASSERT_EQ(b().write_file(w).error, "");
-  EXPECT_EQ(sh("docker inspect -f '{{len .ExecIDs}}' " + name), before);
+  EXPECT_EQ(sh(outside_cli() + " inspect -f '{{len .ExecIDs}}' " + name), before);
 }
 
 TEST(DockerRunnerDelivery, ATcpEngineGetsTheRunnerCopiedAndAgainAfterTheContainerIsRecreated) {
@@ -203,7 +203,7 @@ TEST(DockerRunnerDelivery, ATcpEngineGetsTheRunnerCopiedAndAgainAfterTheContaine
   EXPECT_EQ(r.stdout_data, "via tcp\n");
   EXPECT_FALSE(has_notice(r, kFallback)) << notices_of(r);
   EXPECT_EQ(delivery_seen(*b), "copy");
-  sh("docker rm -f execmcp-runnertcp-" + instance_tag());
+  sh(outside_cli() + " rm -f execmcp-runnertcp-" + instance_tag());
   auto again = run(*b, "echo again");
   EXPECT_EQ(again.error, "") << notices_of(again);
   EXPECT_EQ(again.stdout_data, "again\n");
@@ -215,6 +215,8 @@ TEST(DockerRunnerDelivery, ATcpEngineGetsTheRunnerCopiedAndAgainAfterTheContaine
 TEST(DockerRunnerDelivery, APathThatRefusesUpgradesFallsBackAndWritesFilesInPieces) {
   // Like the HAProxy 2.6 socket proxy: exec streams come back as 200 and carry nothing inward.
   REQUIRE_ENGINE();
+  if (test_backend() != "docker-api")
+    GTEST_SKIP() << "the Engine API's upgrade path only: the docker CLI does its own hijacking";
   TempDir ws("noupgrade");
   TcpToUnixForwarder forwarder("/var/run/docker.sock", /*refuse_upgrades=*/true);
   const std::string host = "tcp://127.0.0.1:" + std::to_string(forwarder.port());
@@ -269,8 +271,8 @@ TEST(DockerRunnerDelivery, WithoutTheRunnerEveryCallRunsAsOneExecAndSaysSo) {
   TempDir lib("norunner");
   fs::create_directories(lib.path() + "/execmcp/plugins");
   const std::string copy =
-      lib.path() + "/execmcp/plugins/" + fs::path(EXECMCP_DOCKER_API_PLUGIN).filename().string();
-  fs::copy_file(EXECMCP_DOCKER_API_PLUGIN, copy);
+      lib.path() + "/execmcp/plugins/" + fs::path(test_plugin_path()).filename().string();
+  fs::copy_file(test_plugin_path(), copy);
   boost::dll::shared_library plugin_copy(copy, boost::dll::load_mode::rtld_now);
   auto& factory = plugin_copy.get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
   TempDir ws("norunnerws");

@@ -1,6 +1,6 @@
 // Shared plumbing of the Docker integration tests: the host-side shell, temp dirs, the engine gate
-// and loading the docker-api plugin the way the host does (Boost.DLL), in the exec_mode that
-// EXECMCP_TEST_EXEC_MODE names (test_exec_mode.hpp).
+// and loading the Docker backend plugin the way the host does (Boost.DLL): the backend, exec_mode
+// and extra settings that test_backend.hpp's variables name.
 #pragma once
 
 #include <sys/stat.h>
@@ -23,7 +23,7 @@
 
 #include "execmcp/sdk/plugin.hpp"
 
-#include "test_exec_mode.hpp"
+#include "test_backend.hpp"
 
 namespace execmcp::docker_test {
 
@@ -62,13 +62,13 @@ inline std::string read_host_file(const std::string& path) {
 
 inline bool container_exists(const std::string& name) {
   int status = 0;
-  sh("docker inspect --type container " + name, &status);
+  sh(outside_cli() + " inspect --type container " + name, &status);
   return status == 0;
 }
 
 // Keeps the plugin library loaded for the whole run; backends are destroyed before it unloads.
 inline boost::dll::shared_library& plugin() {
-  static boost::dll::shared_library lib(EXECMCP_DOCKER_API_PLUGIN, boost::dll::load_mode::rtld_now);
+  static boost::dll::shared_library lib(test_plugin_path(), boost::dll::load_mode::rtld_now);
   return lib;
 }
 
@@ -105,7 +105,7 @@ inline std::unique_ptr<ExecutorBackend> make_backend(BackendInit init,
   auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
   if (init.instance_id.empty()) init.instance_id = instance_tag();
   init.log = &g_log;
-  init.settings_json = with_test_exec_mode(init.settings_json);
+  init.settings_json = with_test_settings(init.settings_json);
   std::string err;
   std::unique_ptr<ExecutorBackend> backend(factory(init, err));
   if (error != nullptr) *error = err;
@@ -130,10 +130,10 @@ inline void require_engine() {
   if (docker_tests_disabled())
     GTEST_SKIP() << "EXECMCP_DOCKER_TESTS=0: SKIPPING the Docker integration tests";
   int status = 0;
-  sh("docker version --format '{{.Server.Version}}'", &status);
+  sh(outside_cli() + " version", &status);
   ASSERT_EQ(status, 0) << "the Docker engine is not reachable; start it with "
                           "scripts/docker-engine.sh start (or set EXECMCP_DOCKER_TESTS=0 to skip)";
-  sh("docker image inspect " + std::string(kImage), &status);
+  sh(outside_cli() + " image inspect " + std::string(kImage), &status);
   ASSERT_EQ(status, 0) << "image " << kImage << " is missing; build it with docker/build.sh";
 }
 
@@ -177,7 +177,7 @@ inline std::string notices_of(const ExecResult& r) {
 // report that). Tests of what happens *after* a container died wait for it first.
 inline void wait_until_stopped(const std::string& container) {
   for (int i = 0; i < 200; ++i) {
-    if (trim(sh("docker inspect -f '{{.State.Running}}' " + container)) != "true") return;
+    if (trim(sh(outside_cli() + " inspect -f '{{.State.Running}}' " + container)) != "true") return;
     ::usleep(50 * 1000);
   }
 }

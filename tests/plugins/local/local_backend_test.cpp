@@ -308,11 +308,16 @@ TEST_F(LocalBackendTest, VenvPrecedence) {
   auto& explicit_backend = make(R"({"venv_path": ")" + explicit_venv.string() + R"("})");
   expect_venv(run(explicit_backend, probe).stdout_data, explicit_venv);
 
-  // command_prefix beats venv_path: no venv variables, the prefix wraps the command.
+  // command_prefix and venv_path both apply, as in the Docker backends: the venv is active and
+  // the prefix wraps the command.
   auto& prefixed = make(R"({"command_prefix": "env EXECMCP_PREFIXED=1", "venv_path": ")" +
                         explicit_venv.string() + R"("})");
   auto result = run(prefixed, "printenv EXECMCP_PREFIXED VIRTUAL_ENV");
-  EXPECT_EQ(result.stdout_data, "1\n");
+  EXPECT_EQ(result.stdout_data, "1\n" + explicit_venv.string() + "\n");
+  // So does the auto-detected venv.
+  auto& prefixed_auto = make(R"({"command_prefix": "env EXECMCP_PREFIXED=1"})");
+  EXPECT_EQ(run(prefixed_auto, "printenv EXECMCP_PREFIXED VIRTUAL_ENV").stdout_data,
+            "1\n" + (workspace_ / ".venv").string() + "\n");
 
   // A venv_path without bin/ is an error naming it; nothing runs.
   fs::create_directories(root_ / "not-a-venv");
@@ -363,10 +368,12 @@ std::set<std::string> shell_parents(ExecutorBackend& backend, int commands) {
 
 TEST_F(LocalBackendTest, SupervisingProcessesAreReusedNotForkedPerCommand) {
   auto& backend = make("{}");
-  // One spare runs a command while another waits; no new process per command.
+  // One spare runs a command while another waits; no new process per command. On a loaded
+  // machine a spare may not be idle again when the next command comes, and the pool forks
+  // another (a bound of 3 failed once at a load average of 16), so the bound is well under one per command.
   const auto parents = shell_parents(backend, 20);
   EXPECT_GE(parents.size(), 1u);
-  EXPECT_LE(parents.size(), 3u) << "a supervising process per command";
+  EXPECT_LE(parents.size(), 8u) << "a supervising process per command";
   // Reuse leaks nothing between commands: each starts in the work dir with a fresh shell.
   EXPECT_EQ(run(backend, "cd /; export EXECMCP_LEAK=1").exit_code, 0);
   EXPECT_EQ(run(backend, "pwd -P; printf '%s' \"${EXECMCP_LEAK:-unset}\"").stdout_data,

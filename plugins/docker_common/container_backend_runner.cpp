@@ -1,4 +1,4 @@
-// The docker-api backend's calls through execmcp-runner, its agent inside the container: starting
+// The container backend's calls through execmcp-runner, its agent inside the container: starting
 // and re-establishing the runner's channel, delivering the program, running a call on it, and
 // falling back to one exec per call when the runner cannot start. See docs/docker-backend.md.
 #include <unistd.h>
@@ -6,19 +6,16 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
-#include "docker_api_backend.hpp"
+#include "docker_common/container_backend.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "supervision/command_output.hpp"
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_common {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using nlohmann::json;
-namespace dc = docker_common;
+using Kind = EngineError::Kind;
 namespace sv = supervision;
 namespace rp = supervision::runner;
 
@@ -32,63 +29,77 @@ constexpr auto kKillGrace = std::chrono::seconds(15);
 
 }  // namespace
 
-std::string DockerApiBackend::copy_runner() {
+EngineError ContainerBackend::copy_runner() {
   std::ifstream in(runner_host_path_, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
   if (!in || bytes.str().empty())
-    return "cannot read execmcp-runner at " + runner_host_path_ + " to copy it into the container";
-  const std::string tar = dc::single_file_tar("execmcp-runner", bytes.str(), 0555);
-  auto r = client_.request("PUT", api("/containers/" + name_ + "/archive?path=%2F.execmcp"), tar,
-                           std::chrono::seconds(60), "application/x-tar");
-  if (!r.ok())
-    return "copying execmcp-runner into the container failed: " +
-           (r.error.empty() ? engine_message(r.status, r.body) : r.error);
-  runner_copied_ = true;
-  return {};
+    return EngineError::sentence(
+        Kind::kOther,
+        "cannot read execmcp-runner at " + runner_host_path_ + " to copy it into the container");
+  const std::string tar = single_file_tar("execmcp-runner", bytes.str(), 0555);
+  auto err = engine_->copy_into(name_, kRunnerDir, tar);
+  if (err.ok()) runner_copied_ = true;
+  return err;
 }
 
-std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& notices,
+std::string ContainerBackend::open_runner_channel(std::vector<std::string>& notices,
                                                   std::shared_ptr<RunnerChannel>& out,
                                                   bool& runner_fault) {
   // The engine's and the container's failures are the call's error as they would be for an exec;
   // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
   runner_fault = true;
-  if (runner_delivery_ == dc::RunnerDelivery::None)
+  if (runner_delivery_ == RunnerDelivery::None)
     return "execmcp-runner is missing or not executable at " + runner_host_path_ +
-           " (it is built and installed with the docker-api plugin, in the directory above it)";
+           " (it is built and installed with the " + backend_name_ +
+           " plugin, in the directory above it)";
   runner_fault = false;
-  if (auto err = ensure_api_version(); !err.empty()) return err;
+  if (auto err = engine_->connect(); !err.ok())
+    return describe_failure(err, "reaching the engine at " + engine_->describe());
+  ExecOptions options;
+  options.cmd = {kRunnerPath, rp::kChannelArg};
+  options.attach_stdin = true;
+  options.work_dir = "/";
+  options.user = user();
+  // The container is brought back at most once per opening.
+  bool recovered = false;
+  auto bring_back = [&]() -> std::string {
+    recovered = true;
+    std::lock_guard lock(recover_mutex_);
+    return recover_container(notices);
+  };
   std::string last_error;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const json body = {{"Cmd", {dc::kRunnerPath, rp::kChannelArg}},
-                       {"AttachStdin", true},
-                       {"AttachStdout", true},
-                       {"AttachStderr", true},
-                       {"WorkingDir", "/"},
-                       {"User", user()},
-                       {"Tty", false}};
-    std::string exec_id;
+  for (int attempt = 0; attempt < 2;) {
     runner_fault = false;
-    if (auto err = create_exec(body, true, notices, exec_id); !err.empty()) return err;
-    // Copied after the exec exists: a recovery inside create_exec() may have made a new volume.
-    if (runner_delivery_ == dc::RunnerDelivery::Copy && !runner_copied_) {
-      runner_fault = true;
-      if (auto err = copy_runner(); !err.empty()) return err;
-      runner_fault = false;
+    // Copied before the runner starts: a container brought back as new has an empty volume.
+    if (runner_delivery_ == RunnerDelivery::Copy && !runner_copied_) {
+      if (const auto err = copy_runner(); !err.ok()) {
+        if (err.kind == Kind::kNotFound && !recovered) {
+          if (auto why = bring_back(); !why.empty()) return why;
+          continue;
+        }
+        runner_fault = err.kind != Kind::kUnreachable;
+        return describe_failure(err, "copying execmcp-runner into the container");
+      }
     }
-    std::string error;
-    auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
-    if (!conn) return error;
+    EngineError err;
+    auto ends = engine_->open_channel(name_, options, err);
+    if (!ends) {
+      if ((err.kind == Kind::kNotFound || err.kind == Kind::kNotRunning) && !recovered) {
+        if (auto why = bring_back(); !why.empty()) return why;
+        continue;
+      }
+      if (err.kind == Kind::kNoInput) {  // the runner would never hear from us
+        runner_fault = true;
+        input_path_ = -1;
+        return kNoUpgrade;
+      }
+      return describe_failure(err, "creating the exec");
+    }
     runner_fault = true;
-    input_path_ = conn->upgraded() ? 1 : -1;
-    if (!conn->upgraded()) return kNoUpgrade;  // the runner would never hear from us
-    std::string leftover;
-    const int fd = conn->detach(leftover);
-    if (fd < 0) return "the runner's exec stream closed at once";
+    input_path_ = 1;
     auto channel = std::make_shared<RunnerChannel>(
-        dc::ChannelEnds::docker_multiplexed(fd, std::move(leftover)),
-        [this](sdk::LogLevel level, const std::string& line) {
+        std::move(*ends), [this](sdk::LogLevel level, const std::string& line) {
           log(level, "execmcp-runner in " + name_ + ": " + line);
         });
     last_error = channel->wait_ready(kHelloTimeout);
@@ -97,22 +108,28 @@ std::string DockerApiBackend::open_runner_channel(std::vector<std::string>& noti
       log(sdk::LogLevel::Info, "execmcp-runner is ready in container " + name_);
       return {};
     }
-    // The container was stopping when the runner's exec started ("cannot exec in a stopped
-    // state"): not the runner's fault. Once it has stopped, the next attempt brings it back.
-    const bool stopping =
-        last_error.find("stopped state") != std::string::npos || !inspect_state().running;
-    if (attempt == 0 && stopping) {
+    ++attempt;
+    // The container was stopping (or gone) when the runner's exec started ("cannot exec in a
+    // stopped state", "is not running"): not the runner's fault. Once it has stopped, the next
+    // attempt brings it back.
+    const bool stopping = last_error.find("stopped state") != std::string::npos ||
+                          !inspect_state().value_or(ContainerState{}).running;
+    if (attempt == 1 && stopping) {
       wait_stopped(std::chrono::seconds(5));
+      if (auto why = bring_back(); !why.empty()) {
+        runner_fault = false;
+        return why;
+      }
       continue;
     }
     // The volume may have lost the program (the container was recreated behind our back).
-    if (runner_delivery_ != dc::RunnerDelivery::Copy) break;
+    if (runner_delivery_ != RunnerDelivery::Copy) break;
     runner_copied_ = false;
   }
   return last_error;
 }
 
-std::shared_ptr<RunnerChannel> DockerApiBackend::runner_channel(std::vector<std::string>& notices,
+std::shared_ptr<RunnerChannel> ContainerBackend::runner_channel(std::vector<std::string>& notices,
                                                                 std::string& why,
                                                                 bool& runner_fault) {
   std::lock_guard lock(runner_mutex_);
@@ -144,12 +161,12 @@ std::shared_ptr<RunnerChannel> DockerApiBackend::runner_channel(std::vector<std:
   return runner_;
 }
 
-void DockerApiBackend::drop_runner(const std::shared_ptr<RunnerChannel>& channel) {
+void ContainerBackend::drop_runner(const std::shared_ptr<RunnerChannel>& channel) {
   std::lock_guard lock(runner_mutex_);
   if (runner_ == channel) runner_.reset();
 }
 
-std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(
+std::optional<sdk::ExecResult> ContainerBackend::run_on_runner(
     const ExecSpec& spec, const std::shared_ptr<RunnerChannel>& shared) {
   RunnerChannel& channel = *shared;
   const auto started = Clock::now();
@@ -240,9 +257,8 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(
     // The channel broke during the call: the engine went away, the runner was killed (by a
     // command, perhaps this one), or the container stopped. The command ran; how it ended is
     // unknown (exit code -1), and what is left of it is found by its marker.
-    auto probe =
-        client_.request("GET", api("/containers/" + name_ + "/json"), {}, std::chrono::seconds(10));
-    if (!probe.error.empty()) {
+    ContainerInfo info;
+    if (engine_->inspect(name_, info).kind == Kind::kUnreachable) {
       result.error = kLostDocker;
     } else {
       kill_marked(spec.marker);
@@ -258,8 +274,8 @@ std::optional<sdk::ExecResult> DockerApiBackend::run_on_runner(
   return result;
 }
 
-sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
-  if (settings_.exec_mode == dc::ExecMode::Exec) return run_exec(spec);
+sdk::ExecResult ContainerBackend::run(const ExecSpec& spec) {
+  if (settings_.exec_mode == ExecMode::Exec) return run_exec(spec);
   std::vector<std::string> notices;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string why;
@@ -291,4 +307,4 @@ sdk::ExecResult DockerApiBackend::run(const ExecSpec& spec) {
   return failed;
 }
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_common

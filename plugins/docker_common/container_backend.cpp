@@ -1,5 +1,5 @@
-// The docker-api backend: container lifecycle, exec with a per-call kill sweep, file tools.
-#include "docker_api_backend.hpp"
+// The container backend: lifecycle, exec with a per-call kill sweep, file tools, over any Engine.
+#include "docker_common/container_backend.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -11,23 +11,17 @@
 #include <random>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "docker_common/base64.hpp"
-#include "docker_common/container_spec.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
 #include "supervision/program_path.hpp"
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_common {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using nlohmann::json;
-namespace dc = docker_common;
-using dc::demux_all;
-using dc::ExecStreamDecoder;
+using Kind = EngineError::Kind;
 namespace sv = supervision;
 using sv::shell_quote;
 
@@ -35,21 +29,6 @@ constexpr const char* kDiskHint =
     " (the 'disk' setting needs an engine whose storage can bound a container's size: overlay2 "
     "on xfs mounted with pquota, btrfs or zfs; remove 'disk' or move Docker's data root)";
 constexpr const char* kBuildHint = "build it with docker/build.sh (from the execmcp source tree)";
-
-std::string url_encode(std::string_view s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
 
 std::string random_marker() {
   thread_local std::mt19937_64 rng{
@@ -230,74 +209,45 @@ class CappedCollector final : public ExecStreamDecoder::Handler {
 
 }  // namespace
 
-DockerApiBackend::DockerApiBackend(const sdk::BackendInit& init)
+ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string backend_name,
+                                   DockerSettings settings, std::unique_ptr<Engine> engine)
     : init_(init),
-      settings_(dc::parse_docker_settings(init.settings_json)),
-      client_(
-          parse_docker_host(select_docker_host(settings_.docker_host, std::getenv("DOCKER_HOST")))),
-      name_(dc::container_name(init.agent_id, init.instance_id)),
+      backend_name_(std::move(backend_name)),
+      settings_(std::move(settings)),
+      engine_(std::move(engine)),
+      name_(container_name(init.agent_id, init.instance_id)),
       host_name_(this_host_name()) {
   if (init_.cwd.empty() || init_.cwd.front() != '/')
-    throw std::invalid_argument("the docker-api backend needs an absolute workspace (cwd)");
+    throw std::invalid_argument("the " + backend_name_ +
+                                " backend needs an absolute workspace (cwd)");
   if (init_.paths.empty()) init_.paths.push_back({init_.cwd, true});
   // The container user is chosen at start(): the host may create the workspace after loading us.
-  if (settings_.exec_mode == dc::ExecMode::Agent) {
+  if (settings_.exec_mode == ExecMode::Agent) {
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
     // A missing runner is said on each call (then run with one exec each); the container must
     // still start, so nothing is mounted from a path that is not there.
     if (::access(runner_host_path_.c_str(), X_OK) == 0)
-      runner_delivery_ = client_.endpoint().kind == DockerEndpoint::Kind::Unix
-                             ? dc::RunnerDelivery::Bind
-                             : dc::RunnerDelivery::Copy;
+      runner_delivery_ = engine_->sees_host_files() ? RunnerDelivery::Bind : RunnerDelivery::Copy;
   }
+  if (engine_->input_always_arrives()) input_path_ = 1;
 }
 
-std::string DockerApiBackend::user() {
+ContainerBackend::~ContainerBackend() = default;
+
+std::string ContainerBackend::user() {
   std::lock_guard lock(mutex_);
   return user_.user;
 }
 
-void DockerApiBackend::log(sdk::LogLevel level, const std::string& message) const {
+void ContainerBackend::log(sdk::LogLevel level, const std::string& message) const {
   if (init_.log != nullptr) init_.log->log(level, message);  // the host prefixes plugin and agent
 }
 
-std::string DockerApiBackend::api(const std::string& path) {
-  std::lock_guard lock(mutex_);
-  return "/v" + api_version_ + path;
-}
-
-std::string DockerApiBackend::ensure_api_version() {
-  {
-    std::lock_guard lock(mutex_);
-    if (!api_version_.empty()) return {};
-  }
-  auto r = client_.request("GET", "/version", {}, std::chrono::seconds(10));
-  if (!r.error.empty()) return r.error;
-  if (r.status != 200) return "Docker answered /version with " + engine_message(r.status, r.body);
-  const auto j = json::parse(r.body, nullptr, false);
-  const std::string server =
-      j.is_object() && j.contains("ApiVersion") && j["ApiVersion"].is_string()
-          ? j["ApiVersion"].get<std::string>()
-          : std::string(kMaxApiVersion);
-  std::lock_guard lock(mutex_);
-  api_version_ = negotiate_api_version(server);
-  return {};
-}
-
-std::string DockerApiBackend::check_image() {
-  auto r = client_.request("GET", api("/images/" + settings_.image + "/json"));
-  if (!r.error.empty()) return r.error;
-  if (r.status == 404) return "image '" + settings_.image + "' not found: " + kBuildHint;
-  if (r.status != 200)
-    return "inspecting image '" + settings_.image + "' failed: " + engine_message(r.status, r.body);
-  return {};
-}
-
-std::string DockerApiBackend::prepare_workspace_access() {
+std::string ContainerBackend::prepare_workspace_access() {
   std::lock_guard lock(mutex_);
   if (access_granted_) return {};
   try {
-    user_ = dc::choose_container_user(settings_.user, init_.cwd);
+    user_ = choose_container_user(settings_.user, init_.cwd);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -308,56 +258,46 @@ std::string DockerApiBackend::prepare_workspace_access() {
   // The container runs as uid 1000 while the files belong to root: grant 1000 an ACL (rwX on
   // writable grants, r-X on read-only ones) instead of changing anyone's ownership.
   for (const auto& grant : init_.paths) {
-    if (auto err = dc::grant_acl_recursive(grant.path, dc::kImageUid, grant.writable); !err.empty())
+    if (auto err = grant_acl_recursive(grant.path, kImageUid, grant.writable); !err.empty())
       return "cannot give the container user (uid 1000) access to '" + grant.path + "': " + err +
              "; set the backend's 'user' setting or make the workspace owned by a non-root user";
   }
-  if (!init_.temp_workspace.empty())
-    dc::grant_acl_recursive(init_.temp_workspace, dc::kImageUid, false);
+  if (!init_.temp_workspace.empty()) grant_acl_recursive(init_.temp_workspace, kImageUid, false);
   access_granted_ = true;
   return {};
 }
 
-void DockerApiBackend::remove_orphans() {
-  const json filters = {{"label",
-                         {std::string(dc::kLabelManaged) + "=true",
-                          std::string(dc::kLabelOwnerHost) + "=" + host_name_}}};
-  auto r =
-      client_.request("GET", api("/containers/json?all=1&filters=" + url_encode(filters.dump())));
-  if (!r.ok()) {
-    log(sdk::LogLevel::Warn, "listing containers for orphan removal failed: " +
-                                 (r.error.empty() ? engine_message(r.status, r.body) : r.error));
+void ContainerBackend::remove_orphans() {
+  std::vector<ContainerInfo> list;
+  if (auto err = engine_->list({{kLabelManaged, "true"}, {kLabelOwnerHost, host_name_}}, list);
+      !err.ok()) {
+    log(sdk::LogLevel::Warn, describe_failure(err, "listing containers for orphan removal"));
     return;
   }
-  const auto list = json::parse(r.body, nullptr, false);
-  if (!list.is_array()) return;
   for (const auto& c : list) {
-    if (!c.is_object() || !c.contains("Labels") || !c["Labels"].is_object()) continue;
-    const auto& labels = c["Labels"];
-    const std::string pid_text = labels.value(dc::kLabelOwnerPid, std::string());
+    const auto it = c.labels.find(kLabelOwnerPid);
+    const std::string pid_text = it == c.labels.end() ? std::string() : it->second;
     long pid = 0;
     try {
       pid = std::stol(pid_text);
     } catch (...) {
       pid = 0;
     }
-    if (pid_alive(pid)) continue;
-    const std::string id = c.value("Id", std::string());
-    if (id.empty()) continue;
-    auto del = client_.request("DELETE", api("/containers/" + id + "?force=1&v=1"));
-    log(sdk::LogLevel::Info, "removed orphan container " + id.substr(0, 12) + " (owner pid " +
-                                 pid_text + " is gone)" +
-                                 (del.ok() || del.status == 404 ? "" : ": " + del.error));
+    if (pid_alive(pid) || c.id.empty()) continue;
+    const auto del = engine_->remove(c.id);
+    log(sdk::LogLevel::Info,
+        "removed orphan container " + c.id.substr(0, 12) + " (owner pid " + pid_text + " is gone)" +
+            (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + del.message));
   }
 }
 
-std::string DockerApiBackend::checked_spec(dc::ContainerSpec& spec) {
-  spec = dc::make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
+std::string ContainerBackend::checked_spec(ContainerSpec& spec) {
+  spec = make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
   // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
   // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
-  std::erase_if(spec.mounts, [&](const dc::MountSpec& m) {
+  std::erase_if(spec.mounts, [&](const MountSpec& m) {
     const bool optional = m.target == "/tools" || m.target == "/skills" ||
                           (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
     std::error_code ec;
@@ -368,68 +308,52 @@ std::string DockerApiBackend::checked_spec(dc::ContainerSpec& spec) {
   });
   // Checked before every start, not once: the engine resolves each source again at each start,
   // and an agent may have changed a path since the last one.
-  auto roots = dc::writable_roots(init_, settings_.extra_mounts);
+  auto roots = writable_roots(init_, settings_.extra_mounts);
   if (auto err = add_other_agents_roots(roots); !err.empty()) return err;
   for (const auto& m : spec.mounts)
-    if (auto err = dc::check_mount_source(m.source, roots); !err.empty()) return err;
+    if (auto err = check_mount_source(m.source, roots); !err.empty()) return err;
   return {};
 }
 
-std::string DockerApiBackend::add_other_agents_roots(std::vector<dc::WritableRoot>& roots) {
-  const json filters = {{"label", {std::string(dc::kLabelManaged) + "=true"}}};
-  auto r =
-      client_.request("GET", api("/containers/json?all=1&filters=" + url_encode(filters.dump())));
-  if (!r.ok())
-    return "listing the other agents' containers (to check the mount sources) failed: " +
-           (r.error.empty() ? engine_message(r.status, r.body) : r.error);
-  const auto list = json::parse(r.body, nullptr, false);
-  if (!list.is_array()) return "Docker answered the container list with something not a list";
+std::string ContainerBackend::add_other_agents_roots(std::vector<WritableRoot>& roots) {
+  std::vector<ContainerInfo> list;
+  if (auto err = engine_->list({{kLabelManaged, "true"}}, list); !err.ok())
+    return describe_failure(err,
+                            "listing the other agents' containers (to check the mount sources)");
   for (const auto& c : list) {
-    if (!c.is_object() || !c.contains("Mounts") || !c["Mounts"].is_array()) continue;
-    std::string name = c.contains("Names") && c["Names"].is_array() && !c["Names"].empty() &&
-                               c["Names"][0].is_string()
-                           ? c["Names"][0].get<std::string>()
-                           : std::string();
-    if (!name.empty() && name.front() == '/') name.erase(0, 1);
-    if (name == name_) continue;  // our own, from an earlier start: the same grants as ours
-    std::string agent;
-    if (c.contains("Labels") && c["Labels"].is_object())
-      agent = c["Labels"].value(dc::kLabelAgent, std::string());
-    for (const auto& m : c["Mounts"]) {
-      if (!m.is_object() || !m.value("RW", false) || m.value("Type", std::string()) != "bind")
-        continue;
-      roots.push_back(
-          {m.value("Source", std::string()), "agent '" + agent + "' (container " + name + ")"});
+    if (c.name == name_) continue;  // our own, from an earlier start: the same grants as ours
+    const auto it = c.labels.find(kLabelAgent);
+    const std::string agent = it == c.labels.end() ? std::string() : it->second;
+    for (const auto& m : c.mounts) {
+      if (!m.writable || m.type != "bind") continue;
+      roots.push_back({m.source, "agent '" + agent + "' (container " + c.name + ")"});
     }
   }
   return {};
 }
 
-std::string DockerApiBackend::create_and_start() {
-  dc::ContainerSpec spec;
+std::string ContainerBackend::create_and_start() {
+  ContainerSpec spec;
   if (auto err = checked_spec(spec); !err.empty()) return err;
-  const std::string body = dc::container_create_body(spec).dump();
+  const std::string disk_hint = settings_.disk_bytes ? std::string(kDiskHint) : std::string();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto r = client_.request("POST", api("/containers/create?name=" + url_encode(name_)), body);
-    if (!r.error.empty()) return r.error;
-    if (r.status == 404) return "image '" + settings_.image + "' not found: " + kBuildHint;
-    if (r.status == 409 && attempt == 0) {
+    const auto err = engine_->create(spec);
+    if (err.ok()) break;
+    if (err.kind == Kind::kImageMissing)
+      return "image '" + settings_.image + "' not found: " + kBuildHint;
+    if (err.kind == Kind::kConflict && attempt == 0) {
       // A stale container holds our name (e.g. left by a previous run with our instance id).
-      client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+      engine_->remove(name_);
       continue;
     }
-    if (r.status != 201)
-      return "creating container '" + name_ + "' failed: " + engine_message(r.status, r.body) +
-             (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
-    break;
+    return describe_failure(err, "creating container '" + name_ + "'") +
+           (err.complete ? "" : disk_hint);
   }
   oom_kills_seen_ = 0;     // a new memory cgroup counts from zero
   runner_copied_ = false;  // a new runner volume is empty
-  auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
-  if (!s.error.empty()) return s.error;
-  if (s.status != 204 && s.status != 304)
-    return "starting container '" + name_ + "' failed: " + engine_message(s.status, s.body) +
-           (settings_.disk_bytes ? std::string(kDiskHint) : std::string());
+  if (const auto err = engine_->start(name_); !err.ok())
+    return describe_failure(err, "starting container '" + name_ + "'") +
+           (err.complete ? "" : disk_hint);
   std::string reason;
   {
     std::lock_guard lock(mutex_);
@@ -440,42 +364,43 @@ std::string DockerApiBackend::create_and_start() {
   return {};
 }
 
-std::string DockerApiBackend::start() {
+std::string ContainerBackend::start() {
   try {
-    if (auto err = ensure_api_version(); !err.empty()) return err;
-    if (auto err = check_image(); !err.empty()) return err;
+    if (auto err = engine_->connect(); !err.ok())
+      return describe_failure(err, "reaching the engine at " + engine_->describe());
+    if (auto err = engine_->check_image(settings_.image); !err.ok()) {
+      if (err.kind == Kind::kImageMissing)
+        return "image '" + settings_.image + "' not found: " + kBuildHint;
+      return describe_failure(err, "inspecting image '" + settings_.image + "'");
+    }
     // Before the ACL grant too: that would otherwise follow a symlinked workspace.
-    dc::ContainerSpec unused;
+    ContainerSpec unused;
     if (auto err = checked_spec(unused); !err.empty()) return err;
     if (auto err = prepare_workspace_access(); !err.empty()) return err;
     remove_orphans();
-    auto del = client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
-    if (del.ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
+    if (engine_->remove(name_).ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
     return create_and_start();
   } catch (const std::exception& e) {
-    return std::string("docker-api start failed: ") + e.what();
+    return backend_name_ + " start failed: " + e.what();
   }
 }
 
-std::string DockerApiBackend::recover_container(std::vector<std::string>& notices) {
-  if (auto err = ensure_api_version(); !err.empty()) return err;
+std::string ContainerBackend::recover_container(std::vector<std::string>& notices) {
+  if (auto err = engine_->connect(); !err.ok())
+    return describe_failure(err, "reaching the engine at " + engine_->describe());
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
-  auto r = client_.request("GET", api("/containers/" + name_ + "/json"));
-  if (!r.error.empty()) return r.error;
-  if (r.status == 200) {
-    const auto j = json::parse(r.body, nullptr, false);
-    const bool running = j.is_object() && j.contains("State") && j["State"].is_object() &&
-                         j["State"].value("Running", false);
-    if (running) return {};
+  ContainerInfo info;
+  const auto looked = engine_->inspect(name_, info);
+  if (looked.ok()) {
+    if (info.state.running) return {};
     // A restart mounts the sources again, following whatever they are now: check them first.
-    dc::ContainerSpec spec;
+    ContainerSpec spec;
     if (auto err = checked_spec(spec); !err.empty()) {
-      client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
+      engine_->remove(name_);
       return err;
     }
     oom_kills_seen_ = 0;
-    auto s = client_.request("POST", api("/containers/" + name_ + "/start"));
-    if (s.error.empty() && (s.status == 204 || s.status == 304)) {
+    if (engine_->start(name_).ok()) {
       notices.push_back("container was recreated: " + name_ +
                         " had stopped and was started again (" +
                         (settings_.writable_rootfs
@@ -486,9 +411,9 @@ std::string DockerApiBackend::recover_container(std::vector<std::string>& notice
       log(sdk::LogLevel::Warn, "container " + name_ + " was not running; restarted it");
       return {};
     }
-    client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
-  } else if (r.status != 404) {
-    return "inspecting container '" + name_ + "' failed: " + engine_message(r.status, r.body);
+    engine_->remove(name_);
+  } else if (looked.kind != Kind::kNotFound) {
+    return describe_failure(looked, "inspecting container '" + name_ + "'");
   }
   if (auto err = create_and_start(); !err.empty()) return err;
   notices.push_back("container was recreated: " + name_ +
@@ -498,35 +423,31 @@ std::string DockerApiBackend::recover_container(std::vector<std::string>& notice
   return {};
 }
 
-void DockerApiBackend::kill_marked(const std::string& marker) {
+void ContainerBackend::kill_marked(const std::string& marker) {
   const std::string script = std::string("command -v python3 >/dev/null 2>&1 && exec python3 -c ") +
                              shell_quote(kSweepPython) + " \"$1\"; " + kSweepShell;
-  const json body = {{"Cmd", {"/bin/sh", "-c", script, "execmcp-kill", marker}},
-                     {"AttachStdout", true},
-                     {"AttachStderr", true},
-                     {"User", user()}};
+  ExecOptions options;
+  options.cmd = {"/bin/sh", "-c", script, "execmcp-kill", marker};
+  options.user = user();
   // A fork bomb can hold every pid for a moment, so the sweep's own exec may fail: retry.
   const auto give_up = Clock::now() + std::chrono::seconds(15);
   while (Clock::now() < give_up) {
-    auto c = client_.request("POST", api("/containers/" + name_ + "/exec"), body.dump(),
-                             std::chrono::seconds(10));
-    if (!c.ok()) return;  // no container, no processes
-    const auto id = json::parse(c.body, nullptr, false).value("Id", std::string());
-    std::string error;
-    auto conn = client_.start_exec(api("/exec/" + id + "/start"), error, std::chrono::seconds(10));
-    if (conn) {
+    EngineError error;
+    auto session = engine_->exec(name_, options, error);
+    if (!session && (error.kind == Kind::kNotFound || error.kind == Kind::kNotRunning ||
+                     error.kind == Kind::kUnreachable))
+      return;  // no container, no processes
+    if (session) {
       // Success is the sweep's own word on stdout: an exec that could not even start (no pid
       // left for it) must not count.
       sdk::ExecResult sweep;
       CappedCollector collector(sweep, 4096, nullptr);
-      ExecStreamDecoder decoder;
-      char buf[4096];
       const auto end = Clock::now() + std::chrono::seconds(15);
       while (Clock::now() < end) {
-        auto rr = conn->read_some(buf, sizeof buf, std::chrono::milliseconds(200));
-        if (rr.bytes > 0 && !decoder.feed(std::string_view(buf, rr.bytes), collector)) break;
-        if (rr.eof || !rr.error.empty()) break;
+        const auto rs = session->read(std::chrono::milliseconds(200), collector);
+        if (rs.eof || !rs.error.empty()) break;
       }
+      session->finish(true);
       if (sweep.stdout_data.find("execmcp-swept") != std::string::npos) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -535,44 +456,43 @@ void DockerApiBackend::kill_marked(const std::string& marker) {
       "could not confirm that every process of call " + marker + " was killed");
 }
 
-std::string DockerApiBackend::check_input_path() {
+std::string ContainerBackend::check_input_path() {
   if (input_path_ != 0) return input_path_ > 0 ? "" : kNoUpgrade;
-  const json body = {{"Cmd", {"true"}},
-                     {"AttachStdin", true},
-                     {"AttachStdout", true},
-                     {"WorkingDir", "/"},
-                     {"User", user()}};
+  ExecOptions options;
+  options.cmd = {"true"};
+  options.attach_stdin = true;
+  options.work_dir = "/";
+  options.user = user();
   std::vector<std::string> notices;
-  std::string exec_id;
-  if (auto err = create_exec(body, true, notices, exec_id); !err.empty()) return err;
   std::string error;
-  auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
-  if (!conn) return error;
-  input_path_ = conn->upgraded() ? 1 : -1;
+  auto session = start_exec(options, true, notices, error);
+  if (!session) return error;
+  input_path_ = session->carries_input() ? 1 : -1;
+  session->finish(true);
   if (input_path_ < 0) log(sdk::LogLevel::Warn, kNoUpgrade);
   return input_path_ > 0 ? "" : kNoUpgrade;
 }
 
-std::string DockerApiBackend::create_exec(const json& body, bool recover,
-                                          std::vector<std::string>& notices, std::string& exec_id) {
+std::unique_ptr<ExecSession> ContainerBackend::start_exec(const ExecOptions& options, bool recover,
+                                                          std::vector<std::string>& notices,
+                                                          std::string& error) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto r = client_.request("POST", api("/containers/" + name_ + "/exec"), body.dump());
-    if (!r.error.empty()) return r.error;
-    if (r.status == 201) {
-      exec_id = json::parse(r.body, nullptr, false).value("Id", std::string());
-      return exec_id.empty() ? "Docker created an exec without an id" : "";
-    }
-    if ((r.status == 404 || r.status == 409) && attempt == 0 && recover) {
+    EngineError err;
+    auto session = engine_->exec(name_, options, err);
+    if (session) return session;
+    if ((err.kind == Kind::kNotFound || err.kind == Kind::kNotRunning) && attempt == 0 && recover) {
       std::lock_guard lock(recover_mutex_);
-      if (auto err = recover_container(notices); !err.empty()) return err;
+      if (error = recover_container(notices); !error.empty()) return nullptr;
       continue;
     }
-    return "creating the exec failed: " + engine_message(r.status, r.body);
+    error = describe_failure(err, "creating the exec");
+    return nullptr;
   }
-  return "creating the exec failed";
+  error = "creating the exec failed";
+  return nullptr;
 }
 
-sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
+sdk::ExecResult ContainerBackend::run_exec_once(const ExecSpec& spec) {
   const auto started = Clock::now();
   sdk::ExecResult result;
   auto finish = [&]() -> sdk::ExecResult {
@@ -581,8 +501,8 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   };
   const std::uint64_t generation = stop_generation_.load();
 
-  if (auto err = ensure_api_version(); !err.empty()) {
-    result.error = err;
+  if (auto err = engine_->connect(); !err.ok()) {
+    result.error = describe_failure(err, "reaching the engine at " + engine_->describe());
     return finish();
   }
   if (spec.stdin_data) {
@@ -592,23 +512,15 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
       return finish();
     }
   }
-  std::string exec_id;
-  const json body = {{"Cmd", spec.cmd},
-                     {"AttachStdout", true},
-                     {"AttachStderr", true},
-                     {"AttachStdin", spec.stdin_data.has_value()},
-                     {"WorkingDir", spec.work_dir},
-                     {"User", user()},
-                     {"Env", spec.env},
-                     {"Tty", false}};
-  if (auto err = create_exec(body, spec.recover, result.notices, exec_id); !err.empty()) {
-    result.error = err;
-    return finish();
-  }
-
+  ExecOptions options;
+  options.cmd = spec.cmd;
+  options.env = spec.env;
+  options.user = user();
+  options.work_dir = spec.work_dir;
+  options.attach_stdin = spec.stdin_data.has_value();
   std::string error;
-  auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), error);
-  if (!conn) {
+  auto session = start_exec(options, spec.recover, result.notices, error);
+  if (!session) {
     result.error = error;
     return finish();
   }
@@ -621,14 +533,12 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     stdin_left = *spec.stdin_data;
     stdin_open = true;
     if (stdin_left.empty()) {
-      conn->close_write();
+      session->close_stdin();
       stdin_open = false;
     }
   }
 
   CappedCollector collector(result, spec.output_cap, spec.sink);
-  ExecStreamDecoder decoder;
-  std::vector<char> buf(64 * 1024);
   const bool has_deadline = spec.timeout.count() > 0;
   const auto deadline = started + spec.timeout;
   bool killed = false;
@@ -648,29 +558,26 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
     }
     auto wait = std::chrono::milliseconds(50);
     if (stdin_open && !killed) {
-      auto w = conn->write_some(stdin_left, std::chrono::milliseconds(20));
+      auto w = session->write_some(stdin_left, std::chrono::milliseconds(20));
       stdin_left.remove_prefix(w.bytes);
       if (!w.error.empty()) {
         stdin_error = w.error;
         stdin_open = false;
       } else if (stdin_left.empty()) {
-        conn->close_write();
+        session->close_stdin();
         stdin_open = false;
       }
       wait = std::chrono::milliseconds(stdin_open ? 1 : 50);
     }
-    auto rr = conn->read_some(buf.data(), buf.size(), wait);
-    if (!rr.error.empty()) {
-      if (!killed) result.error = rr.error;
+    const auto rs = session->read(wait, collector);
+    if (!rs.error.empty()) {
+      if (!killed) result.error = rs.error;
       break;
     }
-    if (rr.bytes > 0 && !decoder.feed(std::string_view(buf.data(), rr.bytes), collector)) {
-      result.error = decoder.error();
-      break;
-    }
-    if (rr.eof) break;
+    if (rs.eof) break;
   }
-  conn.reset();
+  const auto exit = session->finish(killed);
+  session.reset();
   if (stdin_open && stdin_error.empty()) stdin_error = sv::stdin_shortfall_error(stdin_left.size());
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
     const std::string_view sentinel = kSweepIncomplete;
@@ -680,27 +587,10 @@ sdk::ExecResult DockerApiBackend::run_exec_once(const ExecSpec& spec) {
   }
   if (!collector.daemon_error().empty() && result.error.empty())
     result.error = "Docker reported an error: " + collector.daemon_error();
-
-  // The exit code is known once the daemon has seen the process end; poll briefly.
-  bool engine_answered = false;
-  for (int i = 0; i < 40; ++i) {
-    auto r =
-        client_.request("GET", api("/exec/" + exec_id + "/json"), {}, std::chrono::seconds(10));
-    engine_answered = r.error.empty();
-    if (!r.ok()) break;
-    const auto j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) break;
-    if (!j.value("Running", false)) {
-      if (j.contains("ExitCode") && j["ExitCode"].is_number_integer())
-        result.exit_code = j["ExitCode"].get<int>();
-      break;
-    }
-    if (killed) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  if (exit.code) result.exit_code = *exit.code;
   // The stream ended and the engine cannot say how the command ended: it went away (restarted or
   // stopped) while the command ran, and whatever output came is all there is.
-  if (!engine_answered && !killed && result.error.empty()) result.error = kLostDocker;
+  if (!exit.engine_answered && !killed && result.error.empty()) result.error = kLostDocker;
   // Only a command that claims success while its input was cut short is an error here; one that
   // failed says why on its stderr.
   if (!stdin_error.empty() && result.error.empty() && result.exit_code == 0)
@@ -739,7 +629,7 @@ std::optional<long> parse_oom_kills(const std::string& text) {
 
 }  // namespace
 
-sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
+sdk::ExecResult ContainerBackend::run_exec(const ExecSpec& spec) {
   auto result = run_exec_once(spec);
   if (!spec.recover || !exec_never_ran(result) || !wait_stopped(std::chrono::seconds(5)))
     return result;
@@ -760,31 +650,22 @@ sdk::ExecResult DockerApiBackend::run_exec(const ExecSpec& spec) {
   return again;
 }
 
-bool DockerApiBackend::wait_stopped(std::chrono::milliseconds timeout) {
-  auto r = client_.request("POST", api("/containers/" + name_ + "/wait?condition=not-running"), {},
-                           timeout);
-  return r.error.empty() && (r.status == 200 || r.status == 404);
+bool ContainerBackend::wait_stopped(std::chrono::milliseconds timeout) {
+  return engine_->wait_stopped(name_, timeout);
 }
 
-DockerApiBackend::ContainerState DockerApiBackend::inspect_state() {
-  ContainerState st;
-  auto r = client_.request("GET", api("/containers/" + name_ + "/json"));
-  if (!r.ok()) return st;
-  const auto j = json::parse(r.body, nullptr, false);
-  if (!j.is_object() || !j.contains("State") || !j["State"].is_object()) return st;
-  const auto& s = j["State"];
-  st.known = true;
-  st.running = s.value("Running", false);
-  st.exit_code =
-      s.contains("ExitCode") && s["ExitCode"].is_number_integer() ? s["ExitCode"].get<int>() : -1;
-  st.oom_killed = s.value("OOMKilled", false);
-  return st;
+std::optional<ContainerState> ContainerBackend::inspect_state() {
+  ContainerInfo info;
+  const auto err = engine_->inspect(name_, info);
+  if (err.kind == Kind::kNotFound) return ContainerState{};
+  if (!err.ok()) return std::nullopt;
+  return info.state;
 }
 
-void DockerApiBackend::explain_kill(sdk::ExecResult& result) {
-  auto state = inspect_state();
+void ContainerBackend::explain_kill(sdk::ExecResult& result) {
+  auto state = inspect_state().value_or(ContainerState{});
   std::optional<long> oom_kills;
-  if (state.known && state.running) {
+  if (state.exists && state.running) {
     // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
     // says nothing while the container runs, so read the memory cgroup's own count.
     ExecSpec probe;
@@ -800,10 +681,10 @@ void DockerApiBackend::explain_kill(sdk::ExecResult& result) {
     if (r.error.empty() && r.exit_code == 0) {
       oom_kills = parse_oom_kills(r.stdout_data);
     } else if (wait_stopped(std::chrono::seconds(5))) {
-      state = inspect_state();  // it was dying when we looked
+      state = inspect_state().value_or(ContainerState{});  // it was dying when we looked
     }
   }
-  if (state.known && !state.running) {
+  if (state.exists && !state.running) {
     result.notices.push_back(
         "the container stopped during the command (its PID 1 exited with code " +
         std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
@@ -825,7 +706,7 @@ void DockerApiBackend::explain_kill(sdk::ExecResult& result) {
   }
 }
 
-sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
+sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
   try {
     const auto resolved =
         sdk::resolve_inside(request.work_dir, init_.cwd, init_.paths, sdk::Access::Read);
@@ -871,12 +752,12 @@ sdk::ExecResult DockerApiBackend::execute(const sdk::ExecRequest& request) {
     return result;
   } catch (const std::exception& e) {
     sdk::ExecResult result;
-    result.error = std::string("docker-api: ") + e.what();
+    result.error = backend_name_ + ": " + e.what();
     return result;
   }
 }
 
-DockerApiBackend::ExecSpec DockerApiBackend::file_exec(std::vector<std::string> cmd,
+ContainerBackend::ExecSpec ContainerBackend::file_exec(std::vector<std::string> cmd,
                                                        const sdk::CancelToken* cancel) const {
   ExecSpec spec;
   spec.cancel = cancel;
@@ -919,7 +800,7 @@ std::string file_exec_failure(const char* verb, const std::string& path, const s
 
 }  // namespace
 
-sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& request) {
+sdk::FileReadResult ContainerBackend::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult out;
   if (cancelled_before_start(request.cancel)) {
     out.error = kCancelledBeforeStart;
@@ -948,12 +829,12 @@ sdk::FileReadResult DockerApiBackend::read_file(const sdk::FileReadRequest& requ
       }
     }
   } catch (const std::exception& e) {
-    out.error = std::string("docker-api: ") + e.what();
+    out.error = backend_name_ + ": " + e.what();
   }
   return out;
 }
 
-sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& request) {
+sdk::FileWriteResult ContainerBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult out;
   if (cancelled_before_start(request.cancel)) {
     out.error = kCancelledBeforeStart;  // before the exec: `cat >` would truncate the file at once
@@ -982,12 +863,12 @@ sdk::FileWriteResult DockerApiBackend::write_file(const sdk::FileWriteRequest& r
       out.bytes_written = request.data.size();
     }
   } catch (const std::exception& e) {
-    out.error = std::string("docker-api: ") + e.what();
+    out.error = backend_name_ + ": " + e.what();
   }
   return out;
 }
 
-sdk::FileWriteResult DockerApiBackend::write_file_in_pieces(const sdk::FileWriteRequest& request) {
+sdk::FileWriteResult ContainerBackend::write_file_in_pieces(const sdk::FileWriteRequest& request) {
   // Each piece is appended to a scratch file beside the target; the last copies it over the
   // target in place (as `cat >` does: the file keeps its inode and mode) and removes it. 48 KiB is
   // 64 KiB of base64, well under the 128 KiB one argument may hold.
@@ -998,7 +879,7 @@ sdk::FileWriteResult DockerApiBackend::write_file_in_pieces(const sdk::FileWrite
   bool first = true;
   for (;;) {
     const std::size_t n = std::min(kPiece, request.data.size() - at);
-    const std::string piece = dc::base64_encode(std::string_view(request.data).substr(at, n));
+    const std::string piece = base64_encode(std::string_view(request.data).substr(at, n));
     at += n;
     const bool last = at >= request.data.size();
     std::string script = kRefuseSpecialFile;
@@ -1029,11 +910,11 @@ sdk::FileWriteResult DockerApiBackend::write_file_in_pieces(const sdk::FileWrite
   return out;
 }
 
-void DockerApiBackend::stop() noexcept {
+void ContainerBackend::stop() noexcept {
   stop_generation_.fetch_add(1);
 }
 
-void DockerApiBackend::cleanup() noexcept {
+void ContainerBackend::cleanup() noexcept {
   try {
     stop();
     {
@@ -1041,41 +922,34 @@ void DockerApiBackend::cleanup() noexcept {
       std::lock_guard lock(runner_mutex_);
       runner_.reset();
     }
-    if (!ensure_api_version().empty()) return;
-    auto logs = client_.request("GET", api("/containers/" + name_ + "/logs?stdout=1&stderr=1"), {},
-                                std::chrono::seconds(30));
-    if (logs.ok() && !init_.log_dir.empty()) {
-      std::string text;
-      std::string err;
-      demux_all(logs.body, text, &err);
+    if (!engine_->connect().ok()) return;
+    std::string text;
+    if (!init_.log_dir.empty() && engine_->logs(name_, text).ok()) {
       std::error_code ec;
       std::filesystem::create_directories(init_.log_dir, ec);
       const std::string file = init_.log_dir + "/" + name_ + ".log";
       std::ofstream f(file, std::ios::binary | std::ios::trunc);
       f << text;
-      if (!err.empty()) f << "\n[execmcp: log stream ended early: " << err << "]\n";
       if (!f) log(sdk::LogLevel::Warn, "cannot write container log to " + file);
     }
-    auto del = client_.request("DELETE", api("/containers/" + name_ + "?force=1&v=1"));
-    if (!del.ok() && del.status != 404)
-      log(sdk::LogLevel::Warn,
-          "removing container " + name_ +
-              " failed: " + (del.error.empty() ? engine_message(del.status, del.body) : del.error));
+    const auto del = engine_->remove(name_);
+    if (!del.ok() && del.kind != Kind::kNotFound)
+      log(sdk::LogLevel::Warn, describe_failure(del, "removing container " + name_));
   } catch (...) {
     // cleanup never throws; the host may call it from a signal path.
   }
 }
 
-sdk::BackendTraits DockerApiBackend::traits() const {
+sdk::BackendTraits ContainerBackend::traits() const {
   sdk::BackendTraits t;
   std::error_code ec;
   // Mounted (or visible) only when it exists (see checked_spec()).
   t.tools_dir = !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec)
-                    ? dc::container_tools_dir(init_)
+                    ? container_tools_dir(init_)
                     : "";
   t.python = "python3";
   t.isolated = true;
   return t;
 }
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_common

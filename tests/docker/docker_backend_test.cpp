@@ -42,7 +42,7 @@ using namespace execmcp::docker_test;  // NOLINT(google-build-using-namespace)
 
 // ---- one shared container for the behaviour tests ----------------------------------------------
 
-class DockerApiShared : public ::testing::Test {
+class DockerShared : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (docker_tests_disabled()) return;
@@ -79,7 +79,7 @@ class DockerApiShared : public ::testing::Test {
   static inline std::string create_error_, start_error_;
 };
 
-TEST_F(DockerApiShared, RunsAsUid1000NeverRoot) {
+TEST_F(DockerShared, RunsAsUid1000NeverRoot) {
   // Policy (docs/docker-backend.md): a root-owned workspace -> the image user 1000 plus an ACL.
   auto r = run(b(), "id -u; id -g; cat /proc/self/status | grep CapEff");
   ASSERT_EQ(r.error, "");
@@ -91,7 +91,7 @@ TEST_F(DockerApiShared, RunsAsUid1000NeverRoot) {
   EXPECT_NE(su.stdout_data.find("NoNewPrivs:\t1"), std::string::npos) << su.stdout_data;
 }
 
-TEST_F(DockerApiShared, OutputExitCodeAndStderr) {
+TEST_F(DockerShared, OutputExitCodeAndStderr) {
   auto r = run(b(), "echo out; echo err >&2; exit 3");
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.exit_code, 3);
@@ -101,13 +101,13 @@ TEST_F(DockerApiShared, OutputExitCodeAndStderr) {
   EXPECT_GT(r.duration_seconds, 0.0);
 }
 
-TEST_F(DockerApiShared, StatePersistsAcrossCalls) {
+TEST_F(DockerShared, StatePersistsAcrossCalls) {
   ASSERT_EQ(run(b(), "echo remembered > /tmp/state.txt").exit_code, 0);
   auto r = run(b(), "cat /tmp/state.txt");
   EXPECT_EQ(r.stdout_data, "remembered\n");
 }
 
-TEST_F(DockerApiShared, WorkspaceIsSharedBothWaysAtTheHostPath) {
+TEST_F(DockerShared, WorkspaceIsSharedBothWaysAtTheHostPath) {
   const std::string ws = workspace_->path();
   auto pwd = run(b(), "pwd");
   EXPECT_EQ(trim(pwd.stdout_data), ws);
@@ -118,13 +118,13 @@ TEST_F(DockerApiShared, WorkspaceIsSharedBothWaysAtTheHostPath) {
   EXPECT_EQ(read_host_file(ws + "/made.txt"), "container-made");
 }
 
-TEST_F(DockerApiShared, NetworkNoneLeavesOnlyLoopback) {
+TEST_F(DockerShared, NetworkNoneLeavesOnlyLoopback) {
   auto r = run(b(), "ls /sys/class/net");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
   EXPECT_EQ(r.stdout_data, "lo\n");
 }
 
-TEST_F(DockerApiShared, ReadOnlyContextCannotBeWritten) {
+TEST_F(DockerShared, ReadOnlyContextCannotBeWritten) {
   const std::string file = ctx_ro_->path() + "/keep.txt";
   auto r = run(b(), "cat " + file + " && echo changed > " + file);
   EXPECT_NE(r.exit_code, 0);
@@ -139,7 +139,7 @@ TEST_F(DockerApiShared, ReadOnlyContextCannotBeWritten) {
   EXPECT_EQ(read_host_file(ctx_rw_->path() + "/new.txt"), "yes\n");
 }
 
-TEST_F(DockerApiShared, TimeoutKillsTheWholeTreeIncludingSetsidEscapees) {
+TEST_F(DockerShared, TimeoutKillsTheWholeTreeIncludingSetsidEscapees) {
   const auto t0 = std::chrono::steady_clock::now();
   auto r = run(b(), "setsid sleep 1001 >/dev/null 2>&1 & sleep 1002 & sleep 1003",
                std::chrono::seconds(2));
@@ -152,7 +152,7 @@ TEST_F(DockerApiShared, TimeoutKillsTheWholeTreeIncludingSetsidEscapees) {
   EXPECT_EQ(ps.stdout_data.find("sleep 100"), std::string::npos) << ps.stdout_data;
 }
 
-TEST_F(DockerApiShared, NothingOutlivesANormalCall) {
+TEST_F(DockerShared, NothingOutlivesANormalCall) {
   // Like the local backend: background jobs and setsid escapees die when the command returns.
   auto r = run(b(), "sleep 1006 & setsid sleep 1007 >/dev/null 2>&1 & echo started",
                std::chrono::seconds(30));
@@ -164,7 +164,7 @@ TEST_F(DockerApiShared, NothingOutlivesANormalCall) {
   EXPECT_EQ(ps.stdout_data.find("sleep 100"), std::string::npos) << ps.stdout_data;
 }
 
-TEST_F(DockerApiShared, CancelKillsTheTree) {
+TEST_F(DockerShared, CancelKillsTheTree) {
   execmcp::sdk::CancelToken token;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -183,7 +183,7 @@ TEST_F(DockerApiShared, CancelKillsTheTree) {
   EXPECT_EQ(ps.stdout_data.find("sleep 100"), std::string::npos) << ps.stdout_data;
 }
 
-TEST_F(DockerApiShared, OutputIsCappedAndDrained) {
+TEST_F(DockerShared, OutputIsCappedAndDrained) {
   ExecRequest req;
   req.command = "head -c 300000 /dev/zero; echo done >&2";
   req.output_cap = 1000;
@@ -195,7 +195,7 @@ TEST_F(DockerApiShared, OutputIsCappedAndDrained) {
   EXPECT_EQ(r.stderr_data, "done\n");
 }
 
-TEST_F(DockerApiShared, SinkReceivesOutputWhileItRuns) {
+TEST_F(DockerShared, SinkReceivesOutputWhileItRuns) {
   struct Sink : execmcp::sdk::OutputSink {
     std::string out, err;
     void on_output(execmcp::sdk::StreamKind k, std::string_view c) noexcept override {
@@ -211,7 +211,7 @@ TEST_F(DockerApiShared, SinkReceivesOutputWhileItRuns) {
   EXPECT_EQ(r.stdout_data, sink.out);
 }
 
-TEST_F(DockerApiShared, EnvAndWorkDir) {
+TEST_F(DockerShared, EnvAndWorkDir) {
   fs::create_directories(workspace_->path() + "/sub");
   ExecRequest req;
   req.command = "pwd; echo $GREETING";
@@ -226,7 +226,7 @@ TEST_F(DockerApiShared, EnvAndWorkDir) {
   EXPECT_EQ(b().execute(req).exit_code, 0);
 }
 
-TEST_F(DockerApiShared, FileRoundTripKeepsAll256ByteValues) {
+TEST_F(DockerShared, FileRoundTripKeepsAll256ByteValues) {
   std::string data;
   for (int round = 0; round < 4; ++round)
     for (int i = 0; i < 256; ++i) data.push_back(static_cast<char>(i));
@@ -245,7 +245,7 @@ TEST_F(DockerApiShared, FileRoundTripKeepsAll256ByteValues) {
   EXPECT_EQ(b().read_file({"big.bin"}).data, big);
 }
 
-TEST_F(DockerApiShared, ReadsAFileTheContainerWroteToTmp) {
+TEST_F(DockerShared, ReadsAFileTheContainerWroteToTmp) {
   ASSERT_EQ(run(b(), "printf 'abcdef' > /tmp/made-inside.txt").exit_code, 0);
   auto r = b().read_file({"/tmp/made-inside.txt"});
   ASSERT_EQ(r.error, "");
@@ -258,7 +258,7 @@ TEST_F(DockerApiShared, ReadsAFileTheContainerWroteToTmp) {
   EXPECT_NE(missing.error, "");
 }
 
-TEST_F(DockerApiShared, ParallelCallsAllSucceed) {
+TEST_F(DockerShared, ParallelCallsAllSucceed) {
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 4; ++i)
@@ -270,14 +270,14 @@ TEST_F(DockerApiShared, ParallelCallsAllSucceed) {
   EXPECT_EQ(ok.load(), 4);
 }
 
-TEST_F(DockerApiShared, TraitsDescribeTheSandbox) {
+TEST_F(DockerShared, TraitsDescribeTheSandbox) {
   auto t = b().traits();
   EXPECT_TRUE(t.isolated);
   EXPECT_EQ(t.python, "python3");
   EXPECT_EQ(t.tools_dir, "");  // no tools_dir configured
 }
 
-TEST_F(DockerApiShared, LatencyOfTrivialCalls) {
+TEST_F(DockerShared, LatencyOfTrivialCalls) {
   // Not a timing target (those live in bench/): prints what one call costs, for the report.
   constexpr int kCalls = 20;
   const auto t0 = std::chrono::steady_clock::now();
@@ -287,7 +287,7 @@ TEST_F(DockerApiShared, LatencyOfTrivialCalls) {
       kCalls;
   const auto t1 = std::chrono::steady_clock::now();
   for (int i = 0; i < kCalls; ++i)
-    ASSERT_EQ(trim(sh("docker exec " + name() + " true; echo $?")), "0");
+    ASSERT_EQ(trim(sh(outside_cli() + " exec " + name() + " true; echo $?")), "0");
   const double cli =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count() /
       kCalls;
@@ -298,13 +298,13 @@ TEST_F(DockerApiShared, LatencyOfTrivialCalls) {
 
 // ---- limits: a small container that hogs memory and fork-bombs -------------------------------
 
-class DockerApiLimits : public SharedBackendTest<DockerApiLimits> {
+class DockerLimits : public SharedBackendTest<DockerLimits> {
  public:
   static constexpr const char* kAgent = "limits";
   static constexpr const char* kSettings = R"({"memory": "64m", "pids_limit": 64, "cpus": 1})";
 };
 
-TEST_F(DockerApiLimits, MemoryHogIsKilledAndReported) {
+TEST_F(DockerLimits, MemoryHogIsKilledAndReported) {
   auto r = run(*backend_, "python3 -c \"s = b'x' * (200 * 1024 * 1024); print(len(s))\"");
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.exit_code, 137) << r.stdout_data << r.stderr_data;
@@ -321,7 +321,7 @@ TEST_F(DockerApiLimits, MemoryHogIsKilledAndReported) {
       << self.notices[0];
 }
 
-TEST_F(DockerApiLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
+TEST_F(DockerLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
   auto r = run(*backend_, "bomb() { bomb | bomb & }; bomb", std::chrono::seconds(5));
   // Contained either way: it hits the pids limit and dies out, or it runs until the timeout kills
   // it.
@@ -344,7 +344,7 @@ TEST_F(DockerApiLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
 
 // ---- lifecycle ------------------------------------------------------------------------------
 
-class DockerApiLifecycle : public ::testing::Test {
+class DockerLifecycle : public ::testing::Test {
  protected:
   void SetUp() override { REQUIRE_ENGINE(); }
   BackendInit init_for(const std::string& agent, const TempDir& ws,
@@ -359,7 +359,7 @@ class DockerApiLifecycle : public ::testing::Test {
   }
 };
 
-TEST_F(DockerApiLifecycle, ContainerKilledOrRemovedFromOutsideIsRecreated) {
+TEST_F(DockerLifecycle, ContainerKilledOrRemovedFromOutsideIsRecreated) {
   TempDir ws("recreate");
   auto b = make_backend(init_for("recreate", ws));
   ASSERT_TRUE(b);
@@ -367,14 +367,14 @@ TEST_F(DockerApiLifecycle, ContainerKilledOrRemovedFromOutsideIsRecreated) {
   const std::string name = "execmcp-recreate-" + instance_tag();
   ASSERT_EQ(run(*b, "true").exit_code, 0);
 
-  sh("docker kill " + name);
+  sh(outside_cli() + " kill " + name);
   auto r1 = run(*b, "echo back");
   EXPECT_EQ(r1.error, "");
   EXPECT_EQ(r1.stdout_data, "back\n");
   ASSERT_FALSE(r1.notices.empty());
   EXPECT_NE(r1.notices[0].find("container was recreated"), std::string::npos);
 
-  sh("docker rm -f " + name);
+  sh(outside_cli() + " rm -f " + name);
   auto r2 = run(*b, "echo again");
   EXPECT_EQ(r2.error, "");
   EXPECT_EQ(r2.stdout_data, "again\n");
@@ -385,33 +385,33 @@ TEST_F(DockerApiLifecycle, ContainerKilledOrRemovedFromOutsideIsRecreated) {
   b->cleanup();
 }
 
-TEST_F(DockerApiLifecycle, StaleContainerWithOurNameIsReplaced) {
+TEST_F(DockerLifecycle, StaleContainerWithOurNameIsReplaced) {
   TempDir ws("stale");
   const std::string name = "execmcp-stale-" + instance_tag();
-  sh("docker rm -f " + name);
-  const std::string stale_id =
-      trim(sh("docker create --name " + name + " --label stale=yes " + kImage + " sleep 5"));
+  sh(outside_cli() + " rm -f " + name);
+  const std::string stale_id = trim(
+      sh(outside_cli() + " create --name " + name + " --label stale=yes " + kImage + " sleep 5"));
   ASSERT_FALSE(stale_id.empty());
   auto b = make_backend(init_for("stale", ws));
   ASSERT_TRUE(b);
   ASSERT_EQ(b->start(), "");
-  const std::string now_id = trim(sh("docker inspect --format '{{.Id}}' " + name));
+  const std::string now_id = trim(sh(outside_cli() + " inspect --format '{{.Id}}' " + name));
   EXPECT_NE(now_id, stale_id);
-  EXPECT_EQ(
-      trim(sh("docker inspect --format '{{index .Config.Labels \"execmcp.managed\"}}' " + name)),
-      "true");
+  EXPECT_EQ(trim(sh(outside_cli() +
+                    " inspect --format '{{index .Config.Labels \"execmcp.managed\"}}' " + name)),
+            "true");
   EXPECT_EQ(run(*b, "echo ok").stdout_data, "ok\n");
   b->cleanup();
 }
 
-TEST_F(DockerApiLifecycle, OrphanOfADeadInstanceIsRemovedAtStartButALiveOneIsKept) {
+TEST_F(DockerLifecycle, OrphanOfADeadInstanceIsRemovedAtStartButALiveOneIsKept) {
   pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);  // `child` is now a pid that no longer exists
   const std::string host = trim(sh("hostname"));
   auto labelled = [&](const std::string& name, long pid) {
-    sh("docker rm -f " + name);
-    return trim(sh("docker create --name " + name +
+    sh(outside_cli() + " rm -f " + name);
+    return trim(sh(outside_cli() + " create --name " + name +
                    " --label execmcp.managed=true --label execmcp.owner.host=" + host +
                    " --label execmcp.owner.pid=" + std::to_string(pid) + " " + kImage));
   };
@@ -426,11 +426,11 @@ TEST_F(DockerApiLifecycle, OrphanOfADeadInstanceIsRemovedAtStartButALiveOneIsKep
   ASSERT_EQ(b->start(), "");
   EXPECT_FALSE(container_exists(dead));
   EXPECT_TRUE(container_exists(live));
-  sh("docker rm -f " + live);
+  sh(outside_cli() + " rm -f " + live);
   b->cleanup();
 }
 
-TEST_F(DockerApiLifecycle, CleanupRemovesTheContainerAndLeavesItsLog) {
+TEST_F(DockerLifecycle, CleanupRemovesTheContainerAndLeavesItsLog) {
   TempDir ws("cleanup");
   auto b = make_backend(init_for("cleanup", ws));
   ASSERT_TRUE(b);
@@ -449,7 +449,7 @@ TEST_F(DockerApiLifecycle, CleanupRemovesTheContainerAndLeavesItsLog) {
   EXPECT_TRUE(fs::exists(ws.path() + "/.logs/" + name + ".log"));
 }
 
-TEST_F(DockerApiLifecycle, MissingImageNamesTheBuildScript) {
+TEST_F(DockerLifecycle, MissingImageNamesTheBuildScript) {
   TempDir ws("noimage");
   auto b = make_backend(init_for("noimage", ws, R"({"image": "execmcp/does-not-exist:never"})"));
   ASSERT_TRUE(b);
@@ -458,7 +458,7 @@ TEST_F(DockerApiLifecycle, MissingImageNamesTheBuildScript) {
   EXPECT_NE(err.find("execmcp/does-not-exist:never"), std::string::npos) << err;
 }
 
-TEST_F(DockerApiLifecycle, BadSettingsAreRefusedAtCreation) {
+TEST_F(DockerLifecycle, BadSettingsAreRefusedAtCreation) {
   TempDir ws("bad");
   std::string error;
   EXPECT_FALSE(make_backend(init_for("bad", ws, R"({"memory": "lots"})"), &error));
@@ -469,7 +469,7 @@ TEST_F(DockerApiLifecycle, BadSettingsAreRefusedAtCreation) {
   EXPECT_NE(error.find("unknown setting 'colour'"), std::string::npos) << error;
 }
 
-TEST_F(DockerApiLifecycle, EngineUnreachableIsAClearErrorAndRecoveryWorks) {
+TEST_F(DockerLifecycle, EngineUnreachableIsAClearErrorAndRecoveryWorks) {
   TempDir ws("down");
   TempDir sockdir("sock");
   const std::string sock = sockdir.path() + "/docker.sock";
@@ -493,7 +493,7 @@ TEST_F(DockerApiLifecycle, EngineUnreachableIsAClearErrorAndRecoveryWorks) {
   b->cleanup();
 }
 
-TEST_F(DockerApiLifecycle, TcpDockerHostRunsCommandsAndSaysWhenUnreachable) {
+TEST_F(DockerLifecycle, TcpDockerHostRunsCommandsAndSaysWhenUnreachable) {
   TempDir ws("tcp");
   std::optional<TcpToUnixForwarder> forwarder;
   forwarder.emplace("/var/run/docker.sock");
@@ -519,7 +519,7 @@ TEST_F(DockerApiLifecycle, TcpDockerHostRunsCommandsAndSaysWhenUnreachable) {
   EXPECT_NE(err.find("cannot reach Docker at " + host), std::string::npos) << err;
 }
 
-TEST_F(DockerApiLifecycle, NoPermissionOnTheSocketSaysSoAndNamesTheDockerGroup) {
+TEST_F(DockerLifecycle, NoPermissionOnTheSocketSaysSoAndNamesTheDockerGroup) {
   struct stat st {};
   if (::geteuid() != 0 || ::stat("/var/run/docker.sock", &st) != 0 || (st.st_mode & 0006) != 0)
     GTEST_SKIP() << "needs root and a socket closed to others, to try it as uid 1000";
@@ -551,7 +551,7 @@ TEST_F(DockerApiLifecycle, NoPermissionOnTheSocketSaysSoAndNamesTheDockerGroup) 
   EXPECT_NE(err.find("'docker' group"), std::string::npos) << err;
 }
 
-TEST_F(DockerApiLifecycle, ToolsSkillsAndTempWorkspaceAreMountedReadOnly) {
+TEST_F(DockerLifecycle, ToolsSkillsAndTempWorkspaceAreMountedReadOnly) {
   TempDir ws("mounts"), tools("tools"), tmpws("tmpws");
   std::ofstream(tools.path() + "/helper.py") << "print('tool')\n";
   std::ofstream(tmpws.path() + "/shared.txt") << "shared";
@@ -571,7 +571,7 @@ TEST_F(DockerApiLifecycle, ToolsSkillsAndTempWorkspaceAreMountedReadOnly) {
   b->cleanup();
 }
 
-TEST_F(DockerApiLifecycle, SecondAgentCannotSeeTheFirstAgentsWorkspace) {
+TEST_F(DockerLifecycle, SecondAgentCannotSeeTheFirstAgentsWorkspace) {
   TempDir ws_a("agenta"), ws_b("agentb");
   std::ofstream(ws_a.path() + "/secret.txt") << "a's secret";
   auto a = make_backend(init_for("agenta", ws_a));
@@ -588,7 +588,7 @@ TEST_F(DockerApiLifecycle, SecondAgentCannotSeeTheFirstAgentsWorkspace) {
   b->cleanup();
 }
 
-TEST_F(DockerApiLifecycle, NonRootWorkspaceOwnerIsTheContainerUser) {
+TEST_F(DockerLifecycle, NonRootWorkspaceOwnerIsTheContainerUser) {
   TempDir ws("owner");
   ASSERT_EQ(::chown(ws.path().c_str(), 4321, 4321), 0);
   auto b = make_backend(init_for("owner", ws));
@@ -607,10 +607,10 @@ TEST_F(DockerApiLifecycle, NonRootWorkspaceOwnerIsTheContainerUser) {
 // replace by a symlink would hand it any host directory. Each test plants a secret outside every
 // grant and checks that no path into it ever appears in the container.
 
-class DockerApiMountSources : public DockerApiLifecycle {
+class DockerMountSources : public DockerLifecycle {
  protected:
   void SetUp() override {
-    DockerApiLifecycle::SetUp();
+    DockerLifecycle::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     secret_ = std::make_unique<TempDir>("secret");
     std::ofstream(secret_->path() + "/secret.txt") << "host secret";
@@ -630,7 +630,7 @@ class DockerApiMountSources : public DockerApiLifecycle {
   std::unique_ptr<TempDir> secret_;
 };
 
-TEST_F(DockerApiMountSources, DefaultToolsDirSwappedForASymlinkInsideTheContainer) {
+TEST_F(DockerMountSources, DefaultToolsDirSwappedForASymlinkInsideTheContainer) {
   TempDir ws("toolsswap");
   fs::create_directory(ws.path() + "/tools");
   std::ofstream(ws.path() + "/tools/helper.py") << "print('tool')\n";
@@ -658,7 +658,7 @@ TEST_F(DockerApiMountSources, DefaultToolsDirSwappedForASymlinkInsideTheContaine
 
 // Every kind of mount the container spec makes, each with its source (or a component of it)
 // replaced by a symlink to the secret: refused at start, and never mounted.
-TEST_F(DockerApiMountSources, EveryMountKindRefusesASymlinkedSource) {
+TEST_F(DockerMountSources, EveryMountKindRefusesASymlinkedSource) {
   struct Case {
     std::string kind;
     std::function<void(BackendInit&, const std::string& link, const std::string& ws)> set;
@@ -722,7 +722,7 @@ TEST_F(DockerApiMountSources, EveryMountKindRefusesASymlinkedSource) {
 
 // The engine mounts a stopped container's sources again when it restarts it: a source swapped
 // after the container was created must be caught then too, not only at the first start.
-TEST_F(DockerApiMountSources, RestartAfterTheSourceWasSwappedIsRefused) {
+TEST_F(DockerMountSources, RestartAfterTheSourceWasSwappedIsRefused) {
   TempDir ws("restart"), outside("tools");
   const std::string tools = outside.path() + "/tools";
   fs::create_directory(tools);
@@ -743,7 +743,7 @@ TEST_F(DockerApiMountSources, RestartAfterTheSourceWasSwappedIsRefused) {
 }
 
 // A grant nested in a writable grant: its name lives in a directory the agent can change.
-TEST_F(DockerApiMountSources, ReadOnlyContextInsideTheWorkspaceIsRefused) {
+TEST_F(DockerMountSources, ReadOnlyContextInsideTheWorkspaceIsRefused) {
   TempDir ws("nested");
   fs::create_directory(ws.path() + "/ref");
   auto init = init_for("nested", ws);
@@ -756,7 +756,7 @@ TEST_F(DockerApiMountSources, ReadOnlyContextInsideTheWorkspaceIsRefused) {
 }
 
 // Another agent's workspace: a context path inside it is a name that agent can change.
-TEST_F(DockerApiMountSources, ContextInsideAnotherAgentsWorkspaceIsRefusedWhileItRuns) {
+TEST_F(DockerMountSources, ContextInsideAnotherAgentsWorkspaceIsRefusedWhileItRuns) {
   TempDir ws_a("owner"), ws_b("reader");
   fs::create_directory(ws_a.path() + "/shared");
   auto a = make_backend(init_for("ownera", ws_a));
@@ -779,7 +779,7 @@ TEST_F(DockerApiMountSources, ContextInsideAnotherAgentsWorkspaceIsRefusedWhileI
 
 // ---- the container dies from inside (issue 7, item 7) ------------------------------------------
 
-TEST_F(DockerApiLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWorks) {
+TEST_F(DockerLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWorks) {
   TempDir ws("diesinside");
   auto b = make_backend(init_for("diesinside", ws, R"({"memory": "256m"})"));
   ASSERT_TRUE(b);
@@ -807,18 +807,20 @@ TEST_F(DockerApiLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWork
 
 // ---- host disk and memory bounds (issue 7, item 10) --------------------------------------------
 
-TEST_F(DockerApiLifecycle, ContainerLogIsBoundedAndMemoryHasADefaultLimit) {
+TEST_F(DockerLifecycle, ContainerLogIsBoundedAndMemoryHasADefaultLimit) {
   TempDir ws("bounds");
   auto b = make_backend(init_for("bounds", ws));
   ASSERT_TRUE(b);
   ASSERT_EQ(b->start(), "");
   const std::string name = "execmcp-bounds-" + instance_tag();
   EXPECT_GT(
-      std::atoll(trim(sh("docker inspect --format '{{.HostConfig.Memory}}' " + name)).c_str()), 0);
+      std::atoll(
+          trim(sh(outside_cli() + " inspect --format '{{.HostConfig.Memory}}' " + name)).c_str()),
+      0);
   // PID 1's stdout is the container log: 30 MB written there must not land on the host's disk.
   auto r = run(*b, "head -c 30000000 /dev/zero | tr '\\0' x | fold -w 100 > /proc/1/fd/1");
   EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
-  const std::string log_path = trim(sh("docker inspect --format '{{.LogPath}}' " + name));
+  const std::string log_path = trim(sh(outside_cli() + " inspect --format '{{.LogPath}}' " + name));
   ASSERT_FALSE(log_path.empty());
   std::uintmax_t total = 0;
   std::error_code ec;
@@ -830,16 +832,16 @@ TEST_F(DockerApiLifecycle, ContainerLogIsBoundedAndMemoryHasADefaultLimit) {
 }
 
 // The writable layer can be bounded only where the engine supports it: elsewhere, start says so.
-TEST_F(DockerApiLifecycle, DiskBoundIsAppliedOrRefusedClearly) {
+TEST_F(DockerLifecycle, DiskBoundIsAppliedOrRefusedClearly) {
   TempDir ws("disk");
   auto b = make_backend(init_for("disk", ws, R"({"disk": "1g"})"));
   ASSERT_TRUE(b);
   const std::string err = b->start();
   const std::string name = "execmcp-disk-" + instance_tag();
   if (err.empty()) {
-    EXPECT_EQ(
-        trim(sh("docker inspect --format '{{index .HostConfig.StorageOpt \"size\"}}' " + name)),
-        "1073741824");
+    EXPECT_EQ(trim(sh(outside_cli() +
+                      " inspect --format '{{index .HostConfig.StorageOpt \"size\"}}' " + name)),
+              "1073741824");
   } else {
     EXPECT_NE(err.find("'disk'"), std::string::npos) << err;
     EXPECT_NE(err.find("xfs"), std::string::npos) << err;
@@ -849,7 +851,7 @@ TEST_F(DockerApiLifecycle, DiskBoundIsAppliedOrRefusedClearly) {
 
 // The image's filesystem is read-only; what programs write outside the mounts lands in tmpfs
 // bounded by tmpfs_size (and the memory limit), never on the host's disk.
-TEST_F(DockerApiLifecycle, WritesOutsideTheMountsGoToBoundedTmpfs) {
+TEST_F(DockerLifecycle, WritesOutsideTheMountsGoToBoundedTmpfs) {
   TempDir ws("scratch");
   auto b = make_backend(init_for("scratch", ws, R"({"tmpfs_size": "16m"})"));
   ASSERT_TRUE(b);
@@ -878,10 +880,10 @@ TEST_F(DockerApiLifecycle, WritesOutsideTheMountsGoToBoundedTmpfs) {
 // tests/docker/fixtures/build-busybox-image.sh: commands and file tools must not need anything the
 // user's image may lack.
 
-class DockerApiBusybox : public DockerApiLifecycle {
+class DockerBusybox : public DockerLifecycle {
  protected:
   void SetUp() override {
-    DockerApiLifecycle::SetUp();
+    DockerLifecycle::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_EQ(build_busybox_image(), "");
     // Owned by root here: the image user 1000 with an ACL, as with the runtime image.
@@ -903,7 +905,7 @@ std::string head_of(const std::string& s) {
   return s.size() <= 300 ? s : s.substr(0, 300) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
-TEST_F(DockerApiBusybox, RunsCommandsAndFileTools) {
+TEST_F(DockerBusybox, RunsCommandsAndFileTools) {
   auto& b = *backend_;
   // The fixture is what it claims: no Python, no dynamic loader, no C library anywhere.
   auto bare =
@@ -924,7 +926,7 @@ TEST_F(DockerApiBusybox, RunsCommandsAndFileTools) {
 
 // What runs around the command (the exec wrapper's clean-up sweep, or the agent) must use only
 // what busybox has: nothing of it may reach the command's stderr or notices.
-TEST_F(DockerApiBusybox, NothingButTheCommandWritesToStderr) {
+TEST_F(DockerBusybox, NothingButTheCommandWritesToStderr) {
   auto r = run(*backend_, "echo out; echo err >&2");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.stdout_data, "out\n");

@@ -1,0 +1,296 @@
+// docker-api's engine: each Engine call as Engine API requests over DockerClient.
+#include "docker_api_engine.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "docker_common/exec_stream_decoder.hpp"
+
+namespace execmcp::plugins::docker_api {
+namespace {
+
+using nlohmann::json;
+namespace dc = docker_common;
+using Kind = dc::EngineError::Kind;
+
+std::string url_encode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// A request that did not get the status it wanted: unreachable, or the engine's own words.
+dc::EngineError failure(const HttpResponse& r, Kind kind = Kind::kOther) {
+  if (!r.error.empty()) return dc::EngineError::of(Kind::kUnreachable, r.error);
+  return dc::EngineError::of(kind, engine_message(r.status, r.body));
+}
+
+// The exec's hijacked stream, decoded; its exit code from GET /exec/{id}/json.
+class ApiExecSession final : public dc::ExecSession {
+ public:
+  ApiExecSession(DockerApiEngine& engine, std::string exec_id, std::unique_ptr<ExecConnection> conn)
+      : engine_(engine), exec_id_(std::move(exec_id)), conn_(std::move(conn)), buf_(64 * 1024) {}
+
+  ReadStatus read(std::chrono::milliseconds wait,
+                  dc::ExecStreamDecoder::Handler& handler) override {
+    if (!conn_) return {true, {}};
+    auto rr = conn_->read_some(buf_.data(), buf_.size(), wait);
+    if (!rr.error.empty()) return {false, rr.error};
+    if (rr.bytes > 0 && !decoder_.feed(std::string_view(buf_.data(), rr.bytes), handler))
+      return {false, decoder_.error()};
+    return {rr.eof, {}};
+  }
+
+  WriteStatus write_some(std::string_view data, std::chrono::milliseconds wait) override {
+    if (!conn_) return {0, "the exec stream is closed"};
+    auto w = conn_->write_some(data, wait);
+    return {w.bytes, w.error};
+  }
+
+  void close_stdin() override {
+    if (conn_) conn_->close_write();
+  }
+
+  [[nodiscard]] bool carries_input() const override { return conn_ && conn_->upgraded(); }
+
+  Exit finish(bool killed) override {
+    conn_.reset();
+    // The exit code is known once the daemon has seen the process end; poll briefly.
+    Exit exit;
+    exit.engine_answered = false;
+    for (int i = 0; i < 40; ++i) {
+      auto r = engine_.client().request("GET", engine_.api("/exec/" + exec_id_ + "/json"), {},
+                                        std::chrono::seconds(10));
+      exit.engine_answered = r.error.empty();
+      if (!r.ok()) break;
+      const auto j = json::parse(r.body, nullptr, false);
+      if (!j.is_object()) break;
+      if (!(j.contains("Running") && j["Running"].is_boolean() && j["Running"].get<bool>())) {
+        if (j.contains("ExitCode") && j["ExitCode"].is_number_integer())
+          exit.code = j["ExitCode"].get<int>();
+        break;
+      }
+      if (killed) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return exit;
+  }
+
+ private:
+  DockerApiEngine& engine_;
+  std::string exec_id_;
+  std::unique_ptr<ExecConnection> conn_;
+  dc::ExecStreamDecoder decoder_;
+  std::vector<char> buf_;
+};
+
+}  // namespace
+
+DockerApiEngine::DockerApiEngine(const std::string& docker_host)
+    : client_(parse_docker_host(select_docker_host(docker_host, std::getenv("DOCKER_HOST")))) {}
+
+std::string DockerApiEngine::describe() const {
+  return client_.endpoint().uri;
+}
+
+bool DockerApiEngine::sees_host_files() const {
+  return client_.endpoint().kind == DockerEndpoint::Kind::Unix;
+}
+
+std::string DockerApiEngine::api(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  return "/v" + api_version_ + path;
+}
+
+dc::EngineError DockerApiEngine::connect() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!api_version_.empty()) return {};
+  }
+  auto r = client_.request("GET", "/version", {}, std::chrono::seconds(10));
+  if (!r.error.empty()) return dc::EngineError::of(Kind::kUnreachable, r.error);
+  if (r.status != 200)
+    return dc::EngineError::sentence(
+        Kind::kOther, "Docker answered /version with " + engine_message(r.status, r.body));
+  const auto j = json::parse(r.body, nullptr, false);
+  const std::string server =
+      j.is_object() && j.contains("ApiVersion") && j["ApiVersion"].is_string()
+          ? j["ApiVersion"].get<std::string>()
+          : std::string(kMaxApiVersion);
+  std::lock_guard lock(mutex_);
+  api_version_ = negotiate_api_version(server);
+  return {};
+}
+
+dc::EngineError DockerApiEngine::check_image(const std::string& image) {
+  auto r = client_.request("GET", api("/images/" + image + "/json"));
+  if (r.ok()) return {};
+  return failure(r, r.status == 404 ? Kind::kImageMissing : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::list(const std::map<std::string, std::string>& labels,
+                                      std::vector<dc::ContainerInfo>& out) {
+  json wanted = json::array();
+  for (const auto& [k, v] : labels) wanted.push_back(k + "=" + v);
+  const json filters = {{"label", wanted}};
+  auto r =
+      client_.request("GET", api("/containers/json?all=1&filters=" + url_encode(filters.dump())));
+  if (!r.ok()) return failure(r);
+  const auto list = json::parse(r.body, nullptr, false);
+  if (!list.is_array())
+    return dc::EngineError::of(Kind::kOther, "the container list is not a list");
+  // The list's shape differs from inspect's: Names, top-level Labels, State as a word.
+  for (const auto& c : list) {
+    if (!c.is_object()) continue;
+    dc::ContainerInfo info;
+    info.id = c.value("Id", std::string());
+    if (c.contains("Names") && c["Names"].is_array() && !c["Names"].empty() &&
+        c["Names"][0].is_string())
+      info.name = c["Names"][0].get<std::string>();
+    if (!info.name.empty() && info.name.front() == '/') info.name.erase(0, 1);
+    if (c.contains("Labels") && c["Labels"].is_object())
+      for (const auto& [k, v] : c["Labels"].items())
+        if (v.is_string()) info.labels[k] = v.get<std::string>();
+    if (c.contains("Mounts") && c["Mounts"].is_array())
+      for (const auto& m : c["Mounts"]) {
+        if (!m.is_object()) continue;
+        info.mounts.push_back({m.value("Type", std::string()), m.value("Source", std::string()),
+                               m.value("Destination", std::string()),
+                               m.contains("RW") && m["RW"].is_boolean() && m["RW"].get<bool>()});
+      }
+    info.state.exists = true;
+    info.state.running = c.value("State", std::string()) == "running";
+    out.push_back(std::move(info));
+  }
+  return {};
+}
+
+dc::EngineError DockerApiEngine::inspect(const std::string& name, dc::ContainerInfo& out) {
+  auto r =
+      client_.request("GET", api("/containers/" + name + "/json"), {}, std::chrono::seconds(10));
+  if (!r.ok()) return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+  const auto j = json::parse(r.body, nullptr, false);
+  if (!j.is_object())
+    return dc::EngineError::of(Kind::kOther, "the container's inspect document is not JSON");
+  out = dc::container_info_from_inspect(j);
+  return {};
+}
+
+dc::EngineError DockerApiEngine::create(const dc::ContainerSpec& spec) {
+  auto r = client_.request("POST", api("/containers/create?name=" + url_encode(spec.name)),
+                           dc::container_create_body(spec).dump());
+  if (r.status == 201) return {};
+  return failure(r, r.status == 404   ? Kind::kImageMissing
+                    : r.status == 409 ? Kind::kConflict
+                                      : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::start(const std::string& name) {
+  auto r = client_.request("POST", api("/containers/" + name + "/start"));
+  if (r.error.empty() && (r.status == 204 || r.status == 304)) return {};
+  return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::remove(const std::string& name_or_id) {
+  auto r = client_.request("DELETE", api("/containers/" + name_or_id + "?force=1&v=1"));
+  if (r.ok()) return {};
+  return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+}
+
+bool DockerApiEngine::wait_stopped(const std::string& name, std::chrono::milliseconds timeout) {
+  auto r = client_.request("POST", api("/containers/" + name + "/wait?condition=not-running"), {},
+                           timeout);
+  return r.error.empty() && (r.status == 200 || r.status == 404);
+}
+
+dc::EngineError DockerApiEngine::copy_into(const std::string& name, const std::string& dir,
+                                           const std::string& tar) {
+  auto r = client_.request("PUT", api("/containers/" + name + "/archive?path=" + url_encode(dir)),
+                           tar, std::chrono::seconds(60), "application/x-tar");
+  if (r.ok()) return {};
+  return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::logs(const std::string& name, std::string& text) {
+  auto r = client_.request("GET", api("/containers/" + name + "/logs?stdout=1&stderr=1"), {},
+                           std::chrono::seconds(30));
+  if (!r.ok()) return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+  std::string err;
+  dc::demux_all(r.body, text, &err);
+  if (!err.empty()) text += "\n[execmcp: log stream ended early: " + err + "]\n";
+  return {};
+}
+
+std::unique_ptr<ExecConnection> DockerApiEngine::start_exec(const std::string& name,
+                                                            const dc::ExecOptions& options,
+                                                            std::string& exec_id,
+                                                            dc::EngineError& error) {
+  json body = {{"Cmd", options.cmd},
+               {"AttachStdout", true},
+               {"AttachStderr", true},
+               {"AttachStdin", options.attach_stdin},
+               {"WorkingDir", options.work_dir},
+               {"User", options.user},
+               {"Tty", false}};
+  if (!options.env.empty()) body["Env"] = options.env;
+  auto r = client_.request("POST", api("/containers/" + name + "/exec"), body.dump());
+  if (r.status != 201) {
+    // 409: the container is not running (or paused).
+    error = failure(r, r.status == 404   ? Kind::kNotFound
+                       : r.status == 409 ? Kind::kNotRunning
+                                         : Kind::kOther);
+    return nullptr;
+  }
+  exec_id = json::parse(r.body, nullptr, false).value("Id", std::string());
+  if (exec_id.empty()) {
+    error = dc::EngineError::sentence(Kind::kOther, "Docker created an exec without an id");
+    return nullptr;
+  }
+  std::string why;
+  auto conn = client_.start_exec(api("/exec/" + exec_id + "/start"), why);
+  if (!conn) error = dc::EngineError::sentence(Kind::kOther, why);
+  return conn;
+}
+
+std::unique_ptr<dc::ExecSession> DockerApiEngine::exec(const std::string& name,
+                                                       const dc::ExecOptions& options,
+                                                       dc::EngineError& error) {
+  std::string exec_id;
+  auto conn = start_exec(name, options, exec_id, error);
+  if (!conn) return nullptr;
+  return std::make_unique<ApiExecSession>(*this, std::move(exec_id), std::move(conn));
+}
+
+std::optional<dc::ChannelEnds> DockerApiEngine::open_channel(const std::string& name,
+                                                             const dc::ExecOptions& options,
+                                                             dc::EngineError& error) {
+  std::string exec_id;
+  auto conn = start_exec(name, options, exec_id, error);
+  if (!conn) return std::nullopt;
+  if (!conn->upgraded()) {  // the runner would never hear from us
+    error = dc::EngineError::sentence(Kind::kNoInput, "the exec stream was not upgraded");
+    return std::nullopt;
+  }
+  std::string leftover;
+  const int fd = conn->detach(leftover);
+  if (fd < 0) {
+    error = dc::EngineError::sentence(Kind::kOther, "the runner's exec stream closed at once");
+    return std::nullopt;
+  }
+  return dc::ChannelEnds::docker_multiplexed(fd, std::move(leftover));
+}
+
+}  // namespace execmcp::plugins::docker_api

@@ -1,0 +1,52 @@
+// What both engines share: the failure wording and the parser of a container's inspect document.
+#include "docker_common/engine.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+using nlohmann::json;
+
+std::string describe_failure(const EngineError& error, std::string_view doing) {
+  if (error.complete) return error.message;
+  return std::string(doing) + " failed: " + error.message;
+}
+
+namespace {
+
+std::string text_of(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+ContainerInfo container_info_from_inspect(const json& doc) {
+  ContainerInfo info;
+  if (!doc.is_object()) return info;
+  info.id = text_of(doc, "Id");
+  info.name = text_of(doc, "Name");
+  if (!info.name.empty() && info.name.front() == '/') info.name.erase(0, 1);
+  if (doc.contains("Config") && doc["Config"].is_object() && doc["Config"].contains("Labels") &&
+      doc["Config"]["Labels"].is_object()) {
+    for (const auto& [k, v] : doc["Config"]["Labels"].items())
+      if (v.is_string()) info.labels[k] = v.get<std::string>();
+  }
+  if (doc.contains("Mounts") && doc["Mounts"].is_array()) {
+    for (const auto& m : doc["Mounts"]) {
+      if (!m.is_object()) continue;
+      info.mounts.push_back({text_of(m, "Type"), text_of(m, "Source"), text_of(m, "Destination"),
+                             m.contains("RW") && m["RW"].is_boolean() && m["RW"].get<bool>()});
+    }
+  }
+  if (doc.contains("State") && doc["State"].is_object()) {
+    const auto& s = doc["State"];
+    info.state.exists = true;
+    info.state.running =
+        s.contains("Running") && s["Running"].is_boolean() && s["Running"].get<bool>();
+    info.state.exit_code =
+        s.contains("ExitCode") && s["ExitCode"].is_number_integer() ? s["ExitCode"].get<int>() : -1;
+    info.state.oom_killed =
+        s.contains("OOMKilled") && s["OOMKilled"].is_boolean() && s["OOMKilled"].get<bool>();
+  }
+  return info;
+}
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,28 @@
+// Runs the SDK's backend conformance kit on the real engine against the Docker backend, exec_mode
+// and extra settings that test_backend.hpp's variables name (docker-api or docker-cli; over SSH or
+// with Podman too).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "execmcp/conformance/backend_conformance.hpp"
+
+#include "test_backend.hpp"
+
+namespace {
+
+const bool registered = [] {
+  const char* flag = std::getenv("EXECMCP_DOCKER_TESTS");
+  if (flag != nullptr && std::string(flag) == "0") {
+    std::fprintf(stderr, "EXECMCP_DOCKER_TESTS=0: SKIPPING the Docker conformance run\n");
+    return false;
+  }
+  execmcp::conformance::BackendUnderTest backend;
+  namespace dt = execmcp::docker_test;
+  backend.name = dt::test_backend() == "docker-api" ? "docker_api" : "docker_cli";
+  backend.factory = execmcp::conformance::plugin_backend_factory(dt::test_plugin_path());
+  backend.settings_json = execmcp::docker_test::with_test_settings(R"({"pids_limit": 256})");
+  return execmcp::conformance::register_backend(std::move(backend));
+}();
+
+}  // namespace
