@@ -54,7 +54,8 @@ std::string trimmed_stderr(std::string_view err) {
     pos = end + 1;
     for (std::string_view prefix : {"Error response from daemon: ", "Error: "})
       if (line.starts_with(prefix)) line.remove_prefix(prefix.size());
-    if (line.empty()) continue;
+    // Warnings the CLI prints on its way (an unreadable config file) are not the failure.
+    if (line.empty() || line.starts_with("WARNING:")) continue;
     if (!out.empty()) out += "; ";
     out.append(line);
   }
@@ -95,13 +96,28 @@ std::string ssh_destination(std::string_view err, std::string_view docker_host) 
   return (user.empty() ? "" : user + "@") + host + ":" + (port.empty() ? "22" : port);
 }
 
+std::string engine_address(std::string_view err, const CliTarget& target) {
+  if (!target.docker_host.empty()) return target.docker_host;
+  if (!target.context.empty()) return "context '" + target.context + "'";
+  // "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker ..."
+  constexpr std::string_view kAt = "Docker daemon at ";
+  if (const auto at = err.find(kAt); at != std::string_view::npos) {
+    std::string_view rest = err.substr(at + kAt.size());
+    rest = rest.substr(0, rest.find_first_of(" \n"));
+    while (rest.ends_with('.') || rest.ends_with(':')) rest.remove_suffix(1);
+    if (!rest.empty()) return std::string(rest);
+  }
+  return target.podman ? "its default socket" : "unix:///var/run/docker.sock";
+}
+
 EngineError classify_cli_failure(const CliRun& run, const CliTarget& target) {
   if (!run.spawn_error.empty()) return EngineError::of(Kind::kUnreachable, run.spawn_error);
   const std::string said = trimmed_stderr(run.err);
   const std::string err = lower(run.err);
   if (run.timed_out)
     return EngineError::of(Kind::kUnreachable,
-                           "the engine (" + target.describe + ") did not answer in time" +
+                           "the engine at " + engine_address("", target) + " (" + target.describe +
+                               ") did not answer in time" +
                                (said.empty() ? std::string() : " (" + said + ")"));
   // ssh, run by the CLI for an ssh:// host, failed: docker quotes its command and what it said.
   if (contains(err, "dial-stdio") || contains(err, "exit status 255") ||
@@ -118,19 +134,24 @@ EngineError classify_cli_failure(const CliRun& run, const CliTarget& target) {
                                                    " failed: " + words + " [" + target.describe +
                                                    "]");
   }
+  // The same words as docker-api's for the same failures.
+  const std::string engine = target.podman ? "Podman" : "Docker";
   if (contains(err, "permission denied") &&
-      (contains(err, "docker daemon socket") || contains(err, "podman socket") ||
-       contains(err, ".sock")))
-    return EngineError::of(
-        Kind::kUnreachable,
-        "permission denied on the engine's socket (" + target.describe + "): " + said +
-            "; run execmcp as a user in the docker group (or root), or point docker_host at a "
-            "socket it may open");
+      (contains(err, "daemon socket") || contains(err, "podman socket") || contains(err, ".sock")))
+    return EngineError::of(Kind::kUnreachable,
+                           "no permission to use the " + engine + " socket at " +
+                               engine_address(run.err, target) +
+                               ": add this user to the 'docker' group (then log in again) or run "
+                               "execmcp as a user that may use the socket (" +
+                               said + ")");
   if (contains(err, "cannot connect to the docker daemon") ||
       contains(err, "error during connect") || contains(err, "unable to connect to podman") ||
       contains(err, "cannot connect to podman") || contains(err, "is the docker daemon running"))
-    return EngineError::of(Kind::kUnreachable, "cannot reach the engine (" + target.describe +
-                                                   "): is it running? (" + said + ")");
+    return EngineError::of(
+        Kind::kUnreachable,
+        "cannot reach " + engine + " at " + engine_address(run.err, target) +
+            (target.podman ? ": is its service running? (" : ": is dockerd running? (") + said +
+            ")");
   if (contains(err, "context \"") &&
       (contains(err, "does not exist") || contains(err, "not found")))
     return EngineError::of(Kind::kUnreachable,

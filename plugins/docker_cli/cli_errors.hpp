@@ -12,16 +12,22 @@ namespace execmcp::plugins::docker_cli {
 
 // Which engine a CLI run tried to reach, for messages.
 struct CliTarget {
-  std::string
-      describe;  // "docker (DOCKER_HOST=ssh://root@127.0.0.1:2222)", "docker --context prod"
+  // "docker (DOCKER_HOST=ssh://root@127.0.0.1:2222)", "docker --context prod"
+  std::string describe;
   std::string docker_host;  // the DOCKER_HOST the CLI got ("" when none)
+  std::string context;      // the --context it got ("" when none)
+  bool podman = false;      // the CLI is Podman's (its words differ)
 };
+
+// Where the engine was looked for: DOCKER_HOST, the context, or the address the CLI names.
+std::string engine_address(std::string_view err, const CliTarget& target);
 
 // How much of the CLI's stderr a message keeps.
 inline constexpr std::size_t kStderrKept = 512;
 
 // The CLI's stderr as one line for a message: "Error: " / "Error response from daemon: "
-// prefixes dropped, lines joined with "; ", cut at kStderrKept bytes (on a character boundary).
+// prefixes and "WARNING:" lines dropped, lines joined with "; ", cut at kStderrKept bytes (on a
+// character boundary).
 std::string trimmed_stderr(std::string_view err);
 
 // "user@host:port" of an ssh:// URL or of the ssh command line the CLI quotes ("" when neither).

@@ -251,6 +251,7 @@ DockerCliEngine::DockerCliEngine(const dc::DockerSettings& settings,
   const auto& env = launcher_.env();
   const auto host = env.find("DOCKER_HOST");
   target_.docker_host = host != env.end() ? host->second : "";
+  target_.context = settings.docker_context;
   target_.describe = settings.docker_binary;
   for (const auto& flag : settings.docker_flags) target_.describe += " " + flag;
   if (!settings.docker_context.empty()) {
@@ -271,6 +272,7 @@ DockerCliEngine::DockerCliEngine(const dc::DockerSettings& settings,
   if (program.find("podman") != std::string::npos ||
       settings.docker_binary.find("podman") != std::string::npos)
     flavor_ = dc::CliFlavor::kPodman;
+  target_.podman = flavor_ == dc::CliFlavor::kPodman;
 }
 
 dc::CliFlavor DockerCliEngine::flavor() const {
@@ -307,7 +309,9 @@ dc::EngineError DockerCliEngine::connect() {
     // Whatever failed, the engine was not reached: the message says where it was looked for.
     if (e.kind != Kind::kUnreachable)
       e = dc::EngineError::of(Kind::kUnreachable,
-                              "cannot reach the engine (" + target_.describe + "): " + e.message);
+                              "cannot reach " + std::string(target_.podman ? "Podman" : "Docker") +
+                                  " at " + engine_address("", target_) + " (" + target_.describe +
+                                  "): " + e.message);
     return e;
   }
   std::lock_guard lock(mutex_);

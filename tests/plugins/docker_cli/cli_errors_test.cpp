@@ -18,8 +18,9 @@ CliRun failed(const std::string& err, int status = 1) {
   return run;
 }
 
-const CliTarget kSsh{"docker (DOCKER_HOST=ssh://root@127.0.0.1:2222)", "ssh://root@127.0.0.1:2222"};
-const CliTarget kLocal{"docker", ""};
+const CliTarget kSsh{"docker (DOCKER_HOST=ssh://root@127.0.0.1:2222)", "ssh://root@127.0.0.1:2222",
+                     "", false};
+const CliTarget kLocal{"docker", "", "", false};
 
 struct Case {
   const char* name;
@@ -34,12 +35,12 @@ TEST(CliErrors, CannedStderrOfDockerAndPodman) {
        "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon "
        "running?\n",
        Kind::kUnreachable,
-       {"cannot reach the engine (docker)", "is it running?", "unix:///var/run/docker.sock"}},
+       {"cannot reach Docker at unix:///var/run/docker.sock: is dockerd running? (Cannot connect"}},
       {"docker 28 tcp refused",
        "error during connect: Get \"http://127.0.0.1:1/v1.50/version\": dial tcp 127.0.0.1:1: "
        "connect: connection refused\n",
        Kind::kUnreachable,
-       {"cannot reach the engine", "connection refused"}},
+       {"cannot reach Docker at", "connection refused"}},
       {"podman 4.3 no socket",
        "Cannot connect to Podman. Please verify your connection to the Linux system using "
        "`podman system connection list`, or try `podman machine init` and `podman machine "
@@ -47,13 +48,13 @@ TEST(CliErrors, CannedStderrOfDockerAndPodman) {
        "\"http://d/v4.3.1/libpod/_ping\": dial unix ///run/podman/podman.sock: connect: no such "
        "file or directory\n",
        Kind::kUnreachable,
-       {"cannot reach the engine", "podman.sock"}},
+       {"cannot reach Docker", "podman.sock"}},
       {"docker 20.10 socket permission",
        "Got permission denied while trying to connect to the Docker daemon socket at "
        "unix:///var/run/docker.sock: Get \"http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version\": "
        "dial unix /var/run/docker.sock: connect: permission denied\n",
        Kind::kUnreachable,
-       {"permission denied on the engine's socket", "docker group", "/var/run/docker.sock"}},
+       {"no permission to use the Docker socket at unix:///var/run/docker.sock", "'docker' group"}},
       {"docker 20.10 context missing",
        "unable to resolve docker endpoint: context \"nope\" does "
        "not exist\n",
@@ -180,7 +181,27 @@ TEST(CliErrors, SpawnErrorsAndTimeoutsAreUnreachable) {
   EXPECT_NE(e.message.find("status 3"), std::string::npos) << e.message;
 }
 
+TEST(CliErrors, WhereTheEngineWasLookedFor) {
+  EXPECT_EQ(engine_address("", kSsh), "ssh://root@127.0.0.1:2222");
+  EXPECT_EQ(engine_address("", CliTarget{"docker --context prod", "", "prod", false}),
+            "context 'prod'");
+  EXPECT_EQ(engine_address("Cannot connect to the Docker daemon at unix:///x.sock. Is the docker "
+                           "daemon running?",
+                           kLocal),
+            "unix:///x.sock");
+  const CliTarget podman{"podman", "", "", true};
+  const auto e = classify_cli_failure(
+      failed("Error: unable to connect to Podman socket: dial unix ///run/podman/podman.sock: "
+             "connect: no such file or directory\n"),
+      podman);
+  EXPECT_EQ(
+      e.message.rfind("cannot reach Podman at its default socket: is its service running?", 0), 0u)
+      << e.message;
+}
+
 TEST(CliErrors, StderrIsTrimmedAndKept) {
+  EXPECT_EQ(trimmed_stderr("WARNING: Error loading config file: x\nError: No such image: y\n"),
+            "No such image: y");
   EXPECT_EQ(trimmed_stderr("Error: a\n\n  b  \n"), "a; b");
   const std::string long_text = "Error: " + std::string(600, 'x') + "\n";
   const auto t = trimmed_stderr(long_text);

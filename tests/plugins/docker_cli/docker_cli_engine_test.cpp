@@ -173,7 +173,8 @@ TEST_F(FakeCli, AnUnreachableEngineIsSaidWithWhereItWasLookedFor) {
   s.docker_host = "tcp://127.0.0.1:1";
   const auto error = engine(s)->connect();
   EXPECT_EQ(error.kind, Kind::kUnreachable);
-  EXPECT_NE(error.message.find("(docker (DOCKER_HOST=tcp://127.0.0.1:1))"), std::string::npos)
+  EXPECT_NE(error.message.find("cannot reach Docker at tcp://127.0.0.1:1: is dockerd running?"),
+            std::string::npos)
       << error.message;
   EXPECT_NE(error.message.find("Cannot connect to the Docker daemon"), std::string::npos);
 }
