@@ -56,7 +56,10 @@ class DockerCliEngineTest : public ::testing::Test {
   void SetUp() override {
     const char* flag = std::getenv("EXECMCP_DOCKER_TESTS");
     if (flag != nullptr && std::string(flag) == "0") GTEST_SKIP() << "EXECMCP_DOCKER_TESTS=0";
-    // EXECMCP_TEST_DOCKER_BINARY picks another CLI (e.g. /usr/bin/docker, Debian's 20.10).
+    // EXECMCP_TEST_BACKEND_SETTINGS (tests/docker/ssh/with-sshd.sh sets an ssh:// host) and
+    // EXECMCP_TEST_DOCKER_BINARY (e.g. /usr/bin/docker, Debian's 20.10) pick another engine/CLI.
+    if (const char* json = std::getenv("EXECMCP_TEST_BACKEND_SETTINGS"); json != nullptr)
+      settings_ = dc::parse_docker_settings(json, dc::EngineKind::kCli);
     if (const char* binary = std::getenv("EXECMCP_TEST_DOCKER_BINARY"); binary != nullptr)
       settings_.docker_binary = binary;
     engine_ = std::make_unique<DockerCliEngine>(settings_);
@@ -265,6 +268,25 @@ TEST_F(DockerCliEngineTest, AMissingImageAndAnUnreachableEngineInWords) {
   const auto e = gone.connect();
   EXPECT_EQ(e.kind, Kind::kUnreachable);
   EXPECT_NE(e.message.find("unix:///nonexistent/docker.sock"), std::string::npos) << e.message;
+}
+
+// Under tests/docker/ssh/with-sshd.sh: a key sshd refuses and an unknown host key, each in ssh's
+// own words with the user@host:port that was tried.
+TEST_F(DockerCliEngineTest, SshFailuresInPlainWords) {
+  const char* dir = std::getenv("EXECMCP_TEST_SSH_DIR");
+  const char* target = std::getenv("EXECMCP_TEST_SSH_TARGET");
+  if (dir == nullptr || target == nullptr) GTEST_SKIP() << "not under with-sshd.sh";
+  for (const auto& [shim, says] :
+       {std::pair<std::string, std::string>{"wrong-key", "authentication failed ("},
+        {"unknown-host", "the host key is not the known one"}}) {
+    dc::DockerSettings s = settings_;
+    s.cli_env["PATH"] = std::string(dir) + "/" + shim + "/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    DockerCliEngine engine(s);
+    const auto e = engine.connect();
+    EXPECT_EQ(e.kind, Kind::kUnreachable) << e.message;
+    EXPECT_EQ(e.message.rfind("SSH to " + std::string(target) + " failed: " + says, 0), 0u)
+        << e.message;
+  }
 }
 
 }  // namespace
