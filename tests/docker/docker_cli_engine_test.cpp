@@ -27,8 +27,6 @@ namespace rp = supervision::runner;
 using Kind = dc::EngineError::Kind;
 using namespace std::chrono_literals;
 
-constexpr const char* kImage = "execmcp/runtime:latest";
-
 struct Collect final : dc::ExecStreamDecoder::Handler {
   std::string out, err;
   void on_payload(dc::ExecStreamDecoder::Stream stream, std::string_view data) override {
@@ -65,7 +63,8 @@ class DockerCliEngineTest : public ::testing::Test {
     engine_ = std::make_unique<DockerCliEngine>(settings_);
     const auto up = engine_->connect();
     ASSERT_TRUE(up.ok()) << up.message << " (start the engine with scripts/docker-engine.sh start)";
-    ASSERT_TRUE(engine_->check_image(kImage).ok()) << kImage << ": build it with docker/build.sh";
+    ASSERT_TRUE(engine_->check_image(settings_.image).ok())
+        << settings_.image << ": build it with docker/build.sh";
     char tmpl[] = "/tmp/execmcp-clieng-ws-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     workspace_ = tmpl;
@@ -84,7 +83,7 @@ class DockerCliEngineTest : public ::testing::Test {
     init.instance_id = std::to_string(::getpid());
     init.cwd = workspace_;
     init.paths = {{workspace_, true}};
-    dc::DockerSettings s;
+    dc::DockerSettings s = settings_;
     s.memory_bytes = 256LL << 20;
     s.cpus = 1.5;
     s.pids_limit = 128;
@@ -138,15 +137,23 @@ TEST_F(DockerCliEngineTest, CreateInspectListAndRemove) {
   CliRun raw = engine_->launcher().run(
       {"inspect", "--type=container",
        "--format={{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.NanoCpus}} "
-       "{{.HostConfig.PidsLimit}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} "
+       "{{.HostConfig.PidsLimit}} {{.HostConfig.ReadonlyRootfs}} "
        "{{.HostConfig.SecurityOpt}} {{.HostConfig.Init}} {{.HostConfig.NetworkMode}} "
        "{{.Config.User}}",
        name_},
       nullptr, 60s);
   ASSERT_TRUE(raw.ok()) << raw.err;
   EXPECT_EQ(raw.out,
-            "268435456 268435456 1500000000 128 true [ALL] [no-new-privileges] true none "
-            "1000:1000\n");
+            "268435456 268435456 1500000000 128 true [no-new-privileges] true none 1000:1000\n");
+  // No capability left (Podman's inspect lists each dropped one where Docker says [ALL]).
+  dc::ExecOptions caps;
+  caps.cmd = {"/bin/sh", "-c", "grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status"};
+  dc::EngineError error;
+  auto session = engine_->exec(name_, caps, error);
+  ASSERT_TRUE(session) << error.message;
+  EXPECT_EQ(drain(*session).out,
+            "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n");
+  EXPECT_EQ(session->finish(false).code, 0);
 
   ASSERT_TRUE(engine_->remove(name_).ok());
   EXPECT_EQ(engine_->inspect(name_, info).kind, Kind::kNotFound);
@@ -261,6 +268,7 @@ TEST_F(DockerCliEngineTest, LogsHaveBothStreams) {
 
 TEST_F(DockerCliEngineTest, AMissingImageAndAnUnreachableEngineInWords) {
   EXPECT_EQ(engine_->check_image("execmcp/no-such-image:0").kind, Kind::kImageMissing);
+  if (engine_->flavor() == dc::CliFlavor::kPodman) return;  // Podman ignores DOCKER_HOST
   dc::DockerSettings elsewhere;
   elsewhere.docker_host = "unix:///nonexistent/docker.sock";
   elsewhere.docker_binary = settings_.docker_binary;
