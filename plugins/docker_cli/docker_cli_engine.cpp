@@ -293,7 +293,9 @@ CliRun DockerCliEngine::run(std::vector<std::string> args, std::chrono::millisec
 
 dc::EngineError DockerCliEngine::check(const CliRun& r) const {
   if (r.ok()) return dc::EngineError{};
-  return classify_cli_failure(r, target_);
+  CliTarget target = target_;
+  target.podman = flavor() == dc::CliFlavor::kPodman;  // known for sure once connected
+  return classify_cli_failure(r, target);
 }
 
 dc::EngineError DockerCliEngine::connect() {
@@ -301,20 +303,24 @@ dc::EngineError DockerCliEngine::connect() {
     std::lock_guard lock(mutex_);
     if (connected_) return dc::EngineError{};
   }
-  // Podman without a service has no server part to report; its `version` still checks the CLI.
-  const bool podman = flavor() == dc::CliFlavor::kPodman;
-  const auto r = podman ? run({"version", "--format=json"}, kConnectTimeout)
-                        : run({"version", "--format={{json .Server.Version}}"}, kConnectTimeout);
+  // Docker's CLI fails this when its engine does not answer; Podman's needs no service. The
+  // answer also tells Podman (whose fields say "APIVersion") behind a binary named docker.
+  const auto r = run({"version", "--format={{json .}}"}, kConnectTimeout);
   if (auto e = check(r); !e.ok()) {
     // Whatever failed, the engine was not reached: the message says where it was looked for.
     if (e.kind != Kind::kUnreachable)
-      e = dc::EngineError::of(Kind::kUnreachable,
-                              "cannot reach " + std::string(target_.podman ? "Podman" : "Docker") +
-                                  " at " + engine_address("", target_) + " (" + target_.describe +
-                                  "): " + e.message);
+      e = dc::EngineError::of(
+          Kind::kUnreachable,
+          "cannot reach " + std::string(flavor() == dc::CliFlavor::kPodman ? "Podman" : "Docker") +
+              " at " + engine_address("", target_) + " (" + target_.describe + "): " + e.message);
     return e;
   }
+  const auto version = nlohmann::json::parse(r.out, nullptr, false);
   std::lock_guard lock(mutex_);
+  if (version.is_object() && version.contains("Client") && version["Client"].is_object() &&
+      version["Client"].contains("APIVersion")) {
+    flavor_ = dc::CliFlavor::kPodman;
+  }
   connected_ = true;
   return dc::EngineError{};
 }

@@ -159,10 +159,20 @@ TEST_F(FakeCli, ConnectAsksTheServerVersionOnceWithTheGlobalFlags) {
   auto e = engine(s);
   ASSERT_TRUE(e->connect().ok());
   ASSERT_TRUE(e->connect().ok());
-  EXPECT_EQ(
-      calls(),
-      (std::vector<std::vector<std::string>>{{"--log-level=error", "--context=prod", "version",
-                                              "--format={{json .Server.Version}}"}}));
+  EXPECT_EQ(calls(), (std::vector<std::vector<std::string>>{{"--log-level=error", "--context=prod",
+                                                             "version", "--format={{json .}}"}}));
+}
+
+TEST_F(FakeCli, PodmanBehindABinaryNamedDockerIsToldByItsVersion) {
+  write("version.sh", R"(echo '{"Client":{"APIVersion":"4.3.1","Version":"4.3.1"}}')");
+  auto e = engine(settings());
+  EXPECT_EQ(e->flavor(), dc::CliFlavor::kDocker);
+  ASSERT_TRUE(e->connect().ok());
+  EXPECT_EQ(e->flavor(), dc::CliFlavor::kPodman);
+  write("version.sh", R"(echo '{"Client":{"ApiVersion":"1.41"},"Server":{"Version":"20.10"}}')");
+  auto docker = engine(settings());
+  ASSERT_TRUE(docker->connect().ok());
+  EXPECT_EQ(docker->flavor(), dc::CliFlavor::kDocker);
 }
 
 TEST_F(FakeCli, AnUnreachableEngineIsSaidWithWhereItWasLookedFor) {
