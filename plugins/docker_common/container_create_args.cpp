@@ -57,6 +57,7 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
   a.push_back("--cap-drop=ALL");
   a.push_back("--security-opt=no-new-privileges");
   a.push_back("--init");
+  a.push_back("--restart=no");
   a.push_back("--log-driver=json-file");
   a.push_back(std::string("--log-opt=max-size=") + kLogMaxSize);
   a.push_back(std::string("--log-opt=max-file=") + kLogMaxFiles);

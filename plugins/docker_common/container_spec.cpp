@@ -135,6 +135,9 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
                       {"CapDrop", nlohmann::json::array({"ALL"})},
                       {"SecurityOpt", nlohmann::json::array({"no-new-privileges"})},
                       {"Init", true},
+                      // Never restarted by the engine: the backend brings it back itself, and
+                      // says so. Explicit, as `docker create` sends it.
+                      {"RestartPolicy", {{"Name", "no"}}},
                       {"LogConfig",
                        {{"Type", "json-file"},
                         {"Config", {{"max-size", kLogMaxSize}, {"max-file", kLogMaxFiles}}}}}};
@@ -152,6 +155,10 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
                       {"Env", spec.env},     {"Labels", spec.labels},
                       {"Tty", false},        {"OpenStdin", false},
                       {"HostConfig", host}};
+  // What `docker create` sets without -a, so that both Docker backends' containers inspect the
+  // same; they only matter to a client attached at start, which nobody is.
+  body["AttachStdout"] = true;
+  body["AttachStderr"] = true;
   return body;
 }
 

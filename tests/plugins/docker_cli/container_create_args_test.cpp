@@ -197,6 +197,8 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
       } else if (key == "Init") {
         EXPECT_TRUE(value.get<bool>());
         EXPECT_TRUE(has(a, "--init"));
+      } else if (key == "RestartPolicy") {
+        EXPECT_TRUE(has(a, "--restart=" + value["Name"].get<std::string>()));
       } else if (key == "LogConfig") {
         EXPECT_TRUE(has(a, "--log-driver=" + value["Type"].get<std::string>()));
         for (const auto& [k, v] : value["Config"].items())
@@ -242,6 +244,8 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
           EXPECT_TRUE(has(a, "--label=" + k + "=" + v.get<std::string>()));
       } else if (key == "Tty" || key == "OpenStdin") {
         EXPECT_FALSE(value.get<bool>());  // the CLI's defaults without -t / -i
+      } else if (key == "AttachStdout" || key == "AttachStderr") {
+        EXPECT_TRUE(value.get<bool>());  // the CLI's defaults without -a
       } else if (key != "HostConfig") {
         ADD_FAILURE() << key << " has no flag in container_create_args (add it there and here)";
       }
