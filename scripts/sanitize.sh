@@ -34,10 +34,11 @@ for mode in "${modes[@]}"; do
       export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=0"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       echo "sanitize: whole suite under ASan+UBSan" >&2
-      # The deployment and load tests run the program in images and at length: once (in the main
-      # pass) is enough.
+      # The deployment and load tests run the program in images and at length, and the SSH and
+      # Podman runs repeat docker-cli's suites through other fixtures: once (in the main pass) is
+      # enough.
       (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" \
-        -LE "format|install|bench|deploy|load")
+        -LE "format|install|bench|deploy|load|ssh|podman")
       ;;
     tsan)
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
