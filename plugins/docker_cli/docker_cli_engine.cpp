@@ -401,7 +401,9 @@ bool DockerCliEngine::wait_stopped(const std::string& name, std::chrono::millise
 
 dc::EngineError DockerCliEngine::copy_into(const std::string& name, const std::string& dir,
                                            const std::string& tar) {
-  return check(run({"cp", "-", name + ":" + dir}, kCopyTimeout, &tar));
+  // --archive=false: as root, with the archive's owners. Podman's default (true) gives what it
+  // copies to the container's user, who could then replace execmcp-runner.
+  return check(run({"cp", "--archive=false", "-", name + ":" + dir}, kCopyTimeout, &tar));
 }
 
 dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text) {

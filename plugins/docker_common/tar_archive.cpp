@@ -17,20 +17,16 @@ void put_octal(char* field, std::size_t width, unsigned long long value) {
   std::snprintf(field, width, "%0*llo", static_cast<int>(width - 1), value);
 }
 
-}  // namespace
-
-std::string single_file_tar(std::string_view name, std::string_view data, unsigned mode) {
-  if (name.empty() || name.size() > 100 || name.find('/') != std::string_view::npos ||
-      name == "." || name == "..")
-    throw std::invalid_argument("a tar member needs a plain name of at most 100 bytes");
+// One header block: a member owned by root (uid and gid 0).
+std::string header_block(std::string_view name, std::size_t size, unsigned mode, char type) {
   char header[kBlock] = {};
   std::memcpy(header, name.data(), name.size());  // name[100]
   put_octal(header + 100, 8, mode & 07777);       // mode
   put_octal(header + 108, 8, 0);                  // uid
   put_octal(header + 116, 8, 0);                  // gid
-  put_octal(header + 124, 12, data.size());       // size
+  put_octal(header + 124, 12, size);              // size
   put_octal(header + 136, 12, 0);                 // mtime
-  header[156] = '0';                              // typeflag: regular file
+  header[156] = type;                             // typeflag
   std::memcpy(header + 257, "ustar", 6);          // magic "ustar\0"
   std::memcpy(header + 263, "00", 2);             // version
   std::memcpy(header + 265, "root", 4);           // uname
@@ -41,8 +37,17 @@ std::string single_file_tar(std::string_view name, std::string_view data, unsign
   for (unsigned char c : header) sum += c;
   std::snprintf(header + 148, 8, "%06lo", sum);
   header[155] = ' ';
+  return std::string(header, kBlock);
+}
 
-  std::string out(header, kBlock);
+}  // namespace
+
+std::string single_file_tar(std::string_view name, std::string_view data, unsigned mode) {
+  if (name.empty() || name.size() > 100 || name.find('/') != std::string_view::npos ||
+      name == "." || name == "..")
+    throw std::invalid_argument("a tar member needs a plain name of at most 100 bytes");
+  std::string out = header_block("./", 0, 0755, '5');  // the directory it is unpacked into
+  out += header_block(name, data.size(), mode, '0');
   out.append(data);
   out.append((kBlock - data.size() % kBlock) % kBlock, '\0');
   out.append(2 * kBlock, '\0');

@@ -8,7 +8,9 @@
 namespace execmcp::plugins::docker_common {
 
 // The archive of one file named `name` (a plain name of at most 100 bytes, no '/'), owned by
-// root, with permission bits `mode`. Throws std::invalid_argument on a bad name.
+// root, with permission bits `mode`, after an entry for the directory it is unpacked into (`./`,
+// root's, 0755): unpacked as root, neither can be changed by the container's user. Throws
+// std::invalid_argument on a bad name.
 std::string single_file_tar(std::string_view name, std::string_view data, unsigned mode);
 
 }  // namespace execmcp::plugins::docker_common

@@ -254,6 +254,28 @@ TEST_F(DockerCliEngineTest, TheRunnerOverADockerExecChannel) {
   EXPECT_EQ(err, "err\n");
 }
 
+TEST_F(DockerCliEngineTest, TheCopiedRunnerAndItsDirectoryStayRoots) {
+  // The agent must not be able to replace the program that runs its commands. Podman gives a new
+  // volume, and what `podman cp` copies by default, to the container user.
+  create_and_start();
+  const auto copied = engine_->copy_into(
+      name_, dc::kRunnerDir, dc::single_file_tar("execmcp-runner", "#!/bin/sh\n", 0555));
+  ASSERT_TRUE(copied.ok()) << copied.message;
+  dc::ExecOptions options;
+  options.cmd = {"/bin/sh", "-c",
+                 "stat -c '%u:%g %a' /.execmcp /.execmcp/execmcp-runner; "
+                 "touch /.execmcp/x 2>/dev/null && echo wrote; "
+                 "mv /.execmcp/execmcp-runner /.execmcp/y 2>/dev/null && echo moved; true"};
+  options.user = "1000:1000";
+  options.work_dir = "/";
+  dc::EngineError error;
+  auto session = engine_->exec(name_, options, error);
+  ASSERT_TRUE(session) << error.message;
+  const auto c = drain(*session);
+  EXPECT_EQ(session->finish(false).code, 0) << c.err;
+  EXPECT_EQ(c.out, "0:0 755\n0:0 555\n");
+}
+
 TEST_F(DockerCliEngineTest, LogsHaveBothStreams) {
   create_and_start();
   std::string text;

@@ -81,7 +81,8 @@ inline std::string with_test_settings(const std::string& settings_json) {
   if (!settings.is_object()) return settings_json;
   const std::string mode = test_exec_mode();
   if (!mode.empty() && !settings.contains("exec_mode")) settings["exec_mode"] = mode;
-  for (const auto& [key, value] : test_backend_settings().items())
+  const auto extra = test_backend_settings();  // items() must not outlive the object it walks
+  for (const auto& [key, value] : extra.items())
     if (!settings.contains(key)) settings[key] = value;
   return settings.dump();
 }

@@ -177,21 +177,31 @@ TEST(Base64, EncodesEveryLengthWithPadding) {
 
 TEST(SingleFileTar, HeaderFieldsChecksumAndPadding) {
   const std::string tar = single_file_tar("execmcp-runner", "abc", 0555);
-  ASSERT_EQ(tar.size(), 512u + 512u + 1024u);
-  EXPECT_EQ(tar.substr(0, 14), "execmcp-runner");
-  EXPECT_EQ(tar.substr(100, 7), "0000555");
-  EXPECT_EQ(tar.substr(124, 11), "00000000003");
-  EXPECT_EQ(tar[156], '0');
-  EXPECT_EQ(tar.substr(257, 5), "ustar");
-  // The checksum: the header's bytes summed with the checksum field as spaces.
-  std::string header = tar.substr(0, 512);
-  const unsigned long stored = std::stoul(header.substr(148, 6), nullptr, 8);
-  header.replace(148, 8, 8, ' ');
-  unsigned long sum = 0;
-  for (unsigned char c : header) sum += c;
-  EXPECT_EQ(stored, sum);
-  EXPECT_EQ(tar.substr(512, 3), "abc");
-  EXPECT_EQ(tar.find_first_not_of('\0', 515), std::string::npos);
+  ASSERT_EQ(tar.size(), 512u + 512u + 512u + 1024u);
+  // First the directory it lands in, root's with 0755, so the container user cannot change it.
+  EXPECT_EQ(tar.substr(0, 3), std::string("./\0", 3));
+  EXPECT_EQ(tar.substr(100, 7), "0000755");
+  EXPECT_EQ(tar.substr(108, 7), "0000000");  // uid
+  EXPECT_EQ(tar.substr(116, 7), "0000000");  // gid
+  EXPECT_EQ(tar[156], '5');
+  const std::string file = tar.substr(512);
+  EXPECT_EQ(file.substr(0, 14), "execmcp-runner");
+  EXPECT_EQ(file.substr(100, 7), "0000555");
+  EXPECT_EQ(file.substr(108, 7), "0000000");
+  EXPECT_EQ(file.substr(124, 11), "00000000003");
+  EXPECT_EQ(file[156], '0');
+  EXPECT_EQ(file.substr(257, 5), "ustar");
+  // Each checksum: the header's bytes summed with the checksum field as spaces.
+  for (const std::size_t at : {std::size_t{0}, std::size_t{512}}) {
+    std::string header = tar.substr(at, 512);
+    const unsigned long stored = std::stoul(header.substr(148, 6), nullptr, 8);
+    header.replace(148, 8, 8, ' ');
+    unsigned long sum = 0;
+    for (unsigned char c : header) sum += c;
+    EXPECT_EQ(stored, sum) << at;
+  }
+  EXPECT_EQ(file.substr(512, 3), "abc");
+  EXPECT_EQ(tar.find_first_not_of('\0', 1024 + 515), std::string::npos);
   EXPECT_THROW(single_file_tar("a/b", "", 0644), std::invalid_argument);
 }
 

@@ -370,7 +370,8 @@ TEST_F(LocalBackendTest, SupervisingProcessesAreReusedNotForkedPerCommand) {
   auto& backend = make("{}");
   // One spare runs a command while another waits; no new process per command. On a loaded
   // machine a spare may not be idle again when the next command comes, and the pool forks
-  // another (a bound of 3 failed once at a load average of 16), so the bound is well under one per command.
+  // another (a bound of 3 failed once at a load average of 16), so the bound is well under one per
+  // command.
   const auto parents = shell_parents(backend, 20);
   EXPECT_GE(parents.size(), 1u);
   EXPECT_LE(parents.size(), 8u) << "a supervising process per command";
