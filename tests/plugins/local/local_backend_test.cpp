@@ -368,10 +368,12 @@ std::set<std::string> shell_parents(ExecutorBackend& backend, int commands) {
 
 TEST_F(LocalBackendTest, SupervisingProcessesAreReusedNotForkedPerCommand) {
   auto& backend = make("{}");
-  // One spare runs a command while another waits; no new process per command.
+  // One spare runs a command while another waits; no new process per command. On a loaded
+  // machine a spare may not be idle again when the next command comes, and the pool forks
+  // another (a bound of 3 failed once at a load average of 16), so the bound is well under one per command.
   const auto parents = shell_parents(backend, 20);
   EXPECT_GE(parents.size(), 1u);
-  EXPECT_LE(parents.size(), 3u) << "a supervising process per command";
+  EXPECT_LE(parents.size(), 8u) << "a supervising process per command";
   // Reuse leaks nothing between commands: each starts in the work dir with a fresh shell.
   EXPECT_EQ(run(backend, "cd /; export EXECMCP_LEAK=1").exit_code, 0);
   EXPECT_EQ(run(backend, "pwd -P; printf '%s' \"${EXECMCP_LEAK:-unset}\"").stdout_data,
