@@ -38,6 +38,12 @@ if [ "$want_test" = 1 ]; then
   # The Docker tests' image without Python or a C library: a static busybox, imported offline
   # (tests/docker/fixtures/build-busybox-image.sh).
   packages+=(busybox-static)
+  # The docker-cli backend over SSH: the tests start a throwaway sshd on a loopback port
+  # (tests/docker/ssh/with-sshd.sh); the system sshd is kept from starting (below).
+  packages+=(openssh-server)
+  # ... and with Podman as the binary, rootful (tests/docker/podman/with-podman.sh). catatonit is
+  # only a Recommends of podman, but --init needs it (mounted at /run/podman-init).
+  packages+=(podman catatonit)
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
@@ -59,6 +65,25 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "install-deps: installing ${missing[*]}" >&2
+
+# openssh-server's postinst starts and enables sshd on 0.0.0.0:22; the tests only need the binary.
+# Debian's init script and systemd units do nothing while /etc/ssh/sshd_not_to_be_run exists, so
+# create it when we are the ones installing sshd (a machine with its own sshd is left alone).
+new_sshd=0
+if [[ " ${missing[*]} " == *" openssh-server "* ]] && [ ! -e /usr/sbin/sshd ]; then
+  new_sshd=1
+  $sudo mkdir -p /etc/ssh
+  $sudo touch /etc/ssh/sshd_not_to_be_run
+fi
+
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+if [ "$new_sshd" = 1 ]; then
+  # Belt and braces for systemd machines: not enabled at boot either.
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    $sudo systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+  fi
+  echo "install-deps: the system sshd stays off (delete /etc/ssh/sshd_not_to_be_run to run it)" >&2
+fi

@@ -14,10 +14,13 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 16> kKnownKeys = {
+constexpr std::array<const char*, 16> kCommonKeys = {
     "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
     "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
     "command_prefix", "venv_path", "shell", "exec_mode"};
+// Only the docker CLI has these: docker-api refuses them by name rather than ignoring them.
+constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_context", "docker_flags",
+                                                 "cli_env"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
   throw std::invalid_argument("setting '" + key + "': expected " + expected);
@@ -28,10 +31,26 @@ std::string get_string(const nlohmann::json& value, const std::string& key) {
   return value.get<std::string>();
 }
 
-std::string known_keys() {
+std::string known_keys(EngineKind kind) {
   std::string out;
-  for (const char* k : kKnownKeys) out += (out.empty() ? "" : ", ") + std::string(k);
+  for (const char* k : kCommonKeys) out += (out.empty() ? "" : ", ") + std::string(k);
+  if (kind == EngineKind::kCli)
+    for (const char* k : kCliKeys) out += ", " + std::string(k);
   return out;
+}
+
+bool is_cli_key(const std::string& key) {
+  for (const char* k : kCliKeys)
+    if (key == k) return true;
+  return false;
+}
+
+// Variables the CLI's environment gets from settings of their own, or that must stay as they are.
+std::string reserved_cli_variable(const std::string& name) {
+  if (name == "DOCKER_HOST") return "set 'docker_host' instead";
+  if (name == "DOCKER_CONTEXT") return "set 'docker_context' instead";
+  if (name == "LC_ALL") return "the CLI runs in the C locale, so that its messages can be read";
+  return {};
 }
 
 MountSpec parse_mount(const nlohmann::json& item, std::size_t index) {
@@ -80,13 +99,17 @@ bool is_root_user(const std::string& user) {
          (!name.empty() && name.find_first_not_of('0') == std::string::npos);
 }
 
-DockerSettings parse_docker_settings(const std::string& settings_json) {
+DockerSettings parse_docker_settings(const std::string& settings_json, EngineKind kind) {
   DockerSettings s;
-  const auto parsed = plugin_settings::parse_settings_object(settings_json, "docker-api");
+  const auto parsed = plugin_settings::parse_settings_object(
+      settings_json, kind == EngineKind::kApi ? "docker-api" : "docker-cli");
   if (!parsed) return s;
   const nlohmann::json& root = *parsed;
 
   for (const auto& [key, value] : root.items()) {
+    if (kind == EngineKind::kApi && is_cli_key(key))
+      throw std::invalid_argument("setting '" + key +
+                                  "' is a docker-cli setting; use plugin docker-cli");
     if (key == "image") {
       s.image = get_string(value, key);
       if (s.image.empty()) bad(key, "a non-empty image reference");
@@ -133,6 +156,41 @@ DockerSettings parse_docker_settings(const std::string& settings_json) {
         s.extra_mounts.push_back(parse_mount(value[i], i));
     } else if (key == "docker_host") {
       s.docker_host = get_string(value, key);
+      // The Engine API client speaks unix:// and tcp:// only; the docker CLI runs ssh itself.
+      if (kind == EngineKind::kApi && s.docker_host.starts_with("ssh://"))
+        throw std::invalid_argument("setting 'docker_host': an ssh:// engine ('" + s.docker_host +
+                                    "') is reached through the docker CLI; use plugin docker-cli");
+    } else if (key == "docker_binary") {
+      s.docker_binary = get_string(value, key);
+      const bool name = !s.docker_binary.empty() && s.docker_binary.find('/') == std::string::npos;
+      const bool absolute = s.docker_binary.size() > 1 && s.docker_binary.front() == '/';
+      if ((!name && !absolute) || s.docker_binary.front() == '-')
+        bad(key, "a program name looked up in PATH (docker, podman) or an absolute path (got '" +
+                     s.docker_binary + "')");
+    } else if (key == "docker_context") {
+      s.docker_context = get_string(value, key);
+      if (s.docker_context.empty() || s.docker_context.front() == '-')
+        bad(key, "the name of a docker context (see `docker context ls`)");
+    } else if (key == "docker_flags") {
+      constexpr const char* kFlags =
+          "a list of global flags, each one string starting with '-' (e.g. "
+          "\"--cgroup-manager=cgroupfs\"; a flag's value goes after '=')";
+      if (!value.is_array()) bad(key, kFlags);
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        const std::string flag = get_string(value[i], key + "[" + std::to_string(i) + "]");
+        if (flag.size() < 2 || flag.front() != '-')
+          bad(key + "[" + std::to_string(i) + "]", kFlags);
+        s.docker_flags.push_back(flag);
+      }
+    } else if (key == "cli_env") {
+      if (!value.is_object()) bad(key, "an object of string values");
+      for (const auto& [name, v] : value.items()) {
+        if (name.empty() || name.find('=') != std::string::npos)
+          bad(key, "variable names without '=' (got '" + name + "')");
+        if (auto why = reserved_cli_variable(name); !why.empty())
+          bad(key + "." + name, "no " + name + " here: " + why);
+        s.cli_env[name] = get_string(v, "cli_env." + name);
+      }
     } else if (key == "command_prefix") {
       s.command_prefix = get_string(value, key);
     } else if (key == "venv_path") {
@@ -152,9 +210,14 @@ DockerSettings parse_docker_settings(const std::string& settings_json) {
         bad(key, std::string(kModes) + " (got '" + mode + "')");
       }
     } else {
-      throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys() + ")");
+      throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys(kind) +
+                                  ")");
     }
   }
+  if (!s.docker_host.empty() && !s.docker_context.empty())
+    throw std::invalid_argument(
+        "settings 'docker_host' and 'docker_context' cannot be used together (the docker CLI "
+        "refuses --host with --context): keep one");
   return s;
 }
 

@@ -44,6 +44,15 @@ struct DockerSettings {
   std::map<std::string, std::string> env;
   std::vector<MountSpec> extra_mounts;
   std::string docker_host;  // empty: $DOCKER_HOST, then unix:///var/run/docker.sock
+  // docker-cli only. The program (a name looked up in the child's PATH, or an absolute path):
+  // "docker", or a compatible one such as "podman".
+  std::string docker_binary = "docker";
+  std::string docker_context;             // --context NAME; excludes docker_host
+  std::vector<std::string> docker_flags;  // global flags before the command, e.g. Podman's
+                                          // --cgroup-manager=cgroupfs
+  // Variables added to the CLI's environment, which otherwise holds only PATH, HOME, LC_ALL=C and
+  // DOCKER_HOST / DOCKER_CONFIG when set (nothing else of the server's is inherited).
+  std::map<std::string, std::string> cli_env;
   std::string command_prefix;
   std::string venv_path;  // container path; relative means relative to the agent's cwd
   std::string shell = "/bin/sh";
@@ -51,9 +60,17 @@ struct DockerSettings {
   ExecMode exec_mode = ExecMode::Agent;
 };
 
+// Which plugin reads the settings: each knows its own keys and refuses the other's by name.
+enum class EngineKind {
+  kApi,  // docker-api: the Engine API over a socket
+  kCli,  // docker-cli: a docker-compatible CLI binary
+};
+
 // Throws std::invalid_argument naming the key and what it expects, or the unknown key and the
-// known ones.
-DockerSettings parse_docker_settings(const std::string& settings_json);
+// known ones. docker-api refuses the CLI's keys and an ssh:// docker_host (both say "use plugin
+// docker-cli"); docker-cli refuses docker_host with docker_context, as the docker CLI does.
+DockerSettings parse_docker_settings(const std::string& settings_json,
+                                     EngineKind kind = EngineKind::kApi);
 
 // True for "root", "0", "root:x", "0:x": the container user may never be root.
 bool is_root_user(const std::string& user);

@@ -67,11 +67,13 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   std::string mode = "local";
   if (const auto value = backend["command_line_execution_mode"]) {
     if (auto text = reader.get_string(value, key_path("command_line_execution_mode"))) {
-      if (*text == "local" || *text == "docker") {
+      // docker-cli is our extension (MassGen knows local and docker): the docker CLI instead of
+      // the Engine API, for SSH remotes, contexts and Podman.
+      if (*text == "local" || *text == "docker" || *text == "docker-cli") {
         mode = *text;
       } else {
         reader.error(value, key_path("command_line_execution_mode"),
-                     "expected 'local' or 'docker', found '" + *text + "'");
+                     "expected 'local', 'docker' or 'docker-cli', found '" + *text + "'");
       }
     }
   }
@@ -108,7 +110,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   PluginRef& backend_ref = agent.backend;
   backend_ref.key_path = backend_path;
   backend_ref.location = reader.location(backend);
-  backend_ref.plugin = mode == "docker" ? "docker-api" : "local";
+  backend_ref.plugin = mode == "docker" ? "docker-api" : mode;  // local or docker-cli
   backend_ref.plugin_key_path = key_path("command_line_execution_mode");
   backend_ref.plugin_location = reader.location(
       backend["command_line_execution_mode"] ? backend["command_line_execution_mode"] : backend);
@@ -121,7 +123,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
     if (auto venv = get_path(reader, value, key_path("command_execution_venv_path"), base_dir))
       settings["venv_path"] = *venv;
   }
-  if (mode == "docker") {
+  if (mode != "local") {  // both Docker backends read the same settings
     settings["image"] = kDefaultDockerImage;
     if (const auto value = backend["command_line_docker_image"]) {
       if (auto text = reader.get_string(value, key_path("command_line_docker_image")))

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,18 +22,25 @@ TEST(ExampleConfigs, EveryYamlInConfigsValidates) {
       files.push_back(entry.path());
   }
   ASSERT_GE(files.size(), 4u) << "configs/ should hold the example configs";
+  std::set<std::string> backends;
   for (const auto& file : files) {
     SCOPED_TRACE(file.string());
     try {
       const auto config = load_config(file.string());
       EXPECT_FALSE(config->agents.empty());
       bool any_served = false;
-      for (const auto& agent : config->agents) any_served = any_served || agent.mcp_enabled;
+      for (const auto& agent : config->agents) {
+        any_served = any_served || agent.mcp_enabled;
+        backends.insert(agent.backend.plugin);
+      }
       EXPECT_TRUE(any_served) << "an example config should have an agent execmcp can serve";
     } catch (const ConfigError& e) {
       ADD_FAILURE() << e.what();
     }
   }
+  // Each built-in backend has an example that loads (its settings are the plugin's to check).
+  for (const char* backend : {"local", "docker-api", "docker-cli"})
+    EXPECT_EQ(backends.count(backend), 1u) << "no example config in configs/ uses " << backend;
 }
 
 }  // namespace

@@ -95,6 +95,41 @@ TEST(MassGenConfig, DockerModeMapsToDockerApi) {
   EXPECT_EQ(config->agents[1].backend.settings["image"], "my/image:2");
 }
 
+// Our extension of MassGen's schema: docker-cli picks the CLI backend, with the same docker keys.
+TEST(MassGenConfig, DockerCliModeMapsToDockerCliWithTheSameSettings) {
+  const auto config = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker-cli
+      command_line_docker_image: my/image:2
+      command_line_docker_memory_limit: 2g
+      command_line_docker_cpu_limit: 1.5
+      command_line_docker_network_mode: bridge
+      command_execution_prefix: uv run
+  - id: b
+    backend:
+      cwd: /w/b
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker-cli
+)",
+                                       "/c/mg.yaml");
+  ASSERT_EQ(config->agents.size(), 2u);
+  const auto& a = config->agents[0];
+  EXPECT_EQ(a.backend.plugin, "docker-cli");
+  EXPECT_EQ(a.backend.settings, (nlohmann::json{{"image", "my/image:2"},
+                                                {"memory", "2g"},
+                                                {"cpus", 1.5},
+                                                {"network", "bridge"},
+                                                {"command_prefix", "uv run"}}));
+  EXPECT_EQ(a.backend.plugin_key_path, "agents[0].backend.command_line_execution_mode");
+  const auto& b = config->agents[1];
+  EXPECT_EQ(b.backend.plugin, "docker-cli");
+  EXPECT_EQ(b.backend.settings, (nlohmann::json{{"image", "execmcp/runtime:latest"}}));
+  EXPECT_TRUE(config->warnings.empty());
+}
+
 TEST(MassGenConfig, DisabledCommandLineIsAWarningNotAnError) {
   const auto config =
       load_config_text("agent:\n  id: a\n  backend:\n    type: claude\n", "mg.yaml");
@@ -114,8 +149,8 @@ TEST(MassGenConfig, WrongTypesOfKeysWeReadAreErrorsWithLines) {
               HasSubstr("mg.yaml:6: agent.backend.command_line_blocked_commands: expected a list"));
   EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
                          "true\n    command_line_execution_mode: vm\n"),
-              HasSubstr(":6: agent.backend.command_line_execution_mode: expected 'local' or "
-                        "'docker', found 'vm'"));
+              HasSubstr(":6: agent.backend.command_line_execution_mode: expected 'local', "
+                        "'docker' or 'docker-cli', found 'vm'"));
   EXPECT_THAT(load_error("agent:\n  id: a\n  backend:\n    cwd: /w\n    enable_mcp_command_line: "
                          "true\n    command_line_execution_mode: docker\n"
                          "    command_line_docker_cpu_limit: lots\n"),

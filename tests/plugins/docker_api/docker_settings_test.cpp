@@ -4,13 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-std::string error_of(const std::string& json) {
+std::string error_of(const std::string& json, EngineKind kind = EngineKind::kApi) {
   try {
-    parse_docker_settings(json);
+    parse_docker_settings(json, kind);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -106,6 +108,86 @@ TEST(DockerSettings, RootIsNeverAccepted) {
   EXPECT_FALSE(is_root_user("1000"));
   EXPECT_FALSE(is_root_user("1000:0"));
   EXPECT_FALSE(is_root_user("execmcp"));
+}
+
+TEST(DockerSettings, CliKeysParseForTheCli) {
+  const auto defaults = parse_docker_settings("{}", EngineKind::kCli);
+  EXPECT_EQ(defaults.docker_binary, "docker");
+  EXPECT_TRUE(defaults.docker_context.empty());
+  EXPECT_TRUE(defaults.docker_flags.empty());
+  EXPECT_TRUE(defaults.cli_env.empty());
+  const auto s = parse_docker_settings(R"({
+    "docker_binary": "podman", "docker_flags": ["--cgroup-manager=cgroupfs", "--log-level=error"],
+    "cli_env": {"PATH": "/opt/bin:/usr/bin", "HOME": "/var/lib/execmcp", "DOCKER_CONFIG": "/c"},
+    "image": "img:1"})",
+                                       EngineKind::kCli);
+  EXPECT_EQ(s.docker_binary, "podman");
+  EXPECT_EQ(s.docker_flags,
+            (std::vector<std::string>{"--cgroup-manager=cgroupfs", "--log-level=error"}));
+  EXPECT_EQ(s.cli_env.at("PATH"), "/opt/bin:/usr/bin");
+  EXPECT_EQ(s.cli_env.at("HOME"), "/var/lib/execmcp");
+  EXPECT_EQ(s.cli_env.at("DOCKER_CONFIG"), "/c");
+  EXPECT_EQ(s.image, "img:1");
+  EXPECT_EQ(parse_docker_settings(R"({"docker_binary": "/usr/local/bin/docker"})", EngineKind::kCli)
+                .docker_binary,
+            "/usr/local/bin/docker");
+  EXPECT_EQ(parse_docker_settings(R"({"docker_context": "prod"})", EngineKind::kCli).docker_context,
+            "prod");
+  // An ssh:// engine is what the CLI is for.
+  EXPECT_EQ(
+      parse_docker_settings(R"({"docker_host": "ssh://me@h:2222"})", EngineKind::kCli).docker_host,
+      "ssh://me@h:2222");
+  EXPECT_NE(error_of(R"({"imagee": "x"})", EngineKind::kCli).find("docker_binary"),
+            std::string::npos);
+  EXPECT_NE(error_of("[1]", EngineKind::kCli).find("docker-cli settings"), std::string::npos);
+}
+
+TEST(DockerSettings, CliKeysAreCheckedStrictly) {
+  const auto cli = [](const char* json) { return error_of(json, EngineKind::kCli); };
+  for (const char* bad :
+       {R"({"docker_binary": ""})", R"({"docker_binary": "bin/docker"})",
+        R"({"docker_binary": "-x"})", R"({"docker_binary": 1})", R"({"docker_binary": "/"})"})
+    EXPECT_NE(cli(bad).find("'docker_binary'"), std::string::npos) << bad << ": " << cli(bad);
+  EXPECT_NE(cli(R"({"docker_context": ""})").find("'docker_context'"), std::string::npos);
+  EXPECT_NE(cli(R"({"docker_context": "--host=x"})").find("'docker_context'"), std::string::npos);
+  EXPECT_NE(cli(R"({"docker_flags": "--debug"})").find("'docker_flags'"), std::string::npos);
+  EXPECT_NE(cli(R"({"docker_flags": ["vfs"]})").find("'docker_flags[0]'"), std::string::npos);
+  EXPECT_NE(cli(R"({"docker_flags": ["--x", 2]})").find("'docker_flags[1]'"), std::string::npos);
+  EXPECT_NE(cli(R"({"cli_env": ["A=1"]})").find("'cli_env'"), std::string::npos);
+  EXPECT_NE(cli(R"({"cli_env": {"A": 1}})").find("'cli_env.A'"), std::string::npos);
+  EXPECT_NE(cli(R"({"cli_env": {"A=B": "1"}})").find("'cli_env'"), std::string::npos);
+  // Each of these has a setting of its own, or must stay as the engine sets it.
+  EXPECT_NE(cli(R"({"cli_env": {"DOCKER_HOST": "tcp://x:1"}})").find("'docker_host'"),
+            std::string::npos);
+  EXPECT_NE(cli(R"({"cli_env": {"DOCKER_CONTEXT": "x"}})").find("'docker_context'"),
+            std::string::npos);
+  EXPECT_NE(cli(R"({"cli_env": {"LC_ALL": "de_DE.UTF-8"}})").find("'cli_env.LC_ALL'"),
+            std::string::npos);
+}
+
+TEST(DockerSettings, TheCliRefusesHostWithContext) {
+  const auto error =
+      error_of(R"({"docker_host": "ssh://h", "docker_context": "prod"})", EngineKind::kCli);
+  EXPECT_NE(error.find("'docker_host' and 'docker_context'"), std::string::npos) << error;
+  EXPECT_NE(error.find("keep one"), std::string::npos) << error;
+}
+
+TEST(DockerSettings, TheApiRefusesCliKeysAndSshByName) {
+  for (const char* key : {"docker_binary", "docker_context", "docker_flags", "cli_env"}) {
+    const std::string json = std::string(R"({")") + key + R"(": "x"})";
+    const auto error = error_of(json);
+    EXPECT_NE(
+        error.find(std::string("'") + key + "' is a docker-cli setting; use plugin docker-cli"),
+        std::string::npos)
+        << error;
+  }
+  const auto ssh = error_of(R"({"docker_host": "ssh://root@127.0.0.1:2222"})");
+  EXPECT_NE(ssh.find("'docker_host'"), std::string::npos) << ssh;
+  EXPECT_NE(ssh.find("use plugin docker-cli"), std::string::npos) << ssh;
+  EXPECT_EQ(parse_docker_settings(R"({"docker_host": "tcp://127.0.0.1:2375"})").docker_host,
+            "tcp://127.0.0.1:2375");
+  // The API's list of known keys does not offer the CLI's.
+  EXPECT_EQ(error_of(R"({"imagee": "x"})").find("docker_binary"), std::string::npos);
 }
 
 }  // namespace

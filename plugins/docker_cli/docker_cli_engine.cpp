@@ -1,0 +1,580 @@
+// The Engine calls as docker / podman CLI runs (design note of issue 10, section 3.1).
+#include "docker_cli/docker_cli_engine.hpp"
+
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace execmcp::plugins::docker_cli {
+namespace {
+
+namespace dc = docker_common;
+using Clock = std::chrono::steady_clock;
+using Kind = dc::EngineError::Kind;
+using Stream = dc::ExecStreamDecoder::Stream;
+using namespace std::chrono_literals;
+
+// How long one CLI run may take. Over SSH every run pays a handshake and a remote CLI start.
+constexpr auto kConnectTimeout = 30s;
+constexpr auto kCallTimeout = 60s;
+constexpr auto kCopyTimeout = 120s;
+constexpr auto kLogsTimeout = 30s;
+// How long an exec may take to start its command (the start line on stderr).
+constexpr auto kExecStartTimeout = 60s;
+// How long a finished exec's CLI may take to exit once its output has ended.
+constexpr auto kExitWait = 10s;
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The CLI says the engine went away while the command ran (its exit status is then the CLI's).
+bool says_engine_lost(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* phrase : {"cannot connect to the docker daemon", "error during connect",
+                             "unable to connect to podman"})
+    if (lower.find(phrase) != std::string::npos) return true;
+  return false;
+}
+
+// Reads what `fd` holds now (non-blocking); false at its end.
+bool read_now(int fd, std::string& into, std::size_t max = std::size_t{1} << 20) {
+  char buf[64 * 1024];
+  std::size_t got = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      into.append(buf, static_cast<std::size_t>(n));
+      got += static_cast<std::size_t>(n);
+      if (got >= max) return true;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+// One `docker exec` child in flight: its stdout and stderr (the start line already taken off),
+// its stdin, and its exit status as the command's.
+class CliExecSession final : public dc::ExecSession {
+ public:
+  explicit CliExecSession(std::unique_ptr<Child> child) : child_(std::move(child)) {}
+
+  ReadStatus read(std::chrono::milliseconds wait,
+                  dc::ExecStreamDecoder::Handler& handler) override {
+    ReadStatus status;
+    if (!out_open_ && !err_open_) {
+      status.eof = true;
+      return status;
+    }
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (out_open_) fds[n++] = {child_->out_fd(), POLLIN, 0};
+    if (err_open_) fds[n++] = {child_->err_fd(), POLLIN, 0};
+    const int ready = ::poll(fds, n, static_cast<int>(wait.count()));
+    bool exited = false;
+    if (ready == 0) exited = child_->poll_exit().has_value();
+    deliver(handler);
+    // A process the CLI started (an ssh master) may hold its streams open after it exited.
+    if (exited) {
+      deliver(handler);
+      out_open_ = err_open_ = false;
+    }
+    status.eof = !out_open_ && !err_open_;
+    return status;
+  }
+
+  WriteStatus write_some(std::string_view data, std::chrono::milliseconds wait) override {
+    WriteStatus status;
+    const int fd = child_->in_fd();
+    if (fd < 0) {
+      status.error = "the command's input is closed";
+      return status;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(wait.count())) <= 0) return status;
+    const ssize_t w = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      status.bytes = static_cast<std::size_t>(w);
+    } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      status.error =
+          std::string("the command stopped reading its input (") + std::strerror(errno) + ")";
+    }
+    return status;
+  }
+
+  void close_stdin() override { child_->close_in(); }
+  [[nodiscard]] bool carries_input() const override { return true; }
+
+  Exit finish(bool killed) override {
+    Exit exit;
+    // Killed: its processes are gone, so the CLI ends by itself soon, with their status.
+    const int status = child_->end(killed ? 2s : kExitWait);
+    // docker exits 1 (or 255) with its own last words when the engine went away mid-command.
+    if ((status == 1 || status == 255) && says_engine_lost(stderr_tail_)) {
+      exit.engine_answered = false;  // the status is the CLI's, not the command's
+    } else if (!child_->signalled()) {
+      exit.code = status;
+    }
+    return exit;
+  }
+
+ private:
+  void deliver(dc::ExecStreamDecoder::Handler& handler) {
+    if (out_open_) {
+      std::string data;
+      out_open_ = read_now(child_->out_fd(), data);
+      if (!data.empty()) handler.on_payload(Stream::Stdout, data);
+    }
+    if (err_open_) {
+      std::string data;
+      err_open_ = read_now(child_->err_fd(), data);
+      if (!data.empty()) {
+        stderr_tail_.append(data);
+        if (stderr_tail_.size() > 1024) stderr_tail_.erase(0, stderr_tail_.size() - 1024);
+        handler.on_payload(Stream::Stderr, data);
+      }
+    }
+  }
+
+  std::unique_ptr<Child> child_;
+  bool out_open_ = true, err_open_ = true;
+  std::string stderr_tail_;  // where the CLI's own last words land
+};
+
+// What the runtime said when it could not start the command (exit 126/127), played back as the
+// command's output, so the backend sees it as it would through the Engine API.
+class ReplayedExecSession final : public dc::ExecSession {
+ public:
+  ReplayedExecSession(std::string out, std::string err, int code)
+      : out_(std::move(out)), err_(std::move(err)), code_(code) {}
+
+  ReadStatus read(std::chrono::milliseconds, dc::ExecStreamDecoder::Handler& handler) override {
+    if (!out_.empty()) handler.on_payload(Stream::Stdout, out_);
+    if (!err_.empty()) handler.on_payload(Stream::Stderr, err_);
+    out_.clear();
+    err_.clear();
+    ReadStatus status;
+    status.eof = true;
+    return status;
+  }
+  WriteStatus write_some(std::string_view, std::chrono::milliseconds) override {
+    WriteStatus status;
+    status.error = "the command never started";
+    return status;
+  }
+  void close_stdin() override {}
+  [[nodiscard]] bool carries_input() const override { return true; }
+  Exit finish(bool) override {
+    Exit exit;
+    exit.code = code_;
+    return exit;
+  }
+
+ private:
+  std::string out_, err_;
+  int code_;
+};
+
+std::string env_or(const std::map<std::string, std::string>& env, const char* key,
+                   const std::string& fallback) {
+  const auto it = env.find(key);
+  return it != env.end() && !it->second.empty() ? it->second : fallback;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> this_process_environment() {
+  std::map<std::string, std::string> env;
+  for (const char* key : {"PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG"})
+    if (const char* v = std::getenv(key); v != nullptr) env[key] = v;
+  return env;
+}
+
+std::map<std::string, std::string> cli_environment(
+    const dc::DockerSettings& settings, const std::map<std::string, std::string>& server_env) {
+  std::map<std::string, std::string> env;
+  env["PATH"] = env_or(server_env, "PATH", kDefaultPath);
+  std::string home = env_or(server_env, "HOME", "");
+  if (home.empty()) {
+    const passwd* pw = ::getpwuid(::geteuid());
+    home = pw != nullptr && pw->pw_dir != nullptr ? pw->pw_dir : "/";
+  }
+  env["HOME"] = home;
+  env["LC_ALL"] = "C";  // the CLI's messages are classified by their English words
+  // --context wins over DOCKER_HOST in the CLI; leave no doubt which one is used.
+  if (settings.docker_context.empty()) {
+    const std::string host = !settings.docker_host.empty() ? settings.docker_host
+                                                           : env_or(server_env, "DOCKER_HOST", "");
+    if (!host.empty()) env["DOCKER_HOST"] = host;
+  }
+  if (auto config = env_or(server_env, "DOCKER_CONFIG", ""); !config.empty())
+    env["DOCKER_CONFIG"] = config;
+  for (const auto& [k, v] : settings.cli_env) env[k] = v;
+  return env;
+}
+
+std::vector<std::string> exec_args(const std::string& name, const dc::ExecOptions& options,
+                                   bool sentinel) {
+  std::vector<std::string> args = {"exec"};
+  if (options.attach_stdin) args.push_back("--interactive");
+  if (!options.user.empty()) args.push_back("--user=" + options.user);
+  if (!options.work_dir.empty()) args.push_back("--workdir=" + options.work_dir);
+  for (const auto& e : options.env) args.push_back("--env=" + e);
+  args.push_back(name);
+  if (sentinel) {
+    args.insert(args.end(), {"/bin/sh", "-c",
+                             std::string("printf '%s\\n' ") + kExecStarted + " >&2; exec \"$@\"",
+                             "execmcp-exec"});
+  }
+  args.insert(args.end(), options.cmd.begin(), options.cmd.end());
+  return args;
+}
+
+DockerCliEngine::DockerCliEngine(const dc::DockerSettings& settings)
+    : DockerCliEngine(settings, this_process_environment()) {}
+
+DockerCliEngine::DockerCliEngine(const dc::DockerSettings& settings,
+                                 const std::map<std::string, std::string>& server_env)
+    : settings_(settings),
+      launcher_(settings.docker_binary, cli_environment(settings, server_env)) {
+  const auto& env = launcher_.env();
+  const auto host = env.find("DOCKER_HOST");
+  target_.docker_host = host != env.end() ? host->second : "";
+  target_.context = settings.docker_context;
+  target_.describe = settings.docker_binary;
+  for (const auto& flag : settings.docker_flags) target_.describe += " " + flag;
+  if (!settings.docker_context.empty()) {
+    target_.describe += " --context " + settings.docker_context;
+  } else if (!target_.docker_host.empty()) {
+    target_.describe += " (DOCKER_HOST=" + target_.docker_host + ")";
+  }
+  global_args_ = settings.docker_flags;
+  if (!settings.docker_context.empty())
+    global_args_.push_back("--context=" + settings.docker_context);
+  // Only a local engine can bind-mount this machine's files (execmcp-runner is copied otherwise).
+  local_ = settings.docker_context.empty() &&
+           (target_.docker_host.empty() || target_.docker_host.starts_with("unix://"));
+  std::string program = launcher_.program().empty() ? settings.docker_binary : launcher_.program();
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(program, ec);
+  if (!ec) program = real.filename().string();
+  if (program.find("podman") != std::string::npos ||
+      settings.docker_binary.find("podman") != std::string::npos)
+    flavor_ = dc::CliFlavor::kPodman;
+  target_.podman = flavor_ == dc::CliFlavor::kPodman;
+}
+
+dc::CliFlavor DockerCliEngine::flavor() const {
+  std::lock_guard lock(mutex_);
+  return flavor_;
+}
+
+std::vector<std::string> DockerCliEngine::argv(std::vector<std::string> args) const {
+  std::vector<std::string> all = global_args_;
+  all.insert(all.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return all;
+}
+
+CliRun DockerCliEngine::run(std::vector<std::string> args, std::chrono::milliseconds timeout,
+                            const std::string* input) const {
+  return launcher_.run(argv(std::move(args)), input, timeout);
+}
+
+dc::EngineError DockerCliEngine::check(const CliRun& r) const {
+  if (r.ok()) return dc::EngineError{};
+  CliTarget target = target_;
+  target.podman = flavor() == dc::CliFlavor::kPodman;  // known for sure once connected
+  return classify_cli_failure(r, target);
+}
+
+dc::EngineError DockerCliEngine::connect() {
+  {
+    std::lock_guard lock(mutex_);
+    if (connected_) return dc::EngineError{};
+  }
+  // Docker's CLI fails this when its engine does not answer; Podman's needs no service. The
+  // answer also tells Podman (whose fields say "APIVersion") behind a binary named docker.
+  const auto r = run({"version", "--format={{json .}}"}, kConnectTimeout);
+  if (auto e = check(r); !e.ok()) {
+    // Whatever failed, the engine was not reached: the message says where it was looked for.
+    if (e.kind != Kind::kUnreachable)
+      e = dc::EngineError::of(
+          Kind::kUnreachable,
+          "cannot reach " + std::string(flavor() == dc::CliFlavor::kPodman ? "Podman" : "Docker") +
+              " at " + engine_address("", target_) + " (" + target_.describe + "): " + e.message);
+    return e;
+  }
+  const auto version = nlohmann::json::parse(r.out, nullptr, false);
+  std::lock_guard lock(mutex_);
+  if (version.is_object() && version.contains("Client") && version["Client"].is_object() &&
+      version["Client"].contains("APIVersion")) {
+    flavor_ = dc::CliFlavor::kPodman;
+  }
+  connected_ = true;
+  return dc::EngineError{};
+}
+
+dc::EngineError DockerCliEngine::check_image(const std::string& image) {
+  return check(run({"image", "inspect", "--format={{.Id}}", image}, kCallTimeout));
+}
+
+dc::EngineError DockerCliEngine::list(const std::map<std::string, std::string>& labels,
+                                      std::vector<dc::ContainerInfo>& out) {
+  out.clear();
+  std::vector<std::string> args = {"ps", "--all", "--quiet", "--no-trunc"};
+  for (const auto& [k, v] : labels) args.push_back("--filter=label=" + k + "=" + v);
+  const auto ids_run = run(args, kCallTimeout);
+  if (auto e = check(ids_run); !e.ok()) return e;
+  std::vector<std::string> inspect_args = {"inspect", "--type=container"};
+  std::size_t pos = 0;
+  while (pos < ids_run.out.size()) {
+    const std::size_t end = std::min(ids_run.out.find('\n', pos), ids_run.out.size());
+    const std::string id = ids_run.out.substr(pos, end - pos);
+    pos = end + 1;
+    if (!id.empty()) inspect_args.push_back(id);
+  }
+  if (inspect_args.size() == 2) return dc::EngineError{};
+  // One inspect for all. One that vanished in between makes it fail, but the rest still come.
+  const auto r = run(inspect_args, kCallTimeout);
+  const auto docs = nlohmann::json::parse(r.out, nullptr, false);
+  if (!docs.is_array()) {
+    auto e = check(r);
+    return e.ok() ? dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary +
+                                                          " inspect` answered with no JSON list")
+                  : e;
+  }
+  if (auto e = check(r); !e.ok() && e.kind != Kind::kNotFound) return e;
+  for (const auto& doc : docs)
+    if (doc.is_object()) out.push_back(dc::container_info_from_inspect(doc));
+  return dc::EngineError{};
+}
+
+dc::EngineError DockerCliEngine::inspect(const std::string& name, dc::ContainerInfo& out) {
+  const auto r = run({"inspect", "--type=container", name}, kCallTimeout);
+  if (auto e = check(r); !e.ok()) return e;
+  const auto docs = nlohmann::json::parse(r.out, nullptr, false);
+  if (!docs.is_array() || docs.empty() || !docs[0].is_object())
+    return dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary + " inspect " + name +
+                                                 "` answered with no container document");
+  out = dc::container_info_from_inspect(docs[0]);
+  return dc::EngineError{};
+}
+
+dc::EngineError DockerCliEngine::create(const dc::ContainerSpec& spec) {
+  auto args = dc::container_create_args(spec, flavor());
+  if (!args.error.empty()) return dc::EngineError::sentence(Kind::kOther, args.error);
+  args.args.insert(args.args.begin(), "create");
+  return check(run(std::move(args.args), kCallTimeout));
+}
+
+dc::EngineError DockerCliEngine::start(const std::string& name) {
+  return check(run({"start", name}, kCallTimeout));
+}
+
+dc::EngineError DockerCliEngine::remove(const std::string& name_or_id) {
+  return check(run({"rm", "--force", "--volumes", name_or_id}, kCallTimeout));
+}
+
+bool DockerCliEngine::wait_stopped(const std::string& name, std::chrono::milliseconds timeout) {
+  // Looks every 100 ms: `docker wait` and `podman wait` differ on a container never started.
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    dc::ContainerInfo info;
+    const auto e = inspect(name, info);
+    if (e.kind == Kind::kNotFound) return true;
+    if (e.ok() && !info.state.running) return true;
+    if (Clock::now() + 100ms >= deadline) return false;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+dc::EngineError DockerCliEngine::copy_into(const std::string& name, const std::string& dir,
+                                           const std::string& tar) {
+  return check(run({"cp", "-", name + ":" + dir}, kCopyTimeout, &tar));
+}
+
+dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text) {
+  text.clear();
+  std::string spawn_error;
+  ChildStdio stdio;
+  stdio.stderr_is_stdout = true;  // one stream: the container's two in arrival order
+  auto child = launcher_.spawn(argv({"logs", name}), stdio, spawn_error);
+  if (!child) {
+    CliRun failed;
+    failed.spawn_error = spawn_error;
+    return check(failed);
+  }
+  const auto deadline = Clock::now() + kLogsTimeout;
+  bool open = true, cut = false;
+  while (open) {
+    if (Clock::now() >= deadline) {
+      cut = true;
+      break;
+    }
+    pollfd p{child->out_fd(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, 50);
+    open = read_now(child->out_fd(), text, ChildLauncher::kMaxOutput);
+    if (text.size() >= ChildLauncher::kMaxOutput) {
+      cut = true;
+      break;
+    }
+    if (open && ready == 0 && child->poll_exit()) {
+      read_now(child->out_fd(), text);
+      break;
+    }
+  }
+  const int status = child->end(cut ? 0ms : kExitWait);
+  if (cut) {
+    text += "\n[execmcp: the log was cut short: " +
+            std::string(text.size() >= ChildLauncher::kMaxOutput ? "too long" : "timed out") +
+            "]\n";
+    return dc::EngineError{};
+  }
+  if (status != 0) {
+    CliRun failed;
+    failed.exit_status = status;
+    failed.err = text;  // its own error text came on the one stream
+    text.clear();
+    return check(failed);
+  }
+  return dc::EngineError{};
+}
+
+std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
+                                                   const dc::ExecOptions& options, bool channel,
+                                                   dc::EngineError& error,
+                                                   std::unique_ptr<dc::ExecSession>& replay) {
+  ChildStdio stdio;
+  stdio.input = options.attach_stdin || channel;
+  stdio.stdin_is_stdout = channel;
+  dc::ExecOptions opts = options;
+  opts.attach_stdin = stdio.input;
+  std::string spawn_error;
+  auto child = launcher_.spawn(argv(exec_args(name, opts, true)), stdio, spawn_error);
+  if (!child) {
+    CliRun failed;
+    failed.spawn_error = spawn_error;
+    error = check(failed);
+    return nullptr;
+  }
+  // The start line, read a byte at a time so nothing after it is taken from the stream: what
+  // follows is the command's (or the runner's diagnostics, for a channel).
+  const auto deadline = Clock::now() + kExecStartTimeout;
+  std::string before, line;
+  bool started = false, timed_out = false;
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{child->err_fd(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, 50);
+    char c = 0;
+    const ssize_t n = ::read(child->err_fd(), &c, 1);
+    if (n == 1) {
+      if (c != '\n') {
+        line.push_back(c);
+        if (line.size() > 4096) before += std::exchange(line, {});
+        continue;
+      }
+      if (line == kExecStarted) {
+        started = true;
+        break;
+      }
+      before += line + "\n";
+      line.clear();
+      continue;
+    }
+    if (n == 0) break;  // its stderr ended without the start line
+    if (errno == EINTR) continue;
+    if (ready == 0 && child->poll_exit()) {
+      read_now(child->err_fd(), before);
+      break;
+    }
+  }
+  if (started) return child;
+  before += line;
+  if (timed_out) {
+    child->end();
+    error = dc::EngineError::of(Kind::kUnreachable, "the engine (" + target_.describe +
+                                                        ") did not start the command within " +
+                                                        std::to_string(kExecStartTimeout.count()) +
+                                                        " s");
+    return nullptr;
+  }
+  std::string out;
+  read_now(child->out_fd(), out);
+  const int status = child->end(kExitWait);
+  // The runtime could not run the command (runc's "OCI runtime exec failed", exit 126/127):
+  // the backend reads that text, as it would through the Engine API.
+  if (status == 126 || status == 127) {
+    replay = std::make_unique<ReplayedExecSession>(std::move(out), std::move(before), status);
+    return nullptr;
+  }
+  CliRun failed;
+  failed.exit_status = status;
+  failed.err = before;
+  error = check(failed);
+  if (error.ok())
+    error = dc::EngineError::of(
+        Kind::kOther, "`" + settings_.docker_binary + " exec` ended before starting the command");
+  return nullptr;
+}
+
+std::unique_ptr<dc::ExecSession> DockerCliEngine::exec(const std::string& name,
+                                                       const dc::ExecOptions& options,
+                                                       dc::EngineError& error) {
+  error = dc::EngineError{};
+  std::unique_ptr<dc::ExecSession> replay;
+  auto child = start_exec(name, options, false, error, replay);
+  if (replay) return replay;
+  if (!child) return nullptr;
+  return std::make_unique<CliExecSession>(std::move(child));
+}
+
+std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& name,
+                                                             const dc::ExecOptions& options,
+                                                             dc::EngineError& error) {
+  error = dc::EngineError{};
+  std::unique_ptr<dc::ExecSession> replay;
+  auto child = start_exec(name, options, true, error, replay);
+  if (replay) {
+    // The runtime could not start the runner ("cannot exec in a stopped state": kNotRunning, so
+    // the backend brings the container back).
+    struct Collect final : dc::ExecStreamDecoder::Handler {
+      std::string text;
+      void on_payload(Stream, std::string_view data) override { text.append(data); }
+    } collect;
+    replay->read(0ms, collect);
+    CliRun refused;
+    refused.exit_status = replay->finish(false).code.value_or(-1);
+    refused.err = collect.text;
+    error = check(refused);
+    return std::nullopt;
+  }
+  if (!child) return std::nullopt;
+  const int io = child->release_out();
+  const int diagnostics = child->release_err();
+  auto ends = dc::ChannelEnds::raw(io, io, diagnostics);
+  // Released after the channel closed its ends: the CLI sees the end of its input, and the
+  // runner with it; it gets a moment to exit by itself before it is ended.
+  ends.owner = std::shared_ptr<Child>(child.release(), [](Child* c) {
+    c->end(1s);
+    delete c;
+  });
+  return ends;
+}
+
+}  // namespace execmcp::plugins::docker_cli

@@ -1,0 +1,97 @@
+// The container engine behind a docker-compatible CLI binary (docker, podman): each Engine call
+// is one CLI run, each exec one `docker exec` child, and the runner's channel one long-lived
+// `docker exec -i` child whose stdin and stdout are the channel.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "docker_cli/child_process.hpp"
+#include "docker_cli/cli_errors.hpp"
+#include "docker_common/container_create_args.hpp"
+#include "docker_common/docker_settings.hpp"
+#include "docker_common/engine.hpp"
+
+namespace execmcp::plugins::docker_cli {
+
+// The first line every exec'd command writes on stderr before it runs: the CLI's own failures
+// come without it, so the exit status after it is the command's (docker exits 1 for both).
+inline constexpr const char* kExecStarted = "execmcp-exec-started";
+
+// The environment a CLI child runs with, made from the settings and the server's own
+// environment `server_env` (only PATH, HOME, DOCKER_HOST and DOCKER_CONFIG are read from it).
+std::map<std::string, std::string> cli_environment(
+    const docker_common::DockerSettings& settings,
+    const std::map<std::string, std::string>& server_env);
+
+// PATH, HOME, DOCKER_HOST and DOCKER_CONFIG of this process.
+std::map<std::string, std::string> this_process_environment();
+
+// argv after the binary for `exec`: `options` and the start line on stderr (kExecStarted) before
+// `options.cmd` runs (with `sentinel`), or `options.cmd` alone.
+std::vector<std::string> exec_args(const std::string& name,
+                                   const docker_common::ExecOptions& options, bool sentinel);
+
+class DockerCliEngine final : public docker_common::Engine {
+ public:
+  explicit DockerCliEngine(const docker_common::DockerSettings& settings);
+  // For tests: `server_env` stands for this process's environment.
+  DockerCliEngine(const docker_common::DockerSettings& settings,
+                  const std::map<std::string, std::string>& server_env);
+
+  [[nodiscard]] std::string describe() const override { return target_.describe; }
+  [[nodiscard]] bool sees_host_files() const override { return local_; }
+
+  docker_common::EngineError connect() override;
+  docker_common::EngineError check_image(const std::string& image) override;
+  docker_common::EngineError list(const std::map<std::string, std::string>& labels,
+                                  std::vector<docker_common::ContainerInfo>& out) override;
+  docker_common::EngineError inspect(const std::string& name,
+                                     docker_common::ContainerInfo& out) override;
+  docker_common::EngineError create(const docker_common::ContainerSpec& spec) override;
+  docker_common::EngineError start(const std::string& name) override;
+  docker_common::EngineError remove(const std::string& name_or_id) override;
+  bool wait_stopped(const std::string& name, std::chrono::milliseconds timeout) override;
+  docker_common::EngineError copy_into(const std::string& name, const std::string& dir,
+                                       const std::string& tar) override;
+  docker_common::EngineError logs(const std::string& name, std::string& text) override;
+  std::unique_ptr<docker_common::ExecSession> exec(const std::string& name,
+                                                   const docker_common::ExecOptions& options,
+                                                   docker_common::EngineError& error) override;
+  std::optional<docker_common::ChannelEnds> open_channel(
+      const std::string& name, const docker_common::ExecOptions& options,
+      docker_common::EngineError& error) override;
+  [[nodiscard]] bool input_always_arrives() const override { return true; }
+
+  [[nodiscard]] docker_common::CliFlavor flavor() const;
+  [[nodiscard]] const ChildLauncher& launcher() const { return launcher_; }
+
+ private:
+  // The global flags (docker_flags, --context), then `args`.
+  std::vector<std::string> argv(std::vector<std::string> args) const;
+  CliRun run(std::vector<std::string> args, std::chrono::milliseconds timeout,
+             const std::string* input = nullptr) const;
+  // "" (ok) or the classified failure of `r`.
+  docker_common::EngineError check(const CliRun& r) const;
+  // Starts `exec` with the start line and waits for it; null with `error`, or a session that
+  // replays what the runtime said when it could not start the command (exit 126/127).
+  std::unique_ptr<Child> start_exec(const std::string& name,
+                                    const docker_common::ExecOptions& options, bool channel,
+                                    docker_common::EngineError& error,
+                                    std::unique_ptr<docker_common::ExecSession>& replay);
+
+  docker_common::DockerSettings settings_;
+  ChildLauncher launcher_;
+  CliTarget target_;
+  std::vector<std::string> global_args_;
+  bool local_ = true;
+  mutable std::mutex mutex_;
+  bool connected_ = false;
+  docker_common::CliFlavor flavor_ = docker_common::CliFlavor::kDocker;
+};
+
+}  // namespace execmcp::plugins::docker_cli

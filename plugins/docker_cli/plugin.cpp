@@ -1,0 +1,26 @@
+// Exports the docker-cli backend as an execmcp plugin: the shared container backend driven
+// through a docker-compatible CLI binary (docker, podman), for engines the socket API cannot
+// reach (ssh://, docker contexts, Podman).
+#include "execmcp/sdk/plugin.hpp"
+#include "docker_cli/docker_cli_engine.hpp"
+#include "docker_common/container_backend.hpp"
+
+namespace execmcp::plugins::docker_cli {
+
+class DockerCliBackend final : public docker_common::ContainerBackend {
+ public:
+  explicit DockerCliBackend(const sdk::BackendInit& init)
+      : DockerCliBackend(init, docker_common::parse_docker_settings(
+                                   init.settings_json, docker_common::EngineKind::kCli)) {}
+
+ private:
+  DockerCliBackend(const sdk::BackendInit& init, docker_common::DockerSettings settings)
+      : ContainerBackend(init, "docker-cli", settings,
+                         std::make_unique<DockerCliEngine>(settings)) {}
+};
+
+}  // namespace execmcp::plugins::docker_cli
+
+EXECMCP_BACKEND_PLUGIN(execmcp::plugins::docker_cli::DockerCliBackend, "docker-cli", "0.1.0",
+                       "one persistent container per agent, driven through the docker (or podman) "
+                       "CLI: remote engines over SSH, docker contexts, Podman")
