@@ -1,6 +1,7 @@
-// execmcp_docker_bench: execute_command("true") on the docker-api backend in exec_mode agent and
-// exec against the `docker exec` CLI, in one run, at 1 and N calls in flight, plus the first call
-// of a new agent in each mode (see README.md). Loads the plugin the way the host does (Boost.DLL).
+// execmcp_docker_bench: execute_command("true") on every executor backend side by side (local,
+// docker-api and docker-cli, each Docker one in exec_mode agent and exec) against the `docker exec`
+// CLI, in one run, at 1 and N calls in flight, plus the first call of a new agent per backend (see
+// README.md). Loads the plugins the way the host does (Boost.DLL).
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -15,8 +16,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -40,14 +44,55 @@ using sdk::ExecutorBackend;
 // Exit code when no engine or image is there: ctest reads it as a skip.
 constexpr int kSkipped = 77;
 
+// The plugins built with this program; the docker-cli one only when its target exists.
+#ifdef EXECMCP_LOCAL_PLUGIN
+constexpr const char* kLocalPlugin = EXECMCP_LOCAL_PLUGIN;
+#else
+constexpr const char* kLocalPlugin = "";
+#endif
+#ifdef EXECMCP_DOCKER_API_PLUGIN
+constexpr const char* kDockerApiPlugin = EXECMCP_DOCKER_API_PLUGIN;
+#else
+constexpr const char* kDockerApiPlugin = "";
+#endif
+#ifdef EXECMCP_DOCKER_CLI_PLUGIN
+constexpr const char* kDockerCliPlugin = EXECMCP_DOCKER_CLI_PLUGIN;
+#else
+constexpr const char* kDockerCliPlugin = "";
+#endif
+
+// A backend the bench can measure: one plugin in one exec_mode ("" for local).
+struct BackendKind {
+  std::string key;     // its name in --backends
+  std::string label;   // its name in the table
+  std::string plugin;  // "local", "docker-api" or "docker-cli"
+  std::string mode;    // "agent", "exec" or "" (local has no exec_mode)
+};
+
+// Table order; the baseline (`docker exec`, key "docker-exec") is not a backend and comes first.
+const std::vector<BackendKind>& all_backends() {
+  static const std::vector<BackendKind> kinds = {
+      {"local", "local", "local", ""},
+      {"api-agent", "docker-api agent", "docker-api", "agent"},
+      {"api-exec", "docker-api exec", "docker-api", "exec"},
+      {"cli-agent", "docker-cli agent", "docker-cli", "agent"},
+      {"cli-exec", "docker-cli exec", "docker-cli", "exec"},
+  };
+  return kinds;
+}
+
+constexpr const char* kBaselineKey = "docker-exec";
+
 struct Options {
-  std::string plugin = EXECMCP_DOCKER_API_PLUGIN;
+  std::map<std::string, std::string> plugins;  // plugin name -> file ("" when not built)
+  std::string plugin_dir;                      // --plugin-dir: where unset plugins are looked up
+  std::set<std::string> backends;              // keys of all_backends() and kBaselineKey
   std::string image = "execmcp/runtime:latest";
   int calls_1 = 200;    // calls per row at 1 in flight
   int calls_n = 400;    // calls per row at `in_flight`
   int in_flight = 8;    // the issue's "8 in flight"
-  int rounds = 4;       // the three ways alternate in rounds, so all see the same machine load
-  int first_calls = 5;  // new agents per mode for "first call"
+  int rounds = 4;       // the ways alternate in rounds, so all see the same machine load
+  int first_calls = 5;  // new agents per backend for "first call"
 };
 
 struct Stats {
@@ -171,7 +216,7 @@ class TempDir {
   std::string path_;
 };
 
-// One of the three ways to run `true` in a container.
+// One way to run `true`: a backend, or the `docker exec` CLI.
 struct Way {
   std::string name;
   std::function<void()> call;  // throws when the call did not succeed
@@ -218,16 +263,21 @@ struct NoticeCount {
   std::string first;
 };
 
+// Throws unless the result is a command that ran and exited 0.
+void check_result(const sdk::ExecResult& r) {
+  if (!r.error.empty()) throw std::runtime_error(r.error);
+  if (r.exit_code != 0)
+    throw std::runtime_error("exit code " + std::to_string(r.exit_code) + ": " +
+                             r.stderr_data.substr(0, 200));
+}
+
 Way backend_way(const std::string& name, ExecutorBackend& backend, NoticeCount& notices) {
   return {name, [&backend, &notices] {
             ExecRequest req;
             req.command = "true";
             req.timeout = std::chrono::seconds(60);
             const auto r = backend.execute(req);
-            if (!r.error.empty()) throw std::runtime_error(r.error);
-            if (r.exit_code != 0)
-              throw std::runtime_error("exit code " + std::to_string(r.exit_code) + ": " +
-                                       r.stderr_data.substr(0, 200));
+            check_result(r);
             ++notices.results;
             if (!r.notices.empty()) {
               ++notices.with_notice;
@@ -237,57 +287,67 @@ Way backend_way(const std::string& name, ExecutorBackend& backend, NoticeCount& 
           }};
 }
 
-BackendInit init_for(const std::string& agent, const std::string& ws, const std::string& image,
-                     const std::string& mode) {
+// The container label value that tells this process's agents from other servers' ones.
+std::string instance_id() {
+  return "b" + std::to_string(::getpid());
+}
+
+// An agent id is a name: letters and digits only ("api-agent" -> "apiagent").
+std::string agent_id(const std::string& prefix, const BackendKind& kind) {
+  std::string id = prefix;
+  for (const char c : kind.key)
+    if (c != '-') id += c;
+  return id;
+}
+
+BackendInit init_for(const std::string& agent, const std::string& ws, const Options& opt,
+                     const BackendKind& kind) {
   BackendInit init;
   init.agent_id = agent;
-  init.instance_id = "b" + std::to_string(::getpid());
+  init.instance_id = instance_id();
   init.cwd = ws;
   init.paths = {{ws, true}};
   init.log_dir = ws + "/.logs";
-  init.settings_json = R"({"image": ")" + image + R"(", "exec_mode": ")" + mode + "\"}";
+  // local: its defaults (/bin/sh, no prefix, no venv in the empty workspace); Docker: both plugins
+  // read the same settings, and docker-cli's own (docker_binary, ...) keep their defaults.
+  init.settings_json = kind.plugin == "local" ? std::string("{}")
+                                              : R"({"image": ")" + opt.image +
+                                                    R"(", "exec_mode": ")" + kind.mode + "\"}";
   return init;
 }
 
-void print_row(const std::string& name, const Stats& s) {
-  std::printf("%-36s %6zu %9.2f %9.2f %9.1f\n", name.c_str(), s.calls, s.p50, s.p99, s.per_second);
-}
-
-void print_ratio(const std::string& name, const Stats& a, const Stats& cli) {
-  auto r = [](double x, double y) { return y > 0 ? x / y : 0.0; };
-  std::printf("%-36s %6s %8.3fx %8.3fx %8.3fx\n", name.c_str(), "", r(a.p50, cli.p50),
-              r(a.p99, cli.p99), r(a.per_second, cli.per_second));
-}
-
-// Construct + start() + the first execute("true") of a brand-new agent (its container created),
-// `n` times per mode; cleanup (container removal) is not timed.
+// Construct + start() + the first execute("true") of a brand-new agent (for Docker, its container
+// created), `n` times per backend; cleanup (container removal) is not timed.
 struct FirstCall {
   double total_ms = 0, start_ms = 0, execute_ms = 0;  // medians
 };
 
-FirstCall first_call(Plugin& plugin, const Options& opt, const std::string& mode,
+FirstCall first_call(Plugin& plugin, const Options& opt, const BackendKind& kind,
                      const std::string& ws) {
   std::vector<double> total, start, execute;
   for (int i = 0; i < opt.first_calls; ++i) {
     const auto t0 = Clock::now();
     auto backend =
-        plugin.create(init_for("benchfirst" + mode + std::to_string(i), ws, opt.image, mode));
+        plugin.create(init_for(agent_id("benchfirst", kind) + std::to_string(i), ws, opt, kind));
     const std::string error = backend->start();
     const double start_ms = ms_since(t0);
     if (!error.empty()) {
       backend->cleanup();
-      throw std::runtime_error("first call (" + mode + "): start: " + error);
+      throw std::runtime_error("first call (" + kind.label + "): start: " + error);
     }
     const auto t1 = Clock::now();
     ExecRequest req;
     req.command = "true";
+    req.timeout = std::chrono::seconds(60);
     const auto r = backend->execute(req);
     const double execute_ms = ms_since(t1);
     const double total_ms = ms_since(t0);
     backend->cleanup();
-    if (!r.error.empty() || r.exit_code != 0)
-      throw std::runtime_error("first call (" + mode + "): " + r.error + " exit " +
-                               std::to_string(r.exit_code));
+    try {
+      check_result(r);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("first call (" + kind.label + "): " + e.what());
+    }
     total.push_back(total_ms);
     start.push_back(start_ms);
     execute.push_back(execute_ms);
@@ -295,22 +355,65 @@ FirstCall first_call(Plugin& plugin, const Options& opt, const std::string& mode
   return {median(total), median(start), median(execute)};
 }
 
+std::string ratio(double x, double baseline, const char* format) {
+  if (baseline <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, x / baseline);
+  return buf;
+}
+
 void usage() {
   std::puts(
-      "usage: execmcp_docker_bench [--plugin PATH] [--image REF] [--calls-1 N] [--calls-n N]\n"
-      "                            [--in-flight N] [--rounds N] [--first-calls N]\n"
-      "  --plugin PATH      the docker-api plugin (default: the one built with this program)\n"
+      "usage: execmcp_docker_bench [--backends LIST] [--plugin-dir DIR] [--local-plugin PATH]\n"
+      "                            [--api-plugin PATH] [--cli-plugin PATH] [--image REF]\n"
+      "                            [--calls-1 N] [--calls-n N] [--in-flight N] [--rounds N]\n"
+      "                            [--first-calls N]\n"
+      "  --backends LIST    comma-separated subset of: local, api-agent, api-exec, cli-agent,\n"
+      "                     cli-exec, docker-exec (the baseline); docker-api and docker-cli mean\n"
+      "                     both modes; default all\n"
+      "  --plugin-dir DIR   load execmcp_local.so, execmcp_docker_api.so, execmcp_docker_cli.so\n"
+      "                     from DIR (default: the plugins built with this program)\n"
+      "  --local-plugin PATH, --api-plugin PATH (or --plugin PATH), --cli-plugin PATH\n"
+      "                     one plugin's file, over --plugin-dir\n"
       "  --image REF        image of the agents' containers (default execmcp/runtime:latest)\n"
       "  --calls-1 N        calls per row at 1 in flight (default 200)\n"
       "  --calls-n N        calls per row at --in-flight (default 400)\n"
       "  --in-flight N      calls kept open in the concurrent rows (default 8)\n"
-      "  --rounds N         CLI, exec and agent alternate in N rounds per load (default 4)\n"
-      "  --first-calls N    new agents per mode for the first-call median (default 5)\n"
-      "Exit 77 (skip) when no Docker engine answers or the image is missing.");
+      "  --rounds N         the backends alternate in N rounds per load (default 4)\n"
+      "  --first-calls N    new agents per backend for the first-call median (default 5)\n"
+      "Exit 77 (skip) when a Docker backend is chosen and no Docker engine answers or the image\n"
+      "is missing. A plugin that was not built is left out with a line saying so.");
+}
+
+std::set<std::string> parse_backends(const std::string& list) {
+  std::set<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string item = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    bool known = false;
+    for (const auto& k : all_backends()) {
+      if (item == "all" || item == k.key || item == k.plugin) {
+        out.insert(k.key);
+        known = true;
+      }
+    }
+    if (item == "all" || item == kBaselineKey) {
+      out.insert(kBaselineKey);
+      known = true;
+    }
+    if (!known) throw std::invalid_argument("--backends: unknown backend '" + item + "'");
+  }
+  if (out.empty()) throw std::invalid_argument("--backends: the list is empty");
+  return out;
 }
 
 Options parse(int argc, char** argv) {
   Options opt;
+  opt.backends = parse_backends("all");
+  std::map<std::string, std::string> explicit_plugins;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -322,8 +425,16 @@ Options parse(int argc, char** argv) {
       if (n < 1) throw std::invalid_argument(a + " must be >= 1");
       return n;
     };
-    if (a == "--plugin") {
-      opt.plugin = value();
+    if (a == "--plugin" || a == "--api-plugin") {
+      explicit_plugins["docker-api"] = value();
+    } else if (a == "--cli-plugin") {
+      explicit_plugins["docker-cli"] = value();
+    } else if (a == "--local-plugin") {
+      explicit_plugins["local"] = value();
+    } else if (a == "--plugin-dir") {
+      opt.plugin_dir = value();
+    } else if (a == "--backends") {
+      opt.backends = parse_backends(value());
     } else if (a == "--image") {
       opt.image = value();
     } else if (a == "--calls-1") {
@@ -343,64 +454,128 @@ Options parse(int argc, char** argv) {
       throw std::invalid_argument("unknown option " + a);
     }
   }
+  // An explicit file wins over --plugin-dir, which wins over the files built with the program.
+  const std::map<std::string, std::pair<std::string, std::string>> built = {
+      {"local", {kLocalPlugin, "execmcp_local.so"}},
+      {"docker-api", {kDockerApiPlugin, "execmcp_docker_api.so"}},
+      {"docker-cli", {kDockerCliPlugin, "execmcp_docker_cli.so"}},
+  };
+  for (const auto& [name, where] : built) {
+    if (const auto it = explicit_plugins.find(name); it != explicit_plugins.end())
+      opt.plugins[name] = it->second;
+    else if (!opt.plugin_dir.empty())
+      opt.plugins[name] = (fs::path(opt.plugin_dir) / where.second).string();
+    else
+      opt.plugins[name] = where.first;
+  }
   return opt;
 }
 
+// One measured backend: its kind, its long-lived agent and the notices its results carried.
+struct Measured {
+  const BackendKind* kind = nullptr;
+  std::unique_ptr<ExecutorBackend> backend;
+  std::unique_ptr<NoticeCount> notices = std::make_unique<NoticeCount>();
+};
+
 int run(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  const char* gate = std::getenv("EXECMCP_DOCKER_TESTS");
-  if (gate != nullptr && std::string(gate) == "0") {
-    std::puts("execmcp_docker_bench: skipped (EXECMCP_DOCKER_TESTS=0)");
-    return kSkipped;
+  Options opt = parse(argc, argv);
+
+  // Leave out the backends whose plugin was not built (docker-cli may not exist yet).
+  std::set<std::string> not_built;
+  for (const auto& k : all_backends()) {
+    if (opt.backends.count(k.key) == 0) continue;
+    const std::string& file = opt.plugins[k.plugin];
+    if (file.empty() || !fs::exists(file)) {
+      if (not_built.insert(k.plugin).second)
+        std::printf("%s: not built%s, its rows are left out\n", k.plugin.c_str(),
+                    file.empty() ? "" : (" (no " + file + ")").c_str());
+      opt.backends.erase(k.key);
+    }
   }
-  if (spawn_quiet({"docker", "info"}) != 0 ||
-      spawn_quiet({"docker", "image", "inspect", opt.image}) != 0) {
-    std::printf(
-        "execmcp_docker_bench: skipped: no Docker engine answers or image %s is missing "
-        "(scripts/docker-engine.sh start, docker/build.sh)\n",
-        opt.image.c_str());
+  bool any_docker = false;
+  for (const auto& k : all_backends())
+    if (opt.backends.count(k.key) != 0 && k.plugin != "local") any_docker = true;
+  if (opt.backends.count(kBaselineKey) != 0 && !any_docker) {
+    std::puts("docker exec: runs in a Docker backend's container; none is chosen, left out");
+    opt.backends.erase(kBaselineKey);
+  }
+  if (opt.backends.empty()) {
+    std::puts("execmcp_docker_bench: skipped: nothing left to measure");
     return kSkipped;
   }
 
-  Plugin plugin(opt.plugin);
+  if (any_docker) {
+    const char* gate = std::getenv("EXECMCP_DOCKER_TESTS");
+    if (gate != nullptr && std::string(gate) == "0") {
+      std::puts("execmcp_docker_bench: skipped (EXECMCP_DOCKER_TESTS=0)");
+      return kSkipped;
+    }
+    if (spawn_quiet({"docker", "info"}) != 0 ||
+        spawn_quiet({"docker", "image", "inspect", opt.image}) != 0) {
+      std::printf(
+          "execmcp_docker_bench: skipped: no Docker engine answers or image %s is missing "
+          "(scripts/docker-engine.sh start, docker/build.sh)\n",
+          opt.image.c_str());
+      return kSkipped;
+    }
+  }
+
+  // Plugins outlive every backend they made (declared first, destroyed last).
+  std::map<std::string, std::unique_ptr<Plugin>> plugins;
+  for (const auto& k : all_backends())
+    if (opt.backends.count(k.key) != 0 && plugins.count(k.plugin) == 0)
+      plugins[k.plugin] = std::make_unique<Plugin>(opt.plugins[k.plugin]);
+
   const TempDir ws;
-  std::printf("execmcp_docker_bench: image %s, %u cpus, load average %s, plugin %s\n",
-              opt.image.c_str(), std::thread::hardware_concurrency(), load_average().c_str(),
-              opt.plugin.c_str());
+  std::printf("execmcp_docker_bench: image %s, %u cpus, load average at the start %s\n",
+              opt.image.c_str(), std::thread::hardware_concurrency(), load_average().c_str());
+  for (const auto& [name, plugin] : plugins)
+    std::printf("  %s plugin: %s\n", name.c_str(), opt.plugins[name].c_str());
   std::fflush(stdout);
 
-  auto agent = plugin.create(init_for("benchagent", ws.path(), opt.image, "agent"));
-  auto exec = plugin.create(init_for("benchexec", ws.path(), opt.image, "exec"));
-  // Containers go even when a load fails half-way.
+  std::vector<Measured> measured;
+  // Containers go even when a start or a load fails half-way.
   struct Cleanup {
-    ExecutorBackend& a;
-    ExecutorBackend& b;
+    std::vector<Measured>& m;
     ~Cleanup() {
-      a.cleanup();
-      b.cleanup();
+      for (auto& x : m)
+        if (x.backend) x.backend->cleanup();
     }
-  } cleanup{*agent, *exec};
-  for (auto* b : {agent.get(), exec.get()})
-    if (const std::string error = b->start(); !error.empty())
-      throw std::runtime_error("start: " + error);
+  } cleanup{measured};
+  for (const auto& k : all_backends()) {
+    if (opt.backends.count(k.key) == 0) continue;
+    Measured m;
+    m.kind = &k;
+    m.backend = plugins[k.plugin]->create(init_for(agent_id("bench", k), ws.path(), opt, k));
+    measured.push_back(std::move(m));
+    if (const std::string error = measured.back().backend->start(); !error.empty())
+      throw std::runtime_error(k.label + ": start: " + error);
+  }
 
-  // The CLI runs in the exec backend's own container: same image, limits and user.
-  const std::string ctr = output_of(
-      "docker ps -q --filter label=execmcp.agent=benchexec "
-      "--filter label=execmcp.instance=b" +
-      std::to_string(::getpid()));
-  if (ctr.empty()) throw std::runtime_error("cannot find the exec backend's container");
-
-  NoticeCount agent_notices, exec_notices;
-  const std::vector<Way> ways = {
-      {"docker exec CLI",
-       [&ctr] {
-         const int rc = spawn_quiet({"docker", "exec", ctr, "true"});
-         if (rc != 0) throw std::runtime_error("docker exec exited " + std::to_string(rc));
-       }},
-      backend_way("docker-api exec", *exec, exec_notices),
-      backend_way("docker-api agent", *agent, agent_notices),
-  };
+  std::vector<Way> ways;
+  for (auto& m : measured) ways.push_back(backend_way(m.kind->label, *m.backend, *m.notices));
+  std::string ctr;
+  if (opt.backends.count(kBaselineKey) != 0) {
+    // The CLI runs in a Docker backend's own container (same image, limits and user), an exec
+    // mode one when there is one: agent mode's runner is idle there, but exec mode has none.
+    const BackendKind* host = nullptr;
+    for (const auto& m : measured)
+      if (m.kind->plugin != "local" &&
+          (host == nullptr || (host->mode != "exec" && m.kind->mode == "exec")))
+        host = m.kind;
+    ctr = output_of("docker ps -q --filter label=execmcp.agent=" + agent_id("bench", *host) +
+                    " --filter label=execmcp.instance=" + instance_id());
+    if (ctr.empty()) throw std::runtime_error("cannot find the container of " + host->label);
+    std::printf("  docker exec runs in the container of %s (%s)\n", host->label.c_str(),
+                ctr.c_str());
+    ways.insert(ways.begin(),
+                Way{"docker exec CLI", [&ctr] {
+                      const int rc = spawn_quiet({"docker", "exec", ctr, "true"});
+                      if (rc != 0)
+                        throw std::runtime_error("docker exec exited " + std::to_string(rc));
+                    }});
+  }
 
   // Warm-up: connections, page cache, the agent's first start.
   for (const auto& w : ways) {
@@ -429,38 +604,46 @@ int run(int argc, char** argv) {
   }
 
   std::fprintf(stderr, "  first calls of new agents\n");
-  const FirstCall first_exec = first_call(plugin, opt, "exec", ws.path());
-  const FirstCall first_agent = first_call(plugin, opt, "agent", ws.path());
+  std::vector<std::pair<const BackendKind*, FirstCall>> firsts;
+  for (const auto& m : measured)
+    firsts.emplace_back(m.kind, first_call(*plugins[m.kind->plugin], opt, *m.kind, ws.path()));
+  const std::string load_at_end = load_average();
 
-  std::printf("\n%-36s %6s %9s %9s %9s\n", "execute(\"true\")", "calls", "p50 ms", "p99 ms",
-              "calls/s");
-  std::vector<std::vector<Stats>> stats(loads.size());
+  // One Markdown table: it reads in a terminal and goes into README.md as it is.
+  const bool baseline = !ctr.empty();
+  std::printf(
+      "\n| execute(\"true\") | in flight | calls | p50 ms | p99 ms | calls/s | p50 / docker exec "
+      "| calls/s / docker exec |\n|---|---|---|---|---|---|---|---|\n");
   for (std::size_t l = 0; l < loads.size(); ++l) {
+    const Stats base = baseline ? summarize(rows[l][0].latencies, rows[l][0].wall) : Stats{};
     for (std::size_t w = 0; w < ways.size(); ++w) {
-      stats[l].push_back(summarize(rows[l][w].latencies, rows[l][w].wall));
-      print_row(ways[w].name + ", " + std::to_string(loads[l]) + " in flight", stats[l][w]);
+      const Stats s = summarize(rows[l][w].latencies, rows[l][w].wall);
+      std::printf("| %s | %d | %zu | %.2f | %.2f | %.1f | %s | %s |\n", ways[w].name.c_str(),
+                  loads[l], s.calls, s.p50, s.p99, s.per_second,
+                  ratio(s.p50, base.p50, "%.3fx").c_str(),
+                  ratio(s.per_second, base.per_second, "%.2fx").c_str());
     }
   }
-  std::printf("\n%-36s %6s %9s %9s %9s\n", "ratio to the CLI", "", "p50", "p99", "calls/s");
-  for (std::size_t l = 0; l < loads.size(); ++l) {
-    const std::string at = ", " + std::to_string(loads[l]) + " in flight";
-    print_ratio("agent/CLI" + at, stats[l][2], stats[l][0]);
-    print_ratio("exec/CLI" + at, stats[l][1], stats[l][0]);
-  }
-  std::printf("(issue 9's target: agent/CLI p50 <= 0.1x)\n");
+  if (baseline && opt.backends.count("api-agent") != 0)
+    std::printf("\n(issue 9's target: docker-api agent p50 / docker exec <= 0.1x)\n");
 
-  std::printf("\nfirst call of a new agent (construct + start() + first execute), median of %d:\n",
-              opt.first_calls);
-  for (const auto& [mode, f] : {std::pair{"agent", first_agent}, std::pair{"exec", first_exec}})
-    std::printf("  %-6s %8.1f ms  (start() %.1f ms, first execute %.1f ms)\n", mode, f.total_ms,
-                f.start_ms, f.execute_ms);
+  std::printf(
+      "\nFirst call of a new agent (construct + start() + first execute), median of %d:\n\n",
+      opt.first_calls);
+  std::printf("| backend | total ms | start() ms | first execute ms |\n|---|---|---|---|\n");
+  for (const auto& [kind, f] : firsts)
+    std::printf("| %s | %.1f | %.1f | %.1f |\n", kind->label.c_str(), f.total_ms, f.start_ms,
+                f.execute_ms);
 
-  std::printf("\nload average at the end: %s\n", load_average().c_str());
-  std::printf("results with a notice: agent %d of %d, exec %d of %d\n",
-              agent_notices.with_notice.load(), agent_notices.results.load(),
-              exec_notices.with_notice.load(), exec_notices.results.load());
-  if (!agent_notices.first.empty())
-    std::printf("  first agent-mode notice: %s\n", agent_notices.first.c_str());
+  std::printf("\nload average at the end: %s\n", load_at_end.c_str());
+  std::printf("results with a notice:");
+  for (const auto& m : measured)
+    std::printf(" %s %d of %d;", m.kind->label.c_str(), m.notices->with_notice.load(),
+                m.notices->results.load());
+  std::printf("\n");
+  for (const auto& m : measured)
+    if (!m.notices->first.empty())
+      std::printf("  first notice of %s: %s\n", m.kind->label.c_str(), m.notices->first.c_str());
   return 0;
 }
 
