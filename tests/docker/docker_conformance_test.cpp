@@ -1,6 +1,7 @@
 // Runs the SDK's backend conformance kit on the real engine against the Docker backend, exec_mode
 // and extra settings that test_backend.hpp's variables name (docker-api or docker-cli; over SSH or
 // with Podman too).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,6 +23,10 @@ const bool registered = [] {
   backend.name = dt::test_backend() == "docker-api" ? "docker_api" : "docker_cli";
   backend.factory = execmcp::conformance::plugin_backend_factory(dt::test_plugin_path());
   backend.settings_json = execmcp::docker_test::with_test_settings(R"({"pids_limit": 256})");
+  // Where every engine call is slow (one SSH handshake per docker CLI run), kills and starts get
+  // more time to come back.
+  if (const char* slack = std::getenv("EXECMCP_TEST_SLACK_SECONDS"); slack != nullptr)
+    backend.slack = std::chrono::seconds(std::atoi(slack));
   return execmcp::conformance::register_backend(std::move(backend));
 }();
 

@@ -486,6 +486,9 @@ TEST_P(BackendConformance, ReadingAMissingFileIsAnError) {
 
 TEST_P(BackendConformance, RunsManyCommandsAtOnce) {
   constexpr int kCommands = 8;
+  // A backend's first call may set things up (a Docker backend starts its agent in the container,
+  // over SSH seconds): made first, so the clock measures the eight calls only.
+  ASSERT_EQ(run("true").error, "");
   std::vector<std::future<sdk::ExecResult>> futures;
   auto started = Clock::now();
   for (int i = 0; i < kCommands; ++i) {
