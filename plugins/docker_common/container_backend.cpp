@@ -267,14 +267,10 @@ std::string ContainerBackend::prepare_workspace_access() {
   return {};
 }
 
-void ContainerBackend::remove_orphans() {
-  std::vector<ContainerInfo> list;
-  if (auto err = engine_->list({{kLabelManaged, "true"}, {kLabelOwnerHost, host_name_}}, list);
-      !err.ok()) {
-    log(sdk::LogLevel::Warn, describe_failure(err, "listing containers for orphan removal"));
-    return;
-  }
-  for (const auto& c : list) {
+void ContainerBackend::remove_orphans(std::vector<ContainerInfo>& managed) {
+  std::erase_if(managed, [&](const ContainerInfo& c) {
+    const auto host = c.labels.find(kLabelOwnerHost);
+    if (host == c.labels.end() || host->second != host_name_) return false;
     const auto it = c.labels.find(kLabelOwnerPid);
     const std::string pid_text = it == c.labels.end() ? std::string() : it->second;
     long pid = 0;
@@ -283,15 +279,17 @@ void ContainerBackend::remove_orphans() {
     } catch (...) {
       pid = 0;
     }
-    if (pid_alive(pid) || c.id.empty()) continue;
+    if (pid_alive(pid) || c.id.empty()) return false;
     const auto del = engine_->remove(c.id);
     log(sdk::LogLevel::Info,
         "removed orphan container " + c.id.substr(0, 12) + " (owner pid " + pid_text + " is gone)" +
             (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + del.message));
-  }
+    return del.ok() || del.kind == Kind::kNotFound;
+  });
 }
 
-std::string ContainerBackend::checked_spec(ContainerSpec& spec) {
+std::string ContainerBackend::checked_spec(ContainerSpec& spec,
+                                           const std::vector<ContainerInfo>* managed) {
   spec = make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
@@ -309,18 +307,27 @@ std::string ContainerBackend::checked_spec(ContainerSpec& spec) {
   // Checked before every start, not once: the engine resolves each source again at each start,
   // and an agent may have changed a path since the last one.
   auto roots = writable_roots(init_, settings_.extra_mounts);
-  if (auto err = add_other_agents_roots(roots); !err.empty()) return err;
+  if (auto err = add_other_agents_roots(roots, managed); !err.empty()) return err;
   for (const auto& m : spec.mounts)
     if (auto err = check_mount_source(m.source, roots); !err.empty()) return err;
   return {};
 }
 
-std::string ContainerBackend::add_other_agents_roots(std::vector<WritableRoot>& roots) {
-  std::vector<ContainerInfo> list;
-  if (auto err = engine_->list({{kLabelManaged, "true"}}, list); !err.ok())
+std::string ContainerBackend::list_managed(std::vector<ContainerInfo>& out) {
+  if (auto err = engine_->list({{kLabelManaged, "true"}}, out); !err.ok())
     return describe_failure(err,
                             "listing the other agents' containers (to check the mount sources)");
-  for (const auto& c : list) {
+  return {};
+}
+
+std::string ContainerBackend::add_other_agents_roots(std::vector<WritableRoot>& roots,
+                                                     const std::vector<ContainerInfo>* managed) {
+  std::vector<ContainerInfo> fresh;
+  if (managed == nullptr) {
+    if (auto err = list_managed(fresh); !err.empty()) return err;
+    managed = &fresh;
+  }
+  for (const auto& c : *managed) {
     if (c.name == name_) continue;  // our own, from an earlier start: the same grants as ours
     const auto it = c.labels.find(kLabelAgent);
     const std::string agent = it == c.labels.end() ? std::string() : it->second;
@@ -332,9 +339,9 @@ std::string ContainerBackend::add_other_agents_roots(std::vector<WritableRoot>& 
   return {};
 }
 
-std::string ContainerBackend::create_and_start() {
+std::string ContainerBackend::create_and_start(const std::vector<ContainerInfo>* managed) {
   ContainerSpec spec;
-  if (auto err = checked_spec(spec); !err.empty()) return err;
+  if (auto err = checked_spec(spec, managed); !err.empty()) return err;
   const std::string disk_hint = settings_.disk_bytes ? std::string(kDiskHint) : std::string();
   for (int attempt = 0; attempt < 2; ++attempt) {
     const auto err = engine_->create(spec);
@@ -373,13 +380,17 @@ std::string ContainerBackend::start() {
         return "image '" + settings_.image + "' not found: " + kBuildHint;
       return describe_failure(err, "inspecting image '" + settings_.image + "'");
     }
+    // Every execmcp container on the engine, looked up once for the whole start (each engine call
+    // is a CLI run for docker-cli, over SSH a handshake each).
+    std::vector<ContainerInfo> managed;
+    if (auto err = list_managed(managed); !err.empty()) return err;
     // Before the ACL grant too: that would otherwise follow a symlinked workspace.
     ContainerSpec unused;
-    if (auto err = checked_spec(unused); !err.empty()) return err;
+    if (auto err = checked_spec(unused, &managed); !err.empty()) return err;
     if (auto err = prepare_workspace_access(); !err.empty()) return err;
-    remove_orphans();
+    remove_orphans(managed);
     if (engine_->remove(name_).ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
-    return create_and_start();
+    return create_and_start(&managed);
   } catch (const std::exception& e) {
     return backend_name_ + " start failed: " + e.what();
   }

@@ -71,13 +71,19 @@ class ContainerBackend : public sdk::ExecutorBackend {
 
   std::string user();
   std::string prepare_workspace_access();
-  void remove_orphans();
+  // Every execmcp container on the engine; "" or why they could not be listed.
+  std::string list_managed(std::vector<ContainerInfo>& out);
+  // Removes this host's containers whose owner process is gone, and drops them from `managed`.
+  void remove_orphans(std::vector<ContainerInfo>& managed);
   // The container spec with every mount source checked (see docs/security.md, Container mounts);
-  // "" or why the container must not start.
-  std::string checked_spec(ContainerSpec& spec);
+  // "" or why the container must not start. `managed`: list_managed()'s answer when the caller
+  // has it (null: looked up now).
+  std::string checked_spec(ContainerSpec& spec,
+                           const std::vector<ContainerInfo>* managed = nullptr);
   // Adds the writable bind sources of every other execmcp container on this engine.
-  std::string add_other_agents_roots(std::vector<WritableRoot>& roots);
-  std::string create_and_start();
+  std::string add_other_agents_roots(std::vector<WritableRoot>& roots,
+                                     const std::vector<ContainerInfo>* managed);
+  std::string create_and_start(const std::vector<ContainerInfo>* managed = nullptr);
   // Starts a process in the container, bringing the container back once if it is gone or stopped
   // (when `recover`); null and `error` on failure.
   std::unique_ptr<ExecSession> start_exec(const ExecOptions& options, bool recover,
