@@ -34,11 +34,12 @@ for mode in "${modes[@]}"; do
       export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=0"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       echo "sanitize: whole suite under ASan+UBSan" >&2
-      # The deployment and load tests run the program in images and at length, and the SSH and
-      # Podman runs repeat docker-cli's suites through other fixtures: once (in the main pass) is
-      # enough.
+      # The deployment and load tests run the program in images and at length: once (in the main
+      # pass) is enough. So are docker-cli's runs on the engine (and over SSH, with Podman): they
+      # repeat docker-api's suites through the shared container backend, which runs here, and the
+      # CLI plugin's own code runs here in its unit tests (a fake docker binary).
       (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" \
-        -LE "format|install|bench|deploy|load|ssh|podman")
+        -LE "format|install|bench|deploy|load|ssh|podman|docker-cli")
       ;;
     tsan)
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
