@@ -674,7 +674,15 @@ std::optional<ContainerState> ContainerBackend::inspect_state() {
 }
 
 void ContainerBackend::explain_kill(sdk::ExecResult& result) {
-  auto state = inspect_state().value_or(ContainerState{});
+  const auto looked = inspect_state();
+  if (!looked) {
+    // The engine stopped answering as the command died: it went away (stopped or restarted) and
+    // took the command with it. The exit status is the engine client's (a docker CLI child
+    // exits 137 when its engine goes), not the command's.
+    if (result.error.empty()) result.error = kLostDocker;
+    return;
+  }
+  auto state = *looked;
   std::optional<long> oom_kills;
   if (state.exists && state.running) {
     // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
