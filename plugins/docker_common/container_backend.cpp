@@ -458,7 +458,7 @@ void ContainerBackend::kill_marked(const std::string& marker) {
         const auto rs = session->read(std::chrono::milliseconds(200), collector);
         if (rs.eof || !rs.error.empty()) break;
       }
-      session->finish(true);
+      session.reset();  // its exit code says nothing: the sweep's word on stdout does
       if (sweep.stdout_data.find("execmcp-swept") != std::string::npos) return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -479,7 +479,6 @@ std::string ContainerBackend::check_input_path() {
   auto session = start_exec(options, true, notices, error);
   if (!session) return error;
   input_path_ = session->carries_input() ? 1 : -1;
-  session->finish(true);
   if (input_path_ < 0) log(sdk::LogLevel::Warn, kNoUpgrade);
   return input_path_ > 0 ? "" : kNoUpgrade;
 }
