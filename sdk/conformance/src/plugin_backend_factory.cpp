@@ -36,6 +36,10 @@ class LibraryBoundBackend final : public sdk::ExecutorBackend {
     return backend_->write_file(request);
   }
   [[nodiscard]] sdk::BackendTraits traits() const override { return backend_->traits(); }
+  // The plugin's own interfaces, so the kit's capability cases see what the plugin offers.
+  [[nodiscard]] void* query_interface(std::string_view id) noexcept override {
+    return backend_->query_interface(id);
+  }
 
  private:
   std::shared_ptr<boost::dll::shared_library> library_;
