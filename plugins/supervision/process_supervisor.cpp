@@ -346,6 +346,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   };
   // A graceful end (RunControl::term_grace) was asked for; the kill follows at term_deadline.
   bool term_sent = false;
+  KillCause term_cause = KillCause::None;
   Clock::time_point term_deadline;
   bool kill_sent = false;
   bool spare_killed = false;  // the kill request went unanswered for kKillGrace
@@ -398,6 +399,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         if (grace.count() > 0 && cause != KillCause::TimedOut) {
           send_control(proto::kControlTerminate);
           term_sent = true;
+          term_cause = cause;
           term_deadline = Clock::now() + grace;
         } else {
           send_control(proto::kControlKill);
@@ -406,8 +408,13 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
         }
       }
     }
-    if (term_sent && !kill_sent && status_open && Clock::now() >= term_deadline) {
-      send_control(proto::kControlKill);  // the grace ran out: whatever is left is killed
+    const bool stopped_since = term_sent && term_cause == KillCause::Cancelled &&
+                               control.stop != nullptr &&
+                               control.stop->load(std::memory_order_acquire);
+    if (term_sent && !kill_sent && status_open &&
+        (Clock::now() >= term_deadline || stopped_since)) {
+      // The grace ran out (or the backend stops): whatever is left is killed.
+      send_control(proto::kControlKill);
       kill_sent = true;
       kill_sent_at = Clock::now();
     }

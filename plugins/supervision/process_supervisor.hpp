@@ -31,7 +31,8 @@ struct RunControl {
   std::size_t output_cap = sdk::kDefaultOutputCap;
   sdk::OutputSink* sink = nullptr;
   const sdk::CancelToken* cancel = nullptr;
-  // Set by the backend's stop(): kills the command like a cancel.
+  // Set by the backend's stop(): kills the command like a cancel. Raised during the grace of a
+  // cancel (term_grace), it ends the grace at once.
   const std::atomic<bool>* stop = nullptr;
   // On cancel/stop: 0 = SIGKILL the tree at once (as before); > 0 = SIGTERM to the whole tree
   // (setsid escapees too), wait up to term_grace for all of it to be gone, then SIGKILL what is

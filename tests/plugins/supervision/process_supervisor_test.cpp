@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -157,6 +158,29 @@ TEST_F(ProcessSupervisorTest, SetsidEscapeeGetsTermAndNothingOutlivesTheGrace) {
     const long pid = std::stol(read_text(dir_ / name));
     EXPECT_TRUE(gone(pid)) << name << " " << pid << " is still alive";
   }
+}
+
+TEST_F(ProcessSupervisorTest, StopDuringTheGraceOfACancelKillsAtOnce) {
+  CancelOnMarker sink("ready");
+  RunControl control;
+  control.sink = &sink;
+  control.cancel = &sink.token;
+  control.term_grace = 60s;
+  std::atomic<bool> stop{false};
+  control.stop = &stop;
+  int wait_status = 0;
+  std::jthread stopper([&] {
+    while (!sink.token.cancel_requested()) std::this_thread::sleep_for(5ms);
+    std::this_thread::sleep_for(200ms);  // well into the grace
+    stop.store(true, std::memory_order_release);
+  });
+  const auto result = run_supervised(
+      pool_, spec("trap '' TERM; echo ready; while :; do sleep 0.05; done"), control, &wait_status);
+  // Not the 60 s grace: the stop cut it short.
+  EXPECT_LT(Clock::now() - sink.cancelled_at, 30s);
+  EXPECT_TRUE(result.cancelled);
+  ASSERT_TRUE(WIFSIGNALED(wait_status)) << wait_status;
+  EXPECT_EQ(WTERMSIG(wait_status), SIGKILL);
 }
 
 TEST_F(ProcessSupervisorTest, ZeroGraceStillKillsAtOnce) {
