@@ -465,7 +465,7 @@ struct LocalBackend::Background {
   long pid = 0;                   // (m)
   std::string failure;            // (m) why it did not start
   bool terminating = false;       // (m) terminate_background() or stop() asked for its end
-  int waiters = 0;                // (m) terminate_background() calls waiting for its end
+  int waiters = 0;                // (m) calls holding it (start, terminate): not reaped
   sdk::CancelToken cancel;
   std::atomic<bool> stop{false};
   RunControl control;
@@ -575,6 +575,7 @@ sdk::BackgroundStarted LocalBackend::start_background(const sdk::BackgroundReque
     Background& process = *owned;
     process.control.timeout = std::chrono::milliseconds(0);  // runs until it exits or is ended
     process.control.retain_output = false;                   // the host keeps what it wants
+    process.waiters = 1;  // us: not reaped before we read its pid, should it end at once
     background_.emplace(id, std::move(owned));
     dir_closer.fd = -1;  // the thread's now
     try {
@@ -595,6 +596,7 @@ sdk::BackgroundStarted LocalBackend::start_background(const sdk::BackgroundReque
     }
     started.id = id;
     started.pid = process.pid;
+    --process.waiters;
     return started;
   } catch (const std::exception& e) {
     started = {};

@@ -286,6 +286,32 @@ TEST_F(LocalBackgroundTest, ManyAtOnceEachEndsExactlyOnce) {
   }
 }
 
+TEST_F(LocalBackgroundTest, InstantProcessesStartedFromManyThreadsEachReportOnce) {
+  // Each ends at once, so one start's reaping meets another's process that already finished.
+  auto& processes = make();
+  constexpr int kThreads = 4, kEach = 10;
+  std::vector<std::unique_ptr<Recorder>> recorders;
+  for (int i = 0; i < kThreads * kEach; ++i) recorders.push_back(std::make_unique<Recorder>());
+  {
+    std::vector<std::jthread> starters;
+    for (int t = 0; t < kThreads; ++t) {
+      starters.emplace_back([&, t] {
+        for (int i = 0; i < kEach; ++i) {
+          auto& recorder = *recorders[static_cast<std::size_t>(t * kEach + i)];
+          const auto started = start(processes, recorder, "echo " + std::to_string(i));
+          EXPECT_EQ(started.error, "");
+          EXPECT_GT(started.pid, 0);
+        }
+      });
+    }
+  }
+  for (auto& r : recorders) {
+    ASSERT_TRUE(r->wait_exit());
+    EXPECT_EQ(r->exit().exit_code, 0);
+    EXPECT_FALSE(r->broken());
+  }
+}
+
 TEST_F(LocalBackgroundTest, StopDuringOutputEndsAllAndStartDoesNotReviveThem) {
   auto& processes = make();
   constexpr int kCount = 4;
