@@ -12,15 +12,13 @@
 #include <spdlog/spdlog.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 
+#include "execmcp/sdk/abi_check.hpp"
+
 namespace execmcp::host {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string abi_string(unsigned major, unsigned minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
 
 std::string safe_string(const char* text) {
   return text == nullptr ? std::string() : text;
@@ -135,18 +133,9 @@ bool PluginRegistry::load_file(const std::string& path) {
               << ", expected 0x" << sdk::kDescriptorMagic << ")";
       return fail(message.str());
     }
-    const std::string host_abi = abi_string(sdk::kAbiMajor, sdk::kAbiMinor);
-    const std::string found_abi = abi_string(descriptor.abi_major, descriptor.abi_minor);
-    if (descriptor.abi_major != sdk::kAbiMajor || descriptor.abi_minor > sdk::kAbiMinor) {
-      const char* why = descriptor.abi_major != sdk::kAbiMajor
-                            ? "the major version must match"
-                            : "the plugin needs a newer host (plugin minor must be <= host minor)";
-      return fail("incompatible plugin ABI: expected " + host_abi + " (major " +
-                  std::to_string(sdk::kAbiMajor) + ", minor <= " + std::to_string(sdk::kAbiMinor) +
-                  "), found " + found_abi + "; " + why +
-                  ". Rebuild the plugin against execmcp SDK " + host_abi +
-                  " or use an execmcp that matches it.");
-    }
+    if (std::string refusal = sdk::abi_refusal(descriptor.abi_major, descriptor.abi_minor);
+        !refusal.empty())
+      return fail(refusal);
     PluginInfo info;
     info.abi_major = descriptor.abi_major;
     info.abi_minor = descriptor.abi_minor;

@@ -8,6 +8,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "execmcp/conformance/backend_conformance.hpp"
+#include "execmcp/sdk/abi_check.hpp"
 #include "execmcp/sdk/plugin.hpp"
 
 namespace execmcp::conformance {
@@ -51,11 +52,9 @@ std::shared_ptr<boost::dll::shared_library> load_checked(const std::string& path
   const auto& descriptor = library->get_alias<const sdk::PluginDescriptor>(sdk::kDescriptorSymbol);
   if (descriptor.magic != sdk::kDescriptorMagic)
     throw std::runtime_error("'" + path + "' has a corrupt execmcp descriptor");
-  if (descriptor.abi_major != sdk::kAbiMajor || descriptor.abi_minor > sdk::kAbiMinor)
-    throw std::runtime_error("'" + path + "' was built for SDK ABI " +
-                             std::to_string(descriptor.abi_major) + "." +
-                             std::to_string(descriptor.abi_minor) + ", this kit has " +
-                             std::to_string(sdk::kAbiMajor) + "." + std::to_string(sdk::kAbiMinor));
+  if (std::string refusal = sdk::abi_refusal(descriptor.abi_major, descriptor.abi_minor);
+      !refusal.empty())
+    throw std::runtime_error("'" + path + "': " + refusal);
   if (descriptor.kind != sdk::PluginKind::Backend)
     throw std::runtime_error("'" + path + "' is not a backend plugin");
   if (!library->has(sdk::kBackendFactorySymbol))

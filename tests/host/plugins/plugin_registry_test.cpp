@@ -84,6 +84,22 @@ TEST(PluginRegistry, WrongAbiMajorIsRefusedWithExpectedAndFound) {
   EXPECT_EQ(registry.find("fixture-abi-major"), nullptr);
 }
 
+TEST(PluginRegistry, AnOlderAbiMajorIsRefusedWithHowToRebuild) {
+  // A plugin built against SDK 1.x: its vtable lacks query_interface, so calling it would read
+  // past the table. Refused before its factory runs, with what changed and what to do.
+  PluginRegistry registry;
+  EXPECT_FALSE(registry.load_file(fixture("fixture_abi_old")));
+  const std::string host_abi =
+      std::to_string(sdk::kAbiMajor) + "." + std::to_string(sdk::kAbiMinor);
+  EXPECT_THAT(
+      only_error(registry),
+      AllOf(HasSubstr("fixture_abi_old.so: incompatible plugin ABI"), HasSubstr("found 1.1"),
+            HasSubstr("plugin ABI 1.1 is no longer supported"), HasSubstr("query_interface"),
+            HasSubstr("Rebuild the plugin against execmcp SDK " + host_abi),
+            HasSubstr("needs no source change")));
+  EXPECT_EQ(registry.find("fixture-abi-old"), nullptr);
+}
+
 TEST(PluginRegistry, NewerAbiMinorIsRefused) {
   PluginRegistry registry;
   EXPECT_FALSE(registry.load_file(fixture("fixture_abi_minor")));
@@ -168,7 +184,9 @@ TEST(PluginRegistry, ScanFindsGoodPluginsAndReportsEveryBadFile) {
   EXPECT_NE(registry.find("fixture-other-compiler"), nullptr);
   EXPECT_EQ(registry.find("fixture-abi-major"), nullptr);
   EXPECT_EQ(registry.find("fixture-abi-minor"), nullptr);
-  EXPECT_EQ(registry.errors().size(), 4u);  // abi major, abi minor, no descriptor, unresolved
+  EXPECT_EQ(registry.find("fixture-abi-old"), nullptr);
+  // abi major, older abi major, abi minor, no descriptor, unresolved
+  EXPECT_EQ(registry.errors().size(), 5u);
 }
 
 TEST(PluginRegistry, FirstFoundWinsAndDuplicatesAreReported) {

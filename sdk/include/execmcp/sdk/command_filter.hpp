@@ -39,6 +39,13 @@ class CommandFilter {
  public:
   virtual ~CommandFilter() = default;
   [[nodiscard]] virtual FilterVerdict check(const FilterRequest& request) const noexcept = 0;
+
+  // Optional capabilities (since ABI 2.0), as ExecutorBackend::query_interface(). None is defined
+  // for filters yet; the slot exists so that one can be added without another ABI break.
+  [[nodiscard]] virtual void* query_interface(std::string_view id) noexcept {
+    (void)id;
+    return nullptr;
+  }
 };
 
 }  // namespace execmcp::sdk

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "execmcp/sdk/types.hpp"
@@ -47,6 +48,16 @@ class ExecutorBackend {
   virtual FileWriteResult write_file(const FileWriteRequest& request) = 0;
 
   [[nodiscard]] virtual BackendTraits traits() const = 0;
+
+  // Optional capabilities (since ABI 2.0). Returns the interface named `id` (a versioned name such
+  // as kBackgroundProcessesId, "execmcp.background/1") as a pointer to that interface type, or null
+  // when this backend does not offer it. The pointer is owned by the backend, valid until it is
+  // destroyed and the same on every call. This is the last virtual this class will ever have:
+  // capabilities are added as new interfaces, never as new virtuals here.
+  [[nodiscard]] virtual void* query_interface(std::string_view id) noexcept {
+    (void)id;
+    return nullptr;
+  }
 };
 
 }  // namespace execmcp::sdk

@@ -1,6 +1,8 @@
 // Everything a plugin author needs, in one include.
 #pragma once
 
+#include "execmcp/sdk/abi_check.hpp"
+#include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/command_filter.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/path_policy.hpp"

@@ -47,8 +47,19 @@ class CancelToken {
 
 // A path the agent may use. The agent's cwd is always the first grant and is writable.
 struct PathGrant {
+  PathGrant() = default;
+  // `{path, writable}` stays the short form (no missing-initializer warning for the newer field).
+  PathGrant(std::string grant_path, bool grant_writable,
+            std::vector<std::string> grant_protected_paths = {})
+      : path(std::move(grant_path)),
+        writable(grant_writable),
+        protected_paths(std::move(grant_protected_paths)) {}
+
   std::string path;  // absolute, as on the host
   bool writable = false;
+  // Absolute host paths at or inside `path` that stay read-only although the grant is writable
+  // (MassGen's context_paths[].protected_paths). Since ABI 2.0.
+  std::vector<std::string> protected_paths;
 };
 
 struct ExecRequest {
@@ -77,6 +88,9 @@ struct ExecResult {
   std::string error;
   // Things the user should know that are not errors ("container was recreated").
   std::vector<std::string> notices;
+  // The directory the command ran in, as the backend resolved it (in the sandbox's view); empty
+  // if it did not run or the backend does not say. Since ABI 2.0.
+  std::string work_dir;
 };
 
 // File requests name a path the agent chose: a backend opens it without following anything that

@@ -4,10 +4,11 @@
 namespace execmcp::sdk {
 
 // Same major required; a plugin's minor must be <= the host's minor (the host may be newer).
-inline constexpr unsigned kAbiMajor = 1;
-// 1.1: FileReadRequest and FileWriteRequest end with a cancel token (appended, so a 1.0 plugin
-// reads the prefix it knows).
-inline constexpr unsigned kAbiMinor = 1;
+// 2.0: ExecutorBackend and CommandFilter end with query_interface() (optional capabilities, the
+// last change to their virtual tables); ExecResult::work_dir; PathGrant::protected_paths.
+// How the boundary grows from here: docs/plugin-authoring.md, "Versioning".
+inline constexpr unsigned kAbiMajor = 2;
+inline constexpr unsigned kAbiMinor = 0;
 
 #define EXECMCP_SDK_STRINGIFY_(x) #x
 #define EXECMCP_SDK_STRINGIFY(x) EXECMCP_SDK_STRINGIFY_(x)
