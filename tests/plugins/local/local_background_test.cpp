@@ -19,8 +19,10 @@
 
 #include <gtest/gtest.h>
 
-#include "execmcp/conformance/backend_conformance.hpp"
+#include <boost/dll/shared_library.hpp>
+
 #include "execmcp/sdk/background_processes.hpp"
+#include "execmcp/sdk/plugin.hpp"
 
 namespace {
 
@@ -140,7 +142,12 @@ class LocalBackgroundTest : public ::testing::Test {
     init.cwd = workspace_.string();
     init.paths = {{workspace_.string(), true}};
     init.settings_json = "{}";
-    backends_.push_back(factory_(init));
+    // The plugin's own backend, not the conformance kit's wrapper (which forwards no
+    // query_interface() yet).
+    auto& factory = library_.get_alias<sdk::BackendFactory>(sdk::kBackendFactorySymbol);
+    std::string error;
+    backends_.emplace_back(factory(init, error));
+    if (!backends_.back()) throw std::runtime_error("no backend: " + error);
     EXPECT_EQ(backends_.back()->start(), "");
     auto* processes = sdk::background_processes(*backends_.back());
     if (processes == nullptr) throw std::runtime_error("the local backend offers no background");
@@ -156,8 +163,9 @@ class LocalBackgroundTest : public ::testing::Test {
     return processes.start_background(request, &recorder);
   }
 
-  execmcp::conformance::BackendFactory factory_ =
-      execmcp::conformance::plugin_backend_factory(EXECMCP_LOCAL_PLUGIN_PATH);
+  boost::dll::shared_library library_{
+      EXECMCP_LOCAL_PLUGIN_PATH,
+      boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local};  // outlives backends_
   fs::path root_, workspace_;
   std::vector<std::unique_ptr<sdk::ExecutorBackend>> backends_;
 };
