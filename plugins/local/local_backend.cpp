@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +155,7 @@ bool LocalBackend::abandoned(const sdk::CancelToken* cancel,
 
 void LocalBackend::stop() noexcept {
   stops_.fetch_add(1, std::memory_order_acq_rel);
+  stop_background();
   std::unique_lock lock(running_mutex_);
   for (auto& flag : running_) flag.store(true, std::memory_order_release);
   // Each execute() notices within 50 ms and its supervisor kills the tree; bounded wait so a
@@ -169,18 +171,19 @@ void LocalBackend::cleanup() noexcept {
   stop();
 }
 
-std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::string& work_dir,
-                                  std::string& command, std::vector<std::string>& env_out) const {
-  for (const auto& [name, value] : request.env) {
+std::string LocalBackend::prepare(const std::string& request_command, const Env& request_env,
+                                  const std::string& work_dir, std::string& command,
+                                  std::vector<std::string>& env_out) const {
+  for (const auto& [name, value] : request_env) {
     if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
       return "invalid environment variable name '" + name + "'";
   }
 
-  command = request.command;
+  command = request_command;
   std::optional<fs::path> venv;
   // Both apply, as in the Docker backends: the venv's bin/ leads PATH, and the prefix wraps the
   // command (so `uv run` or `poetry run` find the venv's tools).
-  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + request.command;
+  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + request_command;
   if (!settings_.venv_path.empty()) {
     fs::path path = settings_.venv_path;
     if (path.is_relative()) path = fs::path(init_.cwd) / path;
@@ -198,7 +201,7 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
   }
 
   env_out.clear();
-  if (!venv && settings_.env.empty() && request.env.empty()) {
+  if (!venv && settings_.env.empty() && request_env.empty()) {
     // Nothing to override (the usual case): the host's environment as it is, without the map.
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       const char* eq = std::strchr(*e, '=');
@@ -209,49 +212,45 @@ std::string LocalBackend::prepare(const sdk::ExecRequest& request, const std::st
   auto env = host_environment();
   for (const auto& [name, value] : settings_.env) env[name] = value;
   if (venv) activate_venv(env, *venv);
-  for (const auto& [name, value] : request.env) env[name] = value;
+  for (const auto& [name, value] : request_env) env[name] = value;
   env_out.reserve(env.size());
   for (const auto& [name, value] : env) env_out.push_back(name + "=" + value);
+  return {};
+}
+
+std::string LocalBackend::resolve_spawn(const std::string& command, const std::string& work_dir,
+                                        const Env& env, SpawnSpec& spec) const {
+  spec.work_dir_fd = -1;
+  if (command.find('\0') != std::string::npos) return "the command contains a NUL byte";
+  // The directory is opened beneath its grant and handed to the supervisor, which fchdir()s to
+  // it: nothing renamed after this check can move the command elsewhere.
+  OpenedGrant grant = open_grant(work_dir, sdk::Access::Read);
+  FdCloser grant_closer{grant.fd};
+  if (!grant.error.empty()) return "work_dir: " + grant.error;
+  const int dir =
+      open_beneath(grant.fd, grant.root->canonical, grant.relative, O_PATH | O_DIRECTORY);
+  FdCloser dir_closer{dir};
+  if (dir == -EXDEV)
+    return "work_dir: path '" + work_dir +
+           "' leads outside this agent's allowed paths (through a symlink or '..')";
+  if (dir < 0)
+    return "work_dir '" + work_dir + "' is not an existing directory (" + std::strerror(-dir) + ")";
+  spec.shell = settings_.shell;
+  spec.work_dir = (fs::path(grant.root->canonical) / grant.relative).lexically_normal().string();
+  if (auto error = prepare(command, env, spec.work_dir, spec.command, spec.env); !error.empty())
+    return error;
+  spec.work_dir_fd = dir_closer.fd;  // now the caller's to close
+  dir_closer.fd = -1;
   return {};
 }
 
 sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
   sdk::ExecResult refused;
   try {
-    if (request.command.find('\0') != std::string::npos) {
-      refused.error = "the command contains a NUL byte";
-      return refused;
-    }
-    // The directory is opened beneath its grant and handed to the supervisor, which fchdir()s
-    // to it: nothing renamed after this check can move the command elsewhere.
-    OpenedGrant grant = open_grant(request.work_dir, sdk::Access::Read);
-    FdCloser grant_closer{grant.fd};
-    if (!grant.error.empty()) {
-      refused.error = "work_dir: " + grant.error;
-      return refused;
-    }
-    const int dir =
-        open_beneath(grant.fd, grant.root->canonical, grant.relative, O_PATH | O_DIRECTORY);
-    FdCloser dir_closer{dir};
-    if (dir == -EXDEV) {
-      refused.error = "work_dir: path '" + request.work_dir +
-                      "' leads outside this agent's allowed paths (through a symlink or '..')";
-      return refused;
-    }
-    if (dir < 0) {
-      refused.error = "work_dir '" + request.work_dir + "' is not an existing directory (" +
-                      std::strerror(-dir) + ")";
-      return refused;
-    }
-
     SpawnSpec spec;
-    spec.shell = settings_.shell;
-    spec.work_dir = (fs::path(grant.root->canonical) / grant.relative).lexically_normal().string();
-    spec.work_dir_fd = dir;
-    if (auto error = prepare(request, spec.work_dir, spec.command, spec.env); !error.empty()) {
-      refused.error = error;
-      return refused;
-    }
+    refused.error = resolve_spawn(request.command, request.work_dir, request.env, spec);
+    FdCloser dir_closer{spec.work_dir_fd};
+    if (!refused.error.empty()) return refused;
 
     std::list<std::atomic<bool>>::iterator flag;
     {
@@ -271,6 +270,7 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
       running_.erase(flag);
     }
     running_done_.notify_all();
+    if (result.error.empty()) result.work_dir = spec.work_dir;
     return result;
   } catch (const std::exception& e) {
     refused.error = std::string("local backend failed: ") + e.what();
@@ -454,6 +454,215 @@ sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& reque
     result.error = std::string("cannot write '") + request.path + "': " + e.what();
   }
   return result;
+}
+
+// One background process. Fields marked (m) are guarded by background_mutex_; `control` is the
+// thread's, except term_grace, which the first terminate_background() sets (m) before it raises
+// `cancel` (run_supervised() reads it only after it saw the cancel).
+struct LocalBackend::Background {
+  enum class State { Starting, Running, Failed, Finished };
+  State state = State::Starting;  // (m) Failed: start_background() reports it and reaps it
+  long pid = 0;                   // (m)
+  std::string failure;            // (m) why it did not start
+  bool terminating = false;       // (m) terminate_background() or stop() asked for its end
+  int waiters = 0;                // (m) calls holding it (start, terminate): not reaped
+  sdk::CancelToken cancel;
+  std::atomic<bool> stop{false};
+  RunControl control;
+  std::jthread thread;  // last: joined before the rest is destroyed
+};
+
+namespace {
+
+// Hands the output to the observer once the shell runs; before that (a shell that could not start)
+// keeps a little of it to say why.
+class BackgroundSink final : public sdk::OutputSink {
+ public:
+  explicit BackgroundSink(sdk::BackgroundObserver* observer) : observer_(observer) {}
+  void on_output(sdk::StreamKind stream, std::string_view chunk) noexcept override {
+    if (started) {
+      observer_->on_output(stream, chunk);
+      return;
+    }
+    constexpr std::size_t kEarlyMax = 4096;
+    if (early.size() < kEarlyMax) early.append(chunk.substr(0, kEarlyMax - early.size()));
+  }
+  bool started = false;  // set by on_started(), on the same thread
+  std::string early;
+
+ private:
+  sdk::BackgroundObserver* observer_;
+};
+
+}  // namespace
+
+void* LocalBackend::query_interface(std::string_view id) noexcept {
+  if (id == sdk::kBackgroundProcessesId) return static_cast<sdk::BackgroundProcesses*>(this);
+  return nullptr;
+}
+
+void LocalBackend::run_background(Background& process, SpawnSpec spec,
+                                  sdk::BackgroundObserver* observer) noexcept {
+  FdCloser dir_closer{spec.work_dir_fd};
+  BackgroundSink sink(observer);
+  sdk::ExecResult result;
+  int wait_status = -1;
+  try {
+    RunControl& control = process.control;
+    control.sink = &sink;
+    control.cancel = &process.cancel;
+    control.stop = &process.stop;
+    control.on_started = [&](long pid) {
+      sink.started = true;
+      {
+        std::lock_guard lock(background_mutex_);
+        process.pid = pid;
+        process.state = Background::State::Running;
+      }
+      background_changed_.notify_all();
+    };
+    result = run_supervised(supervisor_, spec, control, &wait_status);
+  } catch (const std::exception& e) {
+    result.error = std::string("local backend failed: ") + e.what();
+  } catch (...) {
+    result.error = "local backend failed";
+  }
+  if (!sink.started) {
+    {
+      std::lock_guard lock(background_mutex_);
+      process.state = Background::State::Failed;
+      process.failure = !result.error.empty() ? result.error
+                        : !sink.early.empty() ? sink.early
+                                              : "the process did not start (exit code " +
+                                                    std::to_string(result.exit_code) + ")";
+      while (!process.failure.empty() && process.failure.back() == '\n') process.failure.pop_back();
+    }
+    background_changed_.notify_all();
+    return;
+  }
+  sdk::BackgroundExit exit;
+  if (wait_status != -1 && WIFEXITED(wait_status)) exit.exit_code = WEXITSTATUS(wait_status);
+  if (wait_status != -1 && WIFSIGNALED(wait_status)) exit.signal = WTERMSIG(wait_status);
+  if (wait_status == -1)
+    exit.error = result.error.empty() ? "the process's end was not reported" : result.error;
+  exit.killed = result.cancelled;
+  observer->on_exit(exit);
+  {
+    std::lock_guard lock(background_mutex_);
+    process.state = Background::State::Finished;
+  }
+  background_changed_.notify_all();
+}
+
+sdk::BackgroundStarted LocalBackend::start_background(const sdk::BackgroundRequest& request,
+                                                      sdk::BackgroundObserver* observer) noexcept {
+  sdk::BackgroundStarted started;
+  try {
+    reap_background();
+    if (observer == nullptr) {
+      started.error = "no observer for the background process";
+      return started;
+    }
+    SpawnSpec spec;
+    started.error = resolve_spawn(request.command, request.work_dir, request.env, spec);
+    FdCloser dir_closer{spec.work_dir_fd};
+    if (!started.error.empty()) return started;
+    started.work_dir = spec.work_dir;
+
+    std::unique_lock lock(background_mutex_);
+    const std::uint64_t id = next_background_id_++;
+    auto owned = std::make_unique<Background>();
+    Background& process = *owned;
+    process.control.timeout = std::chrono::milliseconds(0);  // runs until it exits or is ended
+    process.control.retain_output = false;                   // the host keeps what it wants
+    process.waiters = 1;  // us: not reaped before we read its pid, should it end at once
+    background_.emplace(id, std::move(owned));
+    dir_closer.fd = -1;  // the thread's now
+    try {
+      process.thread = std::jthread([this, &process, spec = std::move(spec), observer]() mutable {
+        run_background(process, std::move(spec), observer);
+      });
+    } catch (...) {
+      background_.erase(id);
+      throw;
+    }
+    background_changed_.wait(lock, [&] { return process.state != Background::State::Starting; });
+    if (process.state == Background::State::Failed) {
+      started.error = process.failure;
+      started.work_dir.clear();
+      auto node = background_.extract(id);
+      lock.unlock();
+      return started;  // `node` joins the thread, which is done
+    }
+    started.id = id;
+    started.pid = process.pid;
+    --process.waiters;
+    return started;
+  } catch (const std::exception& e) {
+    started = {};
+    started.error = std::string("cannot start the background process: ") + e.what();
+  } catch (...) {
+    started = {};
+    started.error = "cannot start the background process";
+  }
+  return started;
+}
+
+void LocalBackend::terminate_background(std::uint64_t id,
+                                        std::chrono::milliseconds grace) noexcept {
+  {
+    std::unique_lock lock(background_mutex_);
+    auto it = background_.find(id);
+    if (it == background_.end() || it->second->state != Background::State::Running) return;
+    Background& process = *it->second;
+    if (!process.terminating) {
+      process.terminating = true;
+      process.control.term_grace = grace.count() > 0 ? grace : std::chrono::milliseconds(0);
+      process.cancel.request_cancel();
+    }
+    // Kept in the map (not reaped) while we wait, so `process` stays valid.
+    ++process.waiters;
+    background_changed_.wait(lock, [&] { return process.state == Background::State::Finished; });
+    --process.waiters;
+  }
+  reap_background();
+}
+
+void LocalBackend::stop_background() noexcept {
+  {
+    std::unique_lock lock(background_mutex_);
+    for (;;) {
+      // Looked at anew on every wake: a process started meanwhile is ended too.
+      bool running = false;
+      for (auto& [id, process] : background_) {
+        if (process->state == Background::State::Finished ||
+            process->state == Background::State::Failed)
+          continue;
+        running = true;
+        process->terminating = true;
+        process->stop.store(true, std::memory_order_release);
+      }
+      if (!running) break;
+      background_changed_.wait(lock);
+    }
+  }
+  reap_background();
+}
+
+void LocalBackend::reap_background() noexcept {
+  std::vector<std::unique_ptr<Background>> done;
+  {
+    std::lock_guard lock(background_mutex_);
+    for (auto it = background_.begin(); it != background_.end();) {
+      if (it->second->state == Background::State::Finished && it->second->waiters == 0) {
+        done.push_back(std::move(it->second));
+        it = background_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Each thread has returned or is about to (it set Finished last): joined here, unlocked.
 }
 
 sdk::BackendTraits LocalBackend::traits() const {

@@ -2,14 +2,21 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "local_settings.hpp"
@@ -47,7 +54,7 @@ class Snapshot {
   std::shared_ptr<const T> value_;
 };
 
-class LocalBackend final : public sdk::ExecutorBackend {
+class LocalBackend final : public sdk::ExecutorBackend, public sdk::BackgroundProcesses {
  public:
   // Throws std::invalid_argument on bad settings.
   explicit LocalBackend(const sdk::BackendInit& init);
@@ -62,11 +69,31 @@ class LocalBackend final : public sdk::ExecutorBackend {
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
 
   [[nodiscard]] sdk::BackendTraits traits() const override;
+  [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
+
+  // sdk::BackgroundProcesses: each process runs under run_supervised() on a thread of its own.
+  sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
+                                          sdk::BackgroundObserver* observer) noexcept override;
+  void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
 
  private:
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  // What execute() and start_background() share: checks the command, opens work_dir beneath its
+  // grant (into spec.work_dir_fd, which the caller closes) and fills the spec's shell, work_dir,
+  // command and environment. Returns "" or why the command may not run.
+  std::string resolve_spawn(const std::string& command, const std::string& work_dir, const Env& env,
+                            SpawnSpec& spec) const;
   // Applies command_prefix / venv / extra env; returns "" or an error.
-  std::string prepare(const sdk::ExecRequest& request, const std::string& work_dir,
-                      std::string& command, std::vector<std::string>& env) const;
+  std::string prepare(const std::string& request_command, const Env& request_env,
+                      const std::string& work_dir, std::string& command,
+                      std::vector<std::string>& env) const;
+  struct Background;
+  void run_background(Background& process, SpawnSpec spec,
+                      sdk::BackgroundObserver* observer) noexcept;
+  // Ends every background process (at once) and returns after each on_exit().
+  void stop_background() noexcept;
+  // Takes the finished processes out of the map and joins their threads (outside the lock).
+  void reap_background() noexcept;
   void log(sdk::LogLevel level, const std::string& message) const noexcept;
   // The grants as resolved at one moment: published whole, never changed after.
   using GrantRoots = std::vector<GrantRoot>;
@@ -100,6 +127,12 @@ class LocalBackend final : public sdk::ExecutorBackend {
   std::list<std::atomic<bool>> running_;
   // Counts stop() calls: a file tool loop that sees it change gives up.
   std::atomic<unsigned> stops_{0};
+
+  // Background processes by id, each with its thread; a finished one stays until reaped (joined).
+  std::mutex background_mutex_;
+  std::condition_variable background_changed_;  // a process started, failed or finished
+  std::map<std::uint64_t, std::unique_ptr<Background>> background_;
+  std::uint64_t next_background_id_ = 1;
 };
 
 }  // namespace execmcp::plugins::local

@@ -1,0 +1,378 @@
+// The local plugin's background processes (execmcp.background/1): start, stream, exit, terminate
+// (the whole tree, TERM then KILL), many at once, stop() and cleanup() during output, and the
+// work_dir rules shared with execute().
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <boost/dll/shared_library.hpp>
+
+#include "execmcp/sdk/background_processes.hpp"
+#include "execmcp/sdk/plugin.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace sdk = execmcp::sdk;
+using namespace std::chrono_literals;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool gone(long pid) {
+  for (int i = 0; i < 500; ++i) {
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// What the host would see: every call recorded, and any break of the observer contract (a call
+// after on_exit, a second on_exit, overlapping calls) flagged.
+class Recorder final : public sdk::BackgroundObserver {
+ public:
+  void on_output(sdk::StreamKind stream, std::string_view bytes) noexcept override {
+    enter();
+    {
+      std::lock_guard lock(mutex_);
+      if (exits_ > 0) broken_ = true;
+      bytes_ += bytes.size();
+      std::string& text = stream == sdk::StreamKind::Stdout ? out_ : err_;
+      if (text.size() < 1 << 20) text.append(bytes);
+    }
+    changed_.notify_all();
+    leave();
+  }
+  void on_exit(const sdk::BackgroundExit& exit) noexcept override {
+    enter();
+    {
+      std::lock_guard lock(mutex_);
+      if (++exits_ > 1) broken_ = true;
+      exit_ = exit;
+    }
+    changed_.notify_all();
+    leave();
+  }
+  bool wait_exit(std::chrono::milliseconds limit = 30s) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] { return exits_ > 0; });
+  }
+  bool wait_output(const std::string& text, std::chrono::milliseconds limit = 30s) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] {
+      return out_.find(text) != std::string::npos || exits_ > 0;
+    }) && out_.find(text) != std::string::npos;
+  }
+  int exits() {
+    std::lock_guard lock(mutex_);
+    return exits_;
+  }
+  sdk::BackgroundExit exit() {
+    std::lock_guard lock(mutex_);
+    return exit_;
+  }
+  std::string out() {
+    std::lock_guard lock(mutex_);
+    return out_;
+  }
+  std::string err() {
+    std::lock_guard lock(mutex_);
+    return err_;
+  }
+  std::size_t bytes() {
+    std::lock_guard lock(mutex_);
+    return bytes_;
+  }
+  bool broken() {
+    std::lock_guard lock(mutex_);
+    return broken_ || overlapped_.load();
+  }
+
+ private:
+  void enter() {
+    if (in_call_.exchange(true)) overlapped_ = true;
+  }
+  void leave() { in_call_ = false; }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int exits_ = 0;
+  bool broken_ = false;
+  std::atomic<bool> in_call_{false}, overlapped_{false};
+  sdk::BackgroundExit exit_;
+  std::string out_, err_;
+  std::size_t bytes_ = 0;
+};
+
+class LocalBackgroundTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "execmcp-local-bg-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = fs::canonical(pattern);
+    workspace_ = root_ / "ws";
+    fs::create_directories(workspace_ / "sub");
+  }
+  void TearDown() override {
+    for (auto& b : backends_) b->cleanup();
+    backends_.clear();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  sdk::BackgroundProcesses& make() {
+    sdk::BackendInit init;
+    init.agent_id = "local-bg-test";
+    init.cwd = workspace_.string();
+    init.paths = {{workspace_.string(), true}};
+    init.settings_json = "{}";
+    // The plugin's own backend, not the conformance kit's wrapper (which forwards no
+    // query_interface() yet).
+    auto& factory = library_.get_alias<sdk::BackendFactory>(sdk::kBackendFactorySymbol);
+    std::string error;
+    backends_.emplace_back(factory(init, error));
+    if (!backends_.back()) throw std::runtime_error("no backend: " + error);
+    EXPECT_EQ(backends_.back()->start(), "");
+    auto* processes = sdk::background_processes(*backends_.back());
+    if (processes == nullptr) throw std::runtime_error("the local backend offers no background");
+    return *processes;
+  }
+  sdk::ExecutorBackend& backend() { return *backends_.back(); }
+
+  static sdk::BackgroundStarted start(sdk::BackgroundProcesses& processes, Recorder& recorder,
+                                      const std::string& command, const std::string& work_dir = "",
+                                      sdk::BackgroundRequest request = {}) {
+    request.command = command;
+    request.work_dir = work_dir;
+    return processes.start_background(request, &recorder);
+  }
+
+  boost::dll::shared_library library_{
+      EXECMCP_LOCAL_PLUGIN_PATH,
+      boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local};  // outlives backends_
+  fs::path root_, workspace_;
+  std::vector<std::unique_ptr<sdk::ExecutorBackend>> backends_;
+};
+
+TEST_F(LocalBackgroundTest, RunsStreamsAndReportsItsExit) {
+  auto& processes = make();
+  Recorder recorder;
+  sdk::BackgroundRequest request;
+  request.env = {{"GREETING", "hello"}};
+  const auto started =
+      start(processes, recorder, "echo $GREETING; echo $$ > pid; cat; echo err >&2; exit 7", "sub",
+            request);
+  ASSERT_EQ(started.error, "");
+  EXPECT_NE(started.id, 0u);
+  EXPECT_GT(started.pid, 0);
+  EXPECT_EQ(started.work_dir, (workspace_ / "sub").string());
+  ASSERT_TRUE(recorder.wait_exit());  // `cat` read /dev/null: no input to wait for
+  EXPECT_EQ(recorder.out(), "hello\n");
+  EXPECT_EQ(recorder.err(), "err\n");
+  EXPECT_EQ(read_text(workspace_ / "sub" / "pid"), std::to_string(started.pid) + "\n");
+  const auto exit = recorder.exit();
+  EXPECT_EQ(exit.exit_code, 7);
+  EXPECT_EQ(exit.signal, 0);
+  EXPECT_FALSE(exit.killed);
+  EXPECT_EQ(exit.error, "");
+  EXPECT_FALSE(recorder.broken());
+  // Finished: terminating it returns at once and calls nothing.
+  processes.terminate_background(started.id, 5s);
+  processes.terminate_background(424242, 5s);
+  EXPECT_EQ(recorder.exits(), 1);
+}
+
+TEST_F(LocalBackgroundTest, WorkDirIsConfinedAsForExecute) {
+  auto& processes = make();
+  fs::create_directories(root_ / "outside");
+  fs::create_directory_symlink(root_ / "outside", workspace_ / "link");
+  for (const std::string& dir :
+       std::vector<std::string>{"..", (root_ / "outside").string(), "link", "missing"}) {
+    Recorder recorder;
+    const auto started = start(processes, recorder, "touch ran", dir);
+    EXPECT_NE(started.error, "") << dir;
+    EXPECT_EQ(started.id, 0u) << dir;
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(recorder.exits(), 0) << dir;
+    EXPECT_EQ(recorder.bytes(), 0u) << dir;
+  }
+  EXPECT_FALSE(fs::exists(root_ / "outside" / "ran"));
+  EXPECT_FALSE(fs::exists(root_ / "ran"));
+  // execute() says where it ran, resolved the same way.
+  sdk::ExecRequest request;
+  request.command = "true";
+  request.work_dir = "sub/.";
+  EXPECT_EQ(backend().execute(request).work_dir, (workspace_ / "sub").string());
+}
+
+TEST_F(LocalBackgroundTest, TerminateEndsTheWholeTreeThenReturns) {
+  auto& processes = make();
+  Recorder recorder;
+  // A child that ignores TERM and an escapee in its own session that ignores it too: both must be
+  // gone, by the KILL after the grace.
+  const auto started = start(processes, recorder,
+                             "sh -c 'trap \"\" TERM; echo $$ > child; exec sleep 1000' & "
+                             "setsid sh -c 'trap \"\" TERM; echo $$ > escapee; sleep 1000' & "
+                             "while [ ! -s child ] || [ ! -s escapee ]; do sleep 0.01; done; "
+                             "echo ready; wait");
+  ASSERT_EQ(started.error, "");
+  ASSERT_TRUE(recorder.wait_output("ready"));
+  const long child = std::stol(read_text(workspace_ / "child"));
+  const long escapee = std::stol(read_text(workspace_ / "escapee"));
+  processes.terminate_background(started.id, 300ms);
+  EXPECT_EQ(recorder.exits(), 1) << "terminate returned before on_exit";
+  const auto exit = recorder.exit();
+  EXPECT_TRUE(exit.killed);
+  EXPECT_EQ(exit.exit_code, -1);
+  EXPECT_EQ(exit.signal, SIGTERM);  // the shell honoured TERM; the others needed the KILL
+  EXPECT_TRUE(gone(child));
+  EXPECT_TRUE(gone(escapee));
+  EXPECT_TRUE(gone(started.pid));
+  EXPECT_FALSE(recorder.broken());
+}
+
+TEST_F(LocalBackgroundTest, TerminateLetsATrapRunWithinTheGrace) {
+  auto& processes = make();
+  Recorder recorder;
+  const auto started =
+      start(processes, recorder,
+            "trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done");
+  ASSERT_EQ(started.error, "");
+  ASSERT_TRUE(recorder.wait_output("ready"));
+  processes.terminate_background(started.id, 60s);
+  EXPECT_EQ(recorder.exits(), 1);
+  EXPECT_EQ(recorder.out(), "ready\nbye\n");
+  EXPECT_EQ(recorder.exit().exit_code, 0);
+  EXPECT_TRUE(recorder.exit().killed);
+}
+
+TEST_F(LocalBackgroundTest, ManyAtOnceEachEndsExactlyOnce) {
+  auto& processes = make();
+  constexpr int kCount = 12;
+  std::vector<std::unique_ptr<Recorder>> recorders;
+  std::vector<sdk::BackgroundStarted> started;
+  for (int i = 0; i < kCount; ++i) {
+    recorders.push_back(std::make_unique<Recorder>());
+    started.push_back(
+        start(processes, *recorders.back(),
+              "i=0; while :; do echo " + std::to_string(i) + " $i; i=$((i+1)); sleep 0.01; done"));
+    ASSERT_EQ(started.back().error, "");
+  }
+  for (auto& r : recorders) ASSERT_TRUE(r->wait_output(" 3\n"));
+  // Every one terminated twice, from two threads at once, half of them with a grace.
+  std::vector<std::jthread> killers;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < kCount; ++i) {
+      killers.emplace_back([&, i] {
+        processes.terminate_background(started[i].id, i % 2 == 0 ? 0ms : 5s);
+        EXPECT_EQ(recorders[i]->exits(), 1);
+      });
+    }
+  }
+  killers.clear();
+  for (int i = 0; i < kCount; ++i) {
+    EXPECT_EQ(recorders[i]->exits(), 1);
+    EXPECT_TRUE(recorders[i]->exit().killed);
+    EXPECT_FALSE(recorders[i]->broken());
+    EXPECT_TRUE(gone(started[i].pid));
+  }
+}
+
+TEST_F(LocalBackgroundTest, InstantProcessesStartedFromManyThreadsEachReportOnce) {
+  // Each ends at once, so one start's reaping meets another's process that already finished.
+  auto& processes = make();
+  constexpr int kThreads = 4, kEach = 10;
+  std::vector<std::unique_ptr<Recorder>> recorders;
+  for (int i = 0; i < kThreads * kEach; ++i) recorders.push_back(std::make_unique<Recorder>());
+  {
+    std::vector<std::jthread> starters;
+    for (int t = 0; t < kThreads; ++t) {
+      starters.emplace_back([&, t] {
+        for (int i = 0; i < kEach; ++i) {
+          auto& recorder = *recorders[static_cast<std::size_t>(t * kEach + i)];
+          const auto started = start(processes, recorder, "echo " + std::to_string(i));
+          EXPECT_EQ(started.error, "");
+          EXPECT_GT(started.pid, 0);
+        }
+      });
+    }
+  }
+  for (auto& r : recorders) {
+    ASSERT_TRUE(r->wait_exit());
+    EXPECT_EQ(r->exit().exit_code, 0);
+    EXPECT_FALSE(r->broken());
+  }
+}
+
+TEST_F(LocalBackgroundTest, StopDuringOutputEndsAllAndStartDoesNotReviveThem) {
+  auto& processes = make();
+  constexpr int kCount = 4;
+  std::vector<std::unique_ptr<Recorder>> recorders;
+  std::vector<sdk::BackgroundStarted> started;
+  for (int i = 0; i < kCount; ++i) {
+    recorders.push_back(std::make_unique<Recorder>());
+    // A flood, a TERM-ignoring one, and quiet ones: stop() kills at once whatever they do.
+    const std::string command = i == 0   ? "yes flood"
+                                : i == 1 ? "trap '' TERM; echo ready; while :; do sleep 1; done"
+                                         : "echo ready; sleep 1000";
+    started.push_back(start(processes, *recorders.back(), command));
+    ASSERT_EQ(started.back().error, "");
+  }
+  ASSERT_TRUE(recorders[0]->wait_output("flood"));
+  for (int i = 1; i < kCount; ++i) ASSERT_TRUE(recorders[i]->wait_output("ready"));
+  // A graceful terminate underway does not hold stop() for its grace.
+  std::jthread slow([&] { processes.terminate_background(started[1].id, 60s); });
+  std::this_thread::sleep_for(100ms);
+  const auto stop_began = std::chrono::steady_clock::now();
+  backend().stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_began, 30s);
+  for (int i = 0; i < kCount; ++i) {
+    EXPECT_EQ(recorders[i]->exits(), 1) << i;
+    EXPECT_TRUE(recorders[i]->exit().killed) << i;
+    EXPECT_TRUE(gone(started[i].pid)) << i;
+  }
+  slow.join();
+  const std::size_t bytes = recorders[0]->bytes();
+  ASSERT_EQ(backend().start(), "");
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(recorders[0]->bytes(), bytes);
+  for (auto& r : recorders) {
+    EXPECT_EQ(r->exits(), 1);
+    EXPECT_FALSE(r->broken());
+  }
+  // New ones run after start() again.
+  Recorder again;
+  ASSERT_EQ(start(processes, again, "echo again").error, "");
+  ASSERT_TRUE(again.wait_exit());
+  EXPECT_EQ(again.out(), "again\n");
+}
+
+TEST_F(LocalBackgroundTest, CleanupEndsRunningProcesses) {
+  auto& processes = make();
+  Recorder recorder;
+  const auto started = start(processes, recorder, "echo ready; sleep 1000");
+  ASSERT_EQ(started.error, "");
+  ASSERT_TRUE(recorder.wait_output("ready"));
+  backend().cleanup();
+  EXPECT_EQ(recorder.exits(), 1);
+  EXPECT_EQ(recorder.exit().signal, SIGKILL);
+  EXPECT_TRUE(gone(started.pid));
+}
+
+}  // namespace
