@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds execmcp's images on the offline Debian base, skipping any image whose inputs did not change.
-#   docker/build.sh [--runtime] [--server] [--proxy] [--all] [options]
+#   docker/build.sh [--runtime] [--sudo] [--server] [--proxy] [--all] [options]
 #     --runtime       the image agents' commands run in (execmcp/runtime:latest); the default
+#     --sudo          the runtime image with passwordless sudo (execmcp/runtime-sudo:latest), for
+#                     the backends' `sudo: true`; builds the runtime image first when needed
 #     --server        the execmcp server (execmcp/server:latest), see docs/deployment.md
 #     --proxy         the Engine API socket proxy (execmcp/proxy:latest), see docs/deployment.md
-#     --all           all three
+#     --all           runtime, server and proxy (not --sudo: opt-in)
 #     -t, --tag TAG   tag of the image to build (only with one image)
 #     --base IMAGE    base image (default execmcp/debian-base:bookworm, made offline by
 #                     docker/make-base-image.sh when missing; e.g. python:3.12-slim with a registry)
@@ -33,11 +35,11 @@ die() {
   say "$*"
   exit 1
 }
-usage() { sed -n '2,17p' "$0"; }
+usage() { sed -n '2,19p' "$0"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
-    --runtime | --server | --proxy) images+=("${1#--}"); shift ;;
+    --runtime | --sudo | --server | --proxy) images+=("${1#--}"); shift ;;
     --all) images+=(runtime server proxy); shift ;;
     -t | --tag) tag="${2:?$1 needs a value}"; shift 2 ;;
     --base) base="${2:?--base needs a value}"; shift 2 ;;
@@ -126,6 +128,26 @@ build_runtime() {
   # The Dockerfile copies nothing from a context, so it is sent alone on stdin: no context upload,
   # and nothing in the repo can change the build by accident.
   docker build "${args[@]}" - <"$here/Dockerfile"
+  report "$image" $((SECONDS - start))
+}
+
+# FROM the runtime image (built or refreshed first, untagged by -t), whose id is part of the hash:
+# a rebuilt runtime image rebuilds this one.
+build_sudo() {
+  local image="${tag:-execmcp/runtime-sudo:latest}" runtime="execmcp/runtime:latest"
+  tag="" build_runtime
+  local runtime_id build_hash
+  runtime_id="$(docker image inspect -f '{{.Id}}' "$runtime")"
+  build_hash="$({
+    cat "$here/sudo.Dockerfile"
+    printf 'RUNTIME_IMAGE=%s\nruntime_id=%s\n' "$runtime" "$runtime_id"
+  } | sha256sum | cut -c1-32)"
+  up_to_date "$image" "$build_hash" && return 0
+  local args=(--tag "$image" --label "$hash_label=$build_hash" --build-arg "RUNTIME_IMAGE=$runtime")
+  [ "$no_cache" = 1 ] && args+=(--no-cache)
+  say "building $image from $runtime"
+  local start=$SECONDS
+  docker build "${args[@]}" - <"$here/sudo.Dockerfile"
   report "$image" $((SECONDS - start))
 }
 

@@ -219,8 +219,9 @@ ChildLauncher::ChildLauncher(std::string binary, std::map<std::string, std::stri
   program_ = found.string();
 }
 
-std::unique_ptr<Child> ChildLauncher::spawn(const std::vector<std::string>& args, ChildStdio stdio,
-                                            std::string& error) const {
+std::unique_ptr<Child> ChildLauncher::spawn(
+    const std::vector<std::string>& args, ChildStdio stdio, std::string& error,
+    const std::map<std::string, std::string>* extra_env) const {
   if (!error_.empty()) {
     error = error_;
     return nullptr;
@@ -282,6 +283,9 @@ std::unique_ptr<Child> ChildLauncher::spawn(const std::vector<std::string>& args
 
   bp::environment env;  // built from nothing: the child inherits no variable of ours
   for (const auto& [k, v] : env_) env[k] = v;
+  if (extra_env != nullptr)
+    for (const auto& [k, v] : *extra_env)
+      if (env_.count(k) == 0) env[k] = v;  // never one of the CLI's own
   std::error_code ec;
   pid_t pid = -1;
   {

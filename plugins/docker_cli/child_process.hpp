@@ -94,9 +94,12 @@ class ChildLauncher {
   [[nodiscard]] const std::string& program() const { return program_; }
   [[nodiscard]] const std::map<std::string, std::string>& env() const { return env_; }
 
-  // Starts `program args...`; null and `error` when it cannot start.
+  // Starts `program args...`; null and `error` when it cannot start. `extra_env` adds variables
+  // to this child's environment (never replacing one of env()'s): values that must not be seen in
+  // its argv, as `docker exec --env=NAME` reads NAME's value from the CLI's own environment.
   std::unique_ptr<Child> spawn(const std::vector<std::string>& args, ChildStdio stdio,
-                               std::string& error) const;
+                               std::string& error,
+                               const std::map<std::string, std::string>* extra_env = nullptr) const;
 
   // Runs `program args...` to its end, feeding `input` (nullptr: stdin is /dev/null) while
   // collecting both output streams, all in one poll loop; killed at `timeout`.

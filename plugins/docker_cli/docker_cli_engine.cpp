@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervision/command_output.hpp"
+
 namespace execmcp::plugins::docker_cli {
 namespace {
 
@@ -224,21 +226,65 @@ std::map<std::string, std::string> cli_environment(
   return env;
 }
 
-std::vector<std::string> exec_args(const std::string& name, const dc::ExecOptions& options,
-                                   bool sentinel) {
-  std::vector<std::string> args = {"exec"};
+bool cli_reads_variable(const std::string& name,
+                        const std::map<std::string, std::string>& cli_env) {
+  if (cli_env.count(name) != 0) return true;
+  for (const char* prefix : {"DOCKER_", "PODMAN_", "CONTAINERS_", "CONTAINER_", "BUILDKIT_",
+                             "BUILDX_", "LD_", "SSH_", "XDG_", "LC_", "GO", "EXECMCP_ENV_"})
+    if (name.starts_with(prefix)) return true;
+  for (const char* exact :
+       {"PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+        "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy"})
+    if (name == exact) return true;
+  return false;
+}
+
+ExecCall exec_call(const std::string& name, const dc::ExecOptions& options, bool sentinel,
+                   const std::map<std::string, std::string>& cli_env) {
+  ExecCall call;
+  auto& args = call.args;
+  args = {"exec"};
   if (options.attach_stdin) args.push_back("--interactive");
   if (!options.user.empty()) args.push_back("--user=" + options.user);
   if (!options.work_dir.empty()) args.push_back("--workdir=" + options.work_dir);
-  for (const auto& e : options.env) args.push_back("--env=" + e);
+  // Later entries of one name win, as in the Engine API's Env.
+  std::vector<std::pair<std::string, std::string>> vars;
+  for (const auto& e : options.env) {
+    const auto eq = e.find('=');
+    std::string var = e.substr(0, eq);
+    std::string value = eq == std::string::npos ? std::string() : e.substr(eq + 1);
+    std::erase_if(vars, [&](const auto& v) { return v.first == var; });
+    vars.emplace_back(std::move(var), std::move(value));
+  }
+  std::string renames;
+  for (const auto& [var, value] : vars) {
+    if (!cli_reads_variable(var, cli_env)) {
+      args.push_back("--env=" + var);
+      call.env[var] = value;
+      continue;
+    }
+    const std::string alias = "EXECMCP_ENV_" + std::to_string(call.env.size());
+    args.push_back("--env=" + alias);
+    call.env[alias] = value;
+    renames +=
+        "export " + supervision::shell_quote(var) + "=\"$" + alias + "\"; unset " + alias + "; ";
+  }
   args.push_back(name);
-  if (sentinel) {
-    args.insert(args.end(), {"/bin/sh", "-c",
-                             std::string("printf '%s\\n' ") + kExecStarted + " >&2; exec \"$@\"",
-                             "execmcp-exec"});
+  if (sentinel || !renames.empty()) {
+    args.insert(
+        args.end(),
+        {"/bin/sh", "-c",
+         renames + (sentinel ? std::string("printf '%s\\n' ") + kExecStarted + " >&2; " : "") +
+             "exec \"$@\"",
+         "execmcp-exec"});
   }
   args.insert(args.end(), options.cmd.begin(), options.cmd.end());
-  return args;
+  return call;
+}
+
+std::vector<std::string> exec_args(const std::string& name, const dc::ExecOptions& options,
+                                   bool sentinel) {
+  return exec_call(name, options, sentinel, {}).args;
 }
 
 DockerCliEngine::DockerCliEngine(const dc::DockerSettings& settings)
@@ -463,7 +509,8 @@ std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
   dc::ExecOptions opts = options;
   opts.attach_stdin = stdio.input;
   std::string spawn_error;
-  auto child = launcher_.spawn(argv(exec_args(name, opts, true)), stdio, spawn_error);
+  auto call = exec_call(name, opts, true, launcher_.env());
+  auto child = launcher_.spawn(argv(std::move(call.args)), stdio, spawn_error, &call.env);
   if (!child) {
     CliRun failed;
     failed.spawn_error = spawn_error;

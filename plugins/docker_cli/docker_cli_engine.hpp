@@ -31,8 +31,27 @@ std::map<std::string, std::string> cli_environment(
 // PATH, HOME, DOCKER_HOST and DOCKER_CONFIG of this process.
 std::map<std::string, std::string> this_process_environment();
 
-// argv after the binary for `exec`: `options` and the start line on stderr (kExecStarted) before
-// `options.cmd` runs (with `sentinel`), or `options.cmd` alone.
+// One `exec` as the CLI child gets it: argv after the binary, and the variables added to the
+// child's environment. An exec variable's value never goes in argv (every user on the host sees
+// argv in `ps`): argv says `--env=NAME` and NAME=value is in the child's environment, from where
+// the CLI copies it. A name the CLI itself reads (its own PATH, HOME, DOCKER_*, ...: see
+// cli_reads_variable()) travels as EXECMCP_ENV_<n> and is renamed in the container before the
+// command starts.
+struct ExecCall {
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+};
+
+// Whether a variable of this name in the CLI child's environment could change what the CLI (or
+// the ssh it runs) does: `cli_env` is the child's own environment.
+bool cli_reads_variable(const std::string& name, const std::map<std::string, std::string>& cli_env);
+
+// `options` as an exec call, with the start line on stderr (kExecStarted) before `options.cmd`
+// runs (with `sentinel`).
+ExecCall exec_call(const std::string& name, const docker_common::ExecOptions& options,
+                   bool sentinel, const std::map<std::string, std::string>& cli_env);
+
+// exec_call()'s argv for a CLI child with an empty environment of its own.
 std::vector<std::string> exec_args(const std::string& name,
                                    const docker_common::ExecOptions& options, bool sentinel);
 

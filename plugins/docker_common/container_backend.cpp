@@ -221,6 +221,13 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
     throw std::invalid_argument("the " + backend_name_ +
                                 " backend needs an absolute workspace (cwd)");
   if (init_.paths.empty()) init_.paths.push_back({init_.cwd, true});
+  // Named files and variables that are missing fail here, when the config is checked, not later.
+  auto credentials = resolve_credentials(settings_.credentials, server_environment());
+  if (!credentials.error.empty()) throw std::invalid_argument(credentials.error);
+  credential_mounts_ = credentials.mounts;
+  settings_.extra_mounts.insert(settings_.extra_mounts.end(), credentials.mounts.begin(),
+                                credentials.mounts.end());
+  secret_env_ = credentials.env;
   // The container user is chosen at start(): the host may create the workspace after loading us.
   if (settings_.exec_mode == ExecMode::Agent) {
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
@@ -233,6 +240,39 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
 }
 
 ContainerBackend::~ContainerBackend() = default;
+
+std::shared_ptr<const SecretEnv> ContainerBackend::secret_env() const {
+  std::lock_guard lock(secrets_mutex_);
+  return secret_env_;
+}
+
+std::string ContainerBackend::refresh_credentials() {
+  if (!settings_.credentials.has_env() && credential_mounts_.empty()) return {};
+  auto credentials = resolve_credentials(settings_.credentials, server_environment());
+  if (!credentials.error.empty()) return credentials.error;
+  {
+    std::lock_guard lock(secrets_mutex_);
+    secret_env_ = credentials.env;
+  }
+  // Names and counts only: values never reach a log.
+  std::string names;
+  for (const auto& n : credentials.names) names += (names.empty() ? "" : ", ") + n;
+  log(sdk::LogLevel::Info, "credentials: " + std::to_string(credential_mounts_.size()) +
+                               " read-only mount(s), " + std::to_string(credentials.names.size()) +
+                               " variable(s) given to each command" +
+                               (names.empty() ? "" : " (" + names + ")"));
+  // The container user reads them with its own uid (a name set in 'user' is not checked here).
+  const std::string u = user();
+  try {
+    std::size_t used = 0;
+    const auto uid = static_cast<uid_t>(std::stoul(u, &used));
+    gid_t gid = uid;
+    if (used < u.size() && u[used] == ':') gid = static_cast<gid_t>(std::stoul(u.substr(used + 1)));
+    return check_credentials_readable(credential_mounts_, uid, gid);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
 
 std::string ContainerBackend::user() {
   std::lock_guard lock(mutex_);
@@ -388,6 +428,7 @@ std::string ContainerBackend::start() {
     ContainerSpec unused;
     if (auto err = checked_spec(unused, &managed); !err.empty()) return err;
     if (auto err = prepare_workspace_access(); !err.empty()) return err;
+    if (auto err = refresh_credentials(); !err.empty()) return err;
     remove_orphans(managed);
     if (engine_->remove(name_).ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
     return create_and_start(&managed);
@@ -757,6 +798,9 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     spec.shell = settings_.shell;
     spec.command = command;
     spec.work_dir = resolved.path;
+    // The secrets go with each call (the runner's stream, the exec's Env, the CLI child's
+    // environment), never into the container's config: `docker inspect` cannot show them.
+    spec.env = *secret_env();
     for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
     spec.timeout = request.timeout;
     spec.output_cap = request.output_cap;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "docker_common/container_spec.hpp"
+#include "docker_common/credentials.hpp"
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/engine.hpp"
 #include "docker_common/runner_channel.hpp"
@@ -129,6 +130,11 @@ class ContainerBackend : public sdk::ExecutorBackend {
   void kill_marked(const std::string& marker);
   void log(sdk::LogLevel level, const std::string& message) const;
 
+  // The `credentials` secrets: read at construction (errors) and again at each start(); given to
+  // each command's environment, never to the container's (see docs/security.md).
+  std::shared_ptr<const SecretEnv> secret_env() const;
+  std::string refresh_credentials();
+
   sdk::BackendInit init_;
   std::string backend_name_;
   DockerSettings settings_;
@@ -139,6 +145,9 @@ class ContainerBackend : public sdk::ExecutorBackend {
   std::mutex mutex_;  // guards user_ and access_granted_
   UserChoice user_;   // chosen by prepare_workspace_access()
   bool access_granted_ = false;
+  std::vector<MountSpec> credential_mounts_;
+  mutable std::mutex secrets_mutex_;
+  std::shared_ptr<const SecretEnv> secret_env_ = std::make_shared<const SecretEnv>();
   std::mutex recover_mutex_;  // one container recovery at a time
   std::atomic<std::uint64_t> stop_generation_{0};
   std::atomic<long> oom_kills_seen_{0};  // the memory cgroup's oom_kill count at our last look

@@ -55,7 +55,11 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
   if (!spec.working_dir.empty()) a.push_back("--workdir=" + spec.working_dir);
   a.push_back("--network=" + spec.network);
   a.push_back("--cap-drop=ALL");
-  a.push_back("--security-opt=no-new-privileges");
+  if (spec.sudo) {
+    for (const char* cap : kSudoCapabilities) a.push_back(std::string("--cap-add=") + cap);
+  } else {
+    a.push_back("--security-opt=no-new-privileges");
+  }
   a.push_back("--init");
   a.push_back("--restart=no");
   a.push_back("--log-driver=json-file");

@@ -95,7 +95,9 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
                                   const std::string& owner_host) {
   ContainerSpec spec;
   spec.name = container_name(init.agent_id, init.instance_id);
-  spec.image = settings.image;
+  spec.image =
+      settings.sudo && settings.image == kDefaultImage ? std::string(kSudoImage) : settings.image;
+  spec.sudo = settings.sudo;
   spec.user = user;
   spec.working_dir = init.cwd;
   for (const auto& [k, v] : settings.env) spec.env.push_back(k + "=" + v);
@@ -103,8 +105,10 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   spec.mounts = container_mounts(init, settings.extra_mounts);
   spec.memory_bytes = settings.memory_bytes;
   spec.disk_bytes = settings.disk_bytes;
-  spec.read_only_rootfs = !settings.writable_rootfs;
-  if (spec.read_only_rootfs) {
+  // sudo is for installing packages, which write /usr and /var: the image's filesystem is
+  // writable then, but the scratch dirs stay tmpfs unless writable_rootfs says otherwise.
+  spec.read_only_rootfs = !settings.writable_rootfs && !settings.sudo;
+  if (!settings.writable_rootfs) {
     // Mode 1777: any container user (the image's, the workspace owner's, a configured one) has a
     // writable $HOME and /tmp; exec, because build tools run what they put there.
     for (const char* dir : kScratchDirs)
@@ -133,7 +137,6 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   nlohmann::json host{{"NetworkMode", spec.network},
                       {"Mounts", mounts},
                       {"CapDrop", nlohmann::json::array({"ALL"})},
-                      {"SecurityOpt", nlohmann::json::array({"no-new-privileges"})},
                       {"Init", true},
                       // Never restarted by the engine: the backend brings it back itself, and
                       // says so. Explicit, as `docker create` sends it.
@@ -141,6 +144,12 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
                       {"LogConfig",
                        {{"Type", "json-file"},
                         {"Config", {{"max-size", kLogMaxSize}, {"max-file", kLogMaxFiles}}}}}};
+  if (spec.sudo) {
+    // sudo is setuid root: with no-new-privileges the kernel ignores that bit.
+    host["CapAdd"] = kSudoCapabilities;
+  } else {
+    host["SecurityOpt"] = nlohmann::json::array({"no-new-privileges"});
+  }
   if (spec.memory_bytes) {
     host["Memory"] = *spec.memory_bytes;
     host["MemorySwap"] = *spec.memory_bytes;  // no swap beyond the limit: a hog is OOM-killed

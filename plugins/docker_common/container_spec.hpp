@@ -49,7 +49,18 @@ struct ContainerSpec {
   std::vector<std::string> cmd;  // keeps the container alive between commands
   RunnerDelivery runner = RunnerDelivery::None;
   std::string runner_source;  // the host's execmcp-runner, for RunnerDelivery::Bind
+  // `sudo: true`: no no-new-privileges (sudo is setuid) and kSudoCapabilities in the bounding set.
+  bool sudo = false;
 };
+
+// What `sudo: true` puts back in the bounding set (CapDrop ALL stays): what sudo itself needs
+// (SETUID, SETGID, AUDIT_WRITE) and what a root package manager needs (CHOWN, DAC_OVERRIDE,
+// FOWNER, FSETID, KILL). A subset of Docker's defaults; see docs/security.md.
+// Written as the docker CLI normalizes --cap-add (CAP_ prefix, sorted), so both backends'
+// containers inspect the same.
+inline constexpr std::array<const char*, 8> kSudoCapabilities = {
+    "CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+    "CAP_FSETID",      "CAP_KILL",  "CAP_SETGID",       "CAP_SETUID"};
 
 // "execmcp-<agent>-<instance>", with every character outside Docker's name charset
 // [a-zA-Z0-9_.-] replaced by '-', at most 128 characters.

@@ -1,14 +1,18 @@
 // Strict parsing of the Docker backends' settings.
 #include "docker_common/docker_settings.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "execmcp/plugins/plugin_settings/settings_object.hpp"
 
+#include "docker_common/credentials.hpp"
+#include "docker_common/env_file.hpp"
 #include "docker_common/memory_limit.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -18,6 +22,9 @@ constexpr std::array<const char*, 16> kCommonKeys = {
     "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
     "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
     "command_prefix", "venv_path", "shell", "exec_mode"};
+// Issue 11's options (sudo, credentials); preinstall is refused by name until it is done.
+constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "preinstall",
+                                                    "preinstall_on_failure"};
 // Only the docker CLI has these: docker-api refuses them by name rather than ignoring them.
 constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_context", "docker_flags",
                                                  "cli_env"};
@@ -34,6 +41,9 @@ std::string get_string(const nlohmann::json& value, const std::string& key) {
 std::string known_keys(EngineKind kind) {
   std::string out;
   for (const char* k : kCommonKeys) out += (out.empty() ? "" : ", ") + std::string(k);
+  for (const char* k : kOptionKeys)
+    if (std::string_view(k) != "preinstall" && std::string_view(k) != "preinstall_on_failure")
+      out += ", " + std::string(k);
   if (kind == EngineKind::kCli)
     for (const char* k : kCliKeys) out += ", " + std::string(k);
   return out;
@@ -75,6 +85,89 @@ MountSpec parse_mount(const nlohmann::json& item, std::size_t index) {
   if (mount.target.empty()) mount.target = mount.source;
   if (mount.target.front() != '/') bad(where + ".target", "an absolute container path");
   return mount;
+}
+
+std::vector<std::string> parse_names(const nlohmann::json& value, const std::string& key) {
+  constexpr const char* kNames = "a list of variable names ([A-Za-z_][A-Za-z0-9_]*)";
+  if (!value.is_array()) bad(key, kNames);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string name = get_string(value[i], key + "[" + std::to_string(i) + "]");
+    if (!is_env_name(name)) bad(key + "[" + std::to_string(i) + "]", kNames);
+    names.push_back(name);
+  }
+  return names;
+}
+
+CredentialsSettings parse_credentials(const nlohmann::json& value) {
+  const std::string key = "credentials";
+  if (!value.is_object())
+    bad(key,
+        "an object {mount, additional_mounts, env_file, env_vars_from_file, env_vars, "
+        "pass_all_env}");
+  CredentialsSettings c;
+  for (const auto& [k, v] : value.items()) {
+    const std::string where = key + "." + k;
+    if (k == "mount") {
+      const std::string kinds = "a list of " + credential_kind_names();
+      if (!v.is_array()) bad(where, kinds);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string kind = get_string(v[i], where + "[" + std::to_string(i) + "]");
+        if (find_credential_kind(kind) == nullptr)
+          bad(where + "[" + std::to_string(i) + "]",
+              "one of " + credential_kind_names() + " (got '" + kind + "')");
+        if (std::find(c.mount.begin(), c.mount.end(), kind) == c.mount.end())
+          c.mount.push_back(kind);
+      }
+    } else if (k == "additional_mounts") {
+      constexpr const char* kForm =
+          "an object {<absolute host path>: {bind: <absolute container path>, mode: ro|rw}}";
+      if (!v.is_object()) bad(where, kForm);
+      for (const auto& [host, spec] : v.items()) {
+        const std::string at = where + "." + host;
+        if (host.empty() || host.front() != '/') bad(at, "an absolute host path as the key");
+        MountSpec m;
+        m.source = host;
+        if (!spec.is_object()) bad(at, kForm);
+        for (const auto& [field, fv] : spec.items()) {
+          if (field == "bind") {
+            m.target = get_string(fv, at + ".bind");
+          } else if (field == "mode") {
+            const std::string mode = get_string(fv, at + ".mode");
+            if (mode != "ro" && mode != "rw") bad(at + ".mode", "ro or rw (got '" + mode + "')");
+            m.read_only = mode == "ro";
+          } else {
+            throw std::invalid_argument("unknown setting '" + at + "." + field +
+                                        "' (known: bind, mode)");
+          }
+        }
+        if (m.target.empty() || m.target.front() != '/')
+          bad(at + ".bind", "an absolute container path");
+        c.additional_mounts.push_back(m);
+      }
+    } else if (k == "env_file") {
+      c.env_file = get_string(v, where);
+      if (c.env_file.empty() || c.env_file.front() != '/')
+        bad(where, "an absolute path (relative paths are resolved by the config loader)");
+    } else if (k == "env_vars_from_file") {
+      c.env_vars_from_file = parse_names(v, where);
+    } else if (k == "env_vars") {
+      c.env_vars = parse_names(v, where);
+    } else if (k == "pass_all_env") {
+      if (!v.is_boolean()) bad(where, "true or false");
+      c.pass_all_env = v.get<bool>();
+    } else {
+      throw std::invalid_argument(
+          "unknown setting '" + where +
+          "' (known: mount, additional_mounts, env_file, env_vars_from_file, env_vars, "
+          "pass_all_env)");
+    }
+  }
+  if (c.env_vars_from_file && c.env_file.empty())
+    throw std::invalid_argument(
+        "setting 'credentials.env_vars_from_file' needs 'credentials.env_file' (the file the "
+        "names are taken from)");
+  return c;
 }
 
 // A size in bytes: a positive integer, or a string in the memory-limit forms.
@@ -209,6 +302,18 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
       } else {
         bad(key, std::string(kModes) + " (got '" + mode + "')");
       }
+    } else if (key == "sudo") {
+      if (!value.is_boolean()) bad(key, "true or false");
+      s.sudo = value.get<bool>();
+    } else if (key == "credentials") {
+      s.credentials = parse_credentials(value);
+      s.extra_mounts.insert(s.extra_mounts.end(), s.credentials.additional_mounts.begin(),
+                            s.credentials.additional_mounts.end());
+    } else if (key == "preinstall" || key == "preinstall_on_failure") {
+      // Never silently ignored: an agent that expects its packages must not start without them.
+      throw std::invalid_argument("setting '" + key +
+                                  "': preinstall is not supported yet; install the packages in "
+                                  "an image of your own and set 'image'");
     } else {
       throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys(kind) +
                                   ")");

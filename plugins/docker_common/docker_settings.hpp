@@ -15,6 +15,27 @@ struct MountSpec {
   bool read_only = true;
 };
 
+// What the `credentials` setting names: files of the server's $HOME bound read-only into the image
+// user's home, more mounts, and environment variables (secrets) given to every command. Parsed
+// here for its shape only; resolve_credentials() (credentials.hpp) reads the files and variables.
+struct CredentialsSettings {
+  std::vector<std::string>
+      mount;  // kinds: ssh_keys, git_config, gh_config, npm_config, pypi_config
+  std::vector<MountSpec> additional_mounts;  // {host path: {bind, mode}}; also in extra_mounts
+  std::string env_file;                      // absolute path; "" when none
+  std::optional<std::vector<std::string>> env_vars_from_file;  // unset: every variable of the file
+  std::vector<std::string> env_vars;  // names taken from the server's environment
+  bool pass_all_env = false;          // the server's whole environment, less its own variables
+
+  [[nodiscard]] bool has_env() const {
+    return !env_file.empty() || !env_vars.empty() || pass_all_env;
+  }
+};
+
+// The image the backend uses with `sudo: true` when `image` is the default one.
+inline constexpr const char* kDefaultImage = "execmcp/runtime:latest";
+inline constexpr const char* kSudoImage = "execmcp/runtime-sudo:latest";
+
 // How the backend runs a command in the container.
 enum class ExecMode {
   Agent,  // through execmcp-runner, a static program the backend starts inside the container
@@ -22,7 +43,7 @@ enum class ExecMode {
 };
 
 struct DockerSettings {
-  std::string image = "execmcp/runtime:latest";
+  std::string image = kDefaultImage;
   // A bound by default: with no limit at all a hog takes the host's memory (and a tmpfs write,
   // its page cache). "memory": "none" removes it.
   static constexpr std::int64_t kDefaultMemoryBytes = std::int64_t{2} << 30;
@@ -58,6 +79,11 @@ struct DockerSettings {
   std::string shell = "/bin/sh";
   // Agent falls back to Exec, with a notice, when the runner cannot start.
   ExecMode exec_mode = ExecMode::Agent;
+  // Passwordless sudo for the container user: the sudo image (for the default image), the
+  // capabilities sudo and package managers need in the bounding set, no no-new-privileges, and a
+  // writable image filesystem (see docs/security.md, "sudo and credentials").
+  bool sudo = false;
+  CredentialsSettings credentials;
 };
 
 // Which plugin reads the settings: each knows its own keys and refuses the other's by name.

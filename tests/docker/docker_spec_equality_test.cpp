@@ -126,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
                                   {"source": "@EXTRA@/ro", "target": "/data/ro"}],
                  "env": {"A": "1", "B": "two words"}, "user": "1000:1000"})"},
         Case{"exec_mode", R"({"exec_mode": "exec"})"},
-        Case{"agent_mode", R"({"exec_mode": "agent"})"}),
+        // The sudo image, its capabilities, no no-new-privileges, a writable image filesystem.
+        Case{"sudo", R"({"sudo": true})"}, Case{"agent_mode", R"({"exec_mode": "agent"})"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

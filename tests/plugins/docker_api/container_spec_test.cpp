@@ -141,6 +141,36 @@ TEST(ContainerCreateBody, WritableRootfsHasNoTmpfs) {
   EXPECT_FALSE(host.contains("Tmpfs"));
 }
 
+TEST(ContainerCreateBody, SudoGetsItsImageItsCapabilitiesAndAWritableImage) {
+  DockerSettings s;
+  s.sudo = true;
+  const auto spec = make_container_spec(sample_init(), s, "1000:1000", 1, "h");
+  const auto body = container_create_body(spec);
+  EXPECT_EQ(body["Image"], "execmcp/runtime-sudo:latest");
+  const auto& host = body["HostConfig"];
+  EXPECT_EQ(host["CapDrop"], nlohmann::json::array({"ALL"}));
+  EXPECT_EQ(host["CapAdd"],
+            nlohmann::json::array({"CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+                                   "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID"}));
+  EXPECT_FALSE(host.contains("SecurityOpt"));  // no no-new-privileges: sudo is setuid
+  EXPECT_FALSE(host.contains("ReadonlyRootfs"));
+  EXPECT_EQ(host["Tmpfs"].size(), kScratchDirs.size());  // the scratch dirs stay tmpfs
+  EXPECT_EQ(body["User"], "1000:1000");
+  EXPECT_EQ(host["NetworkMode"], "none");
+  EXPECT_EQ(host["Init"], true);
+
+  // A custom image is used as it is; without sudo nothing changes.
+  s.image = "my/image:1";
+  EXPECT_EQ(container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["Image"],
+            "my/image:1");
+  s = DockerSettings{};
+  const auto plain =
+      container_create_body(make_container_spec(sample_init(), s, "1", 1, "h"))["HostConfig"];
+  EXPECT_FALSE(plain.contains("CapAdd"));
+  EXPECT_EQ(plain["SecurityOpt"], nlohmann::json::array({"no-new-privileges"}));
+  EXPECT_EQ(plain["ReadonlyRootfs"], true);
+}
+
 TEST(ContainerCreateBody, DiskBoundIsAStorageOptSize) {
   DockerSettings s;
   s.disk_bytes = 1LL << 30;

@@ -190,5 +190,76 @@ TEST(DockerSettings, TheApiRefusesCliKeysAndSshByName) {
   EXPECT_EQ(error_of(R"({"imagee": "x"})").find("docker_binary"), std::string::npos);
 }
 
+TEST(DockerSettings, SudoAndCredentialsParseForBothBackends) {
+  for (auto kind : {EngineKind::kApi, EngineKind::kCli}) {
+    const auto s = parse_docker_settings(R"({"sudo": true, "credentials": {
+      "mount": ["ssh_keys", "git_config", "ssh_keys"],
+      "additional_mounts": {"/srv/data": {"bind": "/data", "mode": "rw"}, "/srv/ro": {"bind": "/ro"}},
+      "env_file": "/etc/agent.env", "env_vars_from_file": ["A", "B"], "env_vars": ["C"],
+      "pass_all_env": true}})",
+                                         kind);
+    EXPECT_TRUE(s.sudo);
+    EXPECT_EQ(s.credentials.mount, (std::vector<std::string>{"ssh_keys", "git_config"}));
+    EXPECT_EQ(s.credentials.env_file, "/etc/agent.env");
+    ASSERT_TRUE(s.credentials.env_vars_from_file);
+    EXPECT_EQ(*s.credentials.env_vars_from_file, (std::vector<std::string>{"A", "B"}));
+    EXPECT_EQ(s.credentials.env_vars, (std::vector<std::string>{"C"}));
+    EXPECT_TRUE(s.credentials.pass_all_env);
+    // additional_mounts are extra mounts: checked and mounted like them.
+    ASSERT_EQ(s.extra_mounts.size(), 2u);
+    EXPECT_EQ(s.extra_mounts[0].source, "/srv/data");
+    EXPECT_EQ(s.extra_mounts[0].target, "/data");
+    EXPECT_FALSE(s.extra_mounts[0].read_only);
+    EXPECT_EQ(s.extra_mounts[1].target, "/ro");
+    EXPECT_TRUE(s.extra_mounts[1].read_only);  // mode defaults to ro
+  }
+  EXPECT_FALSE(parse_docker_settings("{}").sudo);
+  EXPECT_FALSE(parse_docker_settings("{}").credentials.has_env());
+}
+
+TEST(DockerSettings, CredentialsAreCheckedStrictly) {
+  EXPECT_EQ(error_of(R"({"sudo": "yes"})"), "setting 'sudo': expected true or false");
+  EXPECT_EQ(error_of(R"({"credentials": {"mount": ["aws"]}})"),
+            "setting 'credentials.mount[0]': expected one of ssh_keys, git_config, gh_config, "
+            "npm_config, pypi_config (got 'aws')");
+  EXPECT_EQ(error_of(R"({"credentials": {"mount": "ssh_keys"}})"),
+            "setting 'credentials.mount': expected a list of ssh_keys, git_config, gh_config, "
+            "npm_config, pypi_config");
+  EXPECT_EQ(error_of(R"({"credentials": {"env_file": "agent.env"}})"),
+            "setting 'credentials.env_file': expected an absolute path (relative paths are "
+            "resolved by the config loader)");
+  EXPECT_EQ(error_of(R"({"credentials": {"env_vars": ["A-B"]}})"),
+            "setting 'credentials.env_vars[0]': expected a list of variable names "
+            "([A-Za-z_][A-Za-z0-9_]*)");
+  EXPECT_EQ(error_of(R"({"credentials": {"env_vars_from_file": ["A"]}})"),
+            "setting 'credentials.env_vars_from_file' needs 'credentials.env_file' (the file the "
+            "names are taken from)");
+  EXPECT_EQ(error_of(R"({"credentials": {"pass_all_env": 1}})"),
+            "setting 'credentials.pass_all_env': expected true or false");
+  EXPECT_EQ(error_of(R"({"credentials": {"envfile": "/x"}})"),
+            "unknown setting 'credentials.envfile' (known: mount, additional_mounts, env_file, "
+            "env_vars_from_file, env_vars, pass_all_env)");
+  EXPECT_EQ(error_of(R"({"credentials": {"additional_mounts": {"rel": {"bind": "/x"}}}})"),
+            "setting 'credentials.additional_mounts.rel': expected an absolute host path as the "
+            "key");
+  EXPECT_EQ(
+      error_of(R"({"credentials": {"additional_mounts": {"/a": {"bind": "/x", "mode": "w"}}}})"),
+      "setting 'credentials.additional_mounts./a.mode': expected ro or rw (got 'w')");
+  EXPECT_EQ(error_of(R"({"credentials": {"additional_mounts": {"/a": {}}}})"),
+            "setting 'credentials.additional_mounts./a.bind': expected an absolute container path");
+  EXPECT_EQ(
+      error_of(R"({"credentials": []})").rfind("setting 'credentials': expected an object", 0), 0u);
+}
+
+TEST(DockerSettings, PreinstallIsRefusedNotIgnored) {
+  for (const char* json : {R"({"preinstall": {"python": ["requests"]}})",
+                           R"({"preinstall_on_failure": "continue"})"}) {
+    for (auto kind : {EngineKind::kApi, EngineKind::kCli}) {
+      const auto error = error_of(json, kind);
+      EXPECT_NE(error.find("preinstall is not supported yet"), std::string::npos) << error;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common

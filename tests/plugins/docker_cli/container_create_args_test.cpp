@@ -166,9 +166,13 @@ TEST(ContainerCreateArgs, AnImageThatLooksLikeAFlagIsRefused) {
 // The two renderings of one spec agree: every HostConfig field of the Engine API body has its
 // flag with the same value, and so does every field of the body's Config.
 TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
-  for (const auto runner : {RunnerDelivery::Bind, RunnerDelivery::Copy}) {
+  for (const auto& [runner, sudo] :
+       {std::pair{RunnerDelivery::Bind, false}, std::pair{RunnerDelivery::Copy, false},
+        std::pair{RunnerDelivery::Bind, true}}) {
     ContainerSpec spec = full_spec();
     spec.runner = runner;
+    spec.sudo = sudo;
+    if (sudo) spec.read_only_rootfs = false;
     const auto body = container_create_body(spec);
     const auto r = container_create_args(spec, CliFlavor::kDocker);
     ASSERT_TRUE(r.error.empty()) << r.error;
@@ -194,6 +198,9 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
       } else if (key == "SecurityOpt") {
         for (const auto& opt : value)
           EXPECT_TRUE(has(a, "--security-opt=" + opt.get<std::string>()));
+        EXPECT_EQ(with_prefix(a, "--security-opt=").size(), value.size());
+      } else if (key == "CapAdd") {
+        EXPECT_EQ(with_prefix(a, "--cap-add="), value.get<std::vector<std::string>>());
       } else if (key == "Init") {
         EXPECT_TRUE(value.get<bool>());
         EXPECT_TRUE(has(a, "--init"));
@@ -213,6 +220,7 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
       } else if (key == "StorageOpt") {
         EXPECT_TRUE(has(a, "--storage-opt=size=" + value["size"].get<std::string>()));
       } else if (key == "ReadonlyRootfs") {
+        EXPECT_FALSE(sudo);
         EXPECT_EQ(has(a, "--read-only"), value.get<bool>());
       } else if (key == "Tmpfs") {
         for (const auto& [path, options] : value.items())
@@ -225,6 +233,11 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
                       << " has no flag in container_create_args (add it there and here)";
       }
     }
+    // A flag without its field: sudo's container has neither no-new-privileges nor --read-only.
+    EXPECT_EQ(body["HostConfig"].contains("SecurityOpt"),
+              has(a, "--security-opt=no-new-privileges"));
+    EXPECT_EQ(body["HostConfig"].contains("CapAdd"), !with_prefix(a, "--cap-add=").empty());
+    EXPECT_EQ(body["HostConfig"].contains("ReadonlyRootfs"), has(a, "--read-only"));
     for (const auto& [key, value] : body.items()) {
       SCOPED_TRACE(key);
       if (key == "Image") {

@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -314,7 +316,50 @@ TEST_F(FakeCli, ExecStripsTheStartLineAndCarriesInputAndBothStreams) {
   EXPECT_EQ(c0, exec_args("c", options, true));
   EXPECT_EQ(std::vector<std::string>(c0.begin(), c0.begin() + 6),
             (std::vector<std::string>{"exec", "--interactive", "--user=1000:1000", "--workdir=/",
-                                      "--env=A=1", "c"}));
+                                      "--env=A", "c"}));
+}
+
+TEST_F(FakeCli, ExecEnvValuesAreInTheChildsEnvironmentNeverInItsArgv) {
+  write("exec.sh", kLocalExec);
+  dc::ExecOptions options;
+  options.cmd = {"/bin/sh", "-c",
+                 "printf '%s|%s|%s|%s' \"$SECRET\" \"$PATH\" \"$DOCKER_HOST\" "
+                 "\"${EXECMCP_ENV_0-unset}\""};
+  // A name the CLI reads itself (its PATH, DOCKER_HOST) must not change the CLI: it travels
+  // under another name and is renamed in the container.
+  options.env = {"SECRET=canary-secret-1", "PATH=/canary-path/bin:/usr/bin:/bin",
+                 "DOCKER_HOST=tcp://canary-host:1", "SECRET=canary-secret-2"};
+  dc::EngineError error;
+  auto session = engine(settings())->exec("c", options, error);
+  ASSERT_TRUE(session) << error.message;
+  const auto c = drain(*session);
+  EXPECT_EQ(c.out, "canary-secret-2|/canary-path/bin:/usr/bin:/bin|tcp://canary-host:1|unset");
+  EXPECT_EQ(session->finish(false).code, 0);
+  // The fake CLI wrote down its own argv: no value is there, only names.
+  const auto args = calls().at(0);
+  for (const auto& arg : args) EXPECT_EQ(arg.find("canary"), std::string::npos) << arg;
+  EXPECT_NE(std::find(args.begin(), args.end(), "--env=SECRET"), args.end());
+  EXPECT_EQ(std::count_if(args.begin(), args.end(),
+                          [](const std::string& a) { return a.starts_with("--env="); }),
+            3);
+}
+
+TEST(ExecCall, OnlyNamesTheCliDoesNotReadGoByTheirOwnName) {
+  const std::map<std::string, std::string> cli_env = {
+      {"PATH", "/bin"}, {"HOME", "/root"}, {"EXTRA", "x"}};
+  for (const char* name : {"PATH", "HOME", "EXTRA", "DOCKER_CONFIG", "PODMAN_X", "LD_PRELOAD",
+                           "SSH_AUTH_SOCK", "LC_ALL", "https_proxy", "EXECMCP_ENV_3"})
+    EXPECT_TRUE(cli_reads_variable(name, cli_env)) << name;
+  for (const char* name : {"GH_TOKEN", "API_KEY", "EXECMCP_CALL", "NPM_TOKEN"})
+    EXPECT_FALSE(cli_reads_variable(name, cli_env)) << name;
+  dc::ExecOptions options;
+  options.cmd = {"true"};
+  options.env = {"HOME=/h", "TOKEN=t"};
+  const auto call = exec_call("c", options, false, cli_env);
+  EXPECT_EQ(call.args, (std::vector<std::string>{
+                           "exec", "--env=EXECMCP_ENV_0", "--env=TOKEN", "c", "/bin/sh", "-c",
+                           "export 'HOME'=\"$EXECMCP_ENV_0\"; unset EXECMCP_ENV_0; exec \"$@\"",
+                           "execmcp-exec", "true"}));
 }
 
 TEST_F(FakeCli, ExecFailuresBeforeTheStartLineAreTheEnginesWords) {

@@ -1,0 +1,242 @@
+// The Docker options of issue 11 on the real engine, for each backend and exec_mode: credentials
+// (every mount kind and every env source reach the container; no secret value shows in `docker
+// inspect`, the plugin's log or any host process's argv) and `sudo` (works only when enabled).
+#include <dirent.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "docker_test_support.hpp"
+
+namespace execmcp::docker_test {
+namespace {
+
+constexpr const char* kSudoImage = "execmcp/runtime-sudo:latest";
+
+// Keeps every log line of the plugin, to look for secrets in them.
+struct CapturingLog : execmcp::sdk::LogSink {
+  void log(execmcp::sdk::LogLevel, std::string_view message) noexcept override {
+    std::lock_guard lock(mutex);
+    text.append(message).append("\n");
+    std::fprintf(stderr, "  [plugin] %.*s\n", static_cast<int>(message.size()), message.data());
+  }
+  std::string all() {
+    std::lock_guard lock(mutex);
+    return text;
+  }
+  std::mutex mutex;
+  std::string text;
+};
+
+std::unique_ptr<ExecutorBackend> create(BackendInit init, CapturingLog& log, std::string& error) {
+  auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
+  if (init.instance_id.empty()) init.instance_id = instance_tag();
+  init.log = &log;
+  init.settings_json = with_test_settings(init.settings_json);
+  return std::unique_ptr<ExecutorBackend>(factory(init, error));
+}
+
+std::string container_of(const BackendInit& init) {
+  return "execmcp-" + init.agent_id + "-" +
+         (init.instance_id.empty() ? instance_tag() : init.instance_id);
+}
+
+// Every host process's argv, joined (what `ps` shows to any user).
+std::string all_argv() {
+  std::string out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (const dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    out += read_host_file(std::string("/proc/") + e->d_name + "/cmdline") + "\n";
+  }
+  ::closedir(proc);
+  return out;
+}
+
+void write(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// Sets a variable of this process for one test (the backend reads the server's environment).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(DockerCredentials, EachKindReachesTheContainerAndNoSecretShowsOutside) {
+  REQUIRE_ENGINE();
+  TempDir ws("cred");
+  TempDir home("credhome");
+  const std::string tag = instance_tag();
+  // A canary per kind: files in $HOME, a variable in the env file, one by name, one by pass_all.
+  const std::map<std::string, std::string> files = {{".ssh/config", "canary-ssh-" + tag},
+                                                    {".gitconfig", "canary-git-" + tag},
+                                                    {".config/gh/hosts.yml", "canary-gh-" + tag},
+                                                    {".npmrc", "canary-npm-" + tag},
+                                                    {".pypirc", "canary-pypi-" + tag}};
+  for (const auto& [path, text] : files) write(home.path() + "/" + path, text + "\n");
+  // Writable for anyone on the host: only the read-only mount stops the write below.
+  ::chmod((home.path() + "/.gitconfig").c_str(), 0666);
+  const std::string file_secret = "canary-envfile-" + tag;
+  const std::string named_secret = "canary-envvar-" + tag;
+  const std::string all_secret = "canary-passall-" + tag;
+  write(home.path() + "/agent.env",
+        "# secrets\nexport FILE_SECRET='" + file_secret + "'\nOTHER=x\n");
+  ScopedEnv home_env("HOME", home.path());
+  ScopedEnv named("EXECMCP_TEST_NAMED_SECRET", named_secret);  // EXECMCP_*: pass_all skips it
+  ScopedEnv passed("TEST_PASSALL_SECRET", all_secret);
+
+  BackendInit init;
+  init.agent_id = "cred";
+  init.cwd = ws.path();
+  init.paths = {{ws.path(), true}};
+  init.settings_json = R"({"credentials": {
+      "mount": ["ssh_keys", "git_config", "gh_config", "npm_config", "pypi_config"],
+      "env_file": ")" + home.path() +
+                       R"(/agent.env", "env_vars_from_file": ["FILE_SECRET"],
+      "env_vars": ["EXECMCP_TEST_NAMED_SECRET"], "pass_all_env": true}})";
+  CapturingLog log;
+  std::string error;
+  auto backend = create(init, log, error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+
+  // The files, at the same places under the image user's home (inside its tmpfs, which stays
+  // writable), read-only.
+  auto r = run(*backend,
+               "cat ~/.ssh/config ~/.gitconfig ~/.config/gh/hosts.yml ~/.npmrc ~/.pypirc && "
+               "touch ~/scratch && echo home-writable && "
+               "if echo x >> ~/.gitconfig; then echo WROTE; fi; "
+               "printf '%s|%s|%s|%s\\n' \"$FILE_SECRET\" \"$EXECMCP_TEST_NAMED_SECRET\" "
+               "\"$TEST_PASSALL_SECRET\" \"${OTHER-unset}\"");
+  ASSERT_EQ(r.error, "");
+  for (const auto& [path, text] : files)
+    EXPECT_NE(r.stdout_data.find(text), std::string::npos) << path << ": " << r.stdout_data;
+  EXPECT_NE(r.stdout_data.find("home-writable"), std::string::npos) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data.find("WROTE"), std::string::npos);
+  EXPECT_NE(r.stderr_data.find("Read-only file system"), std::string::npos) << r.stderr_data;
+  // env_vars_from_file took FILE_SECRET only.
+  EXPECT_NE(r.stdout_data.find(file_secret + "|" + named_secret + "|" + all_secret + "|unset"),
+            std::string::npos)
+      << r.stdout_data;
+
+  // While a call that carries them runs, no host process shows a value in its argv (docker-cli's
+  // exec child included).
+  std::atomic<bool> done{false};
+  std::string seen;
+  std::thread call([&] {
+    run(*backend, "sleep 2; echo \"$FILE_SECRET\"");
+    done = true;
+  });
+  while (!done) {
+    const std::string argv = all_argv();
+    for (const auto& secret : {file_secret, named_secret, all_secret})
+      if (argv.find(secret) != std::string::npos) seen = secret;
+    ::usleep(20 * 1000);
+  }
+  call.join();
+  EXPECT_EQ(seen, "") << "a secret was in a host process's argv";
+
+  // Neither the container's config nor the plugin's log holds a value; the log names them.
+  const std::string inspect = sh(outside_cli() + " inspect " + container_of(init));
+  ASSERT_NE(inspect.find("execmcp.managed"), std::string::npos);
+  for (const auto& secret : {file_secret, named_secret, all_secret}) {
+    EXPECT_EQ(inspect.find(secret), std::string::npos) << secret;
+    EXPECT_EQ(log.all().find(secret), std::string::npos) << secret;
+  }
+  EXPECT_NE(log.all().find("FILE_SECRET"), std::string::npos) << log.all();
+  backend->cleanup();
+}
+
+TEST(DockerCredentials, AMissingFileOrVariableFailsBeforeAnyContainer) {
+  REQUIRE_ENGINE();
+  TempDir ws("credmissing");
+  TempDir home("credmissinghome");
+  ScopedEnv home_env("HOME", home.path());
+  BackendInit init;
+  init.agent_id = "credmissing";
+  init.cwd = ws.path();
+  init.paths = {{ws.path(), true}};
+  CapturingLog log;
+  for (const auto& [settings, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"credentials": {"mount": ["git_config"]}})",
+            "git_config needs '" + home.path() + "/.gitconfig'"},
+           {R"({"credentials": {"env_file": ")" + home.path() + R"(/none.env"}})",
+            home.path() + "/none.env' cannot be read"},
+           {R"({"credentials": {"env_vars": ["EXECMCP_TEST_NOT_SET_ANYWHERE"]}})",
+            "EXECMCP_TEST_NOT_SET_ANYWHERE is not set"}}) {
+    init.settings_json = settings;
+    std::string error;
+    auto backend = create(init, log, error);
+    EXPECT_FALSE(backend);
+    EXPECT_NE(error.find(says), std::string::npos) << error;
+  }
+  EXPECT_FALSE(container_exists(container_of(init)));
+}
+
+// `sudo -n true` runs with no terminal and no password, as a command of the agent does.
+constexpr const char* kSudoProbe =
+    "sudo -n true && sudo -n id -u && sudo -n touch /usr/local/x "
+    "&& echo sudo-works";
+
+TEST(DockerSudo, WorksOnlyWhenEnabled) {
+  REQUIRE_ENGINE();
+  int status = 0;
+  sh(outside_cli() + " image inspect " + kSudoImage, &status);
+  ASSERT_EQ(status, 0) << kSudoImage << " is missing; build it with docker/build.sh --sudo";
+  TempDir ws("sudo");
+  CapturingLog log;
+  BackendInit init;
+  init.cwd = ws.path();
+  init.paths = {{ws.path(), true}};
+  // Off: not in the default image, and not even in the sudo image (no-new-privileges).
+  for (const auto& [agent, settings] : std::vector<std::pair<std::string, std::string>>{
+           {"nosudo", "{}"}, {"nosudoimg", R"({"image": "execmcp/runtime-sudo:latest"})"}}) {
+    init.agent_id = agent;
+    init.settings_json = settings;
+    std::string error;
+    auto backend = create(init, log, error);
+    ASSERT_TRUE(backend) << error;
+    ASSERT_EQ(backend->start(), "");
+    const auto r = run(*backend, kSudoProbe);
+    EXPECT_NE(r.exit_code, 0) << agent;
+    EXPECT_EQ(r.stdout_data.find("sudo-works"), std::string::npos) << agent;
+    backend->cleanup();
+  }
+  // On: the default image becomes the sudo image, and root through sudo can do its work.
+  init.agent_id = "sudo";
+  init.settings_json = R"({"sudo": true})";
+  std::string error;
+  auto backend = create(init, log, error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+  const auto r = run(*backend, std::string(kSudoProbe) + "; id -u");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "0\nsudo-works\n1000\n") << r.stderr_data;
+  const std::string image =
+      trim(sh(outside_cli() + " inspect -f '{{.Config.Image}}' " + container_of(init)));
+  EXPECT_EQ(image, kSudoImage);
+  backend->cleanup();
+}
+
+}  // namespace
+}  // namespace execmcp::docker_test
