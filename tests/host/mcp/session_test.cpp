@@ -252,7 +252,7 @@ TEST_F(SessionTest, ToolArgumentErrorsAreInvalidParamsNamingTheArgument) {
       {"execute_command", json{{"command", "ls"}, {"cwd", "/"}}, "cwd"},
       {"read_file", json{{"path", "/a"}, {"line_count", 0}}, "line_count"},
       {"read_file", json{{"path", "/a"}, {"line_count", -3}}, "line_count"},
-      {"read_file", json{{"path", "/a"}, {"offset", 0}}, "offset"},
+      {"read_file", json{{"path", "/a"}, {"offset", -1}}, "offset"},
       {"read_file", json{{"path", "/a"}, {"offset", 1.5}}, "offset"},
       {"write_file", json{{"path", "/a"}}, "content"},
       {"read_docstring", json{{"module", "os; rm -rf /"}, {"function", "f"}}, "module"},
