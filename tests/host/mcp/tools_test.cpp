@@ -183,6 +183,22 @@ TEST_F(ToolsTest, WriteFileRefusedIsToolError) {
   EXPECT_FALSE(agent_.file("/readonly/x").has_value());
 }
 
+TEST_F(ToolsTest, ExecuteCommandResultsCarryTheCommandAndTheDirectory) {
+  ToolResult r = ok(execute_, json{{"command", "echo hi"}});
+  EXPECT_EQ(r.structured["command"], "echo hi");
+  // The agent did not say where it ran: the host reports the agent's cwd.
+  EXPECT_EQ(r.structured["work_dir"], "/workspace/agent_a");
+  r = ok(execute_, json{{"command", "echo hi"}, {"work_dir", "sub/../src"}});
+  EXPECT_EQ(r.structured["work_dir"], "/workspace/agent_a/src");
+  r = ok(execute_, json{{"command", "blocked"}, {"work_dir", "/abs"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_EQ(r.structured["command"], "blocked");
+  EXPECT_EQ(r.structured["work_dir"], "/abs");
+  const json required = execute_.output_schema["required"];
+  EXPECT_NE(std::find(required.begin(), required.end(), "command"), required.end());
+  EXPECT_NE(std::find(required.begin(), required.end(), "work_dir"), required.end());
+}
+
 TEST_F(ToolsTest, ExecuteCommandRejectsBadTimeoutsAndEmptyCommand) {
   EXPECT_NE(argument_error(execute_, json{{"command", "ls"}, {"timeout", 0}}).find("timeout"),
             std::string::npos);
@@ -230,6 +246,18 @@ class CannedAgent final : public Agent {
   ExecuteOutcome outcome_;
   std::string id_ = "canned";
 };
+
+TEST(ExecuteCommandTool, ReportsTheBackendsDirectoryAndRepairsTheCommand) {
+  ExecuteOutcome outcome;
+  outcome.result.exit_code = 0;
+  outcome.result.work_dir = "/real/place";
+  CannedAgent agent(outcome);
+  ToolContext context{agent, nullptr, nullptr, "test"};
+  const auto result = std::get<ToolResult>(
+      make_execute_command_tool().run(json{{"command", "echo \xFF"}}, context));
+  EXPECT_EQ(result.structured["work_dir"], "/real/place");
+  EXPECT_EQ(result.structured["command"], "echo \xEF\xBF\xBD");
+}
 
 // The size of the tools/call result as the session sends it: text and structuredContent.
 std::size_t response_size(const ToolResult& r) {
