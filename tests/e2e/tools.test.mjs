@@ -141,21 +141,28 @@ describe('tools over the MCP SDK client (local backend)', () => {
     assert.equal(all.structuredContent.truncated, false);
     assert.equal(all.structuredContent.start_line, 1, 'lines count from 1');
 
-    const part = await callTool(client, 'read_file', { path: path.join(w.ws, 'notes/a.txt'), offset: 4, line_count: 2 });
+    // offset counts the lines skipped from the start (MassGen's file API): 3 skips lines 1-3.
+    const part = await callTool(client, 'read_file', { path: path.join(w.ws, 'notes/a.txt'), offset: 3, line_count: 2 });
     assert.notEqual(part.isError, true, textOf(part));
     const s = part.structuredContent;
     assert.equal(s.total_lines, 10);
     assert.equal(s.lines_returned, 2);
     assert.equal(s.start_line, 4);
+    assert.equal(s.offset, 3);
     assert.equal(s.truncated, false, 'all requested lines were returned');
     assert.equal(s.content.replace(/\n$/, ''), 'line 4\nline 5');
 
-    const tail = await callTool(client, 'read_file', { path: 'notes/a.txt', offset: 9, line_count: 5 });
+    const tail = await callTool(client, 'read_file', { path: 'notes/a.txt', offset: 8, line_count: 5 });
     assert.equal(tail.structuredContent.lines_returned, 2, 'only two lines are left after line 8');
     assert.equal(tail.structuredContent.content.replace(/\n$/, ''), 'line 9\nline 10');
 
-    const bad = await callTool(client, 'read_file', { path: 'notes/a.txt', offset: 0 }).catch((e) => e);
-    assert.ok(bad.code === -32602 || bad.isError === true, `offset 0 is refused: ${JSON.stringify(bad)}`);
+    const zero = await callTool(client, 'read_file', { path: 'notes/a.txt', offset: 0 });
+    assert.notEqual(zero.isError, true, `offset 0 = from the first line: ${textOf(zero)}`);
+    assert.equal(zero.structuredContent.content, content, 'offset 0 reads the whole file');
+    assert.equal(zero.structuredContent.start_line, 1);
+
+    const bad = await callTool(client, 'read_file', { path: 'notes/a.txt', offset: -1 }).catch((e) => e);
+    assert.ok(bad.code === -32602 || bad.isError === true, `offset -1 is refused: ${JSON.stringify(bad)}`);
   });
 
   test('read_file of a context path works; write_file there is refused', async () => {

@@ -77,6 +77,7 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
     line["path"] = record.path;
     line["bytes"] = record.bytes;
   }
+  if (!record.shell_id.empty()) line["shell_id"] = record.shell_id;
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
   return json_text(line);
@@ -86,10 +87,11 @@ void AuditLog::record(const AuditRecord& record) noexcept {
   try {
     if (record.path.empty()) {
       spdlog::info(
-          "audit agent={} principal={} tool={} verdict={} exit={} duration={:.3f} "
+          "audit agent={} principal={} tool={}{} verdict={} exit={} duration={:.3f} "
           "command={}",
-          record.agent_id, record.principal, record.tool, record.verdict, record.exit_code,
-          record.duration_seconds, json_text(record.command));
+          record.agent_id, record.principal, record.tool,
+          record.shell_id.empty() ? "" : " shell=" + record.shell_id, record.verdict,
+          record.exit_code, record.duration_seconds, json_text(record.command));
     } else {
       spdlog::info("audit agent={} principal={} tool={} path={} bytes={}{}", record.agent_id,
                    record.principal, record.tool, json_text(record.path), record.bytes,

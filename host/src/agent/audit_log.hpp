@@ -12,14 +12,16 @@ namespace execmcp::host {
 struct AuditRecord {
   std::string agent_id;
   std::string instance_id;
-  std::string tool;       // execute_command, read_file, write_file, read_docstring
+  std::string
+      tool;  // execute_command, read_file, write_file, read_docstring, *_background_shell(s)
   std::string principal;  // who asked: a token's name, "stdio", "cli"
   std::string path;       // read_file / write_file
   std::size_t bytes = 0;  // read_file / write_file: bytes read or written
   std::string command;
   std::string work_dir;
-  std::string verdict;  // "allowed", "blocked:<filter>/<rule>", "internal"
-  std::string reason;   // why it was blocked, when it was
+  std::string shell_id;  // the background-shell tools
+  std::string verdict;   // "allowed", "blocked:<filter>/<rule>", "internal"
+  std::string reason;    // why it was blocked, when it was
   int exit_code = -1;
   double duration_seconds = 0.0;
   bool timed_out = false;

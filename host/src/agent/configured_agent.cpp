@@ -37,6 +37,26 @@ std::string make_instance_id() {
 ConfiguredAgent::ConfiguredAgent(Parts parts) : parts_(std::move(parts)) {
   if (!parts_.audit) parts_.audit = std::make_shared<AuditLog>();
   if (parts_.instance_id.empty()) parts_.instance_id = make_instance_id();
+  if (!parts_.backend || !parts_.background.enabled) return;
+  // Asked once, before the backend starts: the tool list must not change under a client.
+  sdk::BackgroundProcesses* processes = nullptr;
+  try {
+    processes = static_cast<sdk::BackgroundProcesses*>(
+        parts_.backend->query_interface(sdk::kBackgroundProcessesId));
+  } catch (...) {
+    spdlog::warn(
+        "agent '{}': backend '{}' threw when asked for background processes; the agent "
+        "gets no background-shell tools",
+        parts_.id, parts_.backend_name);
+    processes = nullptr;
+  }
+  if (processes == nullptr) return;
+  background_ = std::make_unique<BackgroundShells>(*processes, parts_.background, parts_.cwd,
+                                                   [this](AuditRecord record) {
+                                                     record.agent_id = parts_.id;
+                                                     record.instance_id = parts_.instance_id;
+                                                     parts_.audit->record(record);
+                                                   });
 }
 
 ConfiguredAgent::~ConfiguredAgent() {
@@ -63,6 +83,8 @@ void ConfiguredAgent::start() {
 void ConfiguredAgent::shutdown() noexcept {
   std::call_once(shutdown_once_, [this] {
     shut_down_.store(true);
+    // Every background shell ends (no grace) before the backend that runs them stops.
+    if (background_) background_->close();
     if (!parts_.backend || !start_attempted_.load()) return;
     try {
       parts_.backend->stop();
@@ -134,31 +156,22 @@ ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink
   const auto start = std::chrono::steady_clock::now();
   if (args.command.find_first_not_of(" \t\r\n") == std::string::npos) {
     outcome.result.error = "empty command";
+    outcome.result.work_dir = lexical_work_dir(parts_.cwd, args.work_dir);
     audit_command("execute_command", args, "internal", {}, outcome.result);
     return outcome;
   }
 
-  const sdk::FilterRequest filter_request{parts_.id, args.command, args.work_dir};
-  for (const auto& filter : parts_.filters) {
-    sdk::FilterVerdict verdict;
-    try {
-      verdict = filter.filter->check(filter_request);
-    } catch (...) {
-      // A filter that cannot decide must not let the command through.
-      verdict = sdk::FilterVerdict::deny("filter-error", "the '" + filter.name +
-                                                             "' filter failed, so the command "
-                                                             "was refused");
-    }
-    if (!verdict.denied()) continue;
+  if (const auto denial = check_filters(args.command, args.work_dir)) {
     outcome.blocked = true;
-    outcome.blocked_by = filter.name;
-    outcome.rule = verdict.rule;
-    outcome.reason = verdict.reason;
-    outcome.result.error = "blocked by the '" + filter.name + "' filter (rule '" + verdict.rule +
-                           "'): " + verdict.reason;
+    outcome.blocked_by = denial->filter;
+    outcome.rule = denial->rule;
+    outcome.reason = denial->reason;
+    outcome.result.error = "blocked by the '" + denial->filter + "' filter (rule '" + denial->rule +
+                           "'): " + denial->reason;
     outcome.result.duration_seconds = seconds_since(start);
-    audit_command("execute_command", args, "blocked:" + filter.name + "/" + verdict.rule,
-                  verdict.reason, outcome.result);
+    outcome.result.work_dir = lexical_work_dir(parts_.cwd, args.work_dir);
+    audit_command("execute_command", args, "blocked:" + denial->filter + "/" + denial->rule,
+                  denial->reason, outcome.result);
     return outcome;
   }
 
@@ -180,9 +193,30 @@ ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink
   }
   outcome.output_cap = parts_.output_cap;
   outcome.result = run_backend(request);
+  // Backends before ABI 2 (and any that did not run the command) leave it empty.
+  if (outcome.result.work_dir.empty())
+    outcome.result.work_dir = lexical_work_dir(parts_.cwd, args.work_dir);
   if (!notice.empty()) outcome.result.notices.push_back(notice);
   audit_command("execute_command", args, "allowed", {}, outcome.result);
   return outcome;
+}
+
+std::optional<ConfiguredAgent::Denial> ConfiguredAgent::check_filters(
+    const std::string& command, const std::string& work_dir) const {
+  const sdk::FilterRequest filter_request{parts_.id, command, work_dir};
+  for (const auto& filter : parts_.filters) {
+    sdk::FilterVerdict verdict;
+    try {
+      verdict = filter.filter->check(filter_request);
+    } catch (...) {
+      // A filter that cannot decide must not let the command through.
+      verdict = sdk::FilterVerdict::deny("filter-error", "the '" + filter.name +
+                                                             "' filter failed, so the command "
+                                                             "was refused");
+    }
+    if (verdict.denied()) return Denial{filter.name, verdict.rule, verdict.reason};
+  }
+  return std::nullopt;
 }
 
 sdk::ExecResult ConfiguredAgent::run_internal(const std::string& command,
@@ -259,6 +293,65 @@ sdk::BackendTraits ConfiguredAgent::traits() const {
   }
 }
 
+AgentCapabilities ConfiguredAgent::capabilities() const {
+  return AgentCapabilities{background_ != nullptr};
+}
+
+BackgroundStartResult ConfiguredAgent::start_background(const BackgroundStartArgs& args) {
+  BackgroundStartResult result;
+  if (!background_) {
+    result.error = kNoBackgroundShells;
+    return result;
+  }
+  if (const auto denial = check_filters(args.command, args.work_dir)) {
+    result.error = "Command validation error: " + denial->reason;
+    result.blocked_by = denial->filter;
+    result.rule = denial->rule;
+    AuditRecord record;
+    record.tool = "start_background_shell";
+    record.principal = args.principal;
+    record.command = args.command;
+    record.work_dir = args.work_dir;
+    record.verdict = "blocked:" + denial->filter + "/" + denial->rule;
+    record.reason = denial->reason;
+    sdk::ExecResult nothing;
+    audit(std::move(record), nothing);
+    return result;
+  }
+  if (shut_down_.load()) {
+    result.error = "Failed to start background shell: agent '" + parts_.id + "' is shutting down";
+    return result;
+  }
+  return background_->start(args.command, args.work_dir, args.principal);
+}
+
+BackgroundOutput ConfiguredAgent::background_output(const std::string& shell_id,
+                                                    const std::optional<std::string>& cursor,
+                                                    std::optional<std::size_t> max_lines,
+                                                    const std::string& principal) {
+  if (!background_) return Agent::background_output(shell_id, cursor, max_lines, principal);
+  BackgroundOutput output = background_->output(shell_id, cursor, max_lines, principal);
+  output.output_cap = parts_.output_cap;
+  return output;
+}
+
+std::optional<BackgroundShellStatus> ConfiguredAgent::background_status(
+    const std::string& shell_id, const std::string& principal) {
+  if (!background_) return std::nullopt;
+  return background_->status(shell_id, principal);
+}
+
+BackgroundKillResult ConfiguredAgent::kill_background(const std::string& shell_id,
+                                                      const std::string& principal) {
+  if (!background_) return Agent::kill_background(shell_id, principal);
+  return background_->kill(shell_id, principal);
+}
+
+std::vector<BackgroundShellStatus> ConfiguredAgent::list_background(const std::string& principal) {
+  if (!background_) return {};
+  return background_->list(principal);
+}
+
 std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,
                                              const PluginRegistry& registry,
                                              const AgentBuildOptions& options) {
@@ -282,6 +375,7 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   parts.timeout = agent.timeout;
   parts.max_timeout = agent.max_timeout;
   parts.output_cap = agent.output_cap;
+  parts.background = agent.background;
   const std::string audit_file =
       options.audit_file.empty() ? config.audit_file : options.audit_file;
   try {

@@ -10,6 +10,7 @@
 
 #include "agent/agent.hpp"
 #include "agent/audit_log.hpp"
+#include "agent/background_shells.hpp"
 #include "config/config.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -34,6 +35,7 @@ class ConfiguredAgent final : public Agent {
     std::chrono::milliseconds timeout{std::chrono::seconds(60)};
     std::chrono::milliseconds max_timeout{std::chrono::seconds(600)};
     std::size_t output_cap = sdk::kDefaultOutputCap;
+    BackgroundConfig background;
     std::shared_ptr<AuditLog> audit;  // never null after construction
   };
 
@@ -65,7 +67,27 @@ class ConfiguredAgent final : public Agent {
                                   const std::string& principal) override;
   [[nodiscard]] sdk::BackendTraits traits() const override;
 
+  [[nodiscard]] AgentCapabilities capabilities() const override;
+  BackgroundStartResult start_background(const BackgroundStartArgs& args) override;
+  BackgroundOutput background_output(const std::string& shell_id,
+                                     const std::optional<std::string>& cursor,
+                                     std::optional<std::size_t> max_lines,
+                                     const std::string& principal) override;
+  std::optional<BackgroundShellStatus> background_status(const std::string& shell_id,
+                                                         const std::string& principal) override;
+  BackgroundKillResult kill_background(const std::string& shell_id,
+                                       const std::string& principal) override;
+  std::vector<BackgroundShellStatus> list_background(const std::string& principal) override;
+
  private:
+  struct Denial {
+    std::string filter;
+    std::string rule;
+    std::string reason;
+  };
+  // The filter chain in order; the first denial, or none. A filter that throws denies.
+  [[nodiscard]] std::optional<Denial> check_filters(const std::string& command,
+                                                    const std::string& work_dir) const;
   sdk::ExecResult run_backend(sdk::ExecRequest& request);
   void audit(AuditRecord record, const sdk::ExecResult& result) const;
   void audit_command(const std::string& tool, const ExecuteArgs& args, std::string verdict,
@@ -77,6 +99,8 @@ class ConfiguredAgent final : public Agent {
   // A backend that was never started (check-config) has nothing to stop or clean up.
   std::atomic<bool> start_attempted_{false};
   std::atomic<bool> started_{false};
+  // After parts_: destroyed (all shells ended) before the backend that runs them.
+  std::unique_ptr<BackgroundShells> background_;
 };
 
 struct AgentBuildOptions {

@@ -78,6 +78,15 @@ sdk::FileWriteResult LazyAgent::write_file(const sdk::FileWriteRequest& request,
   return agent_.write_file(request, principal);
 }
 
+BackgroundStartResult LazyAgent::start_background(const BackgroundStartArgs& args) {
+  if (std::string error = ensure_started(); !error.empty()) {
+    BackgroundStartResult result;
+    result.error = "Failed to start background shell: " + error;
+    return result;
+  }
+  return agent_.start_background(args);
+}
+
 sdk::BackendTraits LazyAgent::traits() const {
   return agent_.traits();
 }

@@ -33,6 +33,28 @@ class LazyAgent final : public Agent {
                                   const std::string& principal) override;
   [[nodiscard]] sdk::BackendTraits traits() const override;
 
+  // Answered without starting the backend (the capability is known once it is created).
+  [[nodiscard]] AgentCapabilities capabilities() const override { return agent_.capabilities(); }
+  // Starts the backend first; the other background calls need no start (no shells before one).
+  BackgroundStartResult start_background(const BackgroundStartArgs& args) override;
+  BackgroundOutput background_output(const std::string& shell_id,
+                                     const std::optional<std::string>& cursor,
+                                     std::optional<std::size_t> max_lines,
+                                     const std::string& principal) override {
+    return agent_.background_output(shell_id, cursor, max_lines, principal);
+  }
+  std::optional<BackgroundShellStatus> background_status(const std::string& shell_id,
+                                                         const std::string& principal) override {
+    return agent_.background_status(shell_id, principal);
+  }
+  BackgroundKillResult kill_background(const std::string& shell_id,
+                                       const std::string& principal) override {
+    return agent_.kill_background(shell_id, principal);
+  }
+  std::vector<BackgroundShellStatus> list_background(const std::string& principal) override {
+    return agent_.list_background(principal);
+  }
+
  private:
   ConfiguredAgent& agent_;
   const std::chrono::milliseconds retry_after_;

@@ -37,6 +37,17 @@ struct ContextPath {
   bool writable = false;
 };
 
+// `background:` on an agent: its background shells (MassGen's tools), where the backend offers
+// them.
+struct BackgroundConfig {
+  bool enabled = true;
+  std::size_t max_running = 10;            // running at once per agent (MassGen's limit)
+  std::size_t max_output_lines = 10000;    // complete lines kept per stream (MassGen's deque)
+  std::size_t max_output_bytes = 1 << 20;  // bytes kept per stream; the first bound reached evicts
+  std::size_t max_retained = 20;           // finished shells kept for reading, oldest evicted
+  std::chrono::milliseconds kill_grace{std::chrono::seconds(5)};  // SIGTERM to SIGKILL
+};
+
 struct AgentConfig {
   std::string id;
   std::string cwd;  // absolute, expanded; may be empty only when mcp_enabled is false
@@ -49,6 +60,7 @@ struct AgentConfig {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::chrono::milliseconds max_timeout{std::chrono::seconds(600)};
   std::size_t output_cap = 1024 * 1024;
+  BackgroundConfig background;
   // MassGen's enable_mcp_command_line; always true for native configs.
   bool mcp_enabled = true;
   std::string key_path;  // "agents[0]" or "agent"

@@ -128,13 +128,61 @@ std::optional<std::chrono::milliseconds> read_seconds(YamlReader& reader, const 
   return std::chrono::milliseconds(static_cast<long long>(*value * 1000.0));
 }
 
+// `background:` of a native agent; each count has a floor that keeps the tools usable and a ceiling
+// that keeps one agent's memory bounded.
+void read_background(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                     BackgroundConfig& out) {
+  if (!reader.expect_map(node, path)) return;
+  reader.reject_unknown_keys(node, path,
+                             {"enabled", "max_running", "max_output_lines", "max_output_bytes",
+                              "max_retained", "kill_grace"});
+  if (const auto value = node["enabled"]) {
+    if (auto enabled = reader.get_bool(value, join_key(path, "enabled"))) out.enabled = *enabled;
+  }
+  struct Count {
+    const char* key;
+    std::size_t* target;
+    long long min;
+    long long max;
+  };
+  for (const Count& count : {Count{"max_running", &out.max_running, 1, 1000},
+                             Count{"max_output_lines", &out.max_output_lines, 1, 1000000},
+                             // A line is cut at 64 KiB: the byte bound holds at least one.
+                             Count{"max_output_bytes", &out.max_output_bytes, 65536, 1LL << 30},
+                             Count{"max_retained", &out.max_retained, 0, 10000}}) {
+    const auto value = node[count.key];
+    if (!value) continue;
+    const std::string key = join_key(path, count.key);
+    if (auto number = reader.get_integer(value, key)) {
+      if (*number < count.min || *number > count.max) {
+        reader.error(value, key,
+                     "expected an integer from " + std::to_string(count.min) + " to " +
+                         std::to_string(count.max) + ", found '" + value.Scalar() + "'");
+      } else {
+        *count.target = static_cast<std::size_t>(*number);
+      }
+    }
+  }
+  if (const auto value = node["kill_grace"]) {
+    const std::string key = join_key(path, "kill_grace");
+    if (auto seconds = reader.get_number(value, key)) {
+      if (!(*seconds >= 0 && *seconds <= 3600)) {
+        reader.error(value, key,
+                     "expected a number of seconds from 0 to 3600, found '" + value.Scalar() + "'");
+      } else {
+        out.kill_grace = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000.0));
+      }
+    }
+  }
+}
+
 void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
                        const std::string& base_dir, Config& config) {
   if (!reader.expect_map(node, path)) return;
   reader.reject_unknown_keys(
       node, path,
       {"id", "cwd", "backend", "filters", "context_paths", "tools_dir", "skills_dir",
-       "temp_workspace", "timeout", "max_timeout", "output_cap"});
+       "temp_workspace", "timeout", "max_timeout", "output_cap", "background"});
   AgentConfig agent = read_agent_header(reader, node, path);
   if (!node["cwd"]) {
     reader.error(node, join_key(path, "cwd"), "required key is missing (the agent's workspace)");
@@ -192,6 +240,8 @@ void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::st
       }
     }
   }
+  if (const auto value = node["background"])
+    read_background(reader, value, join_key(path, "background"), agent.background);
   config.agents.push_back(std::move(agent));
 }
 

@@ -34,7 +34,12 @@ std::string instructions_for(const Agent& agent) {
       ". Use execute_command to run commands (each call passes the agent's command filters; a "
       "refused command is reported, not run), read_file and write_file for files inside the "
       "agent's allowed paths, and read_docstring to read the documentation of a Python tool "
-      "function without running it.");
+      "function without running it." +
+      (agent.capabilities().background
+           ? std::string(" start_background_shell runs a long command in the background; read it "
+                         "with get_background_shell_output (pass next_cursor for new lines only) "
+                         "and stop it with kill_background_shell.")
+           : std::string()));
 }
 
 // Runs `action` when it goes out of scope, however the scope is left.
@@ -155,6 +160,7 @@ RpcOutcome McpService::discover(const CallerContext& caller) const {
 RpcOutcome McpService::tools_list(const CallerContext& caller) const {
   json list = json::array();
   for (const auto& tool : tools_) {
+    if (!tools::offered_to(tool, *caller.agent)) continue;
     list.push_back(json{{"name", tool.name},
                         {"title", tool.title},
                         {"description", tool.description},
@@ -222,7 +228,10 @@ void McpService::call_tool(ToolCall call) {
     }
     const tools::Tool* tool = nullptr;
     for (const auto& candidate : tools_) {
-      if (candidate.name == name->get_ref<const std::string&>()) tool = &candidate;
+      // A tool the caller's agent does not get is as unknown as a misspelt one.
+      if (candidate.name == name->get_ref<const std::string&>() &&
+          tools::offered_to(candidate, *shared->caller.agent))
+        tool = &candidate;
     }
     if (tool == nullptr) {
       return refuse(

@@ -9,6 +9,7 @@ std::vector<Tool> make_builtin_tools() {
   tools.push_back(make_read_file_tool());
   tools.push_back(make_write_file_tool());
   tools.push_back(make_read_docstring_tool());
+  for (Tool& tool : make_background_shell_tools()) tools.push_back(std::move(tool));
   return tools;
 }
 

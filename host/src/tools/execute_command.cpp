@@ -1,6 +1,7 @@
 // The execute_command tool: runs a shell command through the agent's filters and backend.
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "mcp/utf8.hpp"
@@ -45,10 +46,12 @@ json output_schema() {
       "blocked_by": {"type": "string", "description": "The filter that refused the command."},
       "rule": {"type": "string", "description": "The filter rule that matched."},
       "error": {"type": "string", "description": "Why the command was not run."},
-      "notices": {"type": "array", "items": {"type": "string"}}
+      "notices": {"type": "array", "items": {"type": "string"}},
+      "command": {"type": "string", "description": "The command as sent."},
+      "work_dir": {"type": "string", "description": "The directory it ran in (or would have)."}
     },
     "required": ["success", "exit_code", "stdout", "stderr", "execution_time", "timed_out",
-                 "truncated", "cancelled"]
+                 "truncated", "cancelled", "command", "work_dir"]
   })");
 }
 
@@ -56,7 +59,7 @@ json output_schema() {
 // most 2 x (stdout cap + stderr cap) plus a small constant (the streams appear in `text` and in
 // `structuredContent`), whatever the bytes: a NUL costs 6 bytes escaped, an invalid byte 3 (as
 // U+FFFD), a quote 2. Sets the result's truncated flags when it cuts.
-json to_structured(ExecuteOutcome& outcome) {
+json to_structured(ExecuteOutcome& outcome, const ExecuteArgs& args, const std::string& cwd) {
   sdk::ExecResult& r = outcome.result;
   const bool ran = !outcome.blocked && r.error.empty();
   bool stdout_cut = false;
@@ -72,7 +75,15 @@ json to_structured(ExecuteOutcome& outcome) {
          {"execution_time", r.duration_seconds},
          {"timed_out", r.timed_out},
          {"truncated", r.stdout_truncated || r.stderr_truncated},
-         {"cancelled", r.cancelled}};
+         {"cancelled", r.cancelled},
+         {"command", sanitize_utf8(args.command)},
+         // The backend's resolved directory; else (an agent that did not say) the lexical join.
+         {"work_dir",
+          sanitize_utf8(
+              !r.work_dir.empty() ? r.work_dir
+              : args.work_dir.empty()
+                  ? cwd
+                  : (std::filesystem::path(cwd) / args.work_dir).lexically_normal().string())}};
   if (outcome.blocked) {
     s["blocked_by"] = sanitize_utf8(outcome.blocked_by);
     s["rule"] = sanitize_utf8(outcome.rule);
@@ -149,7 +160,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
 
   exec.principal = context.principal;
   ExecuteOutcome outcome = context.agent.execute(exec, context.sink, context.cancel);
-  json structured = to_structured(outcome);
+  json structured = to_structured(outcome, exec, context.agent.cwd());
   ToolResult result;
   result.text = render(structured, outcome);
   result.is_error = outcome.blocked || !outcome.result.error.empty();

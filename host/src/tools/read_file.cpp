@@ -20,7 +20,7 @@ json input_schema() {
     "type": "object",
     "properties": {
       "path": {"type": "string", "description": "File path (absolute, or relative to the workspace)."},
-      "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start at (default 1)."},
+      "offset": {"type": "integer", "minimum": 0, "description": "Number of lines to skip from the start (default 0 = from the first line)."},
       "line_count": {"type": "integer", "minimum": 1, "description": "Number of lines to return (default: all, up to 20000)."}
     },
     "required": ["path"],
@@ -35,12 +35,13 @@ json output_schema() {
       "path": {"type": "string"},
       "content": {"type": "string", "description": "The lines, with their line endings."},
       "total_lines": {"type": "integer"},
-      "start_line": {"type": "integer"},
+      "offset": {"type": "integer", "description": "The lines skipped, as requested."},
+      "start_line": {"type": "integer", "description": "1-based number of the first line returned."},
       "lines_returned": {"type": "integer"},
-      "truncated": {"type": "boolean", "description": "Fewer lines were returned than requested (a cap was reached); continue with offset."},
+      "truncated": {"type": "boolean", "description": "Fewer lines were returned than requested (a cap was reached); continue with the offset the notice names."},
       "notice": {"type": "string"}
     },
-    "required": ["path", "content", "total_lines", "start_line", "lines_returned", "truncated"]
+    "required": ["path", "content", "total_lines", "offset", "start_line", "lines_returned", "truncated"]
   })");
 }
 
@@ -58,10 +59,16 @@ std::vector<std::size_t> line_starts(std::string_view data) {
 ToolOutcome run(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {"path", "offset", "line_count"});
   const std::string path = args.required_path("path");
-  const std::int64_t offset = args.optional_integer("offset").value_or(1);
+  // offset = lines skipped from the start (MassGen's file API), so `first` is the 0-based index of
+  // the first line returned.
+  const std::int64_t offset = args.optional_integer("offset").value_or(0);
+  const std::int64_t first = offset;
   const auto line_count = args.optional_integer("line_count");
   if (!args.error() && path.empty()) args.fail("argument 'path' must not be empty");
-  if (!args.error() && offset < 1) args.fail("argument 'offset' must be >= 1 (lines count from 1)");
+  if (!args.error() && offset < 0) {
+    args.fail(
+        "argument 'offset' must be >= 0 (the number of lines to skip; 0 = from the first line)");
+  }
   if (!args.error() && line_count && *line_count < 1) {
     args.fail("argument 'line_count' must be >= 1");
   }
@@ -82,23 +89,23 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   std::string content;
   std::int64_t returned = 0;
   bool truncated = false;
-  if (offset > total && !(offset == 1 && total == 0)) {
+  if (first >= total && !(first == 0 && total == 0)) {
     notices.push_back("offset " + std::to_string(offset) + " is past the end of the file (" +
                       std::to_string(total) + " lines)");
   } else if (total > 0) {
     const std::int64_t wanted = std::min(line_count.value_or(kMaxLines), kMaxLines);
-    const std::int64_t available = total - (offset - 1);
-    std::int64_t end_line = offset - 1 + std::min(wanted, available);  // exclusive, 0-based
-    const std::size_t begin = starts[static_cast<std::size_t>(offset - 1)];
+    const std::int64_t available = total - first;
+    std::int64_t end_line = first + std::min(wanted, available);  // exclusive, 0-based
+    const std::size_t begin = starts[static_cast<std::size_t>(first)];
     auto end_of = [&](std::int64_t line) {
       return line < total ? starts[static_cast<std::size_t>(line)] : file.data.size();
     };
     // Respect the byte cap, but always return at least one (possibly cut) line.
-    while (end_line > offset && end_of(end_line) - begin > kMaxContentBytes) --end_line;
+    while (end_line > first + 1 && end_of(end_line) - begin > kMaxContentBytes) --end_line;
     std::size_t end = end_of(end_line);
     if (end - begin > kMaxContentBytes) {
       end = begin + kMaxContentBytes;
-      notices.push_back("line " + std::to_string(offset) + " is longer than " +
+      notices.push_back("line " + std::to_string(first + 1) + " is longer than " +
                         std::to_string(kMaxContentBytes) + " bytes and was cut");
       truncated = true;
     }
@@ -117,17 +124,16 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
       if (newline != std::string_view::npos) {
         slice = slice.substr(0, newline + 1);
         content = mcp::sanitize_utf8(slice);
-        end_line =
-            offset - 1 + static_cast<std::int64_t>(std::count(slice.begin(), slice.end(), '\n'));
+        end_line = first + static_cast<std::int64_t>(std::count(slice.begin(), slice.end(), '\n'));
       } else {
-        end_line = offset;
+        end_line = first + 1;
         if (!truncated)
-          notices.push_back("line " + std::to_string(offset) + " is longer than " +
+          notices.push_back("line " + std::to_string(first + 1) + " is longer than " +
                             std::to_string(kMaxContentBytes) + " bytes (escaped) and was cut");
       }
       truncated = true;
     }
-    returned = end_line - (offset - 1);
+    returned = end_line - first;
     truncated = truncated || (end_line < total && (!line_count || returned < *line_count));
   }
   if (file.truncated) {
@@ -137,13 +143,18 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
         "that was read");
   }
   if (truncated && returned > 0) {
-    notices.push_back("showing lines " + std::to_string(offset) + "-" +
-                      std::to_string(offset + returned - 1) + " of " + std::to_string(total) +
-                      "; pass offset=" + std::to_string(offset + returned) + " to continue");
+    notices.push_back("showing lines " + std::to_string(first + 1) + "-" +
+                      std::to_string(first + returned) + " of " + std::to_string(total) +
+                      "; pass offset=" + std::to_string(first + returned) + " to continue");
   }
 
-  json structured{{"path", shown_path},   {"content", content},         {"total_lines", total},
-                  {"start_line", offset}, {"lines_returned", returned}, {"truncated", truncated}};
+  json structured{{"path", shown_path},
+                  {"content", content},
+                  {"total_lines", total},
+                  {"offset", offset},
+                  {"start_line", std::min(first, total) + 1},
+                  {"lines_returned", returned},
+                  {"truncated", truncated}};
   std::string text = content;
   if (!notices.empty()) {
     std::string joined;
@@ -164,7 +175,8 @@ Tool make_read_file_tool() {
       "read_file",
       "Read file",
       "Read a text file from this agent's allowed paths, optionally a slice of its lines "
-      "(offset is the 1-based first line, line_count how many).",
+      "(offset is how many lines to skip from the start, 0 by default; line_count how many to "
+      "return).",
       input_schema(),
       output_schema(),
       run,

@@ -42,14 +42,24 @@ struct Tool {
   nlohmann::json input_schema;
   nlohmann::json output_schema;
   std::function<ToolOutcome(const nlohmann::json& arguments, ToolContext& context)> run;
+  // Offered only to agents whose backend runs background processes.
+  bool requires_background = false;
 };
+
+// Whether `agent` gets `tool` (in tools/list and tools/call).
+[[nodiscard]] inline bool offered_to(const Tool& tool, const Agent& agent) {
+  return !tool.requires_background || agent.capabilities().background;
+}
 
 [[nodiscard]] Tool make_execute_command_tool();
 [[nodiscard]] Tool make_read_file_tool();
 [[nodiscard]] Tool make_write_file_tool();
 [[nodiscard]] Tool make_read_docstring_tool();
+// start_background_shell, get_background_shell_output, get_background_shell_status,
+// kill_background_shell, list_background_shells (each requires_background).
+[[nodiscard]] std::vector<Tool> make_background_shell_tools();
 
-// The four tools execmcp serves, in the order tools/list shows them.
+// Every tool execmcp serves, in the order tools/list shows them (each agent gets those it can use).
 [[nodiscard]] std::vector<Tool> make_builtin_tools();
 
 }  // namespace execmcp::host::tools

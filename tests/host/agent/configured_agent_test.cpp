@@ -50,6 +50,7 @@ class FakeBackend final : public sdk::ExecutorBackend {
     result.exit_code = 7;
     result.stdout_data = "ran:" + request.command;
     result.duration_seconds = 0.25;
+    if (request.work_dir == "resolved") result.work_dir = "/real/resolved";
     return result;
   }
   sdk::FileReadResult read_file(const sdk::FileReadRequest&) override {
@@ -130,17 +131,22 @@ TEST(ConfiguredAgent, AllowedCommandRunsWithAgentLimitsAndIsAudited) {
   EXPECT_FALSE(outcome.blocked);
   EXPECT_EQ(outcome.result.exit_code, 7);
   EXPECT_EQ(outcome.result.stdout_data, "ran:echo hi");
-  ASSERT_EQ(h.backend_log.requests.size(), 1u);
+  // The fake backend does not say where it ran: the host joins the agent's cwd and work_dir.
+  EXPECT_EQ(outcome.result.work_dir, "/ws/sub");
+  EXPECT_EQ(
+      agent->execute({"x", std::nullopt, "resolved", "ci-bot"}, nullptr, &cancel).result.work_dir,
+      "/real/resolved");
+  ASSERT_EQ(h.backend_log.requests.size(), 2u);
   const auto& request = h.backend_log.requests[0];
   EXPECT_EQ(request.timeout, std::chrono::seconds(5));
   EXPECT_EQ(request.output_cap, 1234u);
   EXPECT_EQ(request.work_dir, "sub");
   EXPECT_EQ(request.cancel, &cancel);
-  EXPECT_EQ(h.first_calls, 1);
-  EXPECT_EQ(h.second_calls, 1);
+  EXPECT_EQ(h.first_calls, 2);
+  EXPECT_EQ(h.second_calls, 2);
 
   const auto lines = h.audit_lines();
-  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0]["agent"], "alpha");
   EXPECT_EQ(lines[0]["instance"], "123-abc");
   EXPECT_EQ(lines[0]["verdict"], "allowed");
@@ -163,6 +169,7 @@ TEST(ConfiguredAgent, FirstDenyStopsTheChainAndNothingRuns) {
   EXPECT_EQ(outcome.rule, "has-sudo");
   EXPECT_EQ(outcome.reason, "contains sudo");
   EXPECT_THAT(outcome.result.error, HasSubstr("blocked by the 'first' filter"));
+  EXPECT_EQ(outcome.result.work_dir, "/ws");  // not run: where it would have run
   EXPECT_EQ(h.first_calls, 1);
   EXPECT_EQ(h.second_calls, 0);  // the chain stopped at the first deny
   EXPECT_TRUE(h.backend_log.requests.empty());

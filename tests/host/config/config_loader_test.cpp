@@ -231,6 +231,40 @@ TEST(ConfigLoader, SelectsAgents) {
   EXPECT_EQ(single->select_agent("").id, "a");
 }
 
+TEST(ConfigLoader, ReadsAnAgentsBackgroundSettings) {
+  const auto defaults =
+      load_config_text("execmcp: 1\nagents:\n  - {id: a, cwd: /a}\n", "/c/x.yaml");
+  const BackgroundConfig& d = defaults->agents[0].background;
+  EXPECT_TRUE(d.enabled);
+  EXPECT_EQ(d.max_running, 10u);
+  EXPECT_EQ(d.max_output_lines, 10000u);
+  EXPECT_EQ(d.max_output_bytes, 1024u * 1024u);
+  EXPECT_EQ(d.max_retained, 20u);
+  EXPECT_EQ(d.kill_grace, std::chrono::seconds(5));
+
+  const auto config = load_config_text(
+      "execmcp: 1\nagents:\n  - id: a\n    cwd: /a\n    background:\n      enabled: false\n"
+      "      max_running: 3\n      max_output_lines: 50\n      max_output_bytes: 70000\n"
+      "      max_retained: 0\n      kill_grace: 0.5\n",
+      "/c/x.yaml");
+  const BackgroundConfig& b = config->agents[0].background;
+  EXPECT_FALSE(b.enabled);
+  EXPECT_EQ(b.max_running, 3u);
+  EXPECT_EQ(b.max_output_lines, 50u);
+  EXPECT_EQ(b.max_output_bytes, 70000u);
+  EXPECT_EQ(b.max_retained, 0u);
+  EXPECT_EQ(b.kill_grace, std::chrono::milliseconds(500));
+
+  const std::string head = "execmcp: 1\nagents:\n  - id: a\n    cwd: /a\n    background:\n";
+  EXPECT_THAT(load_error(head + "      max_running: 0\n"),
+              HasSubstr(":6: agents[0].background.max_running: expected an integer from 1"));
+  EXPECT_THAT(load_error(head + "      max_output_bytes: 100\n"),
+              HasSubstr("agents[0].background.max_output_bytes: expected an integer from 65536"));
+  EXPECT_THAT(load_error(head + "      kill_grace: -1\n"),
+              HasSubstr("agents[0].background.kill_grace: expected a number of seconds"));
+  EXPECT_THAT(load_error(head + "      max_shells: 3\n"), HasSubstr("max_shells"));
+}
+
 TEST(ConfigLoader, LoadsFromFileAndReportsMissingFile) {
   tests::TempDir dir;
   tests::write_text(dir.path() / "c.yaml", "execmcp: 1\nagents:\n  - {id: a, cwd: w}\n");

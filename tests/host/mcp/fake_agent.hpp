@@ -221,6 +221,7 @@ class FakeAgent final : public Agent {
 
   [[nodiscard]] const std::string& id() const override { return id_; }
   [[nodiscard]] const std::string& cwd() const override { return cwd_; }
+  [[nodiscard]] AgentCapabilities capabilities() const override { return {offer_background}; }
   [[nodiscard]] sdk::BackendTraits traits() const override {
     sdk::BackendTraits traits;
     traits.tools_dir = tools_dir_;
@@ -228,6 +229,7 @@ class FakeAgent final : public Agent {
   }
 
   // Test controls.
+  std::atomic<bool> offer_background{false};
   void put_file(const std::string& path, std::string data) {
     std::lock_guard lock(mutex_);
     files_[path] = std::move(data);

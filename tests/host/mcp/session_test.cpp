@@ -237,6 +237,32 @@ TEST_F(SessionTest, NotificationsAndClientResponsesGetNoAnswer) {
   EXPECT_EQ(transport_.written().size(), 1u);
 }
 
+TEST_F(SessionTest, BackgroundShellToolsAreListedAndCallableOnlyWhenTheAgentOffersThem) {
+  const json refused = call(2, "start_background_shell", json{{"command", "sleep 1"}});
+  ASSERT_TRUE(refused.contains("error")) << refused;
+  EXPECT_EQ(refused["error"]["code"], rpc_error::kInvalidParams);
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("Unknown tool"), std::string::npos);
+
+  agent_.offer_background = true;
+  const json list = request(3, "tools/list");
+  const json& tools = list["result"]["tools"];
+  std::set<std::string> names;
+  for (const auto& tool : tools) {
+    names.insert(tool["name"].get<std::string>());
+    EXPECT_EQ(tool["inputSchema"]["type"], "object") << tool["name"];
+    EXPECT_EQ(tool["outputSchema"]["type"], "object") << tool["name"];
+  }
+  for (const char* name :
+       {"start_background_shell", "get_background_shell_output", "get_background_shell_status",
+        "kill_background_shell", "list_background_shells"})
+    EXPECT_TRUE(names.contains(name)) << name;
+  EXPECT_EQ(names.size(), 9u);
+  // Offered: the call reaches the agent (the fake has no shells).
+  const json listed = call(4, "list_background_shells", json::object());
+  ASSERT_TRUE(listed.contains("result")) << listed;
+  EXPECT_EQ(listed["result"]["structuredContent"]["count"], 0);
+}
+
 TEST_F(SessionTest, ToolArgumentErrorsAreInvalidParamsNamingTheArgument) {
   struct Case {
     std::string tool;
@@ -252,7 +278,7 @@ TEST_F(SessionTest, ToolArgumentErrorsAreInvalidParamsNamingTheArgument) {
       {"execute_command", json{{"command", "ls"}, {"cwd", "/"}}, "cwd"},
       {"read_file", json{{"path", "/a"}, {"line_count", 0}}, "line_count"},
       {"read_file", json{{"path", "/a"}, {"line_count", -3}}, "line_count"},
-      {"read_file", json{{"path", "/a"}, {"offset", 0}}, "offset"},
+      {"read_file", json{{"path", "/a"}, {"offset", -1}}, "offset"},
       {"read_file", json{{"path", "/a"}, {"offset", 1.5}}, "offset"},
       {"write_file", json{{"path", "/a"}}, "content"},
       {"read_docstring", json{{"module", "os; rm -rf /"}, {"function", "f"}}, "module"},

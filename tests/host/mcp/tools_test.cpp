@@ -52,6 +52,7 @@ TEST_F(ToolsTest, ReadFileWholeFile) {
   EXPECT_EQ(r.structured["content"], "one\ntwo\nthree\n");
   EXPECT_EQ(r.structured["total_lines"], 3);
   EXPECT_EQ(r.structured["start_line"], 1);
+  EXPECT_EQ(r.structured["offset"], 0);
   EXPECT_EQ(r.structured["lines_returned"], 3);
   EXPECT_EQ(r.structured["truncated"], false);
   EXPECT_EQ(r.text, "one\ntwo\nthree\n");
@@ -59,33 +60,60 @@ TEST_F(ToolsTest, ReadFileWholeFile) {
 
 TEST_F(ToolsTest, ReadFileSlices) {
   agent_.put_file("/w/a.txt", "1\n2\n3\n4\n5");  // no newline at the end
-  ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 2}, {"line_count", 2}});
+  // offset counts the lines skipped from the start, as MassGen's file API defines it.
+  ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 1}, {"line_count", 2}});
   EXPECT_EQ(r.structured["content"], "2\n3\n");
   EXPECT_EQ(r.structured["total_lines"], 5);
   EXPECT_EQ(r.structured["start_line"], 2);
+  EXPECT_EQ(r.structured["offset"], 1);
   EXPECT_EQ(r.structured["lines_returned"], 2);
   EXPECT_EQ(r.structured["truncated"], false);
 
-  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 4}, {"line_count", 100}});
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 3}, {"line_count", 100}});
   EXPECT_EQ(r.structured["content"], "4\n5");
   EXPECT_EQ(r.structured["lines_returned"], 2);
 
-  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 5}});
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 4}});
   EXPECT_EQ(r.structured["content"], "5");
+  EXPECT_EQ(r.structured["start_line"], 5);
   EXPECT_EQ(r.structured["lines_returned"], 1);
 
-  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 3.0}, {"line_count", 1}});
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 2.0}, {"line_count", 1}});
   EXPECT_EQ(r.structured["content"], "3\n");
+}
+
+TEST_F(ToolsTest, ReadFileOffsetZeroStartsAtTheFirstLine) {
+  agent_.put_file("/w/a.txt", "1\n2\n3\n");
+  ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 0}});
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.structured["content"], "1\n2\n3\n");
+  EXPECT_EQ(r.structured["start_line"], 1);
+  EXPECT_EQ(r.structured["offset"], 0);
+  EXPECT_EQ(r.structured["lines_returned"], 3);
+
+  r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 0}, {"line_count", 1}});
+  EXPECT_EQ(r.structured["content"], "1\n");
+
+  agent_.put_file("/w/empty", "");
+  r = ok(read_file_, json{{"path", "/w/empty"}, {"offset", 0}});
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.structured["lines_returned"], 0);
+  EXPECT_EQ(r.text, "(empty file)");
 }
 
 TEST_F(ToolsTest, ReadFileOffsetPastEndIsEmptyWithNotice) {
   agent_.put_file("/w/a.txt", "1\n2\n");
-  const ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 3}});
+  const ToolResult r = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", 2}});
   EXPECT_FALSE(r.is_error);
   EXPECT_EQ(r.structured["content"], "");
   EXPECT_EQ(r.structured["lines_returned"], 0);
   EXPECT_EQ(r.structured["total_lines"], 2);
   EXPECT_NE(r.text.find("past the end"), std::string::npos) << r.text;
+
+  const ToolResult far = ok(read_file_, json{{"path", "/w/a.txt"}, {"offset", INT64_MAX}});
+  EXPECT_FALSE(far.is_error);
+  EXPECT_EQ(far.structured["lines_returned"], 0);
+  EXPECT_EQ(far.structured["offset"], INT64_MAX);
 }
 
 TEST_F(ToolsTest, ReadFileEmptyFile) {
@@ -102,6 +130,8 @@ TEST_F(ToolsTest, ReadFileBadArguments) {
   EXPECT_NE(argument_error(read_file_, json{{"path", "/a"}, {"line_count", -1}}).find("line_count"),
             std::string::npos);
   EXPECT_NE(argument_error(read_file_, json{{"path", "/a"}, {"offset", -2}}).find("offset"),
+            std::string::npos);
+  EXPECT_NE(argument_error(read_file_, json{{"path", "/a"}, {"offset", -1}}).find("offset"),
             std::string::npos);
   EXPECT_NE(argument_error(read_file_, json::object()).find("path"), std::string::npos);
   EXPECT_NE(argument_error(read_file_, json{{"path", ""}}).find("path"), std::string::npos);
@@ -135,7 +165,7 @@ TEST_F(ToolsTest, ReadFileCapsLinesAndSaysHowToContinue) {
   EXPECT_EQ(r.structured["total_lines"], 25000);
   EXPECT_EQ(r.structured["lines_returned"], 20000);
   EXPECT_EQ(r.structured["truncated"], true);
-  EXPECT_NE(r.text.find("offset=20001"), std::string::npos);
+  EXPECT_NE(r.text.find("pass offset=20000 "), std::string::npos) << r.text;
 }
 
 TEST_F(ToolsTest, WriteFileStoresAndReportsBytes) {
@@ -151,6 +181,22 @@ TEST_F(ToolsTest, WriteFileRefusedIsToolError) {
   EXPECT_TRUE(r.is_error);
   EXPECT_NE(r.text.find("outside"), std::string::npos);
   EXPECT_FALSE(agent_.file("/readonly/x").has_value());
+}
+
+TEST_F(ToolsTest, ExecuteCommandResultsCarryTheCommandAndTheDirectory) {
+  ToolResult r = ok(execute_, json{{"command", "echo hi"}});
+  EXPECT_EQ(r.structured["command"], "echo hi");
+  // The agent did not say where it ran: the host reports the agent's cwd.
+  EXPECT_EQ(r.structured["work_dir"], "/workspace/agent_a");
+  r = ok(execute_, json{{"command", "echo hi"}, {"work_dir", "sub/../src"}});
+  EXPECT_EQ(r.structured["work_dir"], "/workspace/agent_a/src");
+  r = ok(execute_, json{{"command", "blocked"}, {"work_dir", "/abs"}});
+  EXPECT_TRUE(r.is_error);
+  EXPECT_EQ(r.structured["command"], "blocked");
+  EXPECT_EQ(r.structured["work_dir"], "/abs");
+  const json required = execute_.output_schema["required"];
+  EXPECT_NE(std::find(required.begin(), required.end(), "command"), required.end());
+  EXPECT_NE(std::find(required.begin(), required.end(), "work_dir"), required.end());
 }
 
 TEST_F(ToolsTest, ExecuteCommandRejectsBadTimeoutsAndEmptyCommand) {
@@ -200,6 +246,18 @@ class CannedAgent final : public Agent {
   ExecuteOutcome outcome_;
   std::string id_ = "canned";
 };
+
+TEST(ExecuteCommandTool, ReportsTheBackendsDirectoryAndRepairsTheCommand) {
+  ExecuteOutcome outcome;
+  outcome.result.exit_code = 0;
+  outcome.result.work_dir = "/real/place";
+  CannedAgent agent(outcome);
+  ToolContext context{agent, nullptr, nullptr, "test"};
+  const auto result = std::get<ToolResult>(
+      make_execute_command_tool().run(json{{"command", "echo \xFF"}}, context));
+  EXPECT_EQ(result.structured["work_dir"], "/real/place");
+  EXPECT_EQ(result.structured["command"], "echo \xEF\xBF\xBD");
+}
 
 // The size of the tools/call result as the session sends it: text and structuredContent.
 std::size_t response_size(const ToolResult& r) {
@@ -258,7 +316,7 @@ TEST_F(ToolsTest, ReadFileContentIsBoundedAsEscapedAndSaysHowToContinue) {
   EXPECT_GT(returned, 0);
   EXPECT_LT(returned, 100000);
   EXPECT_EQ(r.structured["content"].get<std::string>().size(), 10u * returned) << "cut mid-line";
-  EXPECT_NE(r.text.find("offset=" + std::to_string(returned + 1)), std::string::npos);
+  EXPECT_NE(r.text.find("pass offset=" + std::to_string(returned) + " "), std::string::npos);
 }
 
 TEST(Utf8Budget, CutsBetweenCharactersAtTheEscapedSize) {
