@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "docker_common/attached_container.hpp"
 #include "docker_common/base64.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
@@ -46,6 +47,11 @@ std::string this_host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
 }
 
 bool pid_alive(long pid) {
@@ -215,8 +221,10 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
       backend_name_(std::move(backend_name)),
       settings_(std::move(settings)),
       engine_(std::move(engine)),
-      name_(container_name(init.agent_id, init.instance_id)),
-      host_name_(this_host_name()) {
+      name_(settings_.container.empty() ? container_name(init.agent_id, init.instance_id)
+                                        : settings_.container),
+      host_name_(this_host_name()),
+      runner_path_(kRunnerPath) {
   if (init_.cwd.empty() || init_.cwd.front() != '/')
     throw std::invalid_argument("the " + backend_name_ +
                                 " backend needs an absolute workspace (cwd)");
@@ -226,8 +234,10 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
     // A missing runner is said on each call (then run with one exec each); the container must
     // still start, so nothing is mounted from a path that is not there.
+    // An attached container was created without our mount: the program is sent in by exec.
     if (::access(runner_host_path_.c_str(), X_OK) == 0)
-      runner_delivery_ = engine_->sees_host_files() ? RunnerDelivery::Bind : RunnerDelivery::Copy;
+      runner_delivery_ =
+          engine_->sees_host_files() && !attached() ? RunnerDelivery::Bind : RunnerDelivery::Copy;
   }
   if (engine_->input_always_arrives()) input_path_ = 1;
 }
@@ -246,6 +256,9 @@ void ContainerBackend::log(sdk::LogLevel level, const std::string& message) cons
 std::string ContainerBackend::prepare_workspace_access() {
   std::lock_guard lock(mutex_);
   if (access_granted_) return {};
+  // Attach mode chose its user at start() and grants nothing: the files are the container's
+  // owner's business, and an ACL would change the host for a container we do not manage.
+  if (attached()) return "container " + name_ + " has not been checked: start() must come first";
   try {
     user_ = choose_container_user(settings_.user, init_.cwd);
   } catch (const std::exception& e) {
@@ -371,8 +384,63 @@ std::string ContainerBackend::create_and_start(const std::vector<ContainerInfo>*
   return {};
 }
 
+std::string ContainerBackend::start_attached() {
+  if (auto err = engine_->connect(); !err.ok())
+    return describe_failure(err, "reaching the engine at " + engine_->describe());
+  ContainerInfo info;
+  if (const auto err = engine_->inspect(name_, info); err.kind == Kind::kNotFound) {
+    return attached_not_running(name_);
+  } else if (!err.ok()) {
+    return describe_failure(err, "inspecting container '" + name_ + "'");
+  }
+  if (!info.state.running) return attached_not_running(name_);
+  std::string error;
+  const std::string chosen = attached_user(name_, settings_.user, info.user, error);
+  if (chosen.empty()) return error;
+  if (auto err = check_attached_mounts(name_, init_.paths, info.mounts,
+                                       settings_.attach_accept_writable_context);
+      !err.empty())
+    return err;
+  {
+    std::lock_guard lock(mutex_);
+    user_ = {chosen, false,
+             settings_.user.empty() ? "the container's own user" : "the 'user' setting"};
+    access_granted_ = true;
+  }
+  // A user name (or uid) that is root inside the container is refused too: ask the container.
+  ExecSpec probe;
+  probe.cmd = {"/bin/sh", "-c",
+               "while read -r k v r; do [ \"$k\" = Uid: ] && echo \"uid=$v\" && break; done "
+               "< /proc/self/status"};
+  probe.work_dir = "/";
+  probe.timeout = std::chrono::seconds(30);
+  probe.output_cap = 4096;
+  probe.marker = random_marker();
+  probe.recover = false;
+  const auto r = run_exec_once(probe);
+  const auto at = r.stdout_data.find("uid=");
+  const std::string uid = at == std::string::npos
+                              ? ""
+                              : r.stdout_data.substr(at + 4, r.stdout_data.find('\n', at) - at - 4);
+  if (!r.error.empty() || uid.empty() || uid == "0") {
+    std::lock_guard lock(mutex_);
+    access_granted_ = false;
+    if (uid == "0")
+      return "user '" + chosen + "' is root (uid 0) in container " + name_ +
+             ", and execmcp never runs commands as root: set 'user' to a non-root user";
+    return "cannot run a command as user '" + chosen + "' in container " + name_ + ": " +
+           (r.error.empty() ? trimmed(r.stderr_data + r.stdout_data) : r.error);
+  }
+  log(sdk::LogLevel::Info, "attached to container " + name_ +
+                               " (not managed by execmcp), running "
+                               "commands as user " +
+                               chosen + " (uid " + uid + ")");
+  return {};
+}
+
 std::string ContainerBackend::start() {
   try {
+    if (attached()) return start_attached();
     if (auto err = engine_->connect(); !err.ok())
       return describe_failure(err, "reaching the engine at " + engine_->describe());
     if (auto err = engine_->check_image(settings_.image); !err.ok()) {
@@ -399,6 +467,13 @@ std::string ContainerBackend::start() {
 std::string ContainerBackend::recover_container(std::vector<std::string>& notices) {
   if (auto err = engine_->connect(); !err.ok())
     return describe_failure(err, "reaching the engine at " + engine_->describe());
+  if (attached()) {  // never started, created or removed by us: only looked at
+    ContainerInfo info;
+    const auto looked = engine_->inspect(name_, info);
+    if (looked.ok() && info.state.running) return {};
+    if (looked.ok() || looked.kind == Kind::kNotFound) return attached_not_running(name_);
+    return describe_failure(looked, "inspecting container '" + name_ + "'");
+  }
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
   ContainerInfo info;
   const auto looked = engine_->inspect(name_, info);
@@ -440,6 +515,7 @@ void ContainerBackend::kill_marked(const std::string& marker) {
   ExecOptions options;
   options.cmd = {"/bin/sh", "-c", script, "execmcp-kill", marker};
   options.user = user();
+  if (attached() && options.user.empty()) return;  // nothing ran: start() never chose a user
   // A fork bomb can hold every pid for a moment, so the sweep's own exec may fail: retry.
   const auto give_up = Clock::now() + std::chrono::seconds(15);
   while (Clock::now() < give_up) {
@@ -486,6 +562,10 @@ std::string ContainerBackend::check_input_path() {
 std::unique_ptr<ExecSession> ContainerBackend::start_exec(const ExecOptions& options, bool recover,
                                                           std::vector<std::string>& notices,
                                                           std::string& error) {
+  if (attached() && options.user.empty()) {  // the container's default user may be root
+    error = "container " + name_ + " has not been checked yet: the backend did not start";
+    return nullptr;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     EngineError err;
     auto session = engine_->exec(name_, options, err);
@@ -706,7 +786,9 @@ void ContainerBackend::explain_kill(sdk::ExecResult& result) {
     result.notices.push_back(
         "the container stopped during the command (its PID 1 exited with code " +
         std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
-        "): something killed it from inside; the next call starts it again");
+        "): something killed it from inside; " +
+        (attached() ? "execmcp does not manage attached containers: start it again"
+                    : "the next call starts it again"));
     return;
   }
   if (result.exit_code != 137 || !oom_kills) return;
@@ -754,6 +836,9 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     ExecSpec spec;
     spec.marker = random_marker();
     spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
+    // A container we create has `env` in its config; an attached one gets it with each call.
+    if (attached())
+      for (const auto& [k, v] : settings_.env) spec.env.push_back(k + "=" + v);
     spec.shell = settings_.shell;
     spec.command = command;
     spec.work_dir = resolved.path;
@@ -940,6 +1025,26 @@ void ContainerBackend::cleanup() noexcept {
       std::lock_guard lock(runner_mutex_);
       runner_.reset();
     }
+    if (attached()) {
+      // The container stays as it was: only what we put there goes (our calls died with the
+      // runner's channel; stop() ended the rest).
+      std::string dir;
+      {
+        std::lock_guard lock(runner_mutex_);
+        if (runner_path_ != kRunnerPath) dir = runner_path_.substr(0, runner_path_.rfind('/'));
+      }
+      if (!dir.empty() && engine_->connect().ok()) {
+        ExecSpec rm;
+        rm.cmd = {"/bin/sh", "-c", "rm -rf -- \"$1\"", "execmcp-cleanup", dir};
+        rm.work_dir = "/";
+        rm.timeout = std::chrono::seconds(15);
+        rm.output_cap = 4096;
+        rm.marker = random_marker();
+        rm.recover = false;
+        run_exec_once(rm);
+      }
+      return;
+    }
     if (!engine_->connect().ok()) return;
     std::string text;
     if (!init_.log_dir.empty() && engine_->logs(name_, text).ok()) {
@@ -965,6 +1070,8 @@ sdk::BackendTraits ContainerBackend::traits() const {
   t.tools_dir = !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec)
                     ? container_tools_dir(init_)
                     : "";
+  // An attached container mounts nothing of ours: the tools are visible only inside a grant.
+  if (attached() && t.tools_dir == "/tools") t.tools_dir.clear();
   t.python = "python3";
   t.isolated = true;
   return t;

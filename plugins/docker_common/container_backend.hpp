@@ -69,6 +69,15 @@ class ContainerBackend : public sdk::ExecutorBackend {
     bool recover = true;  // bring a stopped container back and run once more
   };
 
+  // Attach mode (`container: NAME`): the container is not ours to create, restart or remove.
+  [[nodiscard]] bool attached() const { return !settings_.container.empty(); }
+  // start() in attach mode: the container must run, show every grant at its path, and have a
+  // non-root user for the commands.
+  std::string start_attached();
+  // Attach mode's runner delivery: the program sent through an exec's stdin into a private
+  // directory under /tmp (else $HOME) that is writable and executable; sets runner_path_.
+  EngineError deliver_runner_by_exec();
+
   std::string user();
   std::string prepare_workspace_access();
   // Every execmcp container on the engine; "" or why they could not be listed.
@@ -145,6 +154,7 @@ class ContainerBackend : public sdk::ExecutorBackend {
 
   RunnerDelivery runner_delivery_ = RunnerDelivery::None;
   std::string runner_host_path_;  // execmcp-runner next to this plugin's directory
+  std::string runner_path_;       // where it runs in the container (guarded by runner_mutex_)
   std::mutex runner_mutex_;       // guards the three below; held while a channel opens
   std::shared_ptr<RunnerChannel> runner_;
   std::chrono::steady_clock::time_point runner_retry_at_{};

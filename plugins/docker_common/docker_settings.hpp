@@ -58,6 +58,13 @@ struct DockerSettings {
   std::string shell = "/bin/sh";
   // Agent falls back to Exec, with a notice, when the runner cannot start.
   ExecMode exec_mode = ExecMode::Agent;
+  // Attach mode: run the commands in this existing container (a name or id), which execmcp does
+  // not create, restart or remove (see docs/docker-backend.md, Attach mode). Empty: execmcp
+  // creates and manages the agent's container.
+  std::string container;
+  // Attach mode: a read-only grant that the container mounts read-write is refused unless this is
+  // true (the agent could then write what the config says it may only read).
+  bool attach_accept_writable_context = false;
 };
 
 // Which plugin reads the settings: each knows its own keys and refuses the other's by name.
