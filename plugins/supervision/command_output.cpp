@@ -8,6 +8,10 @@
 namespace execmcp::plugins::supervision {
 
 void OutputCapture::append(std::string_view bytes) {
+  if (!retain_) {
+    if (sink_ != nullptr && !bytes.empty()) sink_->on_output(kind_, bytes);
+    return;
+  }
   const std::size_t room = data_.size() < cap_ ? cap_ - data_.size() : 0;
   const std::size_t keep = bytes.size() < room ? bytes.size() : room;
   if (keep > 0) {

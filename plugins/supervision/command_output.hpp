@@ -21,6 +21,8 @@ class OutputCapture {
                 sdk::OutputSink* sink)
       : data_(data), truncated_(truncated), kind_(kind), cap_(cap), sink_(sink) {}
 
+  // Keeps nothing and caps nothing: every byte goes to the sink (a stream that may never end).
+  void stream_only() { retain_ = false; }
   void append(std::string_view bytes);
   // Both streams of a result, captured into its stdout/stderr fields.
   static OutputCapture of_stdout(sdk::ExecResult& r, std::size_t cap, sdk::OutputSink* sink) {
@@ -36,6 +38,7 @@ class OutputCapture {
   sdk::StreamKind kind_;
   std::size_t cap_;
   sdk::OutputSink* sink_;
+  bool retain_ = true;
 };
 
 // Why a running command must be killed now.

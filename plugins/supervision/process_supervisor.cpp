@@ -10,8 +10,10 @@
 // wake-up per command (and one every 50 ms, for the cancel token and timers). Each of those wakes
 // sends SIGCONT to the spare (through a pidfd) and, until a spare took the command, to the
 // program: a command can stop either, and a stopped one would hold its report until the timeout.
-// A kill request unanswered for kKillGrace makes the host kill the spare and the group. The
-// command's strings travel in the message itself, or in a memfd when they are long.
+// A kill request unanswered for kKillGrace makes the host kill the spare and the group. A graceful
+// end (RunControl::term_grace) sends the spare "terminate" first and "kill" when the grace is over,
+// unless the command was gone by then. The command's strings travel in the message itself, or in a
+// memfd when they are long.
 #include "process_supervisor.hpp"
 
 #include <fcntl.h>
@@ -222,10 +224,11 @@ void SupervisorProgram::shut_down() noexcept {
 }
 
 sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
-                               const RunControl& control) {
+                               const RunControl& control, int* wait_status_out) {
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   sdk::ExecResult result;
+  if (wait_status_out != nullptr) *wait_status_out = -1;
   auto finish = [&]() -> sdk::ExecResult {
     result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return std::move(result);
@@ -286,6 +289,10 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   };
   Stream out{OutputCapture::of_stdout(result, control.output_cap, control.sink)};
   Stream err{OutputCapture::of_stderr(result, control.output_cap, control.sink)};
+  if (!control.retain_output) {
+    out.capture.stream_only();
+    err.capture.stream_only();
+  }
   // Standard input, fed in turns with reading the output: a command that stops reading must not
   // block us.
   std::string_view stdin_left;
@@ -329,9 +336,25 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       status_len += static_cast<std::size_t>(got);
     }
   };
+  // Until on_started() was called: the status pipe is read as soon as it has data (not only at its
+  // hang-up) and the output pipes not at all, so no output reaches the sink before it.
+  bool start_pending = static_cast<bool>(control.on_started);
+  auto announce_start = [&]() {
+    if (!start_pending || status_len < 2 * sizeof(int)) return;
+    start_pending = false;
+    if (status_int(1) > 0) control.on_started(status_int(1));
+  };
+  // A graceful end (RunControl::term_grace) was asked for; the kill follows at term_deadline.
+  bool term_sent = false;
+  Clock::time_point term_deadline;
   bool kill_sent = false;
   bool spare_killed = false;  // the kill request went unanswered for kKillGrace
   Clock::time_point kill_sent_at;
+  auto send_control = [&](char byte) {
+    while (::write(ctrl_w.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    supervisor.wake();
+  };
   const bool has_deadline = control.timeout.count() > 0;
   const auto deadline = started + control.timeout;
   // Not a std::vector: zero-filling 64 KiB cost more than reading a short command's output.
@@ -363,22 +386,33 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
       result.notices.push_back("a process of the command kept its output open after it ended");
       break;
     }
-    if (!kill_sent) {
+    if (!kill_sent && !term_sent) {
       const KillCause cause = kill_cause(
           control.cancel, control.stop != nullptr && control.stop->load(std::memory_order_acquire),
           has_deadline ? std::optional(deadline) : std::nullopt);
       record_kill(result, cause);
       if (cause != KillCause::None) {
         in_w.reset();
-        const char k = 'k';
-        while (::write(ctrl_w.get(), &k, 1) < 0 && errno == EINTR) {
+        // Read only now: see RunControl::term_grace. A timeout kills at once, as before.
+        const auto grace = control.term_grace;
+        if (grace.count() > 0 && cause != KillCause::TimedOut) {
+          send_control(proto::kControlTerminate);
+          term_sent = true;
+          term_deadline = Clock::now() + grace;
+        } else {
+          send_control(proto::kControlKill);
+          kill_sent = true;
+          kill_sent_at = Clock::now();
         }
-        kill_sent = true;
-        kill_sent_at = Clock::now();
-        supervisor.wake();
       }
     }
+    if (term_sent && !kill_sent && status_open && Clock::now() >= term_deadline) {
+      send_control(proto::kControlKill);  // the grace ran out: whatever is left is killed
+      kill_sent = true;
+      kill_sent_at = Clock::now();
+    }
     if (status_open) wake_supervisors();
+    if (status_open) announce_start();
     if (kill_sent && status_open && Clock::now() - kill_sent_at > 2 * kKillGrace) {
       // Nothing more can be done from here (no pid to act on, or one that ignores SIGKILL in
       // the kernel): give the call back rather than wait for ever.
@@ -398,18 +432,25 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     // Wake at least every 50 ms to look at the cancel token and the stop flag; sooner while a
     // kill request waits for the spare's pid.
     int wait_ms = kill_sent && spare.get() < 0 ? 5 : 50;
-    if (!kill_sent && has_deadline) {
+    if (!kill_sent && !term_sent && has_deadline) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
+    }
+    if (term_sent && !kill_sent) {
+      auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(term_deadline - Clock::now()).count();
       if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
     }
     pollfd pfds[4];
     int n = 0;
     int out_idx = -1, err_idx = -1, status_idx = -1, in_idx = -1;
     if (in_w.get() >= 0) in_idx = n, pfds[n++] = {in_w.get(), POLLOUT, 0};
-    if (out.open) out_idx = n, pfds[n++] = {out_r.get(), POLLIN, 0};
-    if (err.open) err_idx = n, pfds[n++] = {err_r.get(), POLLIN, 0};
-    // Events 0: only the hang-up wakes us (the pid written early does not).
-    if (status_open) status_idx = n, pfds[n++] = {status_r.get(), 0, 0};
+    if (out.open && !start_pending) out_idx = n, pfds[n++] = {out_r.get(), POLLIN, 0};
+    if (err.open && !start_pending) err_idx = n, pfds[n++] = {err_r.get(), POLLIN, 0};
+    // Events 0: only the hang-up wakes us (the pid written early does not), unless the shell's pid
+    // is awaited for on_started().
+    const short status_events = start_pending ? POLLIN : 0;
+    if (status_open) status_idx = n, pfds[n++] = {status_r.get(), status_events, 0};
     int ready = ::poll(pfds, static_cast<nfds_t>(n), wait_ms);
     if (ready < 0) {
       if (errno == EINTR) continue;
@@ -432,9 +473,14 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
     if (in_idx >= 0 && pfds[in_idx].revents != 0) feed_stdin();
     if (out_idx >= 0 && pfds[out_idx].revents != 0) drain_now(out_r.get(), out);
     if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r.get(), err);
-    if (status_idx >= 0 && pfds[status_idx].revents != 0) {
+    if (status_idx >= 0 && pfds[status_idx].revents == POLLIN) {
+      read_status();  // only the pids so far (start_pending)
+      announce_start();
+    } else if (status_idx >= 0 && pfds[status_idx].revents != 0) {
       // The supervisor is done with the command (or dead): read everything it wrote.
       read_status();
+      announce_start();
+      start_pending = false;
       status_open = false;
       if (status_len == sizeof(status_buf)) {
         // The whole report: the tree is gone, so what the pipes hold is all there will be.
@@ -446,6 +492,7 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   }
 
   const int wait_status = status_int(2);
+  if (wait_status_out != nullptr) *wait_status_out = wait_status;
   ctrl_w.reset();
   in_w.reset();
   if (status_len < sizeof(status_buf)) {
@@ -459,7 +506,8 @@ sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& s
   result.exit_code = wait_status == -1 ? -1 : exit_code_from_status(wait_status);
   // A command that ended by itself (before the kill landed, or while its spare was stopped) is
   // reported as it ended.
-  settle_kill_flags(result, wait_status);
+  // Asked to end gracefully, it ends as it chooses (its trap may exit 0): still our doing.
+  if (!term_sent) settle_kill_flags(result, wait_status);
   // Only a command that claims success while its input was cut short is an error; one that
   // failed says why on its stderr.
   if (!stdin_left.empty() && result.exit_code == 0 && !result.timed_out && !result.cancelled)

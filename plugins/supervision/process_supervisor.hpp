@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -32,6 +33,17 @@ struct RunControl {
   const sdk::CancelToken* cancel = nullptr;
   // Set by the backend's stop(): kills the command like a cancel.
   const std::atomic<bool>* stop = nullptr;
+  // On cancel/stop: 0 = SIGKILL the tree at once (as before); > 0 = SIGTERM to the whole tree
+  // (setsid escapees too), wait up to term_grace for all of it to be gone, then SIGKILL what is
+  // left. Read when the kill is decided, so a caller may set it before it raises `cancel` (the
+  // token's release/acquire orders the two); never while the command may already be ending.
+  std::chrono::milliseconds term_grace{0};
+  // false: every byte goes to `sink` and the result keeps nothing (no output_cap applies), so a
+  // command may print for ever in bounded memory.
+  bool retain_output = true;
+  // Optional; called once, on the calling thread, with the shell's pid as soon as it is known and
+  // before any output reaches the sink. Not called when no shell was started.
+  std::function<void(long pid)> on_started;
 };
 
 // A spare-pool program (spare_pool.hpp: execmcp-supervisor next to the local plugin, or
@@ -68,8 +80,9 @@ class SupervisorProgram {
 };
 
 // Runs the command to completion (or until it is killed) and fills exit code, output, flags and
-// duration. Never throws; failures to start land in `error`.
+// duration. Never throws; failures to start land in `error`. `wait_status`, when given, receives
+// the shell's wait status (-1 when unknown), for callers that must tell a signal from an exit code.
 sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
-                               const RunControl& control);
+                               const RunControl& control, int* wait_status = nullptr);
 
 }  // namespace execmcp::plugins::supervision

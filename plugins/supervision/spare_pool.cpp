@@ -198,6 +198,72 @@ bool kill_tree(ReapState& state) noexcept {
   return false;
 }
 
+// Sends `signal` to the shell's process group and to every process descended from this one, found
+// through the ppid links of /proc/*/stat (so a process that left the group with setsid() is found
+// too, whether it was re-parented to us or still has its parent in the tree), then SIGCONT, so a
+// stopped process acts on it. One snapshot of /proc: what the tree forks meanwhile is left to the
+// SIGKILL passes that follow.
+void signal_tree(const ReapState& state, int signal) noexcept {
+  if (state.shell > 0) {
+    ::kill(-state.shell, signal);
+    ::kill(-state.shell, SIGCONT);
+  }
+  int proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (proc < 0) return;
+  struct Link {
+    long pid;
+    long ppid;
+  };
+  std::size_t count = 0, capacity = 0;
+  Link* links = nullptr;
+  for_each_dirent(proc, [&](const char* name) {
+    const long pid = parse_pid(name);
+    if (pid <= 0) return;
+    const long ppid = read_ppid(name);
+    if (ppid <= 0) return;
+    if (count == capacity) {
+      const std::size_t grown = capacity == 0 ? 256 : capacity * 2;
+      auto* bigger = static_cast<Link*>(std::realloc(links, grown * sizeof(Link)));
+      if (bigger == nullptr) return;
+      links = bigger;
+      capacity = grown;
+    }
+    links[count++] = {pid, ppid};
+  });
+  ::close(proc);
+  // Marks descendants in place (ppid set to 0 once signalled), widening from ourselves until a
+  // pass finds no new one. Quadratic in the worst case, which a command's tree never nears.
+  const long self = ::getpid();
+  long* tree = static_cast<long*>(std::malloc((count + 1) * sizeof(long)));
+  if (tree != nullptr) {
+    std::size_t members = 0;
+    tree[members++] = self;
+    for (std::size_t done = 0; done < members; ++done) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (links[i].ppid != tree[done]) continue;
+        links[i].ppid = 0;
+        tree[members++] = links[i].pid;
+        ::kill(static_cast<pid_t>(links[i].pid), signal);
+        ::kill(static_cast<pid_t>(links[i].pid), SIGCONT);
+      }
+    }
+  }
+  std::free(tree);
+  std::free(links);
+}
+
+// What the host asked on the control pipe: 'k' or EOF (the host is gone) = kill now, 't' = end
+// gracefully (supervisor_protocol.hpp). Nothing yet: 0.
+char read_control(int ctrl_r) noexcept {
+  char byte = 0;
+  ssize_t n;
+  while ((n = ::read(ctrl_r, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  if (n == 0) return proto::kControlKill;  // EOF
+  if (n < 0) return errno == EAGAIN ? 0 : proto::kControlKill;
+  return byte == proto::kControlTerminate ? proto::kControlTerminate : proto::kControlKill;
+}
+
 void empty_handler(int) {}
 
 // The command's spec; pointers into two malloc'd buffers it owns.
@@ -336,12 +402,23 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
     sigset_t wait_mask;
     sigfillset(&wait_mask);
     sigdelset(&wait_mask, SIGCHLD);
+    bool terminating = false;
     for (;;) {
-      reap_all(state);
-      if (state.shell_reaped) break;
+      // Ending by itself, the shell ends the command; asked to terminate, the command ends when
+      // nothing of it is left.
+      const bool none_left = reap_all(state);
+      if (terminating ? none_left : state.shell_reaped) break;
       pollfd pfd{ctrl_r, POLLIN, 0};
       int r = ::ppoll(&pfd, 1, nullptr, &wait_mask);
-      if (r > 0) break;  // "kill" byte, or EOF because the host is gone: either way, kill
+      if (r <= 0) continue;
+      const char request = read_control(ctrl_r);
+      if (request == proto::kControlTerminate && !terminating) {
+        terminating = true;
+        signal_tree(state, SIGTERM);
+        continue;
+      }
+      if (request == 0 || request == proto::kControlTerminate) continue;
+      break;  // "kill" byte, or EOF because the host is gone: either way, kill
     }
     // Normal exit or kill: nothing of the command may outlive the call.
     clean = kill_tree(state);

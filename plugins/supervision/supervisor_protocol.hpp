@@ -19,8 +19,12 @@
 // once nothing of the command is left. It closes the status pipe first after that, and keeps its
 // copies of the stdout and stderr pipes until then, so the plugin can wait for the status pipe's
 // hang-up alone (poll events 0: the pids do not wake it) and is woken once at the end of a command.
-// A byte or EOF on the control pipe means "kill the command now"; the plugin also sends SIGCONT to
-// the subreaper with it.
+// On the control pipe, kControlKill (or any byte but kControlTerminate) or EOF means "kill the
+// command now"; kControlTerminate means "end it gracefully": SIGTERM (then SIGCONT) to the shell's
+// group and to every process descended from the subreaper (setsid escapees included), after which
+// the command ends once none of its processes is left, or at the next kill byte or EOF, whichever
+// comes first (the client sends that byte when its grace runs out). The plugin also sends SIGCONT
+// to the subreaper with each byte.
 #pragma once
 
 #include <cstddef>
@@ -28,9 +32,11 @@
 namespace execmcp::plugins::supervision::protocol {
 
 // Changes whenever anything in this file changes, so a stale program is refused, not misread.
-inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=5";
+inline constexpr const char* kProtocolArg = "--execmcp-supervisor-protocol=6";
 inline constexpr int kSocketFd = 3;
 inline constexpr char kMessageByte = 'x';
+inline constexpr char kControlKill = 'k';
+inline constexpr char kControlTerminate = 't';
 // Well under the socket's default send buffer (net.core.wmem_default, about 208 KiB).
 inline constexpr std::size_t kInlineSpecMax = 60 * 1024;
 
