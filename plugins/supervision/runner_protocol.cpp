@@ -131,6 +131,7 @@ std::string encode_done(const DoneReport& report) {
   if (report.not_run) flags.push_back('n');
   if (report.stdout_truncated) flags.push_back('o');
   if (report.stderr_truncated) flags.push_back('e');
+  if (report.signalled) flags.push_back('s');
   put_field(out, flags);
   put_field(out, report.error);
   for (const auto& n : report.notices) put_field(out, n);
@@ -152,6 +153,8 @@ std::optional<DoneReport> decode_done(std::string_view payload) {
       r.stdout_truncated = true;
     else if (c == 'e')
       r.stderr_truncated = true;
+    else if (c == 's')
+      r.signalled = true;
     else
       return std::nullopt;
   }

@@ -94,6 +94,8 @@ struct DoneReport {
   bool not_run = false;
   bool stdout_truncated = false;
   bool stderr_truncated = false;
+  // The shell was killed by a signal: exit_code is 128 + that signal (not a shell's `exit 130`).
+  bool signalled = false;
   std::string error;
   std::vector<std::string> notices;
 };

@@ -97,7 +97,10 @@ TEST(RunnerFrames, DoneReportRoundTripAndValidation) {
   EXPECT_TRUE(back->killed);
   EXPECT_FALSE(back->stdout_truncated);
   EXPECT_TRUE(back->stderr_truncated);
+  EXPECT_FALSE(back->signalled);
   EXPECT_EQ(back->notices, r.notices);
+  r.signalled = true;
+  EXPECT_TRUE(decode_done(encode_done(r))->signalled);
   EXPECT_FALSE(decode_done(std::string("300\0\0\0", 6)));  // not an exit code
   EXPECT_FALSE(decode_done(std::string("0\0z\0\0", 5)));   // unknown flag
   EXPECT_FALSE(decode_done(std::string("0\0\0", 3)));      // error field missing
