@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <stop_token>
 #include <thread>
 
 #include "docker_common/attached_container.hpp"
@@ -242,7 +245,11 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
   if (engine_->input_always_arrives()) input_path_ = 1;
 }
 
-ContainerBackend::~ContainerBackend() = default;
+ContainerBackend::~ContainerBackend() {
+#if EXECMCP_DOCKER_BACKGROUND
+  end_all_background(std::chrono::milliseconds(0));  // the host calls cleanup(); just in case
+#endif
+}
 
 std::string ContainerBackend::user() {
   std::lock_guard lock(mutex_);
@@ -806,33 +813,42 @@ void ContainerBackend::explain_kill(sdk::ExecResult& result) {
   }
 }
 
+std::string ContainerBackend::resolve_work_dir(const std::string& requested,
+                                               std::string& path) const {
+  const auto resolved = sdk::resolve_inside(requested, init_.cwd, init_.paths, sdk::Access::Read);
+  if (!resolved.error.empty()) return "work_dir refused: " + resolved.error;
+  // Grants are mounted at their host paths, so the host can tell; runc would silently create
+  // a missing working directory instead of failing.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(resolved.path, ec))
+    return "work_dir refused: '" + requested + "' (" + resolved.path +
+           ") does not exist or is not a directory";
+  path = resolved.path;
+  return {};
+}
+
+std::string ContainerBackend::prepared_command(const std::string& request_command) const {
+  std::string command = request_command;
+  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + command;
+  if (!settings_.venv_path.empty()) {
+    const std::string venv = settings_.venv_path.front() == '/'
+                                 ? settings_.venv_path
+                                 : init_.cwd + "/" + settings_.venv_path;
+    command = "export PATH=" + shell_quote(venv + "/bin") +
+              ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
+  }
+  return command;
+}
+
 sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
   try {
-    const auto resolved =
-        sdk::resolve_inside(request.work_dir, init_.cwd, init_.paths, sdk::Access::Read);
-    if (!resolved.error.empty()) {
+    std::string work_dir;
+    if (auto err = resolve_work_dir(request.work_dir, work_dir); !err.empty()) {
       sdk::ExecResult result;
-      result.error = "work_dir refused: " + resolved.error;
+      result.error = err;
       return result;
     }
-    // Grants are mounted at their host paths, so the host can tell; runc would silently create
-    // a missing working directory instead of failing.
-    std::error_code ec;
-    if (!std::filesystem::is_directory(resolved.path, ec)) {
-      sdk::ExecResult result;
-      result.error = "work_dir refused: '" + request.work_dir + "' (" + resolved.path +
-                     ") does not exist or is not a directory";
-      return result;
-    }
-    std::string command = request.command;
-    if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + command;
-    if (!settings_.venv_path.empty()) {
-      const std::string venv = settings_.venv_path.front() == '/'
-                                   ? settings_.venv_path
-                                   : init_.cwd + "/" + settings_.venv_path;
-      command = "export PATH=" + shell_quote(venv + "/bin") +
-                ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
-    }
+    const std::string command = prepared_command(request.command);
     ExecSpec spec;
     spec.marker = random_marker();
     spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
@@ -841,7 +857,7 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
       for (const auto& [k, v] : settings_.env) spec.env.push_back(k + "=" + v);
     spec.shell = settings_.shell;
     spec.command = command;
-    spec.work_dir = resolved.path;
+    spec.work_dir = work_dir;
     for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
     spec.timeout = request.timeout;
     spec.output_cap = request.output_cap;
@@ -1015,6 +1031,9 @@ sdk::FileWriteResult ContainerBackend::write_file_in_pieces(const sdk::FileWrite
 
 void ContainerBackend::stop() noexcept {
   stop_generation_.fetch_add(1);
+#if EXECMCP_DOCKER_BACKGROUND
+  end_all_background(std::chrono::milliseconds(0));
+#endif
 }
 
 void ContainerBackend::cleanup() noexcept {
@@ -1076,5 +1095,326 @@ sdk::BackendTraits ContainerBackend::traits() const {
   t.isolated = true;
   return t;
 }
+
+#if EXECMCP_DOCKER_BACKGROUND
+// ---- background processes ------------------------------------------------------------------
+// In agent mode a background process is a call on the runner's channel that keeps no output and
+// has no deadline; its frames reach the host's observer on the channel's I/O thread (no thread
+// of ours per process). In exec mode (or when the runner cannot start) it is one exec, read by a
+// jthread. Either way it carries its own EXECMCP_CALL marker, so the sweep can end it from outside.
+
+namespace {
+
+constexpr const char* kAgentLost = "the container's agent ended; the process was killed with it";
+// How long a started process may take to report its pid before the start is given up.
+constexpr auto kPidTimeout = std::chrono::seconds(30);
+// How long a kill request may go unanswered (past its grace) before the sweep ends it.
+constexpr auto kBackgroundKillGrace = std::chrono::seconds(15);
+
+// An exit status as the shell saw it: 128+N for a signal when we killed it.
+sdk::BackgroundExit exit_of(int code, bool killed) {
+  sdk::BackgroundExit exit;
+  exit.killed = killed;
+  if (killed && code > 128 && code < 128 + 65) {
+    exit.signal = code - 128;
+  } else {
+    exit.exit_code = code;
+  }
+  return exit;
+}
+
+}  // namespace
+
+struct ContainerBackend::Background {
+  std::uint64_t id = 0;
+  sdk::BackgroundObserver* observer = nullptr;
+  std::string marker;
+  std::string work_dir;
+  std::weak_ptr<RunnerChannel> channel;  // agent mode: dies with the runner, ending the process
+  std::shared_ptr<RunnerCall> call;
+  std::atomic<long> pid{0};
+  std::atomic<bool> terminating{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool ended = false;       // on_exit() returned (or the start failed and none comes)
+  std::string start_error;  // the runner ended the call before its shell existed
+  bool via_exec = false;    // exec mode: set before its thread starts
+  std::jthread thread;      // exec mode: reads the exec; last member, joined first
+
+  // Tells the host (unless the process never started) and marks the end, exactly once.
+  void finish(const sdk::BackgroundExit& exit, const std::string& never_started) noexcept {
+    if (pid.load() != 0 || via_exec) observer->on_exit(exit);
+    std::lock_guard lock(mutex);
+    if (pid.load() == 0 && !via_exec) start_error = never_started;
+    ended = true;
+    cv.notify_all();
+  }
+  bool wait_ended(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex);
+    return cv.wait_for(lock, wait, [&] { return ended; });
+  }
+};
+
+// Turns a runner call's frames into the host observer's calls.
+class ContainerBackend::BackgroundRelay final : public RunnerCallObserver {
+ public:
+  explicit BackgroundRelay(Background* bg) : bg_(bg) {}
+  void on_pid(long pid) noexcept override { bg_->pid = pid; }
+  void on_output(sdk::StreamKind kind, std::string_view bytes) noexcept override {
+    if (bg_->pid.load() != 0) bg_->observer->on_output(kind, bytes);
+  }
+  void on_end(const supervision::runner::DoneReport* report,
+              const std::string& lost) noexcept override {
+    if (report == nullptr) {
+      sdk::BackgroundExit exit;
+      exit.killed = bg_->terminating.load();
+      exit.error = kAgentLost;
+      return bg_->finish(exit, lost);
+    }
+    const bool ours = report->killed || bg_->terminating.load();
+    auto exit = exit_of(report->exit_code, ours || report->signalled);
+    exit.killed = ours;
+    if (!report->error.empty()) exit.error = report->error;
+    bg_->finish(exit,
+                report->error.empty() ? "the process ended before it started" : report->error);
+  }
+
+ private:
+  Background* bg_;  // outlives every call: erased only once `ended`
+};
+
+void* ContainerBackend::query_interface(std::string_view id) noexcept {
+  if (id == sdk::kBackgroundProcessesId)
+    return static_cast<void*>(static_cast<sdk::BackgroundProcesses*>(this));
+  return nullptr;
+}
+
+sdk::BackgroundStarted ContainerBackend::start_background(
+    const sdk::BackgroundRequest& request, sdk::BackgroundObserver* observer) noexcept {
+  sdk::BackgroundStarted started;
+  try {
+    if (observer == nullptr) {
+      started.error = "no observer for the background process";
+      return started;
+    }
+    if (auto err = resolve_work_dir(request.work_dir, started.work_dir); !err.empty()) {
+      started.error = err;
+      return started;
+    }
+    auto bg = std::make_shared<Background>();
+    bg->observer = observer;
+    bg->marker = random_marker();
+    bg->work_dir = started.work_dir;
+    std::vector<std::string> env;
+    if (attached())
+      for (const auto& [k, v] : settings_.env) env.push_back(k + "=" + v);
+    for (const auto& [k, v] : request.env) env.push_back(k + "=" + v);
+    {
+      std::lock_guard lock(background_mutex_);
+      bg->id = next_background_id_++;
+      // Finished ones are forgotten here: their on_exit() has returned.
+      std::erase_if(background_, [](const auto& entry) {
+        std::lock_guard l(entry.second->mutex);
+        return entry.second->ended;
+      });
+      background_.emplace(bg->id, bg);
+    }
+    auto forget = [&](std::string error) {
+      std::lock_guard lock(background_mutex_);
+      background_.erase(bg->id);
+      started.error = std::move(error);
+      started.id = 0;
+      return started;
+    };
+
+    std::shared_ptr<RunnerChannel> channel;
+    if (settings_.exec_mode == ExecMode::Agent) {
+      std::vector<std::string> notices;
+      std::string why;
+      bool runner_fault = true;
+      channel = runner_channel(notices, why, runner_fault);
+      if (!channel && !runner_fault) return forget(why);
+      if (!channel)
+        log(sdk::LogLevel::Warn,
+            "background process runs with one docker exec: the in-container "
+            "agent could not start (" +
+                why + ")");
+    }
+    if (!channel) {
+      if (auto err = start_background_exec(bg, prepared_command(request.command), env);
+          !err.empty())
+        return forget(err);
+      started.id = bg->id;
+      return started;
+    }
+    supervision::runner::RunSpec run;
+    run.output_cap = 0;
+    run.retain_output = false;
+    run.work_dir = started.work_dir;
+    run.shell = settings_.shell;
+    run.command = prepared_command(request.command);
+    run.env = env;
+    run.env.push_back(std::string(kMarkerVar) + "=" + bg->marker);
+    std::string error;
+    auto call = channel->start(run, nullptr, error, std::make_shared<BackgroundRelay>(bg.get()));
+    if (!call) return forget(error);
+    bg->channel = channel;
+    bg->call = call;
+    if (call->wait_pid(kPidTimeout) == 0) {
+      if (call->claim_end()) {  // never reported running: ended here, quietly
+        channel->forget(*call);
+        channel->kill(*call);
+        kill_marked(bg->marker);
+        return forget("the background process did not report that it runs within " +
+                      std::to_string(kPidTimeout.count()) + " s");
+      }
+      bg->wait_ended(std::chrono::hours(1));
+      if (bg->pid.load() == 0) {
+        std::lock_guard lock(bg->mutex);
+        return forget(bg->start_error.empty() ? "the background process did not start"
+                                              : bg->start_error);
+      }
+    }
+    started.id = bg->id;
+    started.pid = bg->pid.load() != 0 ? bg->pid.load() : call->wait_pid(std::chrono::seconds(0));
+    return started;
+  } catch (const std::exception& e) {
+    started.id = 0;
+    started.error = backend_name_ + ": " + e.what();
+    return started;
+  }
+}
+
+std::string ContainerBackend::start_background_exec(const std::shared_ptr<Background>& bg,
+                                                    const std::string& command,
+                                                    const std::vector<std::string>& env) {
+  if (auto err = engine_->connect(); !err.ok())
+    return describe_failure(err, "reaching the engine at " + engine_->describe());
+  ExecOptions options;
+  options.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, bg->marker};
+  options.env = env;
+  options.user = user();
+  options.work_dir = bg->work_dir;
+  std::vector<std::string> notices;
+  std::string error;
+  std::shared_ptr<ExecSession> session = start_exec(options, true, notices, error);
+  if (!session) return error;
+  bg->via_exec = true;
+  Background* raw = bg.get();  // the thread is joined before *raw goes
+  bg->thread = std::jthread([raw, session](std::stop_token stop) {
+    struct Forward final : ExecStreamDecoder::Handler {
+      Background* bg = nullptr;
+      std::string daemon_error;
+      void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
+        if (stream == ExecStreamDecoder::Stream::Stdout)
+          bg->observer->on_output(sdk::StreamKind::Stdout, data);
+        else if (stream == ExecStreamDecoder::Stream::Stderr)
+          bg->observer->on_output(sdk::StreamKind::Stderr, data);
+        else if (stream == ExecStreamDecoder::Stream::SystemError && daemon_error.size() < 1024)
+          daemon_error.append(data.substr(0, 1024));
+      }
+    } forward;
+    forward.bg = raw;
+    std::string lost;
+    std::optional<Clock::time_point> give_up;
+    for (;;) {
+      const auto rs = session->read(std::chrono::milliseconds(200), forward);
+      if (!rs.error.empty()) {
+        lost = rs.error;
+        break;
+      }
+      if (rs.eof || stop.stop_requested()) break;
+      // Killed by the sweep: something outside the marker may still hold the stream open.
+      if (raw->terminating.load() && !give_up) give_up = Clock::now() + std::chrono::seconds(10);
+      if (give_up && Clock::now() > *give_up) break;
+    }
+    const bool killed = raw->terminating.load();
+    const auto ended = session->finish(killed);
+    sdk::BackgroundExit exit = ended.code ? exit_of(*ended.code, killed) : sdk::BackgroundExit{};
+    exit.killed = killed;
+    if (!lost.empty() && !killed) exit.error = lost;
+    if (!forward.daemon_error.empty() && exit.error.empty())
+      exit.error = "Docker reported an error: " + forward.daemon_error;
+    if (!ended.engine_answered && !killed && exit.error.empty()) exit.error = kLostDocker;
+    raw->finish(exit, {});
+  });
+  return {};
+}
+
+void ContainerBackend::term_marked(const std::string& marker, std::chrono::milliseconds grace) {
+  // One TERM to each marked process, then passes until none is left or the grace is over.
+  const long passes = std::max<long>(1, static_cast<long>(grace.count() / 100));
+  ExecSpec spec;
+  spec.cmd = {"/bin/sh",
+              "-c",
+              "m=\"EXECMCP_CALL=$1\"; n=$2; i=0\n"
+              "while :; do f=0\n"
+              "  for d in /proc/[0-9]*; do\n"
+              "    if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then f=1\n"
+              "      [ $i = 0 ] && kill -TERM \"${d#/proc/}\" 2>/dev/null; fi\n"
+              "  done\n"
+              "  [ $f = 0 ] && break; i=$((i+1)); [ $i -ge $n ] && break; sleep 0.1\n"
+              "done",
+              "execmcp-term",
+              marker,
+              std::to_string(passes)};
+  spec.work_dir = "/";
+  spec.timeout = grace + std::chrono::seconds(15);
+  spec.output_cap = 4096;
+  spec.marker = random_marker();
+  spec.recover = false;
+  run_exec_once(spec);
+}
+
+void ContainerBackend::terminate_background(std::uint64_t id,
+                                            std::chrono::milliseconds grace) noexcept {
+  try {
+    std::shared_ptr<Background> bg;
+    {
+      std::lock_guard lock(background_mutex_);
+      const auto it = background_.find(id);
+      if (it == background_.end()) return;
+      bg = it->second;
+    }
+    if (grace.count() < 0) grace = std::chrono::milliseconds(0);
+    if (!bg->wait_ended(std::chrono::milliseconds(0))) {
+      bg->terminating = true;
+      if (auto channel = bg->channel.lock(); channel && bg->call) {
+        channel->kill(*bg->call, grace);
+        if (!bg->wait_ended(grace + kBackgroundKillGrace)) {
+          // The runner did not answer: end the process from outside, and tell the host here.
+          channel->forget(*bg->call);
+          kill_marked(bg->marker);
+          if (bg->call->claim_end()) {
+            sdk::BackgroundExit exit;
+            exit.killed = true;
+            exit.signal = SIGKILL;
+            bg->finish(exit, {});
+          }
+        }
+      } else if (bg->via_exec) {
+        if (grace.count() > 0) term_marked(bg->marker, grace);
+        kill_marked(bg->marker);
+      }
+      // The end is on its way (the channel's loss or the exec's end): wait for its on_exit().
+      bg->wait_ended(std::chrono::minutes(2));
+    }
+    std::lock_guard lock(background_mutex_);
+    background_.erase(id);
+  } catch (...) {
+    // never throws
+  }
+}
+
+void ContainerBackend::end_all_background(std::chrono::milliseconds grace) noexcept {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(background_mutex_);
+    for (const auto& [id, bg] : background_) ids.push_back(id);
+  }
+  // One at a time: each terminate is a kill frame (agent mode) or a sweep exec (exec mode).
+  for (auto id : ids) terminate_background(id, grace);
+}
+#endif  // EXECMCP_DOCKER_BACKGROUND
 
 }  // namespace execmcp::plugins::docker_common

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,14 @@
 #include "docker_common/runner_channel.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+// Until ABI 2 (sdk::BackgroundProcesses, query_interface) is merged into this branch; then the
+// guard goes.
+#if __has_include("execmcp/sdk/background_processes.hpp")
+#include "execmcp/sdk/background_processes.hpp"
+#define EXECMCP_DOCKER_BACKGROUND 1
+#else
+#define EXECMCP_DOCKER_BACKGROUND 0
+#endif
 
 namespace execmcp::plugins::docker_common {
 
@@ -35,7 +44,12 @@ inline constexpr const char* kLostDocker =
     "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
     "unknown, and it may not have finished; the next call starts the container again";
 
-class ContainerBackend : public sdk::ExecutorBackend {
+class ContainerBackend : public sdk::ExecutorBackend
+#if EXECMCP_DOCKER_BACKGROUND
+    ,
+                         public sdk::BackgroundProcesses
+#endif
+{
  public:
   // `backend_name` prefixes unexpected errors ("docker-api: ..."). Throws std::invalid_argument on
   // bad settings.
@@ -52,8 +66,34 @@ class ContainerBackend : public sdk::ExecutorBackend {
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
 
   [[nodiscard]] sdk::BackendTraits traits() const override;
+#if EXECMCP_DOCKER_BACKGROUND
+  // Offers sdk::BackgroundProcesses (kBackgroundProcessesId).
+  [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
+
+  // --- background processes (the end of container_backend.cpp) ---
+  sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
+                                          sdk::BackgroundObserver* observer) noexcept override;
+  void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
+
+#endif
 
  private:
+#if EXECMCP_DOCKER_BACKGROUND
+  struct Background;
+  class BackgroundRelay;
+  // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
+  void end_all_background(std::chrono::milliseconds grace) noexcept;
+  // One process per exec (exec_mode exec, or when the runner cannot start).
+  std::string start_background_exec(const std::shared_ptr<Background>& bg,
+                                    const std::string& command,
+                                    const std::vector<std::string>& env);
+  // SIGTERM to every process marked with `marker`, then up to `grace` for them to exit.
+  void term_marked(const std::string& marker, std::chrono::milliseconds grace);
+#endif
+  // work_dir resolved inside the grants and existing; "" or why it is refused.
+  std::string resolve_work_dir(const std::string& requested, std::string& path) const;
+  // The command as the shell gets it: command_prefix and venv_path applied.
+  std::string prepared_command(const std::string& command) const;
   struct ExecSpec {
     std::vector<std::string> cmd;  // as one exec
     std::string shell;             // as one call on execmcp-runner: `<shell> -c <command>`
@@ -70,14 +110,15 @@ class ContainerBackend : public sdk::ExecutorBackend {
   };
 
   // Attach mode (`container: NAME`): the container is not ours to create, restart or remove.
-  [[nodiscard]] bool attached() const { return !settings_.container.empty(); }
+  [[nodiscard]] bool attached() const {
+    return !settings_.container.empty();
+  }
   // start() in attach mode: the container must run, show every grant at its path, and have a
   // non-root user for the commands.
   std::string start_attached();
   // Attach mode's runner delivery: the program sent through an exec's stdin into a private
   // directory under /tmp (else $HOME) that is writable and executable; sets runner_path_.
   EngineError deliver_runner_by_exec();
-
   std::string user();
   std::string prepare_workspace_access();
   // Every execmcp container on the engine; "" or why they could not be listed.
@@ -161,6 +202,12 @@ class ContainerBackend : public sdk::ExecutorBackend {
   std::string runner_failure_;
   std::atomic<bool> runner_copied_{false};  // copied into this incarnation of the container
   std::atomic<int> input_path_{0};          // 1: input reaches the container, -1: never, 0: unknown
+
+#if EXECMCP_DOCKER_BACKGROUND
+  std::mutex background_mutex_;  // guards the two below
+  std::map<std::uint64_t, std::shared_ptr<Background>> background_;
+  std::uint64_t next_background_id_ = 1;
+#endif
 };
 
 }  // namespace execmcp::plugins::docker_common
