@@ -97,7 +97,9 @@ TEST_F(DockerBackground, APrintingLoopDeliversEveryLineInOrderAndItsExit) {
   ASSERT_EQ(started.error, "");
   EXPECT_NE(started.id, 0u);
   EXPECT_EQ(started.work_dir, workspace_->path());
-  if (test_exec_mode() != "exec") EXPECT_GT(started.pid, 0);
+  if (test_exec_mode() != "exec") {
+    EXPECT_GT(started.pid, 0);
+  }
   ASSERT_TRUE(w.wait_exit(60s));
   std::string expected;
   for (int i = 0; i < 300; ++i) expected += "line-" + std::to_string(i) + "\n";
