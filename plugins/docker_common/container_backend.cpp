@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <stop_token>
 #include <thread>
 
+#include "docker_common/attached_container.hpp"
 #include "docker_common/base64.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
 #include "execmcp/sdk/path_policy.hpp"
@@ -46,6 +50,11 @@ std::string this_host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
 }
 
 bool pid_alive(long pid) {
@@ -215,8 +224,10 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
       backend_name_(std::move(backend_name)),
       settings_(std::move(settings)),
       engine_(std::move(engine)),
-      name_(container_name(init.agent_id, init.instance_id)),
-      host_name_(this_host_name()) {
+      name_(settings_.container.empty() ? container_name(init.agent_id, init.instance_id)
+                                        : settings_.container),
+      host_name_(this_host_name()),
+      runner_path_(kRunnerPath) {
   if (init_.cwd.empty() || init_.cwd.front() != '/')
     throw std::invalid_argument("the " + backend_name_ +
                                 " backend needs an absolute workspace (cwd)");
@@ -233,13 +244,17 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
     // A missing runner is said on each call (then run with one exec each); the container must
     // still start, so nothing is mounted from a path that is not there.
+    // An attached container was created without our mount: the program is sent in by exec.
     if (::access(runner_host_path_.c_str(), X_OK) == 0)
-      runner_delivery_ = engine_->sees_host_files() ? RunnerDelivery::Bind : RunnerDelivery::Copy;
+      runner_delivery_ =
+          engine_->sees_host_files() && !attached() ? RunnerDelivery::Bind : RunnerDelivery::Copy;
   }
   if (engine_->input_always_arrives()) input_path_ = 1;
 }
 
-ContainerBackend::~ContainerBackend() = default;
+ContainerBackend::~ContainerBackend() {
+  end_all_background(std::chrono::milliseconds(0));  // the host calls cleanup(); just in case
+}
 
 std::shared_ptr<const SecretEnv> ContainerBackend::secret_env() const {
   std::lock_guard lock(secrets_mutex_);
@@ -286,6 +301,9 @@ void ContainerBackend::log(sdk::LogLevel level, const std::string& message) cons
 std::string ContainerBackend::prepare_workspace_access() {
   std::lock_guard lock(mutex_);
   if (access_granted_) return {};
+  // Attach mode chose its user at start() and grants nothing: the files are the container's
+  // owner's business, and an ACL would change the host for a container we do not manage.
+  if (attached()) return "container " + name_ + " has not been checked: start() must come first";
   try {
     user_ = choose_container_user(settings_.user, init_.cwd);
   } catch (const std::exception& e) {
@@ -411,8 +429,63 @@ std::string ContainerBackend::create_and_start(const std::vector<ContainerInfo>*
   return {};
 }
 
+std::string ContainerBackend::start_attached() {
+  if (auto err = engine_->connect(); !err.ok())
+    return describe_failure(err, "reaching the engine at " + engine_->describe());
+  ContainerInfo info;
+  if (const auto err = engine_->inspect(name_, info); err.kind == Kind::kNotFound) {
+    return attached_not_running(name_);
+  } else if (!err.ok()) {
+    return describe_failure(err, "inspecting container '" + name_ + "'");
+  }
+  if (!info.state.running) return attached_not_running(name_);
+  std::string error;
+  const std::string chosen = attached_user(name_, settings_.user, info.user, error);
+  if (chosen.empty()) return error;
+  if (auto err = check_attached_mounts(name_, init_.paths, info.mounts,
+                                       settings_.attach_accept_writable_context);
+      !err.empty())
+    return err;
+  {
+    std::lock_guard lock(mutex_);
+    user_ = {chosen, false,
+             settings_.user.empty() ? "the container's own user" : "the 'user' setting"};
+    access_granted_ = true;
+  }
+  // A user name (or uid) that is root inside the container is refused too: ask the container.
+  ExecSpec probe;
+  probe.cmd = {"/bin/sh", "-c",
+               "while read -r k v r; do [ \"$k\" = Uid: ] && echo \"uid=$v\" && break; done "
+               "< /proc/self/status"};
+  probe.work_dir = "/";
+  probe.timeout = std::chrono::seconds(30);
+  probe.output_cap = 4096;
+  probe.marker = random_marker();
+  probe.recover = false;
+  const auto r = run_exec_once(probe);
+  const auto at = r.stdout_data.find("uid=");
+  const std::string uid = at == std::string::npos
+                              ? ""
+                              : r.stdout_data.substr(at + 4, r.stdout_data.find('\n', at) - at - 4);
+  if (!r.error.empty() || uid.empty() || uid == "0") {
+    std::lock_guard lock(mutex_);
+    access_granted_ = false;
+    if (uid == "0")
+      return "user '" + chosen + "' is root (uid 0) in container " + name_ +
+             ", and execmcp never runs commands as root: set 'user' to a non-root user";
+    return "cannot run a command as user '" + chosen + "' in container " + name_ + ": " +
+           (r.error.empty() ? trimmed(r.stderr_data + r.stdout_data) : r.error);
+  }
+  log(sdk::LogLevel::Info, "attached to container " + name_ +
+                               " (not managed by execmcp), running "
+                               "commands as user " +
+                               chosen + " (uid " + uid + ")");
+  return {};
+}
+
 std::string ContainerBackend::start() {
   try {
+    if (attached()) return start_attached();
     if (auto err = engine_->connect(); !err.ok())
       return describe_failure(err, "reaching the engine at " + engine_->describe());
     if (auto err = engine_->check_image(settings_.image); !err.ok()) {
@@ -440,6 +513,13 @@ std::string ContainerBackend::start() {
 std::string ContainerBackend::recover_container(std::vector<std::string>& notices) {
   if (auto err = engine_->connect(); !err.ok())
     return describe_failure(err, "reaching the engine at " + engine_->describe());
+  if (attached()) {  // never started, created or removed by us: only looked at
+    ContainerInfo info;
+    const auto looked = engine_->inspect(name_, info);
+    if (looked.ok() && info.state.running) return {};
+    if (looked.ok() || looked.kind == Kind::kNotFound) return attached_not_running(name_);
+    return describe_failure(looked, "inspecting container '" + name_ + "'");
+  }
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
   ContainerInfo info;
   const auto looked = engine_->inspect(name_, info);
@@ -481,6 +561,7 @@ void ContainerBackend::kill_marked(const std::string& marker) {
   ExecOptions options;
   options.cmd = {"/bin/sh", "-c", script, "execmcp-kill", marker};
   options.user = user();
+  if (attached() && options.user.empty()) return;  // nothing ran: start() never chose a user
   // A fork bomb can hold every pid for a moment, so the sweep's own exec may fail: retry.
   const auto give_up = Clock::now() + std::chrono::seconds(15);
   while (Clock::now() < give_up) {
@@ -527,6 +608,10 @@ std::string ContainerBackend::check_input_path() {
 std::unique_ptr<ExecSession> ContainerBackend::start_exec(const ExecOptions& options, bool recover,
                                                           std::vector<std::string>& notices,
                                                           std::string& error) {
+  if (attached() && options.user.empty()) {  // the container's default user may be root
+    error = "container " + name_ + " has not been checked yet: the backend did not start";
+    return nullptr;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     EngineError err;
     auto session = engine_->exec(name_, options, err);
@@ -747,7 +832,9 @@ void ContainerBackend::explain_kill(sdk::ExecResult& result) {
     result.notices.push_back(
         "the container stopped during the command (its PID 1 exited with code " +
         std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
-        "): something killed it from inside; the next call starts it again");
+        "): something killed it from inside; " +
+        (attached() ? "execmcp does not manage attached containers: start it again"
+                    : "the next call starts it again"));
     return;
   }
   if (result.exit_code != 137 || !oom_kills) return;
@@ -765,43 +852,63 @@ void ContainerBackend::explain_kill(sdk::ExecResult& result) {
   }
 }
 
+std::string ContainerBackend::resolve_work_dir(const std::string& requested,
+                                               std::string& path) const {
+  const auto resolved = sdk::resolve_inside(requested, init_.cwd, init_.paths, sdk::Access::Read);
+  if (!resolved.error.empty()) return "work_dir refused: " + resolved.error;
+  // Grants are mounted at their host paths, so the host can tell; runc would silently create
+  // a missing working directory instead of failing.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(resolved.path, ec))
+    return "work_dir refused: '" + requested + "' (" + resolved.path +
+           ") does not exist or is not a directory";
+  path = resolved.path;
+  return {};
+}
+
+std::vector<std::string> ContainerBackend::call_env(
+    const std::vector<std::pair<std::string, std::string>>& extra) const {
+  std::vector<std::string> env;
+  // A container we create has `env` in its config; an attached one gets it with each call.
+  if (attached())
+    for (const auto& [k, v] : settings_.env) env.push_back(k + "=" + v);
+  // The secrets go with each call (the runner's stream, the exec's Env, the CLI child's
+  // environment), never into the container's config: `docker inspect` cannot show them.
+  const auto secrets = secret_env();
+  env.insert(env.end(), secrets->begin(), secrets->end());
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::string ContainerBackend::prepared_command(const std::string& request_command) const {
+  std::string command = request_command;
+  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + command;
+  if (!settings_.venv_path.empty()) {
+    const std::string venv = settings_.venv_path.front() == '/'
+                                 ? settings_.venv_path
+                                 : init_.cwd + "/" + settings_.venv_path;
+    command = "export PATH=" + shell_quote(venv + "/bin") +
+              ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
+  }
+  return command;
+}
+
 sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
   try {
-    const auto resolved =
-        sdk::resolve_inside(request.work_dir, init_.cwd, init_.paths, sdk::Access::Read);
-    if (!resolved.error.empty()) {
+    std::string work_dir;
+    if (auto err = resolve_work_dir(request.work_dir, work_dir); !err.empty()) {
       sdk::ExecResult result;
-      result.error = "work_dir refused: " + resolved.error;
+      result.error = err;
       return result;
     }
-    // Grants are mounted at their host paths, so the host can tell; runc would silently create
-    // a missing working directory instead of failing.
-    std::error_code ec;
-    if (!std::filesystem::is_directory(resolved.path, ec)) {
-      sdk::ExecResult result;
-      result.error = "work_dir refused: '" + request.work_dir + "' (" + resolved.path +
-                     ") does not exist or is not a directory";
-      return result;
-    }
-    std::string command = request.command;
-    if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + command;
-    if (!settings_.venv_path.empty()) {
-      const std::string venv = settings_.venv_path.front() == '/'
-                                   ? settings_.venv_path
-                                   : init_.cwd + "/" + settings_.venv_path;
-      command = "export PATH=" + shell_quote(venv + "/bin") +
-                ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
-    }
+    const std::string command = prepared_command(request.command);
     ExecSpec spec;
     spec.marker = random_marker();
     spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
     spec.shell = settings_.shell;
     spec.command = command;
-    spec.work_dir = resolved.path;
-    // The secrets go with each call (the runner's stream, the exec's Env, the CLI child's
-    // environment), never into the container's config: `docker inspect` cannot show them.
-    spec.env = *secret_env();
-    for (const auto& [k, v] : request.env) spec.env.push_back(k + "=" + v);
+    spec.work_dir = work_dir;
+    spec.env = call_env(request.env);
     spec.timeout = request.timeout;
     spec.output_cap = request.output_cap;
     spec.sink = request.sink;
@@ -974,6 +1081,7 @@ sdk::FileWriteResult ContainerBackend::write_file_in_pieces(const sdk::FileWrite
 
 void ContainerBackend::stop() noexcept {
   stop_generation_.fetch_add(1);
+  end_all_background(std::chrono::milliseconds(0));
 }
 
 void ContainerBackend::cleanup() noexcept {
@@ -983,6 +1091,26 @@ void ContainerBackend::cleanup() noexcept {
       // The runner ends with its channel (and its commands with it) before the container goes.
       std::lock_guard lock(runner_mutex_);
       runner_.reset();
+    }
+    if (attached()) {
+      // The container stays as it was: only what we put there goes (our calls died with the
+      // runner's channel; stop() ended the rest).
+      std::string dir;
+      {
+        std::lock_guard lock(runner_mutex_);
+        if (runner_path_ != kRunnerPath) dir = runner_path_.substr(0, runner_path_.rfind('/'));
+      }
+      if (!dir.empty() && engine_->connect().ok()) {
+        ExecSpec rm;
+        rm.cmd = {"/bin/sh", "-c", "rm -rf -- \"$1\"", "execmcp-cleanup", dir};
+        rm.work_dir = "/";
+        rm.timeout = std::chrono::seconds(15);
+        rm.output_cap = 4096;
+        rm.marker = random_marker();
+        rm.recover = false;
+        run_exec_once(rm);
+      }
+      return;
     }
     if (!engine_->connect().ok()) return;
     std::string text;
@@ -1009,9 +1137,327 @@ sdk::BackendTraits ContainerBackend::traits() const {
   t.tools_dir = !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec)
                     ? container_tools_dir(init_)
                     : "";
+  // An attached container mounts nothing of ours: the tools are visible only inside a grant.
+  if (attached() && t.tools_dir == "/tools") t.tools_dir.clear();
   t.python = "python3";
   t.isolated = true;
   return t;
+}
+
+// ---- background processes ------------------------------------------------------------------
+// In agent mode a background process is a call on the runner's channel that keeps no output and
+// has no deadline; its frames reach the host's observer on the channel's I/O thread (no thread
+// of ours per process). In exec mode (or when the runner cannot start) it is one exec, read by a
+// jthread. Either way it carries its own EXECMCP_CALL marker, so the sweep can end it from outside.
+
+namespace {
+
+constexpr const char* kAgentLost = "the container's agent ended; the process was killed with it";
+// How long a started process may take to report its pid before the start is given up.
+constexpr auto kPidTimeout = std::chrono::seconds(30);
+// How long a kill request may go unanswered (past its grace) before the sweep ends it.
+constexpr auto kBackgroundKillGrace = std::chrono::seconds(15);
+
+// An exit status as the shell saw it: 128+N for a signal when we killed it.
+sdk::BackgroundExit exit_of(int code, bool killed) {
+  sdk::BackgroundExit exit;
+  exit.killed = killed;
+  if (killed && code > 128 && code < 128 + 65) {
+    exit.signal = code - 128;
+  } else {
+    exit.exit_code = code;
+  }
+  return exit;
+}
+
+}  // namespace
+
+struct ContainerBackend::Background {
+  std::uint64_t id = 0;
+  sdk::BackgroundObserver* observer = nullptr;
+  std::string marker;
+  std::string work_dir;
+  std::weak_ptr<RunnerChannel> channel;  // agent mode: dies with the runner, ending the process
+  std::shared_ptr<RunnerCall> call;
+  std::atomic<long> pid{0};
+  std::atomic<bool> terminating{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool ended = false;       // on_exit() returned (or the start failed and none comes)
+  std::string start_error;  // the runner ended the call before its shell existed
+  bool via_exec = false;    // exec mode: set before its thread starts
+  std::jthread thread;      // exec mode: reads the exec; last member, joined first
+
+  // Tells the host (unless the process never started) and marks the end, exactly once.
+  void finish(const sdk::BackgroundExit& exit, const std::string& never_started) noexcept {
+    if (pid.load() != 0 || via_exec) observer->on_exit(exit);
+    std::lock_guard lock(mutex);
+    if (pid.load() == 0 && !via_exec) start_error = never_started;
+    ended = true;
+    cv.notify_all();
+  }
+  bool wait_ended(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex);
+    return cv.wait_for(lock, wait, [&] { return ended; });
+  }
+};
+
+// Turns a runner call's frames into the host observer's calls.
+class ContainerBackend::BackgroundRelay final : public RunnerCallObserver {
+ public:
+  explicit BackgroundRelay(Background* bg) : bg_(bg) {}
+  void on_pid(long pid) noexcept override { bg_->pid = pid; }
+  void on_output(sdk::StreamKind kind, std::string_view bytes) noexcept override {
+    if (bg_->pid.load() != 0) bg_->observer->on_output(kind, bytes);
+  }
+  void on_end(const supervision::runner::DoneReport* report,
+              const std::string& lost) noexcept override {
+    if (report == nullptr) {
+      sdk::BackgroundExit exit;
+      exit.killed = bg_->terminating.load();
+      exit.error = kAgentLost;
+      return bg_->finish(exit, lost);
+    }
+    const bool ours = report->killed || bg_->terminating.load();
+    auto exit = exit_of(report->exit_code, ours || report->signalled);
+    exit.killed = ours;
+    if (!report->error.empty()) exit.error = report->error;
+    bg_->finish(exit,
+                report->error.empty() ? "the process ended before it started" : report->error);
+  }
+
+ private:
+  Background* bg_;  // outlives every call: erased only once `ended`
+};
+
+void* ContainerBackend::query_interface(std::string_view id) noexcept {
+  if (id == sdk::kBackgroundProcessesId)
+    return static_cast<void*>(static_cast<sdk::BackgroundProcesses*>(this));
+  return nullptr;
+}
+
+sdk::BackgroundStarted ContainerBackend::start_background(
+    const sdk::BackgroundRequest& request, sdk::BackgroundObserver* observer) noexcept {
+  sdk::BackgroundStarted started;
+  try {
+    if (observer == nullptr) {
+      started.error = "no observer for the background process";
+      return started;
+    }
+    if (auto err = resolve_work_dir(request.work_dir, started.work_dir); !err.empty()) {
+      started.error = err;
+      return started;
+    }
+    auto bg = std::make_shared<Background>();
+    bg->observer = observer;
+    bg->marker = random_marker();
+    bg->work_dir = started.work_dir;
+    std::vector<std::string> env = call_env(request.env);
+    {
+      std::lock_guard lock(background_mutex_);
+      bg->id = next_background_id_++;
+      // Finished ones are forgotten here: their on_exit() has returned.
+      std::erase_if(background_, [](const auto& entry) {
+        std::lock_guard l(entry.second->mutex);
+        return entry.second->ended;
+      });
+      background_.emplace(bg->id, bg);
+    }
+    auto forget = [&](std::string error) {
+      std::lock_guard lock(background_mutex_);
+      background_.erase(bg->id);
+      started.error = std::move(error);
+      started.id = 0;
+      return started;
+    };
+
+    std::shared_ptr<RunnerChannel> channel;
+    if (settings_.exec_mode == ExecMode::Agent) {
+      std::vector<std::string> notices;
+      std::string why;
+      bool runner_fault = true;
+      channel = runner_channel(notices, why, runner_fault);
+      if (!channel && !runner_fault) return forget(why);
+      if (!channel)
+        log(sdk::LogLevel::Warn,
+            "background process runs with one docker exec: the in-container "
+            "agent could not start (" +
+                why + ")");
+    }
+    if (!channel) {
+      if (auto err = start_background_exec(bg, prepared_command(request.command), env);
+          !err.empty())
+        return forget(err);
+      started.id = bg->id;
+      return started;
+    }
+    supervision::runner::RunSpec run;
+    run.output_cap = 0;
+    run.retain_output = false;
+    run.work_dir = started.work_dir;
+    run.shell = settings_.shell;
+    run.command = prepared_command(request.command);
+    run.env = env;
+    run.env.push_back(std::string(kMarkerVar) + "=" + bg->marker);
+    std::string error;
+    auto call = channel->start(run, nullptr, error, std::make_shared<BackgroundRelay>(bg.get()));
+    if (!call) return forget(error);
+    bg->channel = channel;
+    bg->call = call;
+    if (call->wait_pid(kPidTimeout) == 0) {
+      if (call->claim_end()) {  // never reported running: ended here, quietly
+        channel->forget(*call);
+        channel->kill(*call);
+        kill_marked(bg->marker);
+        return forget("the background process did not report that it runs within " +
+                      std::to_string(kPidTimeout.count()) + " s");
+      }
+      bg->wait_ended(std::chrono::hours(1));
+      if (bg->pid.load() == 0) {
+        std::lock_guard lock(bg->mutex);
+        return forget(bg->start_error.empty() ? "the background process did not start"
+                                              : bg->start_error);
+      }
+    }
+    started.id = bg->id;
+    started.pid = bg->pid.load() != 0 ? bg->pid.load() : call->wait_pid(std::chrono::seconds(0));
+    return started;
+  } catch (const std::exception& e) {
+    started.id = 0;
+    started.error = backend_name_ + ": " + e.what();
+    return started;
+  }
+}
+
+std::string ContainerBackend::start_background_exec(const std::shared_ptr<Background>& bg,
+                                                    const std::string& command,
+                                                    const std::vector<std::string>& env) {
+  if (auto err = engine_->connect(); !err.ok())
+    return describe_failure(err, "reaching the engine at " + engine_->describe());
+  ExecOptions options;
+  options.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, bg->marker};
+  options.env = env;
+  options.user = user();
+  options.work_dir = bg->work_dir;
+  std::vector<std::string> notices;
+  std::string error;
+  std::shared_ptr<ExecSession> session = start_exec(options, true, notices, error);
+  if (!session) return error;
+  bg->via_exec = true;
+  Background* raw = bg.get();  // the thread is joined before *raw goes
+  bg->thread = std::jthread([raw, session](std::stop_token stop) {
+    struct Forward final : ExecStreamDecoder::Handler {
+      Background* bg = nullptr;
+      std::string daemon_error;
+      void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
+        if (stream == ExecStreamDecoder::Stream::Stdout)
+          bg->observer->on_output(sdk::StreamKind::Stdout, data);
+        else if (stream == ExecStreamDecoder::Stream::Stderr)
+          bg->observer->on_output(sdk::StreamKind::Stderr, data);
+        else if (stream == ExecStreamDecoder::Stream::SystemError && daemon_error.size() < 1024)
+          daemon_error.append(data.substr(0, 1024));
+      }
+    } forward;
+    forward.bg = raw;
+    std::string lost;
+    std::optional<Clock::time_point> give_up;
+    for (;;) {
+      const auto rs = session->read(std::chrono::milliseconds(200), forward);
+      if (!rs.error.empty()) {
+        lost = rs.error;
+        break;
+      }
+      if (rs.eof || stop.stop_requested()) break;
+      // Killed by the sweep: something outside the marker may still hold the stream open.
+      if (raw->terminating.load() && !give_up) give_up = Clock::now() + std::chrono::seconds(10);
+      if (give_up && Clock::now() > *give_up) break;
+    }
+    const bool killed = raw->terminating.load();
+    const auto ended = session->finish(killed);
+    sdk::BackgroundExit exit = ended.code ? exit_of(*ended.code, killed) : sdk::BackgroundExit{};
+    exit.killed = killed;
+    if (!lost.empty() && !killed) exit.error = lost;
+    if (!forward.daemon_error.empty() && exit.error.empty())
+      exit.error = "Docker reported an error: " + forward.daemon_error;
+    if (!ended.engine_answered && !killed && exit.error.empty()) exit.error = kLostDocker;
+    raw->finish(exit, {});
+  });
+  return {};
+}
+
+void ContainerBackend::term_marked(const std::string& marker, std::chrono::milliseconds grace) {
+  // One TERM to each marked process, then passes until none is left or the grace is over.
+  const long passes = std::max<long>(1, static_cast<long>(grace.count() / 100));
+  ExecSpec spec;
+  spec.cmd = {"/bin/sh",
+              "-c",
+              "m=\"EXECMCP_CALL=$1\"; n=$2; i=0\n"
+              "while :; do f=0\n"
+              "  for d in /proc/[0-9]*; do\n"
+              "    if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then f=1\n"
+              "      [ $i = 0 ] && kill -TERM \"${d#/proc/}\" 2>/dev/null; fi\n"
+              "  done\n"
+              "  [ $f = 0 ] && break; i=$((i+1)); [ $i -ge $n ] && break; sleep 0.1\n"
+              "done",
+              "execmcp-term",
+              marker,
+              std::to_string(passes)};
+  spec.work_dir = "/";
+  spec.timeout = grace + std::chrono::seconds(15);
+  spec.output_cap = 4096;
+  spec.marker = random_marker();
+  spec.recover = false;
+  run_exec_once(spec);
+}
+
+void ContainerBackend::terminate_background(std::uint64_t id,
+                                            std::chrono::milliseconds grace) noexcept {
+  try {
+    std::shared_ptr<Background> bg;
+    {
+      std::lock_guard lock(background_mutex_);
+      const auto it = background_.find(id);
+      if (it == background_.end()) return;
+      bg = it->second;
+    }
+    if (grace.count() < 0) grace = std::chrono::milliseconds(0);
+    if (!bg->wait_ended(std::chrono::milliseconds(0))) {
+      bg->terminating = true;
+      if (auto channel = bg->channel.lock(); channel && bg->call) {
+        channel->kill(*bg->call, grace);
+        if (!bg->wait_ended(grace + kBackgroundKillGrace)) {
+          // The runner did not answer: end the process from outside, and tell the host here.
+          channel->forget(*bg->call);
+          kill_marked(bg->marker);
+          if (bg->call->claim_end()) {
+            sdk::BackgroundExit exit;
+            exit.killed = true;
+            exit.signal = SIGKILL;
+            bg->finish(exit, {});
+          }
+        }
+      } else if (bg->via_exec) {
+        if (grace.count() > 0) term_marked(bg->marker, grace);
+        kill_marked(bg->marker);
+      }
+      // The end is on its way (the channel's loss or the exec's end): wait for its on_exit().
+      bg->wait_ended(std::chrono::minutes(2));
+    }
+    std::lock_guard lock(background_mutex_);
+    background_.erase(id);
+  } catch (...) {
+    // never throws
+  }
+}
+
+void ContainerBackend::end_all_background(std::chrono::milliseconds grace) noexcept {
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(background_mutex_);
+    for (const auto& [id, bg] : background_) ids.push_back(id);
+  }
+  // One at a time: each terminate is a kill frame (agent mode) or a sweep exec (exec mode).
+  for (auto id : ids) terminate_background(id, grace);
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "docker_common/runner_channel.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/background_processes.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -36,7 +38,10 @@ inline constexpr const char* kLostDocker =
     "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
     "unknown, and it may not have finished; the next call starts the container again";
 
-class ContainerBackend : public sdk::ExecutorBackend {
+class ContainerBackend : public sdk::ExecutorBackend
+    ,
+                         public sdk::BackgroundProcesses
+{
  public:
   // `backend_name` prefixes unexpected errors ("docker-api: ..."). Throws std::invalid_argument on
   // bad settings.
@@ -53,8 +58,30 @@ class ContainerBackend : public sdk::ExecutorBackend {
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
 
   [[nodiscard]] sdk::BackendTraits traits() const override;
+  // Offers sdk::BackgroundProcesses (kBackgroundProcessesId).
+  [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
+
+  // --- background processes (the end of container_backend.cpp) ---
+  sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
+                                          sdk::BackgroundObserver* observer) noexcept override;
+  void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
+
 
  private:
+  struct Background;
+  class BackgroundRelay;
+  // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
+  void end_all_background(std::chrono::milliseconds grace) noexcept;
+  // One process per exec (exec_mode exec, or when the runner cannot start).
+  std::string start_background_exec(const std::shared_ptr<Background>& bg,
+                                    const std::string& command,
+                                    const std::vector<std::string>& env);
+  // SIGTERM to every process marked with `marker`, then up to `grace` for them to exit.
+  void term_marked(const std::string& marker, std::chrono::milliseconds grace);
+  // work_dir resolved inside the grants and existing; "" or why it is refused.
+  std::string resolve_work_dir(const std::string& requested, std::string& path) const;
+  // The command as the shell gets it: command_prefix and venv_path applied.
+  std::string prepared_command(const std::string& command) const;
   struct ExecSpec {
     std::vector<std::string> cmd;  // as one exec
     std::string shell;             // as one call on execmcp-runner: `<shell> -c <command>`
@@ -70,6 +97,16 @@ class ContainerBackend : public sdk::ExecutorBackend {
     bool recover = true;  // bring a stopped container back and run once more
   };
 
+  // Attach mode (`container: NAME`): the container is not ours to create, restart or remove.
+  [[nodiscard]] bool attached() const {
+    return !settings_.container.empty();
+  }
+  // start() in attach mode: the container must run, show every grant at its path, and have a
+  // non-root user for the commands.
+  std::string start_attached();
+  // Attach mode's runner delivery: the program sent through an exec's stdin into a private
+  // directory under /tmp (else $HOME) that is writable and executable; sets runner_path_.
+  EngineError deliver_runner_by_exec();
   std::string user();
   std::string prepare_workspace_access();
   // Every execmcp container on the engine; "" or why they could not be listed.
@@ -133,6 +170,10 @@ class ContainerBackend : public sdk::ExecutorBackend {
   // The `credentials` secrets: read at construction (errors) and again at each start(); given to
   // each command's environment, never to the container's (see docs/security.md).
   std::shared_ptr<const SecretEnv> secret_env() const;
+  // Every call's environment, NAME=value: an attached container's `env`, the credentials' secrets,
+  // then the call's own (later wins).
+  std::vector<std::string> call_env(
+      const std::vector<std::pair<std::string, std::string>>& extra) const;
   std::string refresh_credentials();
 
   sdk::BackendInit init_;
@@ -154,12 +195,17 @@ class ContainerBackend : public sdk::ExecutorBackend {
 
   RunnerDelivery runner_delivery_ = RunnerDelivery::None;
   std::string runner_host_path_;  // execmcp-runner next to this plugin's directory
+  std::string runner_path_;       // where it runs in the container (guarded by runner_mutex_)
   std::mutex runner_mutex_;       // guards the three below; held while a channel opens
   std::shared_ptr<RunnerChannel> runner_;
   std::chrono::steady_clock::time_point runner_retry_at_{};
   std::string runner_failure_;
   std::atomic<bool> runner_copied_{false};  // copied into this incarnation of the container
   std::atomic<int> input_path_{0};          // 1: input reaches the container, -1: never, 0: unknown
+
+  std::mutex background_mutex_;  // guards the two below
+  std::map<std::uint64_t, std::shared_ptr<Background>> background_;
+  std::uint64_t next_background_id_ = 1;
 };
 
 }  // namespace execmcp::plugins::docker_common

@@ -3,6 +3,7 @@
 // falling back to one exec per call when the runner cannot start. See docs/docker-backend.md.
 #include <unistd.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -30,6 +31,7 @@ constexpr auto kKillGrace = std::chrono::seconds(15);
 }  // namespace
 
 EngineError ContainerBackend::copy_runner() {
+  if (attached()) return deliver_runner_by_exec();
   std::ifstream in(runner_host_path_, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
@@ -41,6 +43,65 @@ EngineError ContainerBackend::copy_runner() {
   auto err = engine_->copy_into(name_, kRunnerDir, tar);
   if (err.ok()) runner_copied_ = true;
   return err;
+}
+
+EngineError ContainerBackend::deliver_runner_by_exec() {
+  std::ifstream in(runner_host_path_, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in || bytes.str().empty())
+    return EngineError::sentence(
+        Kind::kOther,
+        "cannot read execmcp-runner at " + runner_host_path_ + " to copy it into the container");
+  // As the exec user, so the file is its own and cleanup() can remove it; a directory of its own
+  // (mode 700) under /tmp, else under $HOME when /tmp is mounted noexec. The program run with no
+  // argument exits 2 (its usage): that proves it can execute there.
+  static constexpr const char* kDeliver =
+      "tag=$1; t=/tmp/.execmcp-$tag; h=${HOME:-/nonexistent}/.execmcp-$tag\n"
+      "put() { mkdir -p \"$1\" 2>/dev/null && chmod 700 \"$1\" 2>/dev/null; }\n"
+      "ok() { \"$1/execmcp-runner\" 2>/dev/null; [ $? = 2 ]; }\n"
+      "src=\n"
+      "for d in \"$t\" \"$h\"; do\n"
+      "  if put \"$d\" && cat > \"$d/execmcp-runner.new\" && chmod 700 \"$d/execmcp-runner.new\" "
+      "&&\n"
+      "     mv -f \"$d/execmcp-runner.new\" \"$d/execmcp-runner\"; then src=$d; break; fi\n"
+      "done\n"
+      "[ -n \"$src\" ] || { echo 'no writable directory (tried /tmp and $HOME)' >&2; exit 1; }\n"
+      "if ok \"$src\"; then echo \"execmcp-at:$src\"; exit 0; fi\n"
+      "if [ \"$src\" = \"$t\" ] && put \"$h\" && cp \"$t/execmcp-runner\" \"$h/execmcp-runner\" && "
+      "ok \"$h\"; then\n"
+      "  rm -rf -- \"$t\"; echo \"execmcp-at:$h\"; exit 0; fi\n"
+      "rm -rf -- \"$t\" \"$h\" 2>/dev/null\n"
+      "echo 'no directory where a program may execute (/tmp and $HOME are noexec)' >&2; exit 1\n";
+  {  // A stopped container is the call's error, not the runner's fault (no exec-mode fallback).
+    std::vector<std::string> unused;
+    if (auto why = recover_container(unused); !why.empty())
+      return EngineError::sentence(Kind::kNotRunning, why);
+  }
+  std::string tag;
+  for (char c : init_.instance_id.empty() ? std::to_string(::getpid()) : init_.instance_id)
+    tag.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '-');
+  ExecSpec spec;
+  spec.cmd = {"/bin/sh", "-c", kDeliver, "execmcp-deliver", tag};
+  spec.work_dir = "/";
+  spec.stdin_data = bytes.str();
+  spec.timeout = std::chrono::seconds(120);
+  spec.output_cap = 4096;
+  spec.marker = "execmcp-deliver-" + tag;
+  spec.recover = false;
+  const auto r = run_exec(spec);
+  const auto at = r.stdout_data.find("execmcp-at:");
+  if (!r.error.empty() || r.exit_code != 0 || at == std::string::npos) {
+    std::string said = r.error.empty() ? r.stderr_data : r.error;
+    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+    return EngineError::sentence(Kind::kOther, "cannot put execmcp-runner into container " + name_ +
+                                                   ": " + said.substr(0, 1024));
+  }
+  std::string dir = r.stdout_data.substr(at + 11);
+  dir = dir.substr(0, dir.find('\n'));
+  runner_path_ = dir + "/execmcp-runner";
+  runner_copied_ = true;
+  return {};
 }
 
 std::string ContainerBackend::open_runner_channel(std::vector<std::string>& notices,
@@ -57,7 +118,8 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
   if (auto err = engine_->connect(); !err.ok())
     return describe_failure(err, "reaching the engine at " + engine_->describe());
   ExecOptions options;
-  options.cmd = {kRunnerPath, rp::kChannelArg};
+  if (attached() && user().empty())
+    return "container " + name_ + " has not been checked yet: the backend did not start";
   options.attach_stdin = true;
   options.work_dir = "/";
   options.user = user();
@@ -78,10 +140,11 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
           if (auto why = bring_back(); !why.empty()) return why;
           continue;
         }
-        runner_fault = err.kind != Kind::kUnreachable;
+        runner_fault = err.kind != Kind::kUnreachable && err.kind != Kind::kNotRunning;
         return describe_failure(err, "copying execmcp-runner into the container");
       }
     }
+    options.cmd = {runner_path_, rp::kChannelArg};  // attach mode: where it was delivered
     EngineError err;
     auto ends = engine_->open_channel(name_, options, err);
     if (!ends) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 #include <string_view>
@@ -26,6 +27,12 @@ constexpr std::array<const char*, 16> kCommonKeys = {
 constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "preinstall",
                                                     "preinstall_on_failure"};
 // Only the docker CLI has these: docker-api refuses them by name rather than ignoring them.
+// Attach mode's keys (see parse_attach_key()).
+constexpr std::array<const char*, 2> kAttachKeys = {"container", "attach_accept_writable_context"};
+// Settings about the container execmcp creates: they cannot apply to one it attaches to.
+constexpr std::array<const char*, 12> kCreateOnlyKeys = {
+    "image",   "memory",       "disk", "tmpfs_size", "writable_rootfs",      "cpus", "pids_limit",
+    "network", "extra_mounts", "sudo", "preinstall", "preinstall_on_failure"};
 constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_context", "docker_flags",
                                                  "cli_env"};
 
@@ -44,6 +51,7 @@ std::string known_keys(EngineKind kind) {
   for (const char* k : kOptionKeys)
     if (std::string_view(k) != "preinstall" && std::string_view(k) != "preinstall_on_failure")
       out += ", " + std::string(k);
+  for (const char* k : kAttachKeys) out += ", " + std::string(k);
   if (kind == EngineKind::kCli)
     for (const char* k : kCliKeys) out += ", " + std::string(k);
   return out;
@@ -184,6 +192,61 @@ std::int64_t parse_size(const nlohmann::json& value, const std::string& key) {
   }
 }
 
+// True when `name` is a Docker container name or id: [A-Za-z0-9][A-Za-z0-9_.-]* (so it can never
+// read as a CLI flag).
+bool is_container_name(const std::string& name) {
+  if (name.empty() || name.size() > 128 || !std::isalnum(static_cast<unsigned char>(name[0])))
+    return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
+      return false;
+  return true;
+}
+
+// Parses attach mode's keys; false when `key` is not one of them.
+bool parse_attach_key(const std::string& key, const nlohmann::json& value, DockerSettings& s) {
+  if (key == "container") {
+    s.container = get_string(value, key);
+    if (!is_container_name(s.container))
+      bad(key, "the name or id of an existing container ([A-Za-z0-9][A-Za-z0-9_.-]*, got '" +
+                   s.container + "')");
+    return true;
+  }
+  if (key == "attach_accept_writable_context") {
+    if (!value.is_boolean()) bad(key, "true or false");
+    s.attach_accept_writable_context = value.get<bool>();
+    return true;
+  }
+  return false;
+}
+
+// Attach mode refuses, by name, every setting that only means something for a container execmcp
+// creates: ignoring them would leave the user believing a limit or a mount is in place.
+void check_attach_settings(const nlohmann::json& root, const DockerSettings& s) {
+  if (s.container.empty()) {
+    if (root.contains("attach_accept_writable_context"))
+      throw std::invalid_argument(
+          "setting 'attach_accept_writable_context' applies only with 'container' (attach mode)");
+    return;
+  }
+  std::string refused;
+  auto refuse = [&](const std::string& key) {
+    refused += (refused.empty() ? "'" : ", '") + key + "'";
+  };
+  for (const char* k : kCreateOnlyKeys)
+    if (root.contains(k)) refuse(k);
+  // Credentials passed per command still work; mounted ones need a container we create.
+  if (const auto it = root.find("credentials"); it != root.end() && it->is_object())
+    for (const char* k : {"mount", "additional_mounts"})
+      if (it->contains(k)) refuse("credentials." + std::string(k));
+  if (!refused.empty())
+    throw std::invalid_argument(
+        "settings " + refused +
+        " cannot apply to a container execmcp does not create ('container': '" + s.container +
+        "' attaches to an existing one): remove them, or remove 'container' to let "
+        "execmcp create and manage the agent's container");
+}
+
 }  // namespace
 
 bool is_root_user(const std::string& user) {
@@ -203,6 +266,7 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
     if (kind == EngineKind::kApi && is_cli_key(key))
       throw std::invalid_argument("setting '" + key +
                                   "' is a docker-cli setting; use plugin docker-cli");
+    if (parse_attach_key(key, value, s)) continue;
     if (key == "image") {
       s.image = get_string(value, key);
       if (s.image.empty()) bad(key, "a non-empty image reference");
@@ -323,6 +387,7 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
     throw std::invalid_argument(
         "settings 'docker_host' and 'docker_context' cannot be used together (the docker CLI "
         "refuses --host with --context): keep one");
+  check_attach_settings(root, s);
   return s;
 }
 

@@ -84,6 +84,14 @@ struct DockerSettings {
   // writable image filesystem (see docs/security.md, "sudo and credentials").
   bool sudo = false;
   CredentialsSettings credentials;
+
+  // Attach mode: run the commands in this existing container (a name or id), which execmcp does
+  // not create, restart or remove (see docs/docker-backend.md, Attach mode). Empty: execmcp
+  // creates and manages the agent's container.
+  std::string container;
+  // Attach mode: a read-only grant that the container mounts read-write is refused unless this is
+  // true (the agent could then write what the config says it may only read).
+  bool attach_accept_writable_context = false;
 };
 
 // Which plugin reads the settings: each knows its own keys and refuses the other's by name.

@@ -29,6 +29,8 @@ ContainerInfo container_info_from_inspect(const json& doc) {
     for (const auto& [k, v] : doc["Config"]["Labels"].items())
       if (v.is_string()) info.labels[k] = v.get<std::string>();
   }
+  if (doc.contains("Config") && doc["Config"].is_object())
+    info.user = text_of(doc["Config"], "User");
   if (doc.contains("Mounts") && doc["Mounts"].is_array()) {
     for (const auto& m : doc["Mounts"]) {
       if (!m.is_object()) continue;

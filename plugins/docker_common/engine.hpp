@@ -71,6 +71,7 @@ struct ContainerInfo {
   std::map<std::string, std::string> labels;
   std::vector<ContainerMount> mounts;
   ContainerState state;
+  std::string user;  // Config.User: who its processes run as by default ("" = root)
 };
 
 // Parses one container's inspect document (GET /containers/{id}/json, `docker inspect`, `podman

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -42,6 +43,19 @@ bool RunnerCall::wait(std::chrono::milliseconds wait, std::vector<Chunk>& chunks
     chunks_.pop_front();
   }
   return over_;
+}
+
+long RunnerCall::wait_pid(std::chrono::milliseconds wait) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, wait, [&] { return over_ || pid_ != 0; });
+  return pid_;
+}
+
+bool RunnerCall::claim_end() {
+  std::lock_guard lock(mutex_);
+  if (over_) return false;
+  over_ = true;
+  return true;
 }
 
 ChannelEnds ChannelEnds::docker_multiplexed(int socket, std::string leftover) {
@@ -126,8 +140,8 @@ std::string RunnerChannel::failure() const {
 }
 
 std::shared_ptr<RunnerCall> RunnerChannel::start(const rp::RunSpec& spec,
-                                                 const std::string* stdin_data,
-                                                 std::string& error) {
+                                                 const std::string* stdin_data, std::string& error,
+                                                 std::shared_ptr<RunnerCallObserver> observer) {
   std::string frames;
   const std::string run = rp::encode_run(spec);
   if (run.size() > rp::kMaxPayload) {
@@ -145,6 +159,7 @@ std::shared_ptr<RunnerCall> RunnerChannel::start(const rp::RunSpec& spec,
     const std::uint32_t id = next_id_++;
     if (next_id_ == 0) next_id_ = 1;
     call = std::shared_ptr<RunnerCall>(new RunnerCall(id, spec.output_cap));
+    call->observer_ = std::move(observer);
     calls_.emplace(id, call);
     rp::append_frame(frames, rp::FrameType::kRun, id, run);
     if (stdin_data != nullptr) {
@@ -162,11 +177,13 @@ std::shared_ptr<RunnerCall> RunnerChannel::start(const rp::RunSpec& spec,
   return call;
 }
 
-void RunnerChannel::kill(const RunnerCall& call) {
+void RunnerChannel::kill(const RunnerCall& call, std::chrono::milliseconds grace) {
+  const auto ms = std::clamp<std::int64_t>(grace.count(), 0, 24 * 3600 * 1000);
   {
     std::lock_guard lock(mutex_);
     if (!failure_.empty()) return;
-    rp::append_frame(outbox_, rp::FrameType::kKill, call.id(), {});
+    rp::append_frame(outbox_, rp::FrameType::kKill, call.id(),
+                     ms > 0 ? rp::encode_kill(static_cast<std::uint32_t>(ms)) : std::string());
   }
   wake();
 }
@@ -195,12 +212,17 @@ void RunnerChannel::fail(const std::string& why) {
   }
   ready_cv_.notify_all();
   for (auto& [id, call] : calls) {
+    bool tell = false;
     {
       std::lock_guard lock(call->mutex_);
-      if (!call->over_) call->lost_ = why;
+      if (!call->over_) {
+        call->lost_ = why;
+        tell = call->observer_ != nullptr;
+      }
       call->over_ = true;
     }
     call->cv_.notify_all();
+    if (tell) call->observer_->on_end(nullptr, why);
   }
 }
 
@@ -232,11 +254,14 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
     }
   }
   if (!call) return;  // a call we gave up on (or a stray id): nothing waits for it
+  if (call->observer_) return on_observed_frame(*call, frame);
   std::lock_guard lock(call->mutex_);
   if (call->over_) return;
   switch (frame.type) {
     case rp::FrameType::kStarted:
       call->started_ = true;
+      return;
+    case rp::FrameType::kPid:  // only a background process's observer wants it
       return;
     case rp::FrameType::kStdout:
     case rp::FrameType::kStderr: {
@@ -272,6 +297,62 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
       break;
   }
   call->cv_.notify_all();
+}
+
+void RunnerChannel::on_observed_frame(RunnerCall& call, rp::Frame& frame) {
+  // Only this thread calls the observer, outside every lock: it may take its own.
+  RunnerCallObserver& observer = *call.observer_;
+  std::optional<rp::DoneReport> report;
+  std::string lost;
+  {
+    std::lock_guard lock(call.mutex_);
+    if (call.over_) return;
+    switch (frame.type) {
+      case rp::FrameType::kStarted:
+        call.started_ = true;
+        return;
+      case rp::FrameType::kPid:
+        if (const auto pid = rp::decode_pid(frame.payload); pid && call.pid_ == 0) {
+          call.pid_ = static_cast<long>(*pid);
+        } else {
+          lost = "execmcp-runner sent a malformed or repeated pid";
+        }
+        break;
+      case rp::FrameType::kStdout:
+      case rp::FrameType::kStderr:
+        break;
+      case rp::FrameType::kDone:
+        report = rp::decode_done(frame.payload);
+        if (report) {
+          bound(report->error);
+          if (report->notices.size() > kMaxNotices) report->notices.resize(kMaxNotices);
+          for (auto& n : report->notices) bound(n);
+          call.done_ = *report;
+        } else {
+          lost = "execmcp-runner sent a malformed report";
+        }
+        call.over_ = true;
+        break;
+      default:
+        lost = "execmcp-runner sent an unexpected frame";
+        break;
+    }
+    if (!lost.empty()) {
+      call.lost_ = lost;
+      call.over_ = true;
+    }
+    if (call.over_ || frame.type == rp::FrameType::kPid) call.cv_.notify_all();
+  }
+  if (!lost.empty()) {
+    forget(call);  // its report, should one still come, is not this call's any more
+    return observer.on_end(nullptr, lost);
+  }
+  if (report) return observer.on_end(&*report, {});
+  if (frame.type == rp::FrameType::kPid) return observer.on_pid(call.pid_);
+  if (!frame.payload.empty())
+    observer.on_output(
+        frame.type == rp::FrameType::kStdout ? sdk::StreamKind::Stdout : sdk::StreamKind::Stderr,
+        frame.payload);
 }
 
 void RunnerChannel::on_output(rp::FrameReader& frames, std::string_view data) {

@@ -23,6 +23,19 @@
 
 namespace execmcp::plugins::docker_common {
 
+// Takes a call's output and end as they come, on the channel's I/O thread (a background process:
+// nothing is queued or kept). Calls for one call never overlap and keep the bytes' order;
+// on_end() comes exactly once, last: with the runner's report, or without one (`report` null) and
+// why the call was lost.
+class RunnerCallObserver {
+ public:
+  virtual ~RunnerCallObserver() = default;
+  virtual void on_pid(long pid) noexcept = 0;
+  virtual void on_output(sdk::StreamKind kind, std::string_view bytes) noexcept = 0;
+  virtual void on_end(const supervision::runner::DoneReport* report,
+                      const std::string& lost) noexcept = 0;
+};
+
 // One call in flight on a channel. Its output arrives as the runner sends it; the call's own
 // thread takes it with wait(), so one call's flood never delays another call's result.
 class RunnerCall {
@@ -44,6 +57,12 @@ class RunnerCall {
   [[nodiscard]] std::uint32_t id() const { return id_; }
   // True once the runner is about to start the command: a call lost before that never ran.
   [[nodiscard]] bool started() const { return started_; }
+  // Waits at most `wait` for the shell's pid (kPid); 0 when it did not come (the call ended, or
+  // the runner is slow).
+  long wait_pid(std::chrono::milliseconds wait);
+  // Ends the call here, unless it has ended already: true when this caller ended it (its observer
+  // then gets nothing more, and the caller tells it how it ended).
+  bool claim_end();
 
  private:
   friend class RunnerChannel;
@@ -60,6 +79,8 @@ class RunnerCall {
   std::atomic<bool> started_{false};
   std::optional<supervision::runner::DoneReport> done_;
   std::string lost_;
+  long pid_ = 0;
+  std::shared_ptr<RunnerCallObserver> observer_;  // null: output is queued for wait()
 };
 
 // The file descriptors a channel runs over; the channel owns (and closes) them from then on.
@@ -113,16 +134,21 @@ class RunnerChannel {
   [[nodiscard]] std::string failure() const;
 
   // Sends one call; null (and `error`) when the channel is gone.
+  // With an observer, the call's output and end go to it (see RunnerCallObserver), not to wait().
   std::shared_ptr<RunnerCall> start(const supervision::runner::RunSpec& spec,
-                                    const std::string* stdin_data, std::string& error);
-  // Asks the runner to kill the call's command now.
-  void kill(const RunnerCall& call);
+                                    const std::string* stdin_data, std::string& error,
+                                    std::shared_ptr<RunnerCallObserver> observer = nullptr);
+  // Asks the runner to kill the call's command: at once (grace 0), or SIGTERM to its tree and
+  // SIGKILL after `grace`.
+  void kill(const RunnerCall& call, std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   // Ends the call's bookkeeping here (its report, if one still comes, is dropped).
   void forget(const RunnerCall& call);
 
  private:
   void io_loop();
   void on_frame(supervision::runner::Frame& frame);
+  // A frame of a call with an observer: handed on, nothing kept.
+  void on_observed_frame(RunnerCall& call, supervision::runner::Frame& frame);
   // What came on the runner's stdout (`frames` is the io thread's reader), then its stderr.
   void on_output(supervision::runner::FrameReader& frames, std::string_view data);
   void on_diagnostics(std::string_view data);

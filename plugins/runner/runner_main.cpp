@@ -15,9 +15,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -103,6 +105,9 @@ struct Call {
   bool has_stdin = false;
   bool started = false;
   sdk::CancelToken cancel;
+  // Filled by the call's thread when it starts; the reading thread sets only term_grace, before
+  // it raises `cancel` (RunControl::term_grace says why that is safe).
+  sv::RunControl control;
   std::thread thread;
 };
 
@@ -216,9 +221,17 @@ class Runner {
         if (it == calls_.end() || it->second->started) return true;
         start(frame.call, *it->second);
         return true;
-      case rp::FrameType::kKill:
-        if (it != calls_.end()) it->second->cancel.request_cancel();
+      case rp::FrameType::kKill: {
+        const auto grace = rp::decode_kill(frame.payload);
+        if (!grace) {
+          say("malformed kill request for call " + std::to_string(frame.call));
+          return false;
+        }
+        if (it == calls_.end() || it->second->cancel.cancel_requested()) return true;
+        it->second->control.term_grace = std::chrono::milliseconds(*grace);
+        it->second->cancel.request_cancel();
         return true;
+      }
       default:
         say("unexpected frame type " + std::to_string(static_cast<int>(frame.type)));
         return false;
@@ -261,14 +274,22 @@ class Runner {
     spawn.env = environment(call.spec.env);
     if (call.has_stdin) spawn.stdin_data = &call.stdin_data;
     FrameSink sink(outbox_, id);
-    sv::RunControl control;
+    sv::RunControl& control = call.control;
     control.output_cap = call.spec.output_cap;
     control.sink = &sink;
     control.cancel = &call.cancel;
-    sdk::ExecResult r = sv::run_supervised(pool_, spawn, control);
+    // A background process: every byte streams, none is kept, and its pid is told once it runs.
+    control.retain_output = call.spec.retain_output;
+    control.on_started = [this, id](long pid) {
+      if (pid > 0 && pid <= 0x3fffffff)
+        outbox_.send(rp::FrameType::kPid, id, rp::encode_pid(static_cast<std::uint32_t>(pid)));
+    };
+    int wait_status = -1;
+    sdk::ExecResult r = sv::run_supervised(pool_, spawn, control, &wait_status);
     ::close(dir);
     report.exit_code = r.exit_code;
     report.killed = r.cancelled;
+    report.signalled = wait_status != -1 && WIFSIGNALED(wait_status) && r.exit_code > 128;
     report.stdout_truncated = r.stdout_truncated;
     report.stderr_truncated = r.stderr_truncated;
     report.error = std::move(r.error);

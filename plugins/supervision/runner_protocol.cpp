@@ -20,7 +20,7 @@ std::uint32_t get_u32(const char* p) {
 
 bool known_type(std::uint8_t t) {
   return t >= static_cast<std::uint8_t>(FrameType::kHello) &&
-         t <= static_cast<std::uint8_t>(FrameType::kStarted);
+         t <= static_cast<std::uint8_t>(FrameType::kPid);
 }
 
 void put_field(std::string& out, std::string_view field) {
@@ -92,6 +92,7 @@ std::optional<Frame> FrameReader::next() {
 std::string encode_run(const RunSpec& spec) {
   std::string out;
   put_field(out, std::to_string(spec.output_cap));
+  put_field(out, spec.retain_output ? "" : "s");  // flags: s = stream only, keep nothing
   put_field(out, spec.work_dir);
   put_field(out, spec.shell);
   put_field(out, spec.command);
@@ -101,16 +102,21 @@ std::string encode_run(const RunSpec& spec) {
 
 std::optional<RunSpec> decode_run(std::string_view payload) {
   auto f = fields(payload);
-  if (!f || f->size() < 4) return std::nullopt;
+  if (!f || f->size() < 5) return std::nullopt;
   RunSpec spec;
   if (!parse_number((*f)[0], spec.output_cap)) return std::nullopt;
-  spec.work_dir = (*f)[1];
-  spec.shell = (*f)[2];
-  spec.command = (*f)[3];
+  if ((*f)[1] == "s") {
+    spec.retain_output = false;
+  } else if (!(*f)[1].empty()) {
+    return std::nullopt;
+  }
+  spec.work_dir = (*f)[2];
+  spec.shell = (*f)[3];
+  spec.command = (*f)[4];
   if (spec.work_dir.empty() || spec.work_dir.front() != '/' || spec.shell.empty() ||
       spec.shell.front() != '/')
     return std::nullopt;
-  for (std::size_t i = 4; i < f->size(); ++i) {
+  for (std::size_t i = 5; i < f->size(); ++i) {
     if ((*f)[i].find('=') == std::string_view::npos) return std::nullopt;
     spec.env.emplace_back((*f)[i]);
   }
@@ -125,6 +131,7 @@ std::string encode_done(const DoneReport& report) {
   if (report.not_run) flags.push_back('n');
   if (report.stdout_truncated) flags.push_back('o');
   if (report.stderr_truncated) flags.push_back('e');
+  if (report.signalled) flags.push_back('s');
   put_field(out, flags);
   put_field(out, report.error);
   for (const auto& n : report.notices) put_field(out, n);
@@ -146,12 +153,39 @@ std::optional<DoneReport> decode_done(std::string_view payload) {
       r.stdout_truncated = true;
     else if (c == 'e')
       r.stderr_truncated = true;
+    else if (c == 's')
+      r.signalled = true;
     else
       return std::nullopt;
   }
   r.error = (*f)[2];
   for (std::size_t i = 3; i < f->size(); ++i) r.notices.emplace_back((*f)[i]);
   return r;
+}
+
+std::string encode_kill(std::uint32_t grace_ms) {
+  std::string out;
+  put_u32(out, grace_ms);
+  return out;
+}
+
+std::optional<std::uint32_t> decode_kill(std::string_view payload) {
+  if (payload.empty()) return 0;
+  if (payload.size() != 4) return std::nullopt;
+  return get_u32(payload.data());
+}
+
+std::string encode_pid(std::uint32_t pid) {
+  std::string out;
+  put_u32(out, pid);
+  return out;
+}
+
+std::optional<std::uint32_t> decode_pid(std::string_view payload) {
+  if (payload.size() != 4) return std::nullopt;
+  const std::uint32_t pid = get_u32(payload.data());
+  if (pid == 0 || pid > 0x3fffffff) return std::nullopt;  // beyond any pid_max
+  return pid;
 }
 
 }  // namespace execmcp::plugins::supervision::runner

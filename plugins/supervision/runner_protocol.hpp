@@ -7,11 +7,14 @@
 // The runner speaks first: kHello with kVersion as its payload. Then the host sends, per call,
 // kRun (its payload: encode_run()) with a new id, optionally kStdin frames and always kStdinEnd
 // (the command starts at kStdinEnd, with what came as its stdin, or /dev/null without any), and
-// kKill whenever it must die. The runner answers kStarted just before it starts the command (a call
-// lost with the channel before that never ran and may be sent again; one lost after it may have),
-// kStdout / kStderr frames (the command's output, already capped at the call's output_cap) and one
-// kDone (encode_done()) per call, after which the id is free. Each side treats every byte of the
-// other as untrusted: an oversize or unknown frame ends the channel (never the process reading it).
+// kKill whenever it must die (empty: SIGKILL to the tree at once; encode_kill(): SIGTERM to the
+// tree, then SIGKILL after a grace). The runner answers kStarted just before it starts the command
+// (a call lost with the channel before that never ran and may be sent again; one lost after it may
+// have), kPid (encode_pid()) once the shell exists, kStdout / kStderr frames (the command's
+// output, already capped at the call's output_cap, or every byte when the call keeps no output)
+// and one kDone (encode_done()) per call, after which the id is free. Each side treats every byte
+// of the other as untrusted: an oversize or unknown frame ends the channel (never the process
+// reading it).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +27,7 @@
 namespace execmcp::plugins::supervision::runner {
 
 // Changes whenever anything in this file changes, so a stale runner is refused, not misread.
-inline constexpr std::string_view kVersion = "execmcp-runner/3";
+inline constexpr std::string_view kVersion = "execmcp-runner/4";
 inline constexpr const char* kChannelArg = "--execmcp-runner-channel=1";
 inline constexpr std::size_t kHeaderSize = 9;
 inline constexpr std::size_t kMaxPayload = 1024 * 1024;
@@ -39,6 +42,7 @@ enum class FrameType : std::uint8_t {
   kStderr = 7,
   kDone = 8,
   kStarted = 9,
+  kPid = 10,
 };
 
 struct Frame {
@@ -69,6 +73,9 @@ class FrameReader {
 // What kRun carries.
 struct RunSpec {
   std::size_t output_cap = 0;
+  // false (a background process): every byte is streamed and the runner keeps none, so no
+  // output_cap applies and the command may print for ever in bounded memory.
+  bool retain_output = true;
   std::string work_dir;          // absolute, inside the container
   std::string shell;             // absolute
   std::string command;           // `<shell> -c <command>`
@@ -87,10 +94,21 @@ struct DoneReport {
   bool not_run = false;
   bool stdout_truncated = false;
   bool stderr_truncated = false;
+  // The shell was killed by a signal: exit_code is 128 + that signal (not a shell's `exit 130`).
+  bool signalled = false;
   std::string error;
   std::vector<std::string> notices;
 };
 std::string encode_done(const DoneReport& report);
 std::optional<DoneReport> decode_done(std::string_view payload);
+
+// kKill's payload: empty = kill at once; 4 bytes (big-endian milliseconds) = SIGTERM to the whole
+// tree, up to that long for it to exit, then SIGKILL. decode_kill: nullopt when malformed.
+std::string encode_kill(std::uint32_t grace_ms);
+std::optional<std::uint32_t> decode_kill(std::string_view payload);
+
+// kPid's payload: the shell's pid in the container, 4 bytes big-endian (never 0).
+std::string encode_pid(std::uint32_t pid);
+std::optional<std::uint32_t> decode_pid(std::string_view payload);
 
 }  // namespace execmcp::plugins::supervision::runner

@@ -30,8 +30,15 @@ void check_payload(const std::string& payload) {
   if (auto run = rp::decode_run(payload)) {
     auto again = rp::decode_run(rp::encode_run(*run));
     if (!again || again->command != run->command || again->env != run->env ||
-        again->output_cap != run->output_cap || again->work_dir != run->work_dir)
+        again->output_cap != run->output_cap || again->work_dir != run->work_dir ||
+        again->retain_output != run->retain_output)
       std::abort();
+  }
+  if (auto grace = rp::decode_kill(payload)) {
+    if (!payload.empty() && rp::decode_kill(rp::encode_kill(*grace)) != grace) std::abort();
+  }
+  if (auto pid = rp::decode_pid(payload)) {
+    if (*pid == 0 || rp::encode_pid(*pid) != payload) std::abort();
   }
   if (auto done = rp::decode_done(payload)) {
     auto again = rp::decode_done(rp::encode_done(*done));

@@ -261,5 +261,41 @@ TEST(DockerSettings, PreinstallIsRefusedNotIgnored) {
   }
 }
 
+TEST(DockerSettings, AttachModeTakesAContainerNameAndItsOwnOptionBothEngines) {
+  for (const auto kind : {EngineKind::kApi, EngineKind::kCli}) {
+    const auto s = parse_docker_settings(
+        R"({"container": "massgen-a_1.x", "attach_accept_writable_context": true, "user": "1000",
+            "env": {"A": "1"}, "exec_mode": "exec", "shell": "/bin/bash"})",
+        kind);
+    EXPECT_EQ(s.container, "massgen-a_1.x");
+    EXPECT_TRUE(s.attach_accept_writable_context);
+    EXPECT_TRUE(parse_docker_settings("{}", kind).container.empty());
+    EXPECT_FALSE(parse_docker_settings("{}", kind).attach_accept_writable_context);
+  }
+  for (const char* bad : {R"("")", R"("-rm")", R"("a b")", R"("x/y")", "1"}) {
+    const auto error = error_of(std::string(R"({"container": )") + bad + "}");
+    EXPECT_NE(error.find("setting 'container'"), std::string::npos) << bad << ": " << error;
+  }
+  // Without 'container' the option would do nothing: refused, not ignored.
+  const auto alone = error_of(R"({"attach_accept_writable_context": true})");
+  EXPECT_NE(alone.find("applies only with 'container'"), std::string::npos) << alone;
+}
+
+TEST(DockerSettings, AttachModeRefusesEverySettingAboutCreatingTheContainerByName) {
+  const auto error = error_of(
+      R"({"container": "c1", "image": "x", "memory": "1g", "pids_limit": 5, "network": "bridge",
+          "extra_mounts": [{"source": "/data"}], "cpus": 1, "disk": "1g", "tmpfs_size": "1m",
+          "writable_rootfs": true})");
+  for (const char* key : {"'image'", "'memory'", "'pids_limit'", "'network'", "'extra_mounts'",
+                          "'cpus'", "'disk'", "'tmpfs_size'", "'writable_rootfs'"})
+    EXPECT_NE(error.find(key), std::string::npos) << key << ": " << error;
+  EXPECT_NE(error.find("cannot apply to a container execmcp does not create"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("'c1'"), std::string::npos) << error;
+  // One is enough, on either engine.
+  EXPECT_NE(error_of(R"({"container": "c1", "memory": "none"})", EngineKind::kCli).find("'memory'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <mutex>
 #include <thread>
 
 namespace execmcp::plugins::docker_common {
@@ -438,6 +440,128 @@ TEST(RawRunnerChannelOnPipes, ARunnerThatClosedItsInputFailsTheNextCallInsteadOf
   }
   EXPECT_NE(error.find("execmcp-runner ended (its input closed)"), std::string::npos) << error;
   EXPECT_FALSE(f.channel.alive());
+}
+
+// A background process's observer: what it was told, in order.
+struct Recorder final : RunnerCallObserver {
+  std::mutex m;
+  std::string events;
+  int ends = 0;
+  std::thread::id thread;
+  void on_pid(long pid) noexcept override {
+    std::lock_guard lock(m);
+    events += "pid " + std::to_string(pid) + ";";
+    thread = std::this_thread::get_id();
+  }
+  void on_output(sdk::StreamKind kind, std::string_view bytes) noexcept override {
+    std::lock_guard lock(m);
+    events += (kind == sdk::StreamKind::Stdout ? "out " : "err ") + std::string(bytes) + ";";
+  }
+  void on_end(const rp::DoneReport* report, const std::string& lost) noexcept override {
+    std::lock_guard lock(m);
+    ++ends;
+    events += report != nullptr ? "done " + std::to_string(report->exit_code) + ";"
+                                : "lost " + lost + ";";
+  }
+  std::string seen() {
+    std::lock_guard lock(m);
+    return events;
+  }
+};
+
+bool eventually(const std::function<bool()>& ok) {
+  for (int i = 0; i < 500; ++i) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return ok();
+}
+
+TEST(RunnerChannel, ABackgroundCallHandsEveryByteToItsObserverAndKeepsNone) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  auto rec = std::make_shared<Recorder>();
+  std::string error;
+  auto spec = spec_of("loop", 4);
+  spec.retain_output = false;
+  auto call = f.channel.start(spec, nullptr, error, rec);
+  ASSERT_TRUE(call) << error;
+  const auto run = f.peer.next();
+  EXPECT_FALSE(rp::decode_run(run.payload)->retain_output);
+  EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);
+  f.peer.send_stdout(frame(rp::FrameType::kStarted, run.call) +
+                     frame(rp::FrameType::kPid, run.call, rp::encode_pid(42)) +
+                     frame(rp::FrameType::kStdout, run.call, "past the cap of 4") +
+                     frame(rp::FrameType::kStderr, run.call, "e") +
+                     frame(rp::FrameType::kStdout, run.call, "2"));
+  EXPECT_EQ(call->wait_pid(5s), 42);
+  // A graceful kill carries its grace.
+  f.channel.kill(*call, 1500ms);
+  const auto kill = f.peer.next();
+  EXPECT_EQ(kill.type, rp::FrameType::kKill);
+  EXPECT_EQ(rp::decode_kill(kill.payload), 1500u);
+  rp::DoneReport done = done_with(143, {});
+  done.killed = true;
+  f.peer.send_stdout(frame(rp::FrameType::kDone, run.call, rp::encode_done(done)) +
+                     frame(rp::FrameType::kStdout, run.call, "after the end"));
+  ASSERT_TRUE(eventually([&] { return rec->seen().find("done") != std::string::npos; }));
+  EXPECT_EQ(rec->seen(), "pid 42;out past the cap of 4;err e;out 2;done 143;");
+  EXPECT_NE(rec->thread, std::this_thread::get_id());  // the channel's I/O thread
+  // Nothing was queued for wait().
+  std::vector<RunnerCall::Chunk> chunks;
+  EXPECT_TRUE(call->wait(0ms, chunks));
+  EXPECT_TRUE(chunks.empty());
+  EXPECT_FALSE(call->claim_end());  // already over
+}
+
+TEST(RunnerChannel, ALostChannelEndsEachBackgroundCallOnce) {
+  auto rec = std::make_shared<Recorder>();
+  {
+    Fixture f;
+    f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+    ASSERT_EQ(f.channel.wait_ready(5s), "");
+    std::string error;
+    auto call = f.channel.start(spec_of("loop"), nullptr, error, rec);
+    ASSERT_TRUE(call);
+    const auto id = f.peer.next().call;
+    f.peer.send_stdout(frame(rp::FrameType::kPid, id, rp::encode_pid(7)));
+    ASSERT_EQ(call->wait_pid(5s), 7);
+    f.peer.hang_up();
+    ASSERT_TRUE(eventually([&] { return rec->ends > 0; }));
+  }
+  EXPECT_EQ(rec->ends, 1);
+  EXPECT_NE(rec->seen().find("pid 7;lost execmcp-runner ended"), std::string::npos) << rec->seen();
+}
+
+TEST(RunnerChannel, ABackgroundCallEndedHereGetsNothingMore) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  auto rec = std::make_shared<Recorder>();
+  std::string error;
+  auto call = f.channel.start(spec_of("loop"), nullptr, error, rec);
+  ASSERT_TRUE(call);
+  const auto id = f.peer.next().call;
+  EXPECT_TRUE(call->claim_end());
+  EXPECT_FALSE(call->claim_end());
+  f.channel.forget(*call);
+  f.peer.send_stdout(frame(rp::FrameType::kStdout, id, "late") +
+                     frame(rp::FrameType::kDone, id, rp::encode_done(done_with(0, {}))));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(rec->seen(), "");
+  EXPECT_TRUE(f.channel.alive());
+  // A repeated pid is a broken call, not a second start.
+  auto other = f.channel.start(spec_of("x"), nullptr, error, rec);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);  // the first call's
+  const auto oid = f.peer.next().call;
+  f.peer.send_stdout(frame(rp::FrameType::kPid, oid, rp::encode_pid(9)) +
+                     frame(rp::FrameType::kPid, oid, rp::encode_pid(9)));
+  ASSERT_TRUE(eventually([&] { return rec->ends == 1; }));
+  EXPECT_NE(rec->seen().find("pid 9;lost execmcp-runner sent a malformed or repeated pid"),
+            std::string::npos)
+      << rec->seen();
 }
 
 }  // namespace

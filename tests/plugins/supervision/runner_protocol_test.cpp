@@ -67,11 +67,21 @@ TEST(RunnerFrames, RunSpecRoundTripAndValidation) {
   EXPECT_EQ(back->output_cap, 1234u);
   EXPECT_EQ(back->command, spec.command);
   EXPECT_EQ(back->env, spec.env);
+  EXPECT_TRUE(back->retain_output);
   EXPECT_FALSE(decode_run(""));
-  EXPECT_FALSE(decode_run(std::string("12\0/w\0/bin/sh\0cmd", 17)));   // no final NUL
-  EXPECT_FALSE(decode_run(std::string("x\0/w\0/bin/sh\0cmd\0", 18)));  // cap not a number
-  EXPECT_FALSE(decode_run(std::string("1\0w\0/bin/sh\0cmd\0", 17)));   // relative work_dir
-  EXPECT_FALSE(decode_run(std::string("1\0/w\0/bin/sh\0cmd\0NOEQUALS\0", 26)));
+  EXPECT_FALSE(decode_run(std::string("12\0\0/w\0/bin/sh\0cmd", 18)));   // no final NUL
+  EXPECT_FALSE(decode_run(std::string("x\0\0/w\0/bin/sh\0cmd\0", 19)));  // cap not a number
+  EXPECT_FALSE(decode_run(std::string("1\0\0w\0/bin/sh\0cmd\0", 18)));   // relative work_dir
+  EXPECT_FALSE(decode_run(std::string("1\0\0/w\0/bin/sh\0cmd\0NOEQUALS\0", 27)));
+  EXPECT_FALSE(decode_run(std::string("1\0x\0/w\0/bin/sh\0cmd\0", 19)));  // unknown flag
+  EXPECT_FALSE(decode_run(std::string("1\0/w\0/bin/sh\0cmd\0", 17)));     // v3's layout
+  EXPECT_TRUE(decode_run(std::string("1\0\0/w\0/bin/sh\0cmd\0", 18)));
+  // A background process's call keeps nothing.
+  spec.retain_output = false;
+  back = decode_run(encode_run(spec));
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->retain_output);
+  EXPECT_EQ(back->env, spec.env);
 }
 
 TEST(RunnerFrames, DoneReportRoundTripAndValidation) {
@@ -87,10 +97,35 @@ TEST(RunnerFrames, DoneReportRoundTripAndValidation) {
   EXPECT_TRUE(back->killed);
   EXPECT_FALSE(back->stdout_truncated);
   EXPECT_TRUE(back->stderr_truncated);
+  EXPECT_FALSE(back->signalled);
   EXPECT_EQ(back->notices, r.notices);
+  r.signalled = true;
+  EXPECT_TRUE(decode_done(encode_done(r))->signalled);
   EXPECT_FALSE(decode_done(std::string("300\0\0\0", 6)));  // not an exit code
   EXPECT_FALSE(decode_done(std::string("0\0z\0\0", 5)));   // unknown flag
   EXPECT_FALSE(decode_done(std::string("0\0\0", 3)));      // error field missing
+}
+
+TEST(RunnerFrames, KillGraceAndPidPayloads) {
+  EXPECT_EQ(decode_kill(""), 0u);  // as before v4: kill at once
+  EXPECT_EQ(decode_kill(encode_kill(5000)), 5000u);
+  EXPECT_EQ(encode_kill(5000).size(), 4u);
+  EXPECT_FALSE(decode_kill("abc"));
+  EXPECT_FALSE(decode_kill("abcde"));
+  EXPECT_EQ(decode_pid(encode_pid(4242)), 4242u);
+  EXPECT_FALSE(decode_pid(""));
+  EXPECT_FALSE(decode_pid(encode_pid(0)));
+  EXPECT_FALSE(decode_pid(std::string("\xff\xff\xff\xff", 4)));
+  EXPECT_FALSE(decode_pid("12345"));
+  // kPid is a known frame type.
+  std::string wire;
+  append_frame(wire, FrameType::kPid, 3, encode_pid(77));
+  FrameReader reader;
+  reader.feed(wire);
+  auto f = reader.next();
+  ASSERT_TRUE(f) << reader.error();
+  EXPECT_EQ(f->type, FrameType::kPid);
+  EXPECT_EQ(decode_pid(f->payload), 77u);
 }
 
 }  // namespace
