@@ -17,9 +17,9 @@ bool accepts(const std::string& command, const std::string& option) {
        {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof",
         "--max-message-bytes", "--max-message-values", "--max-outbound-bytes", "--max-queued-calls",
         "--http", "--tls-cert", "--tls-key", "--start-all", "--insecure-no-auth",
-        "--max-connections", "--max-calls-per-agent"}},
+        "--max-connections", "--max-calls-per-agent", "--strict"}},
       {"plugins", {"--config", "--log-level"}},
-      {"check-config", {"--config", "--log-level"}},
+      {"check-config", {"--config", "--log-level", "--strict"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
   }};
   for (const auto& [name, options] : kOptions) {
@@ -59,7 +59,7 @@ std::optional<std::size_t> parse_size(const std::string& text, std::size_t low, 
 
 // Options that take no value.
 bool is_flag(const std::string& option) {
-  return option == "--start-all" || option == "--insecure-no-auth";
+  return option == "--start-all" || option == "--insecure-no-auth" || option == "--strict";
 }
 
 }  // namespace
@@ -68,7 +68,7 @@ std::string usage_text() {
   return R"(usage:
   execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
                 [--on-eof cancel|finish] [--max-message-bytes B] [--max-message-values N]
-                [--max-outbound-bytes B] [--max-queued-calls N]
+                [--max-outbound-bytes B] [--max-queued-calls N] [--strict]
       Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
       cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
       A message longer than B bytes (default 8M) or with more than N JSON values (default
@@ -87,8 +87,10 @@ std::string usage_text() {
       --max-calls-per-agent bounds one agent (429 past it).
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
-  execmcp check-config FILE
-      Validate a config (execmcp or MassGen schema) and the settings of its plugins.
+  execmcp check-config [--strict] FILE
+      Validate a config (execmcp or MassGen schema) and the settings of its plugins. After OK,
+      lists the MassGen keys read but not acted on (model, UI, orchestration ...), each with
+      its line and why; --strict (also taken by serve) makes each of them an error.
   execmcp plugins [--config FILE]
       List the plugins found, and the files that could not be loaded.
   execmcp --version | --help
@@ -150,6 +152,7 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       if (has_value) return fail("option " + option + " takes no value");
       if (option == "--start-all") args.start_all = true;
       if (option == "--insecure-no-auth") args.insecure_no_auth = true;
+      if (option == "--strict") args.strict = true;
       continue;
     }
     if (!has_value) {

@@ -17,7 +17,8 @@ struct Arguments {
   std::string audit_file;
   std::string work_dir;
   std::optional<std::size_t> max_concurrent;
-  bool finish_on_eof = false;                     // serve --on-eof finish
+  bool finish_on_eof = false;  // serve --on-eof finish
+  bool strict = false;         // serve, check-config: a MassGen key not acted on is an error
   std::optional<std::size_t> max_message_bytes;   // serve: one incoming line
   std::optional<std::size_t> max_message_values;  // serve: JSON values in one message
   std::optional<std::size_t> max_outbound_bytes;  // serve: output the client has not read

@@ -110,10 +110,23 @@ std::optional<int> stop_if_signalled(ConfiguredAgent& agent) {
   return 128 + g_start_signal;
 }
 
-// Loads the config and logs its warnings. Throws ConfigError.
+// With --strict, each MassGen key read but not acted on as an error; empty otherwise.
+std::vector<std::string> strict_problems(const Config& config, const Arguments& args) {
+  std::vector<std::string> problems;
+  if (!args.strict) return problems;
+  for (const auto& entry : config.ignored)
+    problems.push_back(entry.str() + " is not acted on by execmcp (--strict)");
+  return problems;
+}
+
+// Loads the config and logs its warnings and the keys it does not act on. Throws ConfigError
+// (also for those keys, with --strict).
 std::shared_ptr<const Config> load_config_logged(const Arguments& args) {
   auto config = load_config(args.config_file);
+  if (auto problems = strict_problems(*config, args); !problems.empty())
+    throw ConfigError(std::move(problems));
   for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+  for (const auto& entry : config->ignored) spdlog::info("not acted on: {}", entry.str());
   return config;
 }
 
@@ -317,6 +330,8 @@ int command_check_config(const Arguments& args) {
   std::shared_ptr<const Config> config;
   try {
     config = load_config(args.config_file);
+    if (auto problems = strict_problems(*config, args); !problems.empty())
+      throw ConfigError(std::move(problems));
   } catch (const ConfigError& e) {
     print_problems(e.problems());
     return 1;
@@ -361,6 +376,11 @@ int command_check_config(const Arguments& args) {
     return 1;
   }
   std::cout << args.config_file << ": OK\n";
+  if (!config->ignored.empty()) {
+    std::cout << "read but not acted on (" << config->ignored.size()
+              << "; --strict makes these errors):\n";
+    for (const auto& entry : config->ignored) std::cout << "  " << entry.str() << "\n";
+  }
   return 0;
 }
 

@@ -1,8 +1,6 @@
 // Reads MassGen config files: the code-execution keys of each agent's backend, nothing else.
 #include <set>
 
-#include <spdlog/spdlog.h>
-
 #include "config/config_parsers.hpp"
 
 namespace execmcp::host::config_detail {
@@ -10,6 +8,24 @@ namespace execmcp::host::config_detail {
 namespace {
 
 constexpr const char* kDefaultDockerImage = "execmcp/runtime:latest";
+
+constexpr const char* kWhyOrchestration = "MassGen orchestration";
+constexpr const char* kWhyUi = "MassGen UI";
+constexpr const char* kWhyModel = "model/LLM backend";
+constexpr const char* kWhyFileTools = "MassGen's own filesystem tools";
+constexpr const char* kWhyUnknown = "unknown to execmcp";
+
+// Lists `key` (a key node of a map at `parent`) as read but not acted on: by its known-skip list,
+// else `fallback`.
+void ignore_key(YamlReader& reader, const YAML::Node& key, const std::string& parent,
+                const char* fallback, Config& config) {
+  const std::string name = key.Scalar();
+  std::string why = fallback;
+  for (const auto& [reason, names] : massgen_key_lists().skipped) {
+    if (names.count(name) != 0) why = reason;
+  }
+  config.ignored.push_back({reader.location(key), join_key(parent, name), why});
+}
 
 const std::set<std::string>& backend_keys_we_read() {
   static const std::set<std::string> keys = {"cwd",
@@ -34,9 +50,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   AgentConfig agent = read_agent_header(reader, node, path);
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
-    if (key != "id" && key != "backend")
-      spdlog::debug("{}: ignoring MassGen key '{}' (not about code execution)", reader.file(),
-                    join_key(path, key));
+    if (key != "id" && key != "backend") ignore_key(reader, entry.first, path, kWhyUnknown, config);
   }
   const std::string backend_path = join_key(path, "backend");
   const auto backend = node["backend"];
@@ -48,7 +62,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   for (const auto& entry : backend) {
     const std::string key = entry.first.Scalar();
     if (backend_keys_we_read().count(key) == 0)
-      spdlog::debug("{}: ignoring MassGen key '{}'", reader.file(), join_key(backend_path, key));
+      ignore_key(reader, entry.first, backend_path, kWhyUnknown, config);
   }
   auto key_path = [&](const char* key) { return join_key(backend_path, key); };
 
@@ -176,11 +190,86 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
 
 }  // namespace
 
+const MassgenKeyLists& massgen_key_lists() {
+  static const MassgenKeyLists lists = [] {
+    MassgenKeyLists out;
+    out.acted_on = backend_keys_we_read();
+    out.acted_on.insert({"agent", "agents", "id", "backend", "orchestrator"});
+    out.skipped[kWhyModel] = {"type",
+                              "model",
+                              "api_key",
+                              "base_url",
+                              "api_version",
+                              "organization",
+                              "project_id",
+                              "region",
+                              "temperature",
+                              "max_tokens",
+                              "max_completion_tokens",
+                              "top_p",
+                              "top_k",
+                              "frequency_penalty",
+                              "presence_penalty",
+                              "seed",
+                              "stop",
+                              "reasoning",
+                              "reasoning_effort",
+                              "text",
+                              "verbosity",
+                              "thinking",
+                              "thinking_budget",
+                              "response_format",
+                              "tool_choice",
+                              "parallel_tool_calls",
+                              "allowed_tools",
+                              "exclude_tools",
+                              "enable_web_search",
+                              "enable_code_interpreter",
+                              "enable_code_execution",
+                              "max_retries"};
+    out.skipped[kWhyFileTools] = {"enforce_read_before_delete",
+                                  "context_write_access_enabled",
+                                  "enable_image_generation",
+                                  "enable_audio_generation",
+                                  "enable_video_generation",
+                                  "exclude_file_operation_mcps",
+                                  "mcp_servers"};
+    out.skipped[kWhyOrchestration] = {"system_message",
+                                      "voting_sensitivity",
+                                      "answer_novelty_requirement",
+                                      "max_new_answers_per_agent",
+                                      "timeout_settings",
+                                      "snapshot_storage",
+                                      "session_storage",
+                                      "max_orchestration_restarts",
+                                      "skip_coordination_rounds",
+                                      "debug_final_answer",
+                                      "enable_planning_mode",
+                                      "planning_mode_instruction",
+                                      "enable_agent_task_planning",
+                                      "task_planning_filesystem_mode",
+                                      "massgen_skills"};
+    out.skipped[kWhyUi] = {"ui"};
+    return out;
+  }();
+  return lists;
+}
+
 void parse_massgen(const YAML::Node& root, YamlReader& reader, Config& config,
                    const std::string& base_dir) {
+  for (const auto& entry : root) {
+    const std::string key = entry.first.Scalar();
+    if (key != "agent" && key != "agents" && key != "orchestrator")
+      ignore_key(reader, entry.first, "", kWhyUnknown, config);
+  }
   std::vector<ContextPath> orchestrator_paths;
   if (const auto orchestrator = root["orchestrator"]) {
     if (reader.expect_map(orchestrator, "orchestrator")) {
+      for (const auto& entry : orchestrator) {
+        // Everything under orchestrator: but the keys below is MassGen's coordination.
+        if (entry.first.Scalar() != "context_paths")
+          ignore_key(reader, entry.first, "orchestrator", kWhyOrchestration, config);
+      }
       if (const auto paths = orchestrator["context_paths"])
         read_context_paths(reader, paths, "orchestrator.context_paths", base_dir, false,
                            orchestrator_paths);

@@ -85,6 +85,20 @@ TEST(Arguments, CheckConfigTakesAPositionalFile) {
   EXPECT_EQ(parsed.arguments.config_file, "x.yaml");
 }
 
+TEST(Arguments, StrictIsTakenByCheckConfigAndServeOnly) {
+  auto parsed = parse_arguments({"check-config", "--strict", "x.yaml"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_TRUE(parsed.arguments.strict);
+  parsed = parse_arguments({"serve", "--config", "x.yaml", "--strict"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_TRUE(parsed.arguments.strict);
+  EXPECT_FALSE(parse_arguments({"serve", "--config", "x.yaml"}).arguments.strict);
+  EXPECT_THAT(parse_arguments({"exec", "--strict", "--config", "x", "--", "true"}).error,
+              HasSubstr("unknown option '--strict'"));
+  EXPECT_THAT(parse_arguments({"serve", "--strict=yes", "--config", "x"}).error,
+              HasSubstr("takes no value"));
+}
+
 TEST(Arguments, VersionAndHelp) {
   EXPECT_EQ(parse_arguments({"--version"}).arguments.command, "version");
   EXPECT_EQ(parse_arguments({"--help"}).arguments.command, "help");

@@ -146,6 +146,37 @@ TEST(ExecmcpCli, ExecRunsThroughTheRealLocalPluginAndFilters) {
 }
 #endif
 
+TEST(ExecmcpCli, CheckConfigListsMassGenKeysItDoesNotActOnAndStrictRefusesThem) {
+  TempDir dir;
+  const auto config = dir.path() / "mg.yaml";
+  write_text(config,
+             "agent:\n  id: coder\n  backend:\n    type: openai\n    model: gpt-4o\n"
+             "    cwd: ws\n    enable_mcp_command_line: true\nui: {display_type: simple}\n");
+  auto result = run_execmcp("check-config " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const auto ok = result.out.find(": OK");
+  ASSERT_NE(ok, std::string::npos) << result.out;
+  const std::string after = result.out.substr(ok);
+  EXPECT_THAT(after, HasSubstr("read but not acted on (3;"));
+  EXPECT_THAT(after, HasSubstr("mg.yaml:4: agent.backend.type (model/LLM backend)"));
+  EXPECT_THAT(after, HasSubstr("mg.yaml:5: agent.backend.model (model/LLM backend)"));
+  EXPECT_THAT(after, HasSubstr("mg.yaml:8: ui (MassGen UI)"));
+
+  result = run_execmcp("check-config --strict " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.out, Not(HasSubstr(": OK")));
+  EXPECT_THAT(result.err, HasSubstr("error: " + config.string() +
+                                    ":4: agent.backend.type (model/LLM backend) "
+                                    "is not acted on by execmcp (--strict)"));
+  EXPECT_THAT(result.err, HasSubstr("mg.yaml:8: ui"));
+
+  // serve --strict refuses before it starts anything.
+  result = run_execmcp("serve --strict --config " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("agent.backend.model (model/LLM backend) is not acted on"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ws"));
+}
+
 TEST(ExecmcpCli, ExecPrintsOutputAndExitsWithTheCommandsCode) {
   TempDir dir;
   const std::string config = fixture_config(dir);

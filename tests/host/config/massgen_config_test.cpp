@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "config/config.hpp"
+#include "config/config_parsers.hpp"
 
 namespace execmcp::host {
 namespace {
@@ -183,6 +186,86 @@ TEST(MassGenConfig, NeitherSchemaIsAClearError) {
 TEST(MassGenConfig, MissingBackendIsAnError) {
   EXPECT_THAT(load_error("agents:\n  - id: a\n    model: x\n"),
               HasSubstr("agents[0].backend: required key is missing"));
+}
+
+}  // namespace
+}  // namespace execmcp::host
+
+namespace execmcp::host {
+namespace {
+
+const IgnoredKey* find_ignored(const Config& config, const std::string& key_path) {
+  for (const auto& entry : config.ignored)
+    if (entry.key_path == key_path) return &entry;
+  return nullptr;
+}
+
+TEST(MassGenIgnoredKeys, EveryKeyReadButNotActedOnIsListedWithLineAndWhy) {
+  const auto config = load_config_text(R"(agent:
+  id: coder
+  system_message: hi
+  backend:
+    type: openai
+    model: gpt-4o
+    enforce_read_before_delete: true
+    cwd: /w/coder
+    enable_mcp_command_line: true
+    frobnicate: 3
+orchestrator:
+  snapshot_storage: snaps
+ui: {display_type: simple}
+)",
+                                       "/c/mg.yaml");
+  struct Expected {
+    const char* key;
+    int line;
+    const char* why;
+  };
+  for (const Expected& e :
+       {Expected{"agent.system_message", 3, "MassGen orchestration"},
+        Expected{"agent.backend.type", 5, "model/LLM backend"},
+        Expected{"agent.backend.model", 6, "model/LLM backend"},
+        Expected{"agent.backend.enforce_read_before_delete", 7, "MassGen's own filesystem tools"},
+        Expected{"agent.backend.frobnicate", 10, "unknown to execmcp"},
+        Expected{"orchestrator.snapshot_storage", 12, "MassGen orchestration"},
+        Expected{"ui", 13, "MassGen UI"}}) {
+    SCOPED_TRACE(e.key);
+    const IgnoredKey* entry = find_ignored(*config, e.key);
+    ASSERT_NE(entry, nullptr);
+    EXPECT_EQ(entry->location.line, e.line);
+    EXPECT_EQ(entry->location.file, "/c/mg.yaml");
+    EXPECT_EQ(entry->why, e.why);
+  }
+  // Keys acted on are never listed.
+  EXPECT_EQ(find_ignored(*config, "agent.backend.cwd"), nullptr);
+  EXPECT_EQ(find_ignored(*config, "agent.backend.enable_mcp_command_line"), nullptr);
+  EXPECT_EQ(find_ignored(*config, "agent.id"), nullptr);
+  EXPECT_EQ(config->ignored.size(), 7u);
+}
+
+TEST(MassGenIgnoredKeys, KnownSkipListsAreDisjointFromTheKeysActedOn) {
+  const auto& lists = config_detail::massgen_key_lists();
+  ASSERT_FALSE(lists.acted_on.empty());
+  std::set<std::string> seen;
+  for (const auto& [why, names] : lists.skipped) {
+    ASSERT_FALSE(names.empty()) << why;
+    for (const auto& name : names) {
+      EXPECT_EQ(lists.acted_on.count(name), 0u) << name << " is both acted on and skipped";
+      EXPECT_TRUE(seen.insert(name).second) << name << " is in two skip lists";
+    }
+  }
+  // Every code-execution key is acted on, never skipped.
+  for (const char* key :
+       {"context_paths", "cwd", "enable_mcp_command_line", "command_line_execution_mode"})
+    EXPECT_EQ(lists.acted_on.count(key), 1u) << key;
+}
+
+TEST(NativeConfig, UnknownKeysAreStillErrorsAndNothingIsListedAsIgnored) {
+  EXPECT_THAT(load_error("execmcp: 1\nagents:\n  - id: a\n    cwd: /w\n    frobnicate: 1\n"),
+              HasSubstr("frobnicate"));
+  const auto config =
+      load_config_text("execmcp: 1\nagents:\n  - id: a\n    cwd: /w\n", "/c/native.yaml");
+  EXPECT_TRUE(config->ignored.empty());
 }
 
 }  // namespace
