@@ -35,9 +35,12 @@ const MassgenKeyLists& massgen_key_lists();
 // A path value with ${VAR} / ~ expanded and made absolute against base_dir.
 std::optional<std::string> get_path(YamlReader& reader, const YAML::Node& node,
                                     std::string_view path, const std::string& base_dir);
-// `[{path, permission: read|write}]`; strict rejects unknown keys in each entry.
+// `[{path, permission: read|write, protected_paths: [...]}]`; strict rejects unknown keys in each
+// entry. Protected paths outside their context or missing are errors; on a read-only context, a
+// warning in `config`.
 void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_view path,
-                        const std::string& base_dir, bool strict, std::vector<ContextPath>& out);
+                        const std::string& base_dir, bool strict, std::vector<ContextPath>& out,
+                        Config& config);
 // A new agent for the entry `node` at `path`: where it was read, and its required `id` (left
 // empty after an error). Ids end up in container names and log lines, so they are kept to a safe
 // alphabet.
