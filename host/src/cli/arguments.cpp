@@ -85,6 +85,13 @@ std::string usage_text() {
       start with --start-all). --max-concurrent and --max-queued-calls (default 64 each
       here) count over all agents;
       --max-calls-per-agent bounds one agent (429 past it).
+  execmcp serve [options above] --massgen [--allowed-paths WORKSPACE [CONTEXT...]]
+                [--execution-mode local|docker] [--agent-id A] [--instance-id I] [--enable-sudo]
+                [--allowed-commands RE...] [--blocked-commands RE...] [--timeout S]
+                [--max-output-size B] [--local-skills-directory D]
+      A drop-in for MassGen's code-execution server: everything after --massgen is MassGen's
+      flags (argparse syntax). The first allowed path is the workspace, the rest are read-only
+      context; docker mode runs in MassGen's container massgen-A[-I].
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
   execmcp check-config [--strict] FILE
@@ -129,6 +136,13 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     if (option == "--") {
       if (args.command != "exec") return fail("'--' is only used by exec");
       args.exec_command.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+      break;
+    }
+    if (option == "--massgen" && args.command == "serve") {
+      auto flags = parse_massgen_flags(
+          std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end()));
+      if (!flags.error.empty()) return fail(flags.error);
+      args.massgen = std::move(flags.flags);
       break;
     }
     if (option == "--help" || option == "-h") {
@@ -251,7 +265,15 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
   if (!positional.empty())
     return fail("unexpected argument '" + positional.front() + "'" +
                 (args.command == "exec" ? " (put the command after --)" : ""));
-  if (args.config_file.empty() && args.command != "plugins")
+  if (args.massgen) {
+    if (!args.config_file.empty() || !args.agent_ids.empty())
+      return fail(
+          "--massgen replaces --config and --agent (the agent comes from MassGen's flags); "
+          "put execmcp's own options before --massgen");
+    if (!args.http_address.empty())
+      return fail("--massgen serves one agent on stdio, as MassGen's server does; drop --http");
+  }
+  if (args.config_file.empty() && args.command != "plugins" && !args.massgen)
     return fail(args.command == "check-config" ? "check-config needs a config FILE"
                                                : args.command + " needs --config FILE");
   if (args.command == "exec" && args.exec_command.empty())

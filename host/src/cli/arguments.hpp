@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "config/massgen_flags.hpp"
+
 namespace execmcp::host::cli {
 
 struct Arguments {
@@ -33,6 +35,8 @@ struct Arguments {
   std::optional<std::size_t> max_connections;
   std::optional<std::size_t> max_calls_per_agent;
   std::vector<std::string> exec_command;  // after `--`
+  // serve --massgen: MassGen's server flags (everything after --massgen) instead of a config.
+  std::optional<MassgenFlags> massgen;
 };
 
 struct ParsedArguments {
