@@ -9,6 +9,7 @@
 
 #include "config/config.hpp"
 #include "config/config_parsers.hpp"
+#include "config/massgen_flags.hpp"
 #include "test_support.hpp"
 
 namespace execmcp::host {
@@ -509,6 +510,26 @@ TEST(MassGenSkills, AMissingSkillsDirectoryIsAnError) {
     EXPECT_THAT(e.what(), HasSubstr("mg.yaml:7: orchestrator.coordination.skills_directory"));
     EXPECT_THAT(e.what(), HasSubstr("does not exist"));
   }
+}
+
+}  // namespace
+}  // namespace execmcp::host
+
+namespace execmcp::host {
+namespace {
+
+TEST(MassGenIgnoredKeys, TheMigrationPageNamesEveryKnownKey) {
+  const std::string page =
+      tests::read_text(std::filesystem::path(EXECMCP_SOURCE_DIR) / "docs" / "massgen-migration.md");
+  const auto& lists = config_detail::massgen_key_lists();
+  for (const auto& name : lists.acted_on) EXPECT_NE(page.find(name), std::string::npos) << name;
+  for (const auto& [why, names] : lists.skipped) {
+    EXPECT_NE(page.find(why), std::string::npos) << why;
+    for (const auto& name : names)
+      EXPECT_NE(page.find("`" + name + "`"), std::string::npos) << name;
+  }
+  for (const auto& flag : massgen_flag_names())
+    EXPECT_NE(page.find("`" + flag), std::string::npos) << flag;
 }
 
 }  // namespace
