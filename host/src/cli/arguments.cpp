@@ -17,9 +17,9 @@ bool accepts(const std::string& command, const std::string& option) {
        {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof",
         "--max-message-bytes", "--max-message-values", "--max-outbound-bytes", "--max-queued-calls",
         "--http", "--tls-cert", "--tls-key", "--start-all", "--insecure-no-auth",
-        "--max-connections", "--max-calls-per-agent"}},
+        "--max-connections", "--max-calls-per-agent", "--strict"}},
       {"plugins", {"--config", "--log-level"}},
-      {"check-config", {"--config", "--log-level"}},
+      {"check-config", {"--config", "--log-level", "--strict"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
   }};
   for (const auto& [name, options] : kOptions) {
@@ -59,7 +59,7 @@ std::optional<std::size_t> parse_size(const std::string& text, std::size_t low, 
 
 // Options that take no value.
 bool is_flag(const std::string& option) {
-  return option == "--start-all" || option == "--insecure-no-auth";
+  return option == "--start-all" || option == "--insecure-no-auth" || option == "--strict";
 }
 
 }  // namespace
@@ -68,7 +68,7 @@ std::string usage_text() {
   return R"(usage:
   execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
                 [--on-eof cancel|finish] [--max-message-bytes B] [--max-message-values N]
-                [--max-outbound-bytes B] [--max-queued-calls N]
+                [--max-outbound-bytes B] [--max-queued-calls N] [--strict]
       Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
       cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
       A message longer than B bytes (default 8M) or with more than N JSON values (default
@@ -85,10 +85,19 @@ std::string usage_text() {
       start with --start-all). --max-concurrent and --max-queued-calls (default 64 each
       here) count over all agents;
       --max-calls-per-agent bounds one agent (429 past it).
+  execmcp serve [options above] --massgen [--allowed-paths WORKSPACE [CONTEXT...]]
+                [--execution-mode local|docker] [--agent-id A] [--instance-id I] [--enable-sudo]
+                [--allowed-commands RE...] [--blocked-commands RE...] [--timeout S]
+                [--max-output-size B] [--local-skills-directory D]
+      A drop-in for MassGen's code-execution server: everything after --massgen is MassGen's
+      flags (argparse syntax). The first allowed path is the workspace, the rest are read-only
+      context; docker mode runs in MassGen's container massgen-A[-I].
   execmcp exec --config FILE [--agent ID] [--timeout S] [--work-dir D] -- COMMAND...
       Run one command through the agent's filters and backend; exits with its exit code.
-  execmcp check-config FILE
-      Validate a config (execmcp or MassGen schema) and the settings of its plugins.
+  execmcp check-config [--strict] FILE
+      Validate a config (execmcp or MassGen schema) and the settings of its plugins. After OK,
+      lists the MassGen keys read but not acted on (model, UI, orchestration ...), each with
+      its line and why; --strict (also taken by serve) makes each of them an error.
   execmcp plugins [--config FILE]
       List the plugins found, and the files that could not be loaded.
   execmcp --version | --help
@@ -129,6 +138,13 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       args.exec_command.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
       break;
     }
+    if (option == "--massgen" && args.command == "serve") {
+      auto flags = parse_massgen_flags(
+          std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end()));
+      if (!flags.error.empty()) return fail(flags.error);
+      args.massgen = std::move(flags.flags);
+      break;
+    }
     if (option == "--help" || option == "-h") {
       args.command = "help";
       return parsed;
@@ -150,6 +166,7 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       if (has_value) return fail("option " + option + " takes no value");
       if (option == "--start-all") args.start_all = true;
       if (option == "--insecure-no-auth") args.insecure_no_auth = true;
+      if (option == "--strict") args.strict = true;
       continue;
     }
     if (!has_value) {
@@ -248,7 +265,15 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
   if (!positional.empty())
     return fail("unexpected argument '" + positional.front() + "'" +
                 (args.command == "exec" ? " (put the command after --)" : ""));
-  if (args.config_file.empty() && args.command != "plugins")
+  if (args.massgen) {
+    if (!args.config_file.empty() || !args.agent_ids.empty())
+      return fail(
+          "--massgen replaces --config and --agent (the agent comes from MassGen's flags); "
+          "put execmcp's own options before --massgen");
+    if (!args.http_address.empty())
+      return fail("--massgen serves one agent on stdio, as MassGen's server does; drop --http");
+  }
+  if (args.config_file.empty() && args.command != "plugins" && !args.massgen)
     return fail(args.command == "check-config" ? "check-config needs a config FILE"
                                                : args.command + " needs --config FILE");
   if (args.command == "exec" && args.exec_command.empty())

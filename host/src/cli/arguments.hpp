@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "config/massgen_flags.hpp"
+
 namespace execmcp::host::cli {
 
 struct Arguments {
@@ -17,7 +19,8 @@ struct Arguments {
   std::string audit_file;
   std::string work_dir;
   std::optional<std::size_t> max_concurrent;
-  bool finish_on_eof = false;                     // serve --on-eof finish
+  bool finish_on_eof = false;  // serve --on-eof finish
+  bool strict = false;         // serve, check-config: a MassGen key not acted on is an error
   std::optional<std::size_t> max_message_bytes;   // serve: one incoming line
   std::optional<std::size_t> max_message_values;  // serve: JSON values in one message
   std::optional<std::size_t> max_outbound_bytes;  // serve: output the client has not read
@@ -32,6 +35,8 @@ struct Arguments {
   std::optional<std::size_t> max_connections;
   std::optional<std::size_t> max_calls_per_agent;
   std::vector<std::string> exec_command;  // after `--`
+  // serve --massgen: MassGen's server flags (everything after --massgen) instead of a config.
+  std::optional<MassgenFlags> massgen;
 };
 
 struct ParsedArguments {

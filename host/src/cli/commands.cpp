@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -14,6 +15,7 @@
 #include "auth/http_policy.hpp"
 #include "cli/arguments.hpp"
 #include "config/config.hpp"
+#include "config/massgen_flags.hpp"
 #include "plugins/plugin_registry.hpp"
 
 #ifndef EXECMCP_VERSION
@@ -110,10 +112,32 @@ std::optional<int> stop_if_signalled(ConfiguredAgent& agent) {
   return 128 + g_start_signal;
 }
 
-// Loads the config and logs its warnings. Throws ConfigError.
+// With --strict, each MassGen key read but not acted on as an error; empty otherwise.
+std::vector<std::string> strict_problems(const Config& config, const Arguments& args) {
+  std::vector<std::string> problems;
+  if (!args.strict) return problems;
+  for (const auto& entry : config.ignored)
+    problems.push_back(entry.str() + " is not acted on by execmcp (--strict)");
+  return problems;
+}
+
+// Loads the config and logs its warnings and the keys it does not act on. Throws ConfigError
+// (also for those keys, with --strict).
 std::shared_ptr<const Config> load_config_logged(const Arguments& args) {
-  auto config = load_config(args.config_file);
+  std::shared_ptr<const Config> config;
+  if (args.massgen) {
+    std::error_code ec;
+    const auto cwd = std::filesystem::current_path(ec);
+    if (ec)
+      throw ConfigError({"serve --massgen: cannot read the current directory: " + ec.message()});
+    config = massgen_flags_config(*args.massgen, cwd.string());
+  } else {
+    config = load_config(args.config_file);
+  }
+  if (auto problems = strict_problems(*config, args); !problems.empty())
+    throw ConfigError(std::move(problems));
   for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
+  for (const auto& entry : config->ignored) spdlog::info("not acted on: {}", entry.str());
   return config;
 }
 
@@ -240,11 +264,18 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   auto agent = prepare_agent(args, config);
   if (!agent) return 1;
   const std::string filters = join(agent->filter_names(), ", ");
-  spdlog::info(
-      "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio; "
-      "point your MCP client's command at: {} serve --config {} --agent {}",
-      agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd(),
-      program_path(), config->source_file, agent->id());
+  if (args.massgen) {
+    spdlog::info(
+        "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio, "
+        "from MassGen's flags",
+        agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd());
+  } else {
+    spdlog::info(
+        "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio; "
+        "point your MCP client's command at: {} serve --config {} --agent {}",
+        agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd(),
+        program_path(), config->source_file, agent->id());
+  }
   ServeRequest request = serve_request(args);
   if (auto code = stop_if_signalled(*agent)) return *code;
   int code = 1;
@@ -317,6 +348,8 @@ int command_check_config(const Arguments& args) {
   std::shared_ptr<const Config> config;
   try {
     config = load_config(args.config_file);
+    if (auto problems = strict_problems(*config, args); !problems.empty())
+      throw ConfigError(std::move(problems));
   } catch (const ConfigError& e) {
     print_problems(e.problems());
     return 1;
@@ -361,6 +394,11 @@ int command_check_config(const Arguments& args) {
     return 1;
   }
   std::cout << args.config_file << ": OK\n";
+  if (!config->ignored.empty()) {
+    std::cout << "read but not acted on (" << config->ignored.size()
+              << "; --strict makes these errors):\n";
+    for (const auto& entry : config->ignored) std::cout << "  " << entry.str() << "\n";
+  }
   return 0;
 }
 

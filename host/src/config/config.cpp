@@ -16,6 +16,10 @@ std::string SourceLocation::str() const {
   return file;
 }
 
+std::string IgnoredKey::str() const {
+  return location.str() + ": " + key_path + " (" + why + ")";
+}
+
 ConfigError::ConfigError(std::vector<std::string> problems)
     : std::runtime_error(join_lines(problems)), problems_(std::move(problems)) {}
 

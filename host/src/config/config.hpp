@@ -35,6 +35,9 @@ struct PluginRef {
 struct ContextPath {
   std::string path;  // absolute, expanded
   bool writable = false;
+  // Absolute paths at or under `path` that stay read-only although the context is writable
+  // (MassGen's context_paths[].protected_paths); each existed when the config was loaded.
+  std::vector<std::string> protected_paths;
 };
 
 // `background:` on an agent: its background shells (MassGen's tools), where the backend offers
@@ -105,6 +108,15 @@ struct ServerConfig {
   SourceLocation location;
 };
 
+// A key of a MassGen config that execmcp read but does not act on (listed by check-config; an
+// error with --strict), so nothing a config asks for is dropped without a word.
+struct IgnoredKey {
+  SourceLocation location;
+  std::string key_path;  // e.g. "agents[0].backend.model"
+  std::string why;       // "MassGen orchestration", "MassGen UI", "model/LLM backend", ...
+  [[nodiscard]] std::string str() const;  // "file:line: key.path (why)"
+};
+
 struct Config {
   std::string source_file;  // absolute
   ConfigSchema schema = ConfigSchema::Native;
@@ -114,6 +126,7 @@ struct Config {
   std::vector<AgentConfig> agents;
   std::optional<ServerConfig> server;  // native schema only
   std::vector<std::string> warnings;   // worth telling the operator, not fatal
+  std::vector<IgnoredKey> ignored;     // MassGen keys read but not acted on; native: always empty
 
   // Returns the agent named `id`, or the only agent when `id` is empty; throws ConfigError.
   [[nodiscard]] const AgentConfig& select_agent(const std::string& id) const;

@@ -27,14 +27,56 @@ std::optional<std::string> get_path(YamlReader& reader, const YAML::Node& node,
   }
 }
 
+namespace {
+
+// `protected_paths` of the context `context` (entry `entry_path`): each relative to the context
+// directory (its parent for a file context, as MassGen resolves them), existing, and at or under
+// the context path; symlinks are resolved before that check.
+void read_protected_paths(YamlReader& reader, const YAML::Node& list, const std::string& path,
+                          ContextPath& context) {
+  namespace fs = std::filesystem;
+  if (!reader.expect_list(list, path)) return;
+  std::error_code ec;
+  const bool is_file = fs::is_regular_file(context.path, ec);
+  const std::string base = is_file ? fs::path(context.path).parent_path().string() : context.path;
+  const fs::path context_real = fs::weakly_canonical(context.path, ec);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string item_path = index_key(path, i);
+    auto resolved = get_path(reader, list[i], item_path, base);
+    if (!resolved) continue;
+    if (!fs::exists(*resolved, ec)) {
+      reader.error(list[i], item_path, "protected path '" + *resolved + "' does not exist");
+      continue;
+    }
+    const fs::path real = fs::weakly_canonical(*resolved, ec);
+    auto c = real.begin();
+    bool inside = !context_real.empty();
+    for (auto p = context_real.begin(); inside && p != context_real.end(); ++p, ++c) {
+      if (p->empty()) continue;  // trailing separator
+      inside = c != real.end() && *c == *p;
+    }
+    if (!inside) {
+      reader.error(
+          list[i], item_path,
+          "protected path '" + *resolved + "' is outside the context path '" + context.path + "'");
+      continue;
+    }
+    context.protected_paths.push_back(*resolved);
+  }
+}
+
+}  // namespace
+
 void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_view path,
-                        const std::string& base_dir, bool strict, std::vector<ContextPath>& out) {
+                        const std::string& base_dir, bool strict, std::vector<ContextPath>& out,
+                        Config& config) {
   if (!reader.expect_list(list, path)) return;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const auto entry = list[i];
     const std::string entry_path = index_key(path, i);
     if (!reader.expect_map(entry, entry_path)) continue;
-    if (strict) reader.reject_unknown_keys(entry, entry_path, {"path", "permission"});
+    if (strict)
+      reader.reject_unknown_keys(entry, entry_path, {"path", "permission", "protected_paths"});
     ContextPath context;
     if (!entry["path"]) {
       reader.error(entry, join_key(entry_path, "path"), "required key is missing");
@@ -53,6 +95,14 @@ void read_context_paths(YamlReader& reader, const YAML::Node& list, std::string_
                      "expected 'read' or 'write', found '" + *permission + "'");
         continue;
       }
+    }
+    if (const auto protected_list = entry["protected_paths"]) {
+      const std::string protected_path = join_key(entry_path, "protected_paths");
+      read_protected_paths(reader, protected_list, protected_path, context);
+      if (!context.writable && !context.protected_paths.empty())
+        config.warnings.push_back(reader.location(protected_list).str() + ": " + protected_path +
+                                  ": the context path is read-only already; its protected paths "
+                                  "change nothing");
     }
     out.push_back(std::move(context));
   }
@@ -210,7 +260,7 @@ void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::st
   }
   if (const auto context = node["context_paths"])
     read_context_paths(reader, context, join_key(path, "context_paths"), base_dir, true,
-                       agent.context_paths);
+                       agent.context_paths, config);
   for (auto [key, target] :
        {std::pair{"tools_dir", &agent.tools_dir}, std::pair{"skills_dir", &agent.skills_dir},
         std::pair{"temp_workspace", &agent.temp_workspace}}) {

@@ -1,7 +1,6 @@
 // Reads MassGen config files: the code-execution keys of each agent's backend, nothing else.
+#include <filesystem>
 #include <set>
-
-#include <spdlog/spdlog.h>
 
 #include "config/config_parsers.hpp"
 
@@ -10,6 +9,24 @@ namespace execmcp::host::config_detail {
 namespace {
 
 constexpr const char* kDefaultDockerImage = "execmcp/runtime:latest";
+
+constexpr const char* kWhyOrchestration = "MassGen orchestration";
+constexpr const char* kWhyUi = "MassGen UI";
+constexpr const char* kWhyModel = "model/LLM backend";
+constexpr const char* kWhyFileTools = "MassGen's own filesystem tools";
+constexpr const char* kWhyUnknown = "unknown to execmcp";
+
+// Lists `key` (a key node of a map at `parent`) as read but not acted on: by its known-skip list,
+// else `fallback`.
+void ignore_key(YamlReader& reader, const YAML::Node& key, const std::string& parent,
+                const char* fallback, Config& config) {
+  const std::string name = key.Scalar();
+  std::string why = fallback;
+  for (const auto& [reason, names] : massgen_key_lists().skipped) {
+    if (names.count(name) != 0) why = reason;
+  }
+  config.ignored.push_back({reader.location(key), join_key(parent, name), why});
+}
 
 const std::set<std::string>& backend_keys_we_read() {
   static const std::set<std::string> keys = {"cwd",
@@ -21,22 +38,75 @@ const std::set<std::string>& backend_keys_we_read() {
                                              "command_line_docker_memory_limit",
                                              "command_line_docker_cpu_limit",
                                              "command_line_docker_network_mode",
+                                             "command_line_docker_enable_sudo",
+                                             "command_line_docker_credentials",
+                                             "command_line_docker_packages",
                                              "command_execution_prefix",
                                              "command_execution_venv_path",
                                              "context_paths"};
   return keys;
 }
 
+// What the orchestrator: section gives every agent.
+struct OrchestratorShared {
+  std::vector<ContextPath> context_paths;
+  std::string temp_workspace;  // agent_temporary_workspace
+  std::string skills_dir;      // coordination.skills_directory when use_skills is true
+};
+
+// The sanitize rules MassGen stops enforcing when sudo is enabled.
+const nlohmann::json& sudo_rules() {
+  static const nlohmann::json rules = {"sudo", "su", "chown", "chmod"};
+  return rules;
+}
+
+// command_line_docker_credentials -> the Docker backends' `credentials` setting, with env_file and
+// the additional_mounts host paths resolved like every other path of the config.
+void read_credentials(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                      const std::string& base_dir, nlohmann::json& settings) {
+  if (!reader.expect_map(node, path)) return;
+  nlohmann::json credentials = to_json(node);
+  if (const auto value = node["env_file"]) {
+    if (auto file = get_path(reader, value, join_key(path, "env_file"), base_dir))
+      credentials["env_file"] = *file;
+  }
+  if (const auto mounts = node["additional_mounts"]) {
+    const std::string mounts_path = join_key(path, "additional_mounts");
+    if (reader.expect_map(mounts, mounts_path)) {
+      nlohmann::json resolved = nlohmann::json::object();
+      for (const auto& entry : mounts) {
+        if (auto host = get_path(reader, entry.first, join_key(mounts_path, entry.first.Scalar()),
+                                 base_dir))
+          resolved[*host] = to_json(entry.second);
+      }
+      credentials["additional_mounts"] = std::move(resolved);
+    }
+  }
+  settings["credentials"] = std::move(credentials);
+}
+
+// command_line_docker_packages -> `preinstall`; its other keys are listed as not acted on.
+void read_packages(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                   nlohmann::json& settings, Config& config) {
+  if (!reader.expect_map(node, path)) return;
+  for (const auto& entry : node) {
+    if (entry.first.Scalar() != "preinstall")
+      ignore_key(reader, entry.first, path, kWhyUnknown, config);
+  }
+  if (const auto preinstall = node["preinstall"]) {
+    if (reader.expect_map(preinstall, join_key(path, "preinstall")))
+      settings["preinstall"] = to_json(preinstall);
+  }
+}
+
 void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
-                        const std::string& base_dir,
-                        const std::vector<ContextPath>& orchestrator_paths, Config& config) {
+                        const std::string& base_dir, const OrchestratorShared& shared,
+                        Config& config) {
   if (!reader.expect_map(node, path)) return;
   AgentConfig agent = read_agent_header(reader, node, path);
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
-    if (key != "id" && key != "backend")
-      spdlog::debug("{}: ignoring MassGen key '{}' (not about code execution)", reader.file(),
-                    join_key(path, key));
+    if (key != "id" && key != "backend") ignore_key(reader, entry.first, path, kWhyUnknown, config);
   }
   const std::string backend_path = join_key(path, "backend");
   const auto backend = node["backend"];
@@ -48,7 +118,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   for (const auto& entry : backend) {
     const std::string key = entry.first.Scalar();
     if (backend_keys_we_read().count(key) == 0)
-      spdlog::debug("{}: ignoring MassGen key '{}'", reader.file(), join_key(backend_path, key));
+      ignore_key(reader, entry.first, backend_path, kWhyUnknown, config);
   }
   auto key_path = [&](const char* key) { return join_key(backend_path, key); };
 
@@ -153,9 +223,23 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
         }
       }
     }
+    if (const auto value = backend["command_line_docker_enable_sudo"]) {
+      auto sudo = reader.get_bool(value, key_path("command_line_docker_enable_sudo"));
+      if (sudo && *sudo) {
+        settings["sudo"] = true;
+        agent.filters.front().settings["allow"] = sudo_rules();
+      }
+    }
+    if (const auto value = backend["command_line_docker_credentials"])
+      read_credentials(reader, value, key_path("command_line_docker_credentials"), base_dir,
+                       settings);
+    if (const auto value = backend["command_line_docker_packages"])
+      read_packages(reader, value, key_path("command_line_docker_packages"), settings, config);
   } else {
     for (const char* key : {"command_line_docker_image", "command_line_docker_memory_limit",
-                            "command_line_docker_cpu_limit", "command_line_docker_network_mode"}) {
+                            "command_line_docker_cpu_limit", "command_line_docker_network_mode",
+                            "command_line_docker_enable_sudo", "command_line_docker_credentials",
+                            "command_line_docker_packages"}) {
       if (backend[key])
         config.warnings.push_back(reader.location(backend[key]).str() + ": " + key_path(key) +
                                   " is ignored because command_line_execution_mode is local");
@@ -164,8 +248,10 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
 
   if (const auto value = backend["context_paths"])
     read_context_paths(reader, value, key_path("context_paths"), base_dir, false,
-                       agent.context_paths);
-  for (const auto& shared : orchestrator_paths) agent.context_paths.push_back(shared);
+                       agent.context_paths, config);
+  for (const auto& context : shared.context_paths) agent.context_paths.push_back(context);
+  agent.temp_workspace = shared.temp_workspace;
+  agent.skills_dir = shared.skills_dir;
 
   if (!agent.mcp_enabled && !agent.id.empty())
     config.warnings.push_back(reader.location(node).str() + ": agent '" + agent.id +
@@ -174,16 +260,144 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   config.agents.push_back(std::move(agent));
 }
 
+// orchestrator.coordination: use_skills offers skills_directory (MassGen's default .agent/skills,
+// relative to the config) read-only to every agent; the rest is MassGen's coordination.
+void read_coordination(YamlReader& reader, const YAML::Node& node, const std::string& base_dir,
+                       OrchestratorShared& shared, Config& config) {
+  const std::string path = "orchestrator.coordination";
+  if (!reader.expect_map(node, path)) return;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key != "use_skills" && key != "skills_directory")
+      ignore_key(reader, entry.first, path, kWhyOrchestration, config);
+  }
+  bool use_skills = false;
+  if (const auto value = node["use_skills"]) {
+    if (auto enabled = reader.get_bool(value, join_key(path, "use_skills"))) use_skills = *enabled;
+  }
+  const auto directory = node["skills_directory"];
+  if (!use_skills) {
+    if (directory) {
+      for (const auto& entry : node) {
+        if (entry.first.Scalar() == "skills_directory")
+          config.ignored.push_back({reader.location(entry.first),
+                                    join_key(path, "skills_directory"),
+                                    "offers nothing without use_skills: true"});
+      }
+    }
+    return;
+  }
+  const std::string key_path = join_key(path, directory ? "skills_directory" : "use_skills");
+  std::optional<std::string> dir;
+  if (directory) {
+    dir = get_path(reader, directory, key_path, base_dir);
+  } else {
+    dir = (std::filesystem::path(base_dir) / ".agent" / "skills").lexically_normal().string();
+  }
+  if (!dir) return;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(*dir, ec)) {
+    reader.error(directory ? directory : node["use_skills"], key_path,
+                 "skills directory '" + *dir + "' does not exist (use_skills: true needs it)");
+    return;
+  }
+  shared.skills_dir = *dir;
+}
+
 }  // namespace
+
+const MassgenKeyLists& massgen_key_lists() {
+  static const MassgenKeyLists lists = [] {
+    MassgenKeyLists out;
+    out.acted_on = backend_keys_we_read();
+    out.acted_on.insert({"agent", "agents", "id", "backend", "orchestrator", "protected_paths",
+                         "path", "permission", "agent_temporary_workspace", "use_skills",
+                         "skills_directory"});
+    out.skipped[kWhyModel] = {"type",
+                              "model",
+                              "api_key",
+                              "base_url",
+                              "api_version",
+                              "organization",
+                              "project_id",
+                              "region",
+                              "temperature",
+                              "max_tokens",
+                              "max_completion_tokens",
+                              "top_p",
+                              "top_k",
+                              "frequency_penalty",
+                              "presence_penalty",
+                              "seed",
+                              "stop",
+                              "reasoning",
+                              "reasoning_effort",
+                              "text",
+                              "verbosity",
+                              "thinking",
+                              "thinking_budget",
+                              "response_format",
+                              "tool_choice",
+                              "parallel_tool_calls",
+                              "allowed_tools",
+                              "exclude_tools",
+                              "enable_web_search",
+                              "enable_code_interpreter",
+                              "enable_code_execution",
+                              "max_retries"};
+    out.skipped[kWhyFileTools] = {"enforce_read_before_delete",
+                                  "context_write_access_enabled",
+                                  "enable_image_generation",
+                                  "enable_audio_generation",
+                                  "enable_video_generation",
+                                  "exclude_file_operation_mcps",
+                                  "mcp_servers"};
+    out.skipped[kWhyOrchestration] = {"system_message",
+                                      "voting_sensitivity",
+                                      "answer_novelty_requirement",
+                                      "max_new_answers_per_agent",
+                                      "timeout_settings",
+                                      "snapshot_storage",
+                                      "session_storage",
+                                      "max_orchestration_restarts",
+                                      "skip_coordination_rounds",
+                                      "debug_final_answer",
+                                      "enable_planning_mode",
+                                      "planning_mode_instruction",
+                                      "enable_agent_task_planning",
+                                      "task_planning_filesystem_mode",
+                                      "massgen_skills"};
+    out.skipped[kWhyUi] = {"ui"};
+    return out;
+  }();
+  return lists;
+}
 
 void parse_massgen(const YAML::Node& root, YamlReader& reader, Config& config,
                    const std::string& base_dir) {
-  std::vector<ContextPath> orchestrator_paths;
+  for (const auto& entry : root) {
+    const std::string key = entry.first.Scalar();
+    if (key != "agent" && key != "agents" && key != "orchestrator")
+      ignore_key(reader, entry.first, "", kWhyUnknown, config);
+  }
+  OrchestratorShared shared;
   if (const auto orchestrator = root["orchestrator"]) {
     if (reader.expect_map(orchestrator, "orchestrator")) {
+      for (const auto& entry : orchestrator) {
+        // Everything under orchestrator: but the keys below is MassGen's coordination.
+        const std::string key = entry.first.Scalar();
+        if (key != "context_paths" && key != "agent_temporary_workspace" && key != "coordination")
+          ignore_key(reader, entry.first, "orchestrator", kWhyOrchestration, config);
+      }
       if (const auto paths = orchestrator["context_paths"])
         read_context_paths(reader, paths, "orchestrator.context_paths", base_dir, false,
-                           orchestrator_paths);
+                           shared.context_paths, config);
+      if (const auto value = orchestrator["agent_temporary_workspace"]) {
+        if (auto dir = get_path(reader, value, "orchestrator.agent_temporary_workspace", base_dir))
+          shared.temp_workspace = *dir;
+      }
+      if (const auto coordination = orchestrator["coordination"])
+        read_coordination(reader, coordination, base_dir, shared, config);
     }
   }
   const auto single = root["agent"];
@@ -194,11 +408,10 @@ void parse_massgen(const YAML::Node& root, YamlReader& reader, Config& config,
                  "config) found");
     return;
   }
-  if (single) read_massgen_agent(reader, single, "agent", base_dir, orchestrator_paths, config);
+  if (single) read_massgen_agent(reader, single, "agent", base_dir, shared, config);
   if (many && reader.expect_list(many, "agents")) {
     for (std::size_t i = 0; i < many.size(); ++i)
-      read_massgen_agent(reader, many[i], index_key("agents", i), base_dir, orchestrator_paths,
-                         config);
+      read_massgen_agent(reader, many[i], index_key("agents", i), base_dir, shared, config);
   }
 }
 

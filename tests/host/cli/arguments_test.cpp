@@ -85,6 +85,42 @@ TEST(Arguments, CheckConfigTakesAPositionalFile) {
   EXPECT_EQ(parsed.arguments.config_file, "x.yaml");
 }
 
+TEST(Arguments, StrictIsTakenByCheckConfigAndServeOnly) {
+  auto parsed = parse_arguments({"check-config", "--strict", "x.yaml"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_TRUE(parsed.arguments.strict);
+  parsed = parse_arguments({"serve", "--config", "x.yaml", "--strict"});
+  ASSERT_EQ(parsed.error, "");
+  EXPECT_TRUE(parsed.arguments.strict);
+  EXPECT_FALSE(parse_arguments({"serve", "--config", "x.yaml"}).arguments.strict);
+  EXPECT_THAT(parse_arguments({"exec", "--strict", "--config", "x", "--", "true"}).error,
+              HasSubstr("unknown option '--strict'"));
+  EXPECT_THAT(parse_arguments({"serve", "--strict=yes", "--config", "x"}).error,
+              HasSubstr("takes no value"));
+}
+
+TEST(Arguments, ServeMassgenTakesEverythingAfterItAsMassGensFlags) {
+  auto parsed = parse_arguments({"serve", "--log-level", "debug", "--massgen", "--allowed-paths",
+                                 "/w", "/c", "--agent-id", "a", "--timeout=5"});
+  ASSERT_EQ(parsed.error, "");
+  ASSERT_TRUE(parsed.arguments.massgen.has_value());
+  EXPECT_EQ(parsed.arguments.massgen->allowed_paths, (std::vector<std::string>{"/w", "/c"}));
+  EXPECT_EQ(parsed.arguments.massgen->agent_id, "a");
+  EXPECT_EQ(parsed.arguments.log_level, "debug");
+  EXPECT_THAT(parse_arguments({"serve", "--massgen", "--config", "x.yaml"}).error,
+              HasSubstr("unknown MassGen flag '--config'"));
+  EXPECT_THAT(parse_arguments({"serve", "--config", "x.yaml", "--massgen"}).error,
+              HasSubstr("--massgen replaces --config and --agent"));
+  EXPECT_THAT(parse_arguments({"serve", "--agent", "a", "--massgen"}).error,
+              HasSubstr("--massgen replaces --config and --agent"));
+  EXPECT_THAT(parse_arguments({"serve", "--http", "127.0.0.1:0", "--massgen"}).error,
+              HasSubstr("--massgen serves one agent on stdio"));
+  EXPECT_THAT(parse_arguments({"exec", "--massgen"}).error, HasSubstr("unknown option"));
+  EXPECT_THAT(parse_arguments({"serve", "--massgen", "--frob"}).error,
+              HasSubstr("--local-skills-directory"));
+  EXPECT_FALSE(parse_arguments({"serve", "--config", "x"}).arguments.massgen.has_value());
+}
+
 TEST(Arguments, VersionAndHelp) {
   EXPECT_EQ(parse_arguments({"--version"}).arguments.command, "version");
   EXPECT_EQ(parse_arguments({"--help"}).arguments.command, "help");

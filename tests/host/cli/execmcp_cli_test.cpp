@@ -146,6 +146,49 @@ TEST(ExecmcpCli, ExecRunsThroughTheRealLocalPluginAndFilters) {
 }
 #endif
 
+TEST(ExecmcpCli, CheckConfigListsMassGenKeysItDoesNotActOnAndStrictRefusesThem) {
+  TempDir dir;
+  const auto config = dir.path() / "mg.yaml";
+  write_text(config,
+             "agent:\n  id: coder\n  backend:\n    type: openai\n    model: gpt-4o\n"
+             "    cwd: ws\n    enable_mcp_command_line: true\nui: {display_type: simple}\n");
+  auto result = run_execmcp("check-config " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const auto ok = result.out.find(": OK");
+  ASSERT_NE(ok, std::string::npos) << result.out;
+  const std::string after = result.out.substr(ok);
+  EXPECT_THAT(after, HasSubstr("read but not acted on (3;"));
+  EXPECT_THAT(after, HasSubstr("mg.yaml:4: agent.backend.type (model/LLM backend)"));
+  EXPECT_THAT(after, HasSubstr("mg.yaml:5: agent.backend.model (model/LLM backend)"));
+  EXPECT_THAT(after, HasSubstr("mg.yaml:8: ui (MassGen UI)"));
+
+  result = run_execmcp("check-config --strict " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.out, Not(HasSubstr(": OK")));
+  EXPECT_THAT(result.err, HasSubstr("error: " + config.string() +
+                                    ":4: agent.backend.type (model/LLM backend) "
+                                    "is not acted on by execmcp (--strict)"));
+  EXPECT_THAT(result.err, HasSubstr("mg.yaml:8: ui"));
+
+  // serve --strict refuses before it starts anything.
+  result = run_execmcp("serve --strict --config " + quote(config.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("agent.backend.model (model/LLM backend) is not acted on"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ws"));
+}
+
+TEST(ExecmcpCli, ServeMassgenRefusesBadFlagsBeforeStarting) {
+  TempDir dir;
+  auto result = run_execmcp("serve --massgen --allowed-paths ws --frobnicate", dir);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, AllOf(HasSubstr("unknown MassGen flag '--frobnicate'"),
+                                HasSubstr("--allowed-paths")));
+  result = run_execmcp("serve --massgen --allowed-paths ws --execution-mode docker", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("--execution-mode docker needs --agent-id"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ws"));
+}
+
 TEST(ExecmcpCli, ExecPrintsOutputAndExitsWithTheCommandsCode) {
   TempDir dir;
   const std::string config = fixture_config(dir);
@@ -208,6 +251,48 @@ TEST(ExecmcpCli, ServeAnswersOverStdioAndCleansUpOnce) {
   EXPECT_THAT(stderr_text, HasSubstr("serving agent 'echo' (backend fixture-echo"));
   EXPECT_THAT(stderr_text, HasSubstr("serve --config " + config + " --agent echo"));
   EXPECT_EQ(read_text(marker), "cleanup\n");  // once, after the MCP server returned
+}
+
+TEST(ExecmcpCli, ServeMassgenIsADropInForMassGensServer) {
+  // As MassGen launches its server: cwd = the workspace, the workspace first in --allowed-paths.
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "ws");
+  std::filesystem::create_directories(dir.path() / "ctx");
+  const auto requests = dir.path() / "requests.jsonl";
+  write_text(requests,
+             R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":)"
+             R"("2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}})"
+             "\n"
+             R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+             "\n"
+             R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_command",)"
+             R"("arguments":{"command":"pwd; echo made > out.txt"}}})"
+             "\n"
+             R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_command",)"
+             R"("arguments":{"command":"git push origin"}}})"
+             "\n"
+             R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file",)"
+             R"("arguments":{"path":")" +
+                 (dir.path() / "ctx" / "x.txt").string() + R"(","content":"no"}}})" + "\n");
+  const auto out = dir.path() / "out.txt";
+  const auto err = dir.path() / "err.txt";
+  const std::string command =
+      "cd " + quote((dir.path() / "ws").string()) + " && (cat " + quote(requests.string()) +
+      "; sleep 1) | env -u EXECMCP_PLUGIN_PATH " + quote(EXECMCP_BINARY) +
+      " serve --massgen --allowed-paths " + quote((dir.path() / "ws").string()) + " " +
+      quote((dir.path() / "ctx").string()) +
+      " --execution-mode local --agent-id agent_a --blocked-commands 'git\\s+push' --timeout 30"
+      " >" +
+      quote(out.string()) + " 2>" + quote(err.string());
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_text(err);
+  const std::string stdout_text = read_text(out);
+  EXPECT_THAT(stdout_text, HasSubstr(dir.str() + "/ws\\n"));
+  EXPECT_EQ(read_text(dir.path() / "ws" / "out.txt"), "made\n");
+  EXPECT_THAT(stdout_text, HasSubstr("patterns"));  // git push blocked by --blocked-commands
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ctx" / "x.txt"));  // context: read-only
+  EXPECT_THAT(read_text(err), HasSubstr("serving agent 'agent_a' (backend local"));
 }
 
 TEST(ExecmcpCli, ServeOnEofFinishAnswersPipedRequests) {

@@ -45,3 +45,43 @@ TEST(ExampleConfigs, EveryYamlInConfigsValidates) {
 
 }  // namespace
 }  // namespace execmcp::host
+
+namespace execmcp::host {
+namespace {
+
+std::shared_ptr<const Config> load_example(const char* name) {
+  return load_config((std::filesystem::path(EXECMCP_SOURCE_DIR) / "configs" / name).string());
+}
+
+TEST(ExampleConfigs, MassgenFullDevMapsSudoCredentialsAndPreinstall) {
+  tests::TempDir workspace;
+  tests::ScopedEnv env("EXECMCP_WORKSPACE", workspace.str());
+  const auto config = load_example("massgen-full-dev.yaml");
+  const auto& agent = config->agents.at(0);
+  EXPECT_EQ(agent.backend.plugin, "docker-api");
+  const auto& settings = agent.backend.settings;
+  EXPECT_EQ(settings.at("sudo"), true);
+  EXPECT_EQ(settings.at("credentials").at("mount"), (nlohmann::json{"ssh_keys", "git_config"}));
+  EXPECT_EQ(settings.at("credentials").at("env_file").get<std::string>().front(), '/');
+  EXPECT_EQ(settings.at("credentials").at("additional_mounts").count(workspace.str() + "/datasets"),
+            1u);
+  EXPECT_EQ(settings.at("preinstall").at("python"), (nlohmann::json{"requests", "pytest"}));
+  EXPECT_EQ(agent.filters.at(0).settings.at("allow"),
+            (nlohmann::json{"sudo", "su", "chown", "chmod"}));
+}
+
+TEST(ExampleConfigs, MassgenProtectedKeepsReferenceReadOnly) {
+  const auto config = load_example("massgen-protected.yaml");
+  const auto& context = config->agents.at(0).context_paths.at(0);
+  EXPECT_TRUE(context.writable);
+  ASSERT_EQ(context.protected_paths.size(), 1u);
+  EXPECT_EQ(context.protected_paths[0], context.path + "/reference");
+}
+
+TEST(ExampleConfigs, DockerAttachNamesTheContainer) {
+  const auto config = load_example("docker-attach.yaml");
+  EXPECT_EQ(config->agents.at(0).backend.settings.at("container"), "my-dev");
+}
+
+}  // namespace
+}  // namespace execmcp::host
