@@ -47,8 +47,19 @@ class CancelToken {
 
 // A path the agent may use. The agent's cwd is always the first grant and is writable.
 struct PathGrant {
+  PathGrant() = default;
+  // `{path, writable}` stays the short form (no missing-initializer warning for the newer field).
+  PathGrant(std::string grant_path, bool grant_writable,
+            std::vector<std::string> grant_protected_paths = {})
+      : path(std::move(grant_path)),
+        writable(grant_writable),
+        protected_paths(std::move(grant_protected_paths)) {}
+
   std::string path;  // absolute, as on the host
   bool writable = false;
+  // Absolute host paths at or inside `path` that stay read-only although the grant is writable
+  // (MassGen's context_paths[].protected_paths). Since ABI 2.0.
+  std::vector<std::string> protected_paths;
 };
 
 struct ExecRequest {
