@@ -98,4 +98,36 @@ TEST_F(PathPolicyTest, AGrantThatLaterBecomesASymlinkFailsClosed) {
             "");
 }
 
+TEST_F(PathPolicyTest, ProtectedPathsOfAWritableGrantRefuseWritesAtOrUnderThem) {
+  fs::create_directories(root_ / "ctx" / "keep" / "deep");
+  const std::string keep = (root_ / "ctx" / "keep").string();
+  PathPolicy policy((root_ / "ws").string(),
+                    {{(root_ / "ws").string(), true}, {(root_ / "ctx").string(), true, {keep}}});
+  // Writes elsewhere in the context still work.
+  EXPECT_EQ(policy.resolve((root_ / "ctx" / "free.txt").string(), Access::Write).error, "");
+  EXPECT_EQ(policy.resolve((root_ / "ctx" / "keeper.txt").string(), Access::Write).error, "");
+  for (const fs::path& target :
+       {root_ / "ctx" / "keep", root_ / "ctx" / "keep" / "new.txt",
+        root_ / "ctx" / "keep" / "deep" / "x", root_ / "ctx" / "free" / ".." / "keep" / "y"}) {
+    SCOPED_TRACE(target.string());
+    const auto refused = policy.resolve(target.string(), Access::Write);
+    EXPECT_EQ(refused.path, "");
+    EXPECT_NE(refused.error.find("is protected (context_paths[0].protected_paths)"),
+              std::string::npos)
+        << refused.error;
+    // Reading stays allowed.
+    EXPECT_EQ(policy.resolve(target.string(), Access::Read).error, "");
+  }
+}
+
+TEST_F(PathPolicyTest, ASymlinkIntoAProtectedPathIsRefusedToo) {
+  fs::create_directories(root_ / "ctx" / "keep");
+  fs::create_symlink(root_ / "ctx" / "keep", root_ / "ws" / "alias");
+  PathPolicy policy((root_ / "ws").string(),
+                    {{(root_ / "ws").string(), true},
+                     {(root_ / "ctx").string(), true, {(root_ / "ctx" / "keep").string()}}});
+  const auto refused = policy.resolve("alias/file.txt", Access::Write);
+  EXPECT_NE(refused.error.find("is protected"), std::string::npos) << refused.error;
+}
+
 }  // namespace

@@ -34,9 +34,10 @@ inline bool is_within(const std::filesystem::path& child, const std::filesystem:
 // before it) with every symlink followed, and checks that the result lies inside a grant that
 // permits the access. The grants' own symlinks are resolved once, here: a grant that later
 // becomes a symlink elsewhere refuses what it points to (fails closed) instead of following it.
-// The target itself need not exist. Thread safe. A string, not a descriptor: a backend that opens
-// the result on the host races a concurrent rename (the local backend opens beneath the grant's
-// directory instead; see plugins/local/path_beneath.hpp).
+// The target itself need not exist. A write at or under a grant's protected path is refused, by
+// whichever grant contains it (protection wins over another writable grant). Thread safe. A string,
+// not a descriptor: a backend that opens the result on the host races a concurrent rename (the
+// local backend opens beneath the grant's directory instead; see plugins/local/path_beneath.hpp).
 class PathPolicy {
  public:
   PathPolicy(std::string cwd, const std::vector<PathGrant>& grants) : cwd_(std::move(cwd)) {
@@ -44,7 +45,16 @@ class PathPolicy {
     for (const auto& grant : grants) {
       std::filesystem::path root = std::filesystem::weakly_canonical(grant.path, ec);
       if (ec) continue;  // unresolvable now: grants nothing
-      roots_.push_back({root, grant});
+      Root entry{root, grant, {}};
+      for (const auto& protected_path : grant.protected_paths) {
+        std::error_code protected_ec;
+        std::filesystem::path real =
+            std::filesystem::weakly_canonical(protected_path, protected_ec);
+        // Unresolvable: keep it as written, so it still protects (fails closed).
+        entry.protected_paths.push_back(
+            protected_ec ? std::filesystem::path(protected_path).lexically_normal() : real);
+      }
+      roots_.push_back(std::move(entry));
     }
   }
 
@@ -59,6 +69,21 @@ class PathPolicy {
     // prefix and normalises the rest by text, so "missing/../link" would keep `link` unresolved.
     fs::path resolved = fs::weakly_canonical(p.lexically_normal(), ec);
     if (ec) return {{}, "cannot resolve path '" + p.string() + "': " + ec.message()};
+    if (access == Access::Write) {
+      for (std::size_t i = 0; i < roots_.size(); ++i) {
+        if (!detail::is_within(resolved, roots_[i].canonical)) continue;
+        for (const auto& protected_path : roots_[i].protected_paths) {
+          if (!detail::is_within(resolved, protected_path)) continue;
+          // The host grants the workspace first, then context_paths in config order.
+          const std::string where =
+              i == 0 ? std::string("the workspace's protected_paths")
+                     : "context_paths[" + std::to_string(i - 1) + "].protected_paths";
+          return {{},
+                  "path '" + std::string(requested) + "' resolves to '" + resolved.string() +
+                      "', which is protected (" + where + "): read-only for this agent"};
+        }
+      }
+    }
     bool inside_any = false;
     for (const auto& root : roots_) {
       if (!detail::is_within(resolved, root.canonical)) continue;
@@ -82,6 +107,7 @@ class PathPolicy {
   struct Root {
     std::filesystem::path canonical;
     PathGrant grant;
+    std::vector<std::filesystem::path> protected_paths;  // resolved once, like the grant
   };
   std::string cwd_;
   std::vector<Root> roots_;
