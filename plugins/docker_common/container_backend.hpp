@@ -18,8 +18,8 @@
 #include "docker_common/engine.hpp"
 #include "docker_common/runner_channel.hpp"
 #include "docker_common/workspace_access.hpp"
-#include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/background_processes.hpp"
+#include "execmcp/sdk/executor_backend.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -38,10 +38,7 @@ inline constexpr const char* kLostDocker =
     "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
     "unknown, and it may not have finished; the next call starts the container again";
 
-class ContainerBackend : public sdk::ExecutorBackend
-    ,
-                         public sdk::BackgroundProcesses
-{
+class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProcesses {
  public:
   // `backend_name` prefixes unexpected errors ("docker-api: ..."). Throws std::invalid_argument on
   // bad settings.
@@ -65,7 +62,6 @@ class ContainerBackend : public sdk::ExecutorBackend
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                           sdk::BackgroundObserver* observer) noexcept override;
   void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
-
 
  private:
   struct Background;
@@ -98,9 +94,7 @@ class ContainerBackend : public sdk::ExecutorBackend
   };
 
   // Attach mode (`container: NAME`): the container is not ours to create, restart or remove.
-  [[nodiscard]] bool attached() const {
-    return !settings_.container.empty();
-  }
+  [[nodiscard]] bool attached() const { return !settings_.container.empty(); }
   // start() in attach mode: the container must run, show every grant at its path, and have a
   // non-root user for the commands.
   std::string start_attached();

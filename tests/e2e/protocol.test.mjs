@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { RawServer, isValidUtf8, makeWorkspace, nativeConfig } from './lib/harness.mjs';
+import { RawServer, TOOLS, isValidUtf8, makeWorkspace, nativeConfig } from './lib/harness.mjs';
 
 describe('protocol over a raw pipe', () => {
   let w;
@@ -36,7 +36,7 @@ describe('protocol over a raw pipe', () => {
       assert.ok(init.result.serverInfo?.name);
       s.send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
       const { msg } = await s.response(2);
-      assert.equal(msg.result.tools.length, 4);
+      assert.equal(msg.result.tools.length, TOOLS.length);
       if (version === '2024-11-05') {
         // outputSchema and structuredContent arrived in 2025-06-18; older clients still get text.
         s.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'execute_command', arguments: { command: 'echo old' } } });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 
 import { REV2026, rev2026Options } from './lib/clients.mjs';
-import { RawServer, makeWorkspace, nativeConfig } from './lib/harness.mjs';
+import { RawServer, TOOLS, makeWorkspace, nativeConfig } from './lib/harness.mjs';
 
 const w = makeWorkspace();
 const configFile = nativeConfig(w, { filters: 'none' });
@@ -56,7 +56,7 @@ describe('2026-07-28 over a raw stdio pipe, no initialize', () => {
     assert.ok(msg.result, JSON.stringify(msg));
     assert.equal(msg.result.resultType, 'complete', 'the 2.x client rejects a 2026-07-28 result without resultType');
     assertCacheHints(msg.result, 'tools/list (the 2.x client rejects it without them)');
-    assert.equal(msg.result.tools.length, 4);
+    assert.equal(msg.result.tools.length, TOOLS.length);
   });
 
   test('tools/call echo hi: resultType and structuredContent', pending, async () => {

@@ -1,10 +1,10 @@
-// The four tools through the official MCP SDK client against a real execmcp on the local backend.
+// The tools through the official MCP SDK client against a real execmcp on the local backend.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { callTool, connectClient, makeWorkspace, nativeConfig, randomName, textOf } from './lib/harness.mjs';
+import { TOOLS, callTool, connectClient, makeWorkspace, nativeConfig, randomName, textOf } from './lib/harness.mjs';
 
 const OUTPUT_CAP = 1048576;
 
@@ -31,10 +31,10 @@ describe('tools over the MCP SDK client (local backend)', () => {
     assert.ok(client.getServerCapabilities()?.tools, 'tools capability advertised');
   });
 
-  test('listTools returns the four tools, each with input and output schema', async () => {
+  test('listTools returns every tool, each with input and output schema', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['execute_command', 'read_docstring', 'read_file', 'write_file']);
+    assert.deepEqual(names, TOOLS);
     for (const t of tools) {
       assert.ok(t.description && t.description.length > 10, `${t.name} has a description`);
       assert.equal(t.inputSchema?.type, 'object', `${t.name} inputSchema is an object schema`);

@@ -414,7 +414,7 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   init.cwd = agent.cwd;
   init.paths.push_back({agent.cwd, true});
   for (const auto& context : agent.context_paths)
-    init.paths.push_back({context.path, context.writable});
+    init.paths.push_back({context.path, context.writable, context.protected_paths});
   if (!agent.skills_dir.empty()) init.paths.push_back({agent.skills_dir, false});
   if (!agent.temp_workspace.empty()) init.paths.push_back({agent.temp_workspace, false});
   init.tools_dir = agent.tools_dir;

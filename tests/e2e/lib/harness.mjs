@@ -10,6 +10,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+// Every backend in tree offers background processes, so the five background-shell tools are listed.
+export const TOOLS = [
+  'execute_command',
+  'get_background_shell_output',
+  'get_background_shell_status',
+  'kill_background_shell',
+  'list_background_shells',
+  'read_docstring',
+  'read_file',
+  'start_background_shell',
+  'write_file',
+];
+
+
 export { sleep };
 
 export const EXECMCP_BIN = process.env.EXECMCP_BIN;

@@ -5,14 +5,13 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 
 import { REV2026, callKind } from './clients.mjs';
-import { killMarker, textOf, uniqueMarker, waitForMarker, waitMarkerGone } from './harness.mjs';
+import { TOOLS, killMarker, textOf, uniqueMarker, waitForMarker, waitMarkerGone } from './harness.mjs';
 
 // `sh -c` running two sleeps, one in the background; both carry the marker in their argv.
 function treeCommand(marker) {
   return `sh -c 'sleep 1000.${marker} & sleep 1000.${marker}; wait' tree-${marker}`;
 }
 
-const TOOLS = ['execute_command', 'read_docstring', 'read_file', 'write_file'];
 
 // kinds: CLIENT_KINDS entries. connect(kind): Promise<conn> (lib/clients.mjs connectKind).
 // pending: node:test options for the tests that need execmcp to speak 2026-07-28 (rev2026Options).
