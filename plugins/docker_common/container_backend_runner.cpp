@@ -28,31 +28,33 @@ constexpr auto kRetryPause = std::chrono::seconds(30);
 // How long a kill request may go unanswered before the call's processes are killed from outside.
 constexpr auto kKillGrace = std::chrono::seconds(15);
 
+// The runner program's bytes, to copy or pipe into a container.
+EngineError read_runner(const std::string& path, std::string& bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  bytes = buffer.str();
+  if (!in || bytes.empty())
+    return EngineError::sentence(
+        Kind::kOther, "cannot read execmcp-runner at " + path + " to copy it into the container");
+  return {};
+}
+
 }  // namespace
 
 EngineError ContainerBackend::copy_runner() {
   if (attached()) return deliver_runner_by_exec();
-  std::ifstream in(runner_host_path_, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  if (!in || bytes.str().empty())
-    return EngineError::sentence(
-        Kind::kOther,
-        "cannot read execmcp-runner at " + runner_host_path_ + " to copy it into the container");
-  const std::string tar = single_file_tar("execmcp-runner", bytes.str(), 0555);
+  std::string bytes;
+  if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
+  const std::string tar = single_file_tar("execmcp-runner", bytes, 0555);
   auto err = engine_->copy_into(name_, kRunnerDir, tar);
   if (err.ok()) runner_copied_ = true;
   return err;
 }
 
 EngineError ContainerBackend::deliver_runner_by_exec() {
-  std::ifstream in(runner_host_path_, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  if (!in || bytes.str().empty())
-    return EngineError::sentence(
-        Kind::kOther,
-        "cannot read execmcp-runner at " + runner_host_path_ + " to copy it into the container");
+  std::string bytes;
+  if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
   // As the exec user, so the file is its own and cleanup() can remove it; a directory of its own
   // (mode 700) under /tmp, else under $HOME when /tmp is mounted noexec. The program run with no
   // argument exits 2 (its usage): that proves it can execute there.
@@ -84,7 +86,7 @@ EngineError ContainerBackend::deliver_runner_by_exec() {
   ExecSpec spec;
   spec.cmd = {"/bin/sh", "-c", kDeliver, "execmcp-deliver", tag};
   spec.work_dir = "/";
-  spec.stdin_data = bytes.str();
+  spec.stdin_data = std::move(bytes);
   spec.timeout = std::chrono::seconds(120);
   spec.output_cap = 4096;
   spec.marker = "execmcp-deliver-" + tag;

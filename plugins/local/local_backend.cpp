@@ -237,6 +237,8 @@ std::string LocalBackend::resolve_spawn(const std::string& command, const std::s
     return "work_dir '" + work_dir + "' is not an existing directory (" + std::strerror(-dir) + ")";
   spec.shell = settings_.shell;
   spec.work_dir = (fs::path(grant.root->canonical) / grant.relative).lexically_normal().string();
+  // "<root>/" + "" normalises to "<root>/": results name the directory without the trailing '/'.
+  if (spec.work_dir.size() > 1 && spec.work_dir.back() == '/') spec.work_dir.pop_back();
   if (auto error = prepare(command, env, spec.work_dir, spec.command, spec.env); !error.empty())
     return error;
   spec.work_dir_fd = dir_closer.fd;  // now the caller's to close

@@ -219,6 +219,13 @@ TEST_F(LocalBackgroundTest, WorkDirIsConfinedAsForExecute) {
   request.command = "true";
   request.work_dir = "sub/.";
   EXPECT_EQ(backend().execute(request).work_dir, (workspace_ / "sub").string());
+  // The workspace itself is named as it is, without a trailing '/' (MassGen's resolved path).
+  request.work_dir = "";
+  EXPECT_EQ(backend().execute(request).work_dir, fs::canonical(workspace_).string());
+  Recorder recorder;
+  const auto started = start(processes, recorder, "true", "");
+  EXPECT_EQ(started.work_dir, fs::canonical(workspace_).string());
+  ASSERT_TRUE(recorder.wait_exit());
 }
 
 TEST_F(LocalBackgroundTest, TerminateEndsTheWholeTreeThenReturns) {
