@@ -26,7 +26,8 @@ if [ "${EXECMCP_DOCKER_TESTS:-1}" != 0 ]; then
     "$root/scripts/docker-engine.sh" start
     engine_started=1
   fi
-  "$root/docker/build.sh"
+  # The runtime image, and its sudo variant for the `sudo: true` tests (docker_options).
+  "$root/docker/build.sh" --runtime --sudo
 fi
 
 # The end-to-end tests drive the real server with the official MCP TypeScript SDK client.
