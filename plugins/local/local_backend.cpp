@@ -2,6 +2,7 @@
 #include "local_backend.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,8 +65,20 @@ std::shared_ptr<const std::vector<GrantRoot>> grant_roots(
     std::error_code ec;
     fs::path canonical = fs::weakly_canonical(grant.path, ec);
     if (ec) continue;  // unresolvable now: grants nothing
-    roots->push_back({fs::path(grant.path).lexically_normal().string(),
-                      canonical.lexically_normal().string(), grant.writable});
+    GrantRoot root{fs::path(grant.path).lexically_normal().string(),
+                   canonical.lexically_normal().string(),
+                   grant.writable,
+                   {}};
+    for (const auto& protected_path : grant.protected_paths) {
+      // Both forms: the one written (which the agent may use) and the real one (which a symlink
+      // reaches); unresolvable now, it still protects as written (fails closed).
+      const fs::path written = fs::path(protected_path).lexically_normal();
+      root.protected_paths.push_back(written.string());
+      const fs::path real = fs::weakly_canonical(written, ec);
+      if (!ec && real.lexically_normal() != written)
+        root.protected_paths.push_back(real.lexically_normal().string());
+    }
+    roots->push_back(std::move(root));
   }
   return roots;
 }
@@ -86,6 +99,39 @@ std::string file_kind(mode_t mode) {
   if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
   if (S_ISLNK(mode)) return "a symlink";
   return "not a regular file";
+}
+
+// The absolute path of the directory an open descriptor names, or "" (errno set).
+std::string descriptor_path(int fd) {
+  char link[64];
+  std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  std::string target(PATH_MAX, '\0');
+  const ssize_t n = ::readlink(link, target.data(), target.size());
+  if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) {
+    if (n >= 0) errno = ENAMETOOLONG;
+    return {};
+  }
+  target.resize(static_cast<std::size_t>(n));
+  return target;
+}
+
+bool has_protected_paths(const std::vector<GrantRoot>& roots) {
+  return std::any_of(roots.begin(), roots.end(),
+                     [](const GrantRoot& root) { return !root.protected_paths.empty(); });
+}
+
+// Refuses (with a message naming `shown`) when `leaf` in the directory `dir_fd` (or the directory
+// itself, for an empty leaf) really is at or beneath a protected path.
+std::string protected_target(int dir_fd, const std::string& leaf,
+                             const std::vector<GrantRoot>& roots, const std::string& shown) {
+  if (!has_protected_paths(roots)) return {};
+  std::string target = descriptor_path(dir_fd);
+  if (target.empty()) return path_error("write", shown, errno);
+  if (!leaf.empty()) target += (target == "/" ? "" : "/") + leaf;
+  const std::string* hit = protected_by(target, roots);
+  if (hit == nullptr) return {};
+  return "cannot write '" + shown + "': it leads to '" + target + "', which is protected (" + *hit +
+         "): read-only for this agent";
 }
 
 // Closes a descriptor at the end of a scope.
@@ -361,6 +407,22 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
 // Writes into a new file beside the target (O_EXCL, in the same directory descriptor), fsyncs it
 // and renames it over the target: the file is either the old one or the whole new one, a hard
 // link to the target is never written through, and a full disk leaves the old file as it was.
+std::string LocalBackend::protected_ancestor(const OpenedGrant& grant,
+                                             const std::string& shown) const {
+  if (!has_protected_paths(*grant.roots)) return {};
+  std::string existing = grant.relative;
+  for (;;) {
+    const int fd = open_beneath(grant.fd, grant.root->canonical, existing, O_PATH | O_DIRECTORY);
+    if (fd >= 0) {
+      FdCloser closer{fd};
+      return protected_target(fd, "", *grant.roots, shown);
+    }
+    if (existing.empty()) return {};  // the grant itself: open_parent_beneath says why
+    const auto slash = existing.rfind('/');
+    existing = slash == std::string::npos ? std::string() : existing.substr(0, slash);
+  }
+}
+
 sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult result;
   const unsigned stops = stops_.load(std::memory_order_acquire);
@@ -375,6 +437,12 @@ sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& reque
       result.error = grant.error;
       return result;
     }
+    // Directories missing on the way are made, but never inside a protected one (reached by a
+    // symlink): where the deepest existing one really is is checked first.
+    if (auto refusal = protected_ancestor(grant, request.path); !refusal.empty()) {
+      result.error = refusal;
+      return result;
+    }
     ParentBeneath parent =
         open_parent_beneath(grant.fd, grant.root->canonical, grant.relative, true);
     FdCloser parent_closer{parent.fd};
@@ -382,6 +450,13 @@ sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& reque
       result.error = parent.error == EISDIR
                          ? "cannot write '" + request.path + "': it is a directory"
                          : path_error("write", request.path, parent.error);
+      return result;
+    }
+    // Where the file really goes, symlinks on the way followed: a link in the workspace that
+    // leads into a protected directory is refused here (locate() saw only the path as written).
+    if (auto refusal = protected_target(parent.fd, parent.leaf, *grant.roots, request.path);
+        !refusal.empty()) {
+      result.error = refusal;
       return result;
     }
     mode_t mode = 0644;

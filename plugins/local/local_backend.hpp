@@ -106,6 +106,10 @@ class LocalBackend final : public sdk::ExecutorBackend, public sdk::BackgroundPr
     std::string error;
   };
   [[nodiscard]] OpenedGrant open_grant(const std::string& path, sdk::Access access) const;
+  // A refusal when the deepest directory of `grant.relative` that exists really lies in a
+  // protected path (where a write would make the missing ones); "" otherwise.
+  [[nodiscard]] std::string protected_ancestor(const OpenedGrant& grant,
+                                               const std::string& shown) const;
   // True once a file tool loop should give up: the request was cancelled or the backend stopped.
   [[nodiscard]] bool abandoned(const sdk::CancelToken* cancel,
                                unsigned stops_at_start) const noexcept;

@@ -216,6 +216,16 @@ bool walk_may_help(long error) {
 
 }  // namespace
 
+const std::string* protected_by(std::string_view path, const std::vector<GrantRoot>& roots) {
+  const auto components = normal_components(path);
+  for (const auto& root : roots) {
+    for (const auto& protected_path : root.protected_paths) {
+      if (prefix_length(components, normal_components(protected_path)) >= 0) return &protected_path;
+    }
+  }
+  return nullptr;
+}
+
 Location locate(std::string_view requested, std::string_view cwd,
                 const std::vector<GrantRoot>& roots, sdk::Access access) {
   Location location;
@@ -231,6 +241,13 @@ Location locate(std::string_view requested, std::string_view cwd,
     absolute.append(cwd).append("/").append(requested);
   }
   const auto path = normal_components(absolute);
+  if (access == sdk::Access::Write) {
+    if (const std::string* hit = protected_by(join(path, 0, true), roots); hit != nullptr) {
+      location.error = "path '" + shown + "' (" + join(path, 0, true) + ") is protected (" + *hit +
+                       "): read-only for this agent";
+      return location;
+    }
+  }
   long best = -1;
   bool inside_any = false;
   for (std::size_t i = 0; i < roots.size(); ++i) {

@@ -25,6 +25,9 @@ struct GrantRoot {
   std::string configured;
   std::string canonical;
   bool writable = false;
+  // Paths at or inside the grant that stay read-only (MassGen's protected_paths), each as
+  // configured and as resolved at start; the file tools refuse to write at or beneath either.
+  std::vector<std::string> protected_paths;
 };
 
 struct Location {
@@ -39,6 +42,11 @@ struct Location {
 // refused. Pure: touches no file system.
 Location locate(std::string_view requested, std::string_view cwd,
                 const std::vector<GrantRoot>& roots, sdk::Access access);
+
+// The protected path (as held in `roots`) that the absolute, lexically normal `path` is at or
+// beneath, or null. locate() asks it of the path as written; a writer asks it again of where the
+// opened directory really is, so a symlink into a protected directory does not get around it.
+const std::string* protected_by(std::string_view path, const std::vector<GrantRoot>& roots);
 
 // How open_beneath resolves: the kernel (openat2; falls back to the walk when the kernel lacks it
 // or refuses a step the walk may still allow, such as an absolute symlink that points inside), or

@@ -60,7 +60,7 @@ Tree make_tree() {
   const std::vector<PathGrant> grants = {{t.workspace.string(), true}, {t.context.string(), false}};
   t.policy = new PathPolicy(t.workspace.string(), grants);
   for (const auto& grant : grants) {
-    t.roots.push_back({grant.path, grant.path, grant.writable});
+    t.roots.push_back({grant.path, grant.path, grant.writable, {}});
     t.root_fds.push_back(local::open_grant_root(grant.path));
     if (t.root_fds.back() < 0) std::abort();
   }

@@ -151,6 +151,44 @@ class LocalBackendTest : public ::testing::Test {
   std::vector<std::unique_ptr<ExecutorBackend>> backends_;
 };
 
+// MassGen's context_paths[].protected_paths: inside a writable grant, the file tools refuse to
+// write them, whichever way the path is written (a symlink in the workspace included), and
+// leave them as they were; reading them and writing beside them still works.
+TEST_F(LocalBackendTest, ProtectedPathsRefuseWritesThroughTheFileTools) {
+  fs::create_directories(workspace_ / "keep" / "deep");
+  std::ofstream(workspace_ / "keep" / "deep" / "a.txt") << "original";
+  std::ofstream(workspace_ / "settings.json") << "{}";
+  fs::create_directory_symlink(workspace_ / "keep", workspace_ / "alias");
+  fs::create_symlink(workspace_ / "settings.json", workspace_ / "settings-link");
+  execmcp::sdk::BackendInit init;
+  init.agent_id = "local-test";
+  init.cwd = workspace_.string();
+  init.paths = {{workspace_.string(),
+                 true,
+                 {(workspace_ / "keep").string(), (workspace_ / "settings.json").string()}}};
+  init.settings_json = "{}";
+  backends_.push_back(factory_(init));
+  ASSERT_EQ(backends_.back()->start(), "");
+  auto& backend = *backends_.back();
+  for (const std::string& path : std::vector<std::string>{
+           "keep/deep/a.txt", "keep/new.txt", "keep/newdir/b.txt", "alias/made/b.txt",
+           "./keep/../keep/deep/a.txt", (workspace_ / "keep" / "deep" / "a.txt").string(),
+           "alias/deep/a.txt", "alias/new.txt", "settings.json", "settings-link"}) {
+    const auto written = backend.write_file({path, "changed"});
+    EXPECT_NE(written.error.find("protected"), std::string::npos) << path << ": " << written.error;
+    EXPECT_EQ(written.bytes_written, 0u) << path;
+  }
+  EXPECT_EQ(read_text(workspace_ / "keep" / "deep" / "a.txt"), "original");
+  EXPECT_EQ(read_text(workspace_ / "settings.json"), "{}");
+  EXPECT_FALSE(fs::exists(workspace_ / "keep" / "new.txt"));
+  EXPECT_FALSE(fs::exists(workspace_ / "keep" / "newdir"));
+  EXPECT_FALSE(fs::exists(workspace_ / "keep" / "made")) << "a directory made on the way";
+  EXPECT_EQ(backend.read_file({"alias/deep/a.txt"}).data, "original");
+  EXPECT_EQ(backend.write_file({"free.txt", "ok"}).error, "");
+  EXPECT_EQ(backend.write_file({"keepsake/x.txt", "ok"}).error, "");
+  EXPECT_EQ(read_text(workspace_ / "keepsake" / "x.txt"), "ok");
+}
+
 TEST_F(LocalBackendTest, DescriptorSaysLocalBackend) {
   boost::dll::shared_library library(EXECMCP_LOCAL_PLUGIN_PATH);
   const auto& descriptor =

@@ -43,7 +43,7 @@ std::string read_fd(int fd) {
 }
 
 TEST(Locate, MapsPathsToTheGrantLexically) {
-  const std::vector<GrantRoot> roots{{"/ws", "/real/ws", true}, {"/ref", "/ref", false}};
+  const std::vector<GrantRoot> roots{{"/ws", "/real/ws", true, {}}, {"/ref", "/ref", false, {}}};
   auto a = locate("sub/f.txt", "/ws", roots, Access::Write);
   EXPECT_EQ(a.error, "");
   EXPECT_EQ(a.grant, 0u);
@@ -59,7 +59,7 @@ TEST(Locate, MapsPathsToTheGrantLexically) {
 }
 
 TEST(Locate, RefusesOutsideReadOnlyAndNul) {
-  const std::vector<GrantRoot> roots{{"/ws", "/ws", true}, {"/ref", "/ref", false}};
+  const std::vector<GrantRoot> roots{{"/ws", "/ws", true, {}}, {"/ref", "/ref", false, {}}};
   EXPECT_NE(locate("../etc/passwd", "/ws", roots, Access::Read).error.find("outside"),
             std::string::npos);
   EXPECT_NE(locate("/wsx/a", "/ws", roots, Access::Read).error, "");  // a prefix, not a parent
@@ -68,6 +68,21 @@ TEST(Locate, RefusesOutsideReadOnlyAndNul) {
             std::string::npos);
   EXPECT_NE(locate(std::string("a\0/../../etc", 12), "/ws", roots, Access::Read).error.find("NUL"),
             std::string::npos);
+}
+
+TEST(Locate, RefusesWritesAtOrBeneathAProtectedPathButReadsThem) {
+  const std::vector<GrantRoot> roots{
+      {"/ws", "/real/ws", true, {"/ws/.git", "/real/ws/.git", "/ws/config.json"}}};
+  for (const std::string path :
+       {".git", ".git/config", "/real/ws/.git/hooks/x", "config.json", "sub/../.git/./HEAD"}) {
+    const auto write = locate(path, "/ws", roots, Access::Write);
+    EXPECT_NE(write.error.find("is protected"), std::string::npos) << path << ": " << write.error;
+    EXPECT_NE(write.error.find("read-only for this agent"), std::string::npos) << path;
+    EXPECT_EQ(locate(path, "/ws", roots, Access::Read).error, "") << path;
+  }
+  // Beside a protected path, and a name it is only a prefix of, stay writable.
+  for (const std::string path : {"src/a.txt", ".gitignore", "config.json.bak", ".git2/x"})
+    EXPECT_EQ(locate(path, "/ws", roots, Access::Write).error, "") << path;
 }
 
 class OpenBeneath : public ::testing::TestWithParam<Resolver> {
