@@ -27,7 +27,13 @@ std::string attached_user(const std::string& container, const std::string& confi
 std::string check_attached_mounts(const std::string& container,
                                   const std::vector<sdk::PathGrant>& grants,
                                   const std::vector<ContainerMount>& mounts, bool accept_writable) {
-  for (const auto& grant : grants) {
+  // A writable grant's protected paths must show read-only: the container is not ours to mount
+  // them.
+  std::vector<sdk::PathGrant> shown = grants;
+  for (const auto& g : grants)
+    if (g.writable)
+      for (const auto& p : g.protected_paths) shown.push_back({p, false});
+  for (const auto& grant : shown) {
     // The deepest mount whose target covers the grant is what the container shows there.
     const ContainerMount* covering = nullptr;
     for (const auto& m : mounts)

@@ -354,20 +354,32 @@ std::string ContainerBackend::checked_spec(ContainerSpec& spec,
   // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
   // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
   std::erase_if(spec.mounts, [&](const MountSpec& m) {
-    const bool optional = m.target == "/tools" || m.target == "/skills" ||
+    const bool is_protected = is_protected_mount(init_, m);
+    const bool optional = m.target == "/tools" || m.target == "/skills" || is_protected ||
                           (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
     std::error_code ec;
     if (!optional || std::filesystem::exists(m.source, ec)) return false;
-    log(sdk::LogLevel::Info,
-        "not mounting " + m.source + " at " + m.target + ": it does not exist");
+    log(is_protected ? sdk::LogLevel::Warn : sdk::LogLevel::Info,
+        "not mounting " + m.source + " at " + m.target + ": it does not exist" +
+            (is_protected ? " (a protected path is protected from the first start at which it "
+                            "exists)"
+                          : ""));
     return true;
   });
   // Checked before every start, not once: the engine resolves each source again at each start,
   // and an agent may have changed a path since the last one.
+  std::vector<WritableRoot> others;
+  if (auto err = add_other_agents_roots(others, managed); !err.empty()) return err;
   auto roots = writable_roots(init_, settings_.extra_mounts);
-  if (auto err = add_other_agents_roots(roots, managed); !err.empty()) return err;
-  for (const auto& m : spec.mounts)
-    if (auto err = check_mount_source(m.source, roots); !err.empty()) return err;
+  roots.insert(roots.end(), others.begin(), others.end());
+  for (const auto& m : spec.mounts) {
+    // A protected path lies in this agent's writable grant by definition; its container is gone
+    // while this check and the engine's mount run, so only the symlink check and the other
+    // agents' paths apply to it.
+    if (auto err = check_mount_source(m.source, is_protected_mount(init_, m) ? others : roots);
+        !err.empty())
+      return err;
+  }
   return {};
 }
 
@@ -1003,6 +1015,18 @@ sdk::FileReadResult ContainerBackend::read_file(const sdk::FileReadRequest& requ
   return out;
 }
 
+std::string ContainerBackend::protected_refusal(const std::string& requested) const {
+  const std::string path =
+      (std::filesystem::path(init_.cwd) / requested).lexically_normal().string();
+  for (const auto& g : init_.paths)
+    if (g.writable)
+      for (const auto& p : g.protected_paths)
+        if (path == p || path_within(path, p))
+          return "cannot write '" + requested + "': '" + path + "' is protected (" + p +
+                 "): read-only for this agent";
+  return {};
+}
+
 sdk::FileWriteResult ContainerBackend::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult out;
   if (cancelled_before_start(request.cancel)) {
@@ -1010,6 +1034,12 @@ sdk::FileWriteResult ContainerBackend::write_file(const sdk::FileWriteRequest& r
     return out;
   }
   try {
+    // The read-only mounts enforce protected paths whatever the path; named here first, so the
+    // agent reads why rather than the file system's "Read-only file system".
+    if (auto refusal = protected_refusal(request.path); !refusal.empty()) {
+      out.error = refusal;
+      return out;
+    }
     // No input can reach the container this way (a proxy that refuses upgrades): the bytes go in
     // arguments instead.
     if (check_input_path() == kNoUpgrade) return write_file_in_pieces(request);

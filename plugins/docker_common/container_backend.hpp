@@ -75,6 +75,8 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   // SIGTERM to every process marked with `marker`, then up to `grace` for them to exit.
   void term_marked(const std::string& marker, std::chrono::milliseconds grace);
   // work_dir resolved inside the grants and existing; "" or why it is refused.
+  // A refusal naming the protected path `requested` lies at or beneath, as written; "" otherwise.
+  [[nodiscard]] std::string protected_refusal(const std::string& requested) const;
   std::string resolve_work_dir(const std::string& requested, std::string& path) const;
   // The command as the shell gets it: command_prefix and venv_path applied.
   std::string prepared_command(const std::string& command) const;

@@ -61,12 +61,27 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
                  path_within(g.path, init.paths[j].path) && init.paths[j].writable == g.writable;
     if (!covered) add(g.path, g.path, !g.writable);
   }
+  // Protected paths inside a writable grant: read-only binds over the writable one (the engine
+  // mounts the shallower target first). The source lies in this agent's own writable grant, so
+  // checked_spec() checks it against the other agents' paths only, and for symlinks as always.
+  for (const auto& g : init.paths)
+    if (g.writable)
+      for (const auto& p : g.protected_paths) add(p, p, true);
   add(init.temp_workspace, init.temp_workspace, true);
   if (container_tools_dir(init) == "/tools") add(init.tools_dir, "/tools", true);
   if (!init.skills_dir.empty() && enclosing_grant(init, init.skills_dir, true) == nullptr)
     add(init.skills_dir, "/skills", true);
   for (const auto& m : extra) add(m.source, m.target, m.read_only);
   return mounts;
+}
+
+bool is_protected_mount(const sdk::BackendInit& init, const MountSpec& mount) {
+  if (!mount.read_only || mount.source != mount.target) return false;
+  for (const auto& g : init.paths)
+    if (g.writable)
+      for (const auto& p : g.protected_paths)
+        if (p == mount.source) return true;
+  return false;
 }
 
 std::vector<WritableRoot> writable_roots(const sdk::BackendInit& init,

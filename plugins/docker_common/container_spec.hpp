@@ -67,7 +67,8 @@ inline constexpr std::array<const char*, 8> kSudoCapabilities = {
 std::string container_name(const std::string& agent_id, const std::string& instance_id);
 
 // Mounts at the same paths as on the host: workspace rw, context paths ro unless writable,
-// temp workspace ro, tools -> /tools ro, skills -> /skills ro, then extra mounts. A target already
+// protected paths of writable grants ro, temp workspace ro, tools -> /tools ro, skills -> /skills
+// ro, then extra mounts. A target already
 // mounted is not mounted twice (the first, more specific entry wins). A grant inside another
 // grant with the same access, a tools dir inside any grant and a skills dir inside a writable one
 // get no mount of their own: they are visible at their host paths, and a separate mount would
@@ -79,6 +80,9 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
 // Where commands find the tools dir: "/tools" when it is mounted there, its host path when it
 // lies inside a grant (so it is visible already), "" when there is none.
 std::string container_tools_dir(const sdk::BackendInit& init);
+
+// True for the read-only mount container_mounts() makes of a writable grant's protected path.
+bool is_protected_mount(const sdk::BackendInit& init, const MountSpec& mount);
 
 // The paths this agent's own container can write: writable grants and writable extra mounts.
 std::vector<WritableRoot> writable_roots(const sdk::BackendInit& init,

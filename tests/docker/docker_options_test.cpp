@@ -1,6 +1,7 @@
 // The Docker options of issue 11 on the real engine, for each backend and exec_mode: credentials
 // (every mount kind and every env source reach the container; no secret value shows in `docker
-// inspect`, the plugin's log or any host process's argv) and `sudo` (works only when enabled).
+// inspect`, the plugin's log or any host process's argv), `sudo` (works only when enabled) and
+// protected paths (read-only inside the writable workspace).
 #include <dirent.h>
 #include <stdlib.h>
 
@@ -191,6 +192,47 @@ TEST(DockerCredentials, AMissingFileOrVariableFailsBeforeAnyContainer) {
     EXPECT_NE(error.find(says), std::string::npos) << error;
   }
   EXPECT_FALSE(container_exists(container_of(init)));
+}
+
+// MassGen's protected_paths: read-only binds over the writable workspace, so neither a command
+// (whatever path it writes by, a symlink included) nor write_file changes them, while the rest of
+// the workspace stays writable. One that does not exist yet is left out, not a failed start.
+TEST(DockerProtectedPaths, StayReadOnlyForCommandsAndWriteFile) {
+  REQUIRE_ENGINE();
+  TempDir ws("protected");
+  write(ws.path() + "/keep/deep/a.txt", "original");
+  write(ws.path() + "/settings.json", "{}");
+  CapturingLog log;
+  BackendInit init;
+  init.agent_id = "protected";
+  init.cwd = ws.path();
+  init.paths = {
+      {ws.path(), true, {ws.path() + "/keep", ws.path() + "/settings.json", ws.path() + "/later"}}};
+  std::string error;
+  auto backend = create(init, log, error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+  const auto r = run(*backend,
+                     "ln -s keep alias; for c in 'echo x > keep/deep/a.txt' 'touch keep/new' "
+                     "'echo x > alias/deep/a.txt' 'echo x > settings.json' 'rm -rf keep' "
+                     "'mv keep moved' 'mv settings.json s2'; do "
+                     "if sh -c \"$c\" 2>/dev/null; then echo \"wrote: $c\"; fi; done; "
+                     "echo ok > free.txt && mkdir -p later && echo fine");
+  EXPECT_EQ(r.stdout_data, "fine\n") << r.stderr_data;
+  for (const std::string& path : std::vector<std::string>{
+           "keep/deep/a.txt", "keep/x.txt", "alias/deep/a.txt", ws.path() + "/settings.json"}) {
+    const auto written = backend->write_file({path, "changed"});
+    EXPECT_NE(written.error, "") << path;
+    EXPECT_EQ(written.bytes_written, 0u) << path;
+  }
+  EXPECT_NE(backend->write_file({"keep/x.txt", "changed"}).error.find("protected"),
+            std::string::npos);
+  EXPECT_EQ(read_host_file(ws.path() + "/keep/deep/a.txt"), "original");
+  EXPECT_EQ(read_host_file(ws.path() + "/settings.json"), "{}");
+  EXPECT_FALSE(fs::exists(ws.path() + "/keep/new"));
+  EXPECT_EQ(read_host_file(ws.path() + "/free.txt"), "ok\n");
+  EXPECT_EQ(backend->write_file({"free.txt", "again"}).error, "");
+  backend->cleanup();
 }
 
 // `sudo -n true` runs with no terminal and no password, as a command of the agent does.

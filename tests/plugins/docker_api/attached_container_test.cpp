@@ -71,5 +71,15 @@ TEST(AttachedContainer, EveryGrantMustBeVisibleAtItsPathWithItsAccess) {
   EXPECT_EQ(check_attached_mounts("c", grants, rw_ctx, true), "");
 }
 
+TEST(AttachedContainer, AProtectedPathMustShowReadOnly) {
+  const std::vector<sdk::PathGrant> grants = {{"/srv/ws", true, {"/srv/ws/.git"}}};
+  const ContainerMount ws{"bind", "/srv/ws", "/srv/ws", true};
+  auto e = check_attached_mounts("c", grants, {ws}, false);
+  EXPECT_TRUE(has(e, "read-write, but '/srv/ws/.git' is read-only")) << e;
+  EXPECT_EQ(check_attached_mounts("c", grants,
+                                  {ws, {"bind", "/srv/ws/.git", "/srv/ws/.git", false}}, false),
+            "");
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common

@@ -83,6 +83,24 @@ TEST(ContainerMounts, NothingInsideAGrantGetsAMountOfItsOwnUnlessItsAccessDiffer
   EXPECT_EQ(roots[2].path, "/notes");
 }
 
+// MassGen's protected_paths: a read-only bind over the writable grant, recognised as such (its
+// source is checked against the other agents' paths only); a read-only grant's are not needed.
+TEST(ContainerMounts, ProtectedPathsOfAWritableGrantGetReadOnlyMounts) {
+  sdk::BackendInit init;
+  init.cwd = "/w";
+  init.paths = {{"/w", true, {"/w/.git", "/w/cfg.json"}}, {"/ro", false, {"/ro/x"}}};
+  auto mounts = container_mounts(init, {});
+  std::vector<std::string> targets;
+  for (const auto& m : mounts) {
+    targets.push_back(m.target);
+    EXPECT_EQ(is_protected_mount(init, m), m.target != "/w" && m.target != "/ro") << m.target;
+  }
+  EXPECT_EQ(targets, (std::vector<std::string>{"/w", "/ro", "/w/.git", "/w/cfg.json"}));
+  EXPECT_TRUE(mounts[2].read_only);
+  EXPECT_EQ(mounts[2].source, "/w/.git");
+  EXPECT_FALSE(is_protected_mount(init, {"/w/.git", "/w/.git", false}));
+}
+
 TEST(ContainerLabels, MarkOwnershipForOrphanRemoval) {
   auto labels = container_labels("a", "i", 1234, "hostx");
   EXPECT_EQ(labels.at(kLabelManaged), "true");
