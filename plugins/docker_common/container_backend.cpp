@@ -423,13 +423,25 @@ std::string ContainerBackend::create_and_start(const std::vector<ContainerInfo>*
   ContainerSpec spec;
   if (auto err = checked_spec(spec, managed); !err.empty()) return err;
   const std::string disk_hint = settings_.disk_bytes ? std::string(kDiskHint) : std::string();
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  bool removed_stale = false, rebuilt = false;
+  for (;;) {
     const auto err = engine_->create(spec);
     if (err.ok()) break;
+    if (err.kind == Kind::kImageMissing && !rebuilt && !settings_.preinstall.empty() &&
+        spec.image != agent_image(settings_)) {
+      // The preinstall image went away since start() (e.g. `docker image prune -a`): build it
+      // again rather than leave the agent without a container.
+      rebuilt = true;
+      log(sdk::LogLevel::Warn, "preinstall image " + spec.image + " is gone; building it again");
+      if (auto e = prepare_preinstall(); !e.empty()) return e;
+      if (auto e = checked_spec(spec, managed); !e.empty()) return e;
+      continue;
+    }
     if (err.kind == Kind::kImageMissing)
-      return "image '" + settings_.image + "' not found: " + kBuildHint;
-    if (err.kind == Kind::kConflict && attempt == 0) {
+      return "image '" + spec.image + "' not found: " + kBuildHint;
+    if (err.kind == Kind::kConflict && !removed_stale) {
       // A stale container holds our name (e.g. left by a previous run with our instance id).
+      removed_stale = true;
       engine_->remove(name_);
       continue;
     }

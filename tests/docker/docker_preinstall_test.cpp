@@ -158,6 +158,33 @@ TEST(DockerPreinstall, LocalWheelAndDebInstallOnceAndTheSecondAgentUsesTheCached
   sh(outside_cli() + " image rm --force " + image);
 }
 
+TEST(DockerPreinstall, ACachedImageRemovedWhileTheAgentRunsIsBuiltAgainOnRecovery) {
+  REQUIRE_ENGINE();
+  TempDir fixtures("pre-gone");
+  TempDir ws("pre-f");
+  const std::string module = "execmcp_gone_" + run_tag();
+  const std::string wheel = make_wheel(fixtures.path(), module, "again");
+  const std::string settings = R"({"preinstall": {"python": [")" + wheel + R"("]}})";
+  std::string error;
+  auto backend = make_backend(agent("pref", ws, settings), &error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+  const std::string container = container_of(agent("pref", ws, settings));
+  const std::string image = image_of_container(container);
+  ASSERT_FALSE(image.empty());
+  // Someone removes the container and prunes the image.
+  sh(outside_cli() + " rm --force " + container);
+  sh(outside_cli() + " image rm --force " + image);
+  auto r = run(*backend, "python3 -c 'import " + module + " as m; print(m.VALUE)'");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.stdout_data, "again\n") << r.stderr_data;
+  EXPECT_TRUE(has_notice(r, "container was recreated")) << notices_of(r);
+  const std::string rebuilt = image_of_container(container);
+  EXPECT_FALSE(rebuilt.empty());
+  backend->cleanup();
+  sh(outside_cli() + " image rm --force " + rebuilt);
+}
+
 TEST(DockerPreinstall, AFailingInstallFailsStartWithItsStepAndExitCode) {
   REQUIRE_ENGINE();
   TempDir fixtures("pre-bad");
