@@ -97,6 +97,25 @@ TEST(PreinstallPlan, ReadsLocalFilesAndNamesThemByTheirContainerPath) {
   EXPECT_NE(tar.find(".execmcp-preinstall/1/w-1-py3-none-any.whl"), std::string::npos);
 }
 
+TEST(PreinstallPlan, ALongFileNameGoesIntoUstarsPrefixAndName) {
+  TempDir d;
+  // 95 bytes: with ".execmcp-preinstall/0/" in front, more than ustar's 100-byte name.
+  const std::string name = std::string(74, 'n') + "-1.0-py3-none-any.whl";
+  const auto plan = plan_preinstall(lists({}, {d.file(name, "whl")}));
+  ASSERT_EQ(plan.error, "");
+  const auto tar = preinstall_tar(plan);
+  // Members: the two directories, then the file's header at block 2.
+  const std::string header = tar.substr(2 * 512, 512);
+  // A reader joins prefix "/" name (the split is at a '/' where both parts fit).
+  EXPECT_EQ(std::string(header.c_str() + 345) + "/" + std::string(header.c_str()),
+            ".execmcp-preinstall/0/" + name);
+  EXPECT_LE(std::string(header.c_str()).size(), 100u);
+  // A name too long for any split is refused when the plan is made.
+  const std::string huge(101, 'h');
+  EXPECT_NE(plan_preinstall(lists({}, {d.file(huge, "x")})).error.find("1 to 100 bytes"),
+            std::string::npos);
+}
+
 TEST(PreinstallPlan, AMissingFileOrADirectoryIsAnErrorNamingTheEntry) {
   TempDir d;
   auto plan = plan_preinstall(lists({}, {d.path() + "/nope.whl"}));
