@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/preinstall.hpp"
 
 namespace execmcp::plugins::docker_api {
 namespace {
@@ -139,6 +140,39 @@ dc::EngineError DockerApiEngine::check_image(const std::string& image) {
   auto r = client_.request("GET", api("/images/" + image + "/json"));
   if (r.ok()) return {};
   return failure(r, r.status == 404 ? Kind::kImageMissing : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::image_info(const std::string& image, dc::ImageInfo& out) {
+  auto r = client_.request("GET", api("/images/" + image + "/json"));
+  if (!r.ok()) return failure(r, r.status == 404 ? Kind::kImageMissing : Kind::kOther);
+  out = dc::image_info_from_inspect(json::parse(r.body, nullptr, false));
+  if (out.id.empty()) return dc::EngineError::of(Kind::kOther, "the image's inspect has no Id");
+  return {};
+}
+
+dc::EngineError DockerApiEngine::create_install(const dc::InstallSpec& spec) {
+  auto r = client_.request("POST", api("/containers/create?name=" + url_encode(spec.name)),
+                           dc::install_create_body(spec).dump());
+  if (r.status == 201) return {};
+  return failure(r, r.status == 404   ? Kind::kImageMissing
+                    : r.status == 409 ? Kind::kConflict
+                                      : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::commit(const std::string& container,
+                                        const dc::CommitOptions& options, std::string& image_id) {
+  // The image's layer is written here: give it the time a large install takes to commit.
+  auto r = client_.request(
+      "POST",
+      api("/commit?container=" + url_encode(container) + "&repo=" + url_encode(options.repo) +
+          "&tag=" + url_encode(options.tag) + "&pause=0"),
+      dc::commit_config(options).dump(), std::chrono::minutes(10));
+  if (r.status != 201) return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+  const auto doc = json::parse(r.body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("Id") || !doc["Id"].is_string())
+    return dc::EngineError::of(Kind::kOther, "the commit's answer has no Id");
+  image_id = doc["Id"].get<std::string>();
+  return {};
 }
 
 dc::EngineError DockerApiEngine::list(const std::map<std::string, std::string>& labels,

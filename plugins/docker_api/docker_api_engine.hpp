@@ -20,6 +20,12 @@ class DockerApiEngine final : public docker_common::Engine {
 
   docker_common::EngineError connect() override;
   docker_common::EngineError check_image(const std::string& image) override;
+  docker_common::EngineError image_info(const std::string& image,
+                                        docker_common::ImageInfo& out) override;
+  docker_common::EngineError create_install(const docker_common::InstallSpec& spec) override;
+  docker_common::EngineError commit(const std::string& container,
+                                    const docker_common::CommitOptions& options,
+                                    std::string& image_id) override;
   docker_common::EngineError list(const std::map<std::string, std::string>& labels,
                                   std::vector<docker_common::ContainerInfo>& out) override;
   docker_common::EngineError inspect(const std::string& name,

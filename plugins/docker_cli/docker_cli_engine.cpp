@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "docker_common/preinstall.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_cli {
@@ -414,6 +415,47 @@ dc::EngineError DockerCliEngine::inspect(const std::string& name, dc::ContainerI
     return dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary + " inspect " + name +
                                                  "` answered with no container document");
   out = dc::container_info_from_inspect(docs[0]);
+  return dc::EngineError{};
+}
+
+dc::EngineError DockerCliEngine::image_info(const std::string& image, dc::ImageInfo& out) {
+  if (image.empty() || image.front() == '-')
+    return dc::EngineError::of(Kind::kImageMissing, "no image '" + image + "'");
+  const auto r = run({"image", "inspect", image}, kCallTimeout);
+  if (auto e = check(r); !e.ok()) return e;
+  const auto docs = nlohmann::json::parse(r.out, nullptr, false);
+  if (!docs.is_array() || docs.empty() || !docs[0].is_object())
+    return dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary + " image inspect " +
+                                                 image + "` answered with no image document");
+  out = dc::image_info_from_inspect(docs[0]);
+  if (out.id.empty()) return dc::EngineError::of(Kind::kOther, "the image's inspect has no Id");
+  return dc::EngineError{};
+}
+
+dc::EngineError DockerCliEngine::create_install(const dc::InstallSpec& spec) {
+  auto args = dc::install_create_args(spec, flavor());
+  if (!args.error.empty()) return dc::EngineError::sentence(Kind::kOther, args.error);
+  args.args.insert(args.args.begin(), "create");
+  return check(run(std::move(args.args), kCallTimeout));
+}
+
+dc::EngineError DockerCliEngine::commit(const std::string& container,
+                                        const dc::CommitOptions& options, std::string& image_id) {
+  std::vector<std::string> args = {"commit", "--pause=false"};
+  for (const auto& change : dc::commit_changes(options)) args.push_back("--change=" + change);
+  args.push_back(container);
+  args.push_back(options.repo + ":" + options.tag);
+  // The image's layer is written here: give it the time a large install takes to commit.
+  const auto r = run(std::move(args), std::chrono::minutes(10));
+  if (auto e = check(r); !e.ok()) return e;
+  // The id is the last line of stdout (Podman prints progress before it).
+  std::string out = r.out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  image_id = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+  if (image_id.empty())
+    return dc::EngineError::of(Kind::kOther,
+                               "`" + settings_.docker_binary + " commit` printed no image id");
+  if (image_id.rfind("sha256:", 0) != 0) image_id = "sha256:" + image_id;
   return dc::EngineError{};
 }
 

@@ -71,6 +71,12 @@ class DockerCliEngine final : public docker_common::Engine {
                                   std::vector<docker_common::ContainerInfo>& out) override;
   docker_common::EngineError inspect(const std::string& name,
                                      docker_common::ContainerInfo& out) override;
+  docker_common::EngineError image_info(const std::string& image,
+                                        docker_common::ImageInfo& out) override;
+  docker_common::EngineError create_install(const docker_common::InstallSpec& spec) override;
+  docker_common::EngineError commit(const std::string& container,
+                                    const docker_common::CommitOptions& options,
+                                    std::string& image_id) override;
   docker_common::EngineError create(const docker_common::ContainerSpec& spec) override;
   docker_common::EngineError start(const std::string& name) override;
   docker_common::EngineError remove(const std::string& name_or_id) override;

@@ -17,6 +17,7 @@
 #include "docker_common/attached_container.hpp"
 #include "docker_common/base64.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/preinstall.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
 #include "supervision/program_path.hpp"
@@ -55,6 +56,21 @@ std::string this_host_name() {
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// How long an install of `preinstall` may take before it is given up.
+constexpr auto kPreinstallTimeout = std::chrono::minutes(30);
+
+// One build per cache key in this process: a second agent with the same lists waits for the first
+// one's image instead of building it again. (Across processes a race builds twice; the last commit
+// holds the tag.)
+std::mutex& preinstall_build_mutex(const std::string& key) {
+  static std::mutex map_mutex;
+  static std::map<std::string, std::unique_ptr<std::mutex>> mutexes;
+  std::lock_guard lock(map_mutex);
+  auto& m = mutexes[key];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
 }
 
 bool pid_alive(long pid) {
@@ -239,6 +255,8 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
   settings_.extra_mounts.insert(settings_.extra_mounts.end(), credentials.mounts.begin(),
                                 credentials.mounts.end());
   secret_env_ = credentials.env;
+  if (auto err = check_preinstall_files(settings_.preinstall); !err.empty())
+    throw std::invalid_argument(err);
   // The container user is chosen at start(): the host may create the workspace after loading us.
   if (settings_.exec_mode == ExecMode::Agent) {
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
@@ -349,6 +367,10 @@ void ContainerBackend::remove_orphans(std::vector<ContainerInfo>& managed) {
 std::string ContainerBackend::checked_spec(ContainerSpec& spec,
                                            const std::vector<ContainerInfo>* managed) {
   spec = make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
+  {
+    std::lock_guard lock(preinstall_mutex_);
+    if (!preinstalled_image_.empty()) spec.image = preinstalled_image_;
+  }
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
   // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
@@ -413,13 +435,25 @@ std::string ContainerBackend::create_and_start(const std::vector<ContainerInfo>*
   ContainerSpec spec;
   if (auto err = checked_spec(spec, managed); !err.empty()) return err;
   const std::string disk_hint = settings_.disk_bytes ? std::string(kDiskHint) : std::string();
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  bool removed_stale = false, rebuilt = false;
+  for (;;) {
     const auto err = engine_->create(spec);
     if (err.ok()) break;
+    if (err.kind == Kind::kImageMissing && !rebuilt && !settings_.preinstall.empty() &&
+        spec.image != agent_image(settings_)) {
+      // The preinstall image went away since start() (e.g. `docker image prune -a`): build it
+      // again rather than leave the agent without a container.
+      rebuilt = true;
+      log(sdk::LogLevel::Warn, "preinstall image " + spec.image + " is gone; building it again");
+      if (auto e = prepare_preinstall(); !e.empty()) return e;
+      if (auto e = checked_spec(spec, managed); !e.empty()) return e;
+      continue;
+    }
     if (err.kind == Kind::kImageMissing)
-      return "image '" + settings_.image + "' not found: " + kBuildHint;
-    if (err.kind == Kind::kConflict && attempt == 0) {
+      return "image '" + spec.image + "' not found: " + kBuildHint;
+    if (err.kind == Kind::kConflict && !removed_stale) {
       // A stale container holds our name (e.g. left by a previous run with our instance id).
+      removed_stale = true;
       engine_->remove(name_);
       continue;
     }
@@ -505,6 +539,8 @@ std::string ContainerBackend::start() {
         return "image '" + settings_.image + "' not found: " + kBuildHint;
       return describe_failure(err, "inspecting image '" + settings_.image + "'");
     }
+    if (!settings_.preinstall.empty())
+      if (auto err = prepare_preinstall(); !err.empty()) return err;
     // Every execmcp container on the engine, looked up once for the whole start (each engine call
     // is a CLI run for docker-cli, over SSH a handshake each).
     std::vector<ContainerInfo> managed;
@@ -520,6 +556,100 @@ std::string ContainerBackend::start() {
   } catch (const std::exception& e) {
     return backend_name_ + " start failed: " + e.what();
   }
+}
+
+std::string ContainerBackend::prepare_preinstall() {
+  const std::string base_ref = agent_image(settings_);
+  ImageInfo base;
+  if (auto err = engine_->image_info(base_ref, base); !err.ok()) {
+    if (err.kind == Kind::kImageMissing) return "image '" + base_ref + "' not found: " + kBuildHint;
+    return describe_failure(err, "inspecting image '" + base_ref + "'");
+  }
+  const auto plan = plan_preinstall(settings_.preinstall);
+  if (!plan.error.empty()) return plan.error;  // a file the config names: never "continue"
+  const std::string key = preinstall_key(base.id, plan);
+  const std::string tag = cache_tag(key);
+  std::string image_id, failure;
+  {
+    std::lock_guard build(preinstall_build_mutex(key));
+    ImageInfo cached;
+    const auto looked = engine_->image_info(tag, cached);
+    if (looked.ok() && cached.labels[kLabelCacheKey] == key) {
+      image_id = cached.id;
+      log(sdk::LogLevel::Info, "preinstall: using the cached image " + tag + " (" + image_id + ")");
+    } else if (!looked.ok() && looked.kind != Kind::kImageMissing) {
+      failure = describe_failure(looked, "inspecting image '" + tag + "'");
+    } else {
+      failure = build_preinstall(base, plan, key, image_id);
+    }
+  }
+  if (failure.empty()) {
+    std::lock_guard lock(preinstall_mutex_);
+    preinstalled_image_ = image_id;
+    pending_notice_.clear();
+    return {};
+  }
+  if (!settings_.preinstall.continue_on_failure) return failure;
+  // preinstall_on_failure: continue. The agent runs without its packages, and is told so.
+  log(sdk::LogLevel::Warn,
+      failure + "\n(preinstall_on_failure: continue: starting from " + base_ref + ")");
+  std::lock_guard lock(preinstall_mutex_);
+  preinstalled_image_.clear();
+  pending_notice_ = failure + "\nThe container was started from '" + base_ref +
+                    "' without these packages (preinstall_on_failure: continue).";
+  return {};
+}
+
+std::string ContainerBackend::build_preinstall(const ImageInfo& base, const PreinstallPlan& plan,
+                                               const std::string& key, std::string& image_id) {
+  InstallSpec spec;
+  spec.name = kInstallNamePrefix + key.substr(0, 16) + "-" + random_marker().substr(0, 8);
+  spec.image = base.id;
+  // Root for the package managers; no "0:0" over an image whose user is root already, so that the
+  // commit keeps its user as it was (the engine takes an empty one from the container).
+  spec.user = base.user.empty() ? "" : "0:0";
+  spec.cmd = {"/bin/sh", "-eu", "-c", "export HOME=/root\n" + preinstall_script(plan)};
+  spec.network = settings_.network;
+  spec.memory_bytes = settings_.memory_bytes;
+  spec.pids_limit = settings_.pids_limit;
+  log(sdk::LogLevel::Info,
+      "preinstall: building " + cache_tag(key) + " from " + base.id + " in container " + spec.name);
+  if (auto err = engine_->create_install(spec); !err.ok())
+    return describe_failure(err, "creating the preinstall container '" + spec.name + "'");
+  struct Remover {
+    Engine& engine;
+    const std::string& name;
+    ~Remover() { engine.remove(name); }
+  } remover{*engine_, spec.name};
+  if (!plan.files.empty())
+    if (auto err = engine_->copy_into(spec.name, "/", preinstall_tar(plan)); !err.ok())
+      return describe_failure(err, "copying preinstall's local files into '" + spec.name + "'");
+  if (auto err = engine_->start(spec.name); !err.ok())
+    return describe_failure(err, "starting the preinstall container '" + spec.name + "'");
+  const bool ended = engine_->wait_stopped(spec.name, kPreinstallTimeout);
+  std::string log_text;
+  engine_->logs(spec.name, log_text);
+  if (!ended)
+    return "preinstall did not finish within " +
+           std::to_string(std::chrono::minutes(kPreinstallTimeout).count()) + " minutes; " +
+           preinstall_failure(log_text, -1);
+  ContainerInfo info;
+  if (auto err = engine_->inspect(spec.name, info); !err.ok())
+    return describe_failure(err, "inspecting the preinstall container '" + spec.name + "'");
+  if (info.state.exit_code != 0) return preinstall_failure(log_text, info.state.exit_code);
+  CommitOptions commit;
+  commit.repo = kCacheRepo;
+  commit.tag = key.substr(0, 16);
+  commit.user = base.user;
+  commit.cmd = base.cmd;
+  commit.entrypoint = base.entrypoint;
+  commit.labels = {{kLabelCacheKey, key},
+                   {kLabelCacheBase, base.id},
+                   {kLabelCacheLists, lists_label(settings_.preinstall)}};
+  if (auto err = engine_->commit(spec.name, commit, image_id); !err.ok())
+    return describe_failure(err, "committing the preinstall container '" + spec.name + "'");
+  log(sdk::LogLevel::Info, "preinstall: built " + cache_tag(key) + " (" + image_id + ")");
+  return {};
 }
 
 std::string ContainerBackend::recover_container(std::vector<std::string>& notices) {
@@ -926,6 +1056,13 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     spec.sink = request.sink;
     spec.cancel = request.cancel;
     auto result = run(spec);
+    {
+      std::lock_guard lock(preinstall_mutex_);
+      if (!pending_notice_.empty()) {
+        result.notices.insert(result.notices.begin(), pending_notice_);
+        pending_notice_.clear();
+      }
+    }
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
         (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0))

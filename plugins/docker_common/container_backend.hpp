@@ -16,6 +16,7 @@
 #include "docker_common/credentials.hpp"
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/engine.hpp"
+#include "docker_common/preinstall.hpp"
 #include "docker_common/runner_channel.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/background_processes.hpp"
@@ -105,6 +106,13 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   EngineError deliver_runner_by_exec();
   std::string user();
   std::string prepare_workspace_access();
+  // `preinstall`: sets preinstalled_image_ to the cached image of the lists (building it when it
+  // is not there). "" or why the agent must not start (with preinstall_on_failure: continue, a
+  // failure leaves the base image and becomes pending_notice_ instead).
+  std::string prepare_preinstall();
+  // Builds the image of `plan` on `base` as `tag`: "" and its id in `image_id`, or the failure.
+  std::string build_preinstall(const ImageInfo& base, const PreinstallPlan& plan,
+                               const std::string& key, std::string& image_id);
   // Every execmcp container on the engine; "" or why they could not be listed.
   std::string list_managed(std::vector<ContainerInfo>& out);
   // Removes this host's containers whose owner process is gone, and drops them from `managed`.
@@ -183,6 +191,9 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   UserChoice user_;   // chosen by prepare_workspace_access()
   bool access_granted_ = false;
   std::vector<MountSpec> credential_mounts_;
+  std::mutex preinstall_mutex_;     // guards the two below
+  std::string preinstalled_image_;  // the image id containers are made from; "": agent_image()
+  std::string pending_notice_;      // for the next command's result (preinstall_on_failure)
   mutable std::mutex secrets_mutex_;
   std::shared_ptr<const SecretEnv> secret_env_ = std::make_shared<const SecretEnv>();
   std::mutex recover_mutex_;  // one container recovery at a time

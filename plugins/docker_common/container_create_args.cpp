@@ -93,4 +93,34 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
   return out;
 }
 
+CreateArgs install_create_args(const InstallSpec& spec, CliFlavor flavor) {
+  CreateArgs out;
+  if (spec.image.empty() || spec.image.front() == '-') {
+    out.error = "the image reference '" + spec.image + "' cannot be given to the CLI";
+    return out;
+  }
+  auto& a = out.args;
+  a.push_back("--name=" + spec.name);
+  a.push_back("--pull=never");
+  if (!spec.user.empty()) a.push_back("--user=" + spec.user);
+  a.push_back("--network=" + spec.network);
+  a.push_back("--security-opt=no-new-privileges");
+  a.push_back("--restart=no");
+  a.push_back("--log-driver=json-file");
+  a.push_back(std::string("--log-opt=max-size=") + kLogMaxSize);
+  a.push_back(std::string("--log-opt=max-file=") + kLogMaxFiles);
+  if (spec.memory_bytes) {
+    a.push_back("--memory=" + std::to_string(*spec.memory_bytes));
+    a.push_back("--memory-swap=" + std::to_string(*spec.memory_bytes));
+  }
+  if (spec.pids_limit > 0) {
+    a.push_back("--pids-limit=" + std::to_string(spec.pids_limit));
+  } else if (flavor == CliFlavor::kPodman) {
+    a.push_back("--pids-limit=-1");
+  }
+  a.push_back(spec.image);
+  a.insert(a.end(), spec.cmd.begin(), spec.cmd.end());
+  return out;
+}
+
 }  // namespace execmcp::plugins::docker_common

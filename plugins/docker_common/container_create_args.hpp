@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "docker_common/container_spec.hpp"
+#include "docker_common/engine.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -23,6 +24,9 @@ struct CreateArgs {
 
 // Every flag has the form --flag=value, so no value is ever read as a flag of its own.
 CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor);
+
+// The install container of `preinstall` (see install_create_body(), preinstall.hpp).
+CreateArgs install_create_args(const InstallSpec& spec, CliFlavor flavor);
 
 // NanoCpus as the exact decimal --cpus reads back into the same value: 1500000000 -> "1.5",
 // 1000000000 -> "1", 1 -> "0.000000001".

@@ -105,13 +105,17 @@ std::map<std::string, std::string> container_labels(const std::string& agent_id,
           {kLabelOwnerHost, owner_host}};
 }
 
+std::string agent_image(const DockerSettings& settings) {
+  return settings.sudo && settings.image == kDefaultImage ? std::string(kSudoImage)
+                                                          : settings.image;
+}
+
 ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
                                   const std::string& user, std::int64_t owner_pid,
                                   const std::string& owner_host) {
   ContainerSpec spec;
   spec.name = container_name(init.agent_id, init.instance_id);
-  spec.image =
-      settings.sudo && settings.image == kDefaultImage ? std::string(kSudoImage) : settings.image;
+  spec.image = agent_image(settings);
   spec.sudo = settings.sudo;
   spec.user = user;
   spec.working_dir = init.cwd;

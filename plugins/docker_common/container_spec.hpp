@@ -93,6 +93,10 @@ std::map<std::string, std::string> container_labels(const std::string& agent_id,
                                                     std::int64_t owner_pid,
                                                     const std::string& owner_host);
 
+// The image the agent's container is made from, before `preinstall`: `image`, or the sudo image
+// when `sudo: true` leaves `image` at the default.
+std::string agent_image(const DockerSettings& settings);
+
 ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
                                   const std::string& user, std::int64_t owner_pid,
                                   const std::string& owner_host);

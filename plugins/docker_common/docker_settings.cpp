@@ -23,7 +23,7 @@ constexpr std::array<const char*, 16> kCommonKeys = {
     "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
     "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
     "command_prefix", "venv_path", "shell", "exec_mode"};
-// Issue 11's options (sudo, credentials); preinstall is refused by name until it is done.
+// Issue 11's options.
 constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "preinstall",
                                                     "preinstall_on_failure"};
 // Only the docker CLI has these: docker-api refuses them by name rather than ignoring them.
@@ -48,9 +48,7 @@ std::string get_string(const nlohmann::json& value, const std::string& key) {
 std::string known_keys(EngineKind kind) {
   std::string out;
   for (const char* k : kCommonKeys) out += (out.empty() ? "" : ", ") + std::string(k);
-  for (const char* k : kOptionKeys)
-    if (std::string_view(k) != "preinstall" && std::string_view(k) != "preinstall_on_failure")
-      out += ", " + std::string(k);
+  for (const char* k : kOptionKeys) out += ", " + std::string(k);
   for (const char* k : kAttachKeys) out += ", " + std::string(k);
   if (kind == EngineKind::kCli)
     for (const char* k : kCliKeys) out += ", " + std::string(k);
@@ -176,6 +174,35 @@ CredentialsSettings parse_credentials(const nlohmann::json& value) {
         "setting 'credentials.env_vars_from_file' needs 'credentials.env_file' (the file the "
         "names are taken from)");
   return c;
+}
+
+// preinstall: {system, python, npm}, each a list of non-empty strings that do not start with '-'
+// (an entry is a package, never an option of the installer).
+PreinstallSettings parse_preinstall(const nlohmann::json& value) {
+  constexpr const char* kForm =
+      "an object {system: [...], python: [...], npm: [...]} of package names or absolute paths "
+      "of local files";
+  if (!value.is_object()) bad("preinstall", kForm);
+  PreinstallSettings p;
+  for (const auto& [k, v] : value.items()) {
+    const std::string where = "preinstall." + k;
+    std::vector<std::string>* list = k == "system"   ? &p.system
+                                     : k == "python" ? &p.python
+                                     : k == "npm"    ? &p.npm
+                                                     : nullptr;
+    if (list == nullptr)
+      throw std::invalid_argument("unknown setting '" + where + "' (known: system, python, npm)");
+    if (!v.is_array()) bad(where, "a list of package names or absolute paths of local files");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string at = where + "[" + std::to_string(i) + "]";
+      const std::string entry = get_string(v[i], at);
+      if (entry.empty() || entry.front() == '-' ||
+          entry.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
+        bad(at, "a package name or an absolute path (not empty, not an option starting with '-')");
+      list->push_back(entry);
+    }
+  }
+  return p;
 }
 
 // A size in bytes: a positive integer, or a string in the memory-limit forms.
@@ -373,11 +400,17 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
       s.credentials = parse_credentials(value);
       s.extra_mounts.insert(s.extra_mounts.end(), s.credentials.additional_mounts.begin(),
                             s.credentials.additional_mounts.end());
-    } else if (key == "preinstall" || key == "preinstall_on_failure") {
-      // Never silently ignored: an agent that expects its packages must not start without them.
-      throw std::invalid_argument("setting '" + key +
-                                  "': preinstall is not supported yet; install the packages in "
-                                  "an image of your own and set 'image'");
+    } else if (key == "preinstall") {
+      const bool keep = s.preinstall.continue_on_failure;
+      s.preinstall = parse_preinstall(value);
+      s.preinstall.continue_on_failure = keep;
+    } else if (key == "preinstall_on_failure") {
+      constexpr const char* kChoices = "one of fail, continue";
+      if (!value.is_string()) bad(key, kChoices);
+      const std::string choice = value.get<std::string>();
+      if (choice != "fail" && choice != "continue")
+        bad(key, std::string(kChoices) + " (got '" + choice + "')");
+      s.preinstall.continue_on_failure = choice == "continue";
     } else {
       throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys(kind) +
                                   ")");

@@ -32,6 +32,20 @@ struct CredentialsSettings {
   }
 };
 
+// What the `preinstall` setting names: packages installed once into an image derived from the
+// agent's image and cached by content (see preinstall.hpp). An entry that is an absolute path is
+// a file of this machine (a .deb, a wheel, an npm tarball) copied into the install container.
+struct PreinstallSettings {
+  std::vector<std::string> system;  // apt-get install
+  std::vector<std::string> python;  // python3 -m pip install
+  std::vector<std::string> npm;     // npm install -g
+  // preinstall_on_failure: false (fail) makes start() fail; true (continue) starts from the base
+  // image and tells the agent in the first command's notices.
+  bool continue_on_failure = false;
+
+  [[nodiscard]] bool empty() const { return system.empty() && python.empty() && npm.empty(); }
+};
+
 // The image the backend uses with `sudo: true` when `image` is the default one.
 inline constexpr const char* kDefaultImage = "execmcp/runtime:latest";
 inline constexpr const char* kSudoImage = "execmcp/runtime-sudo:latest";
@@ -84,6 +98,7 @@ struct DockerSettings {
   // writable image filesystem (see docs/security.md, "sudo and credentials").
   bool sudo = false;
   CredentialsSettings credentials;
+  PreinstallSettings preinstall;
 
   // Attach mode: run the commands in this existing container (a name or id), which execmcp does
   // not create, restart or remove (see docs/docker-backend.md, Attach mode). Empty: execmcp

@@ -16,7 +16,31 @@ std::string text_of(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+std::vector<std::string> strings_of(const json& j, const char* key) {
+  std::vector<std::string> out;
+  if (j.contains(key) && j[key].is_array())
+    for (const auto& v : j[key])
+      if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
 }  // namespace
+
+ImageInfo image_info_from_inspect(const json& doc) {
+  ImageInfo info;
+  if (!doc.is_object()) return info;
+  info.id = text_of(doc, "Id");
+  if (doc.contains("Config") && doc["Config"].is_object()) {
+    const auto& config = doc["Config"];
+    info.user = text_of(config, "User");
+    info.cmd = strings_of(config, "Cmd");
+    info.entrypoint = strings_of(config, "Entrypoint");
+    if (config.contains("Labels") && config["Labels"].is_object())
+      for (const auto& [k, v] : config["Labels"].items())
+        if (v.is_string()) info.labels[k] = v.get<std::string>();
+  }
+  return info;
+}
 
 ContainerInfo container_info_from_inspect(const json& doc) {
   ContainerInfo info;

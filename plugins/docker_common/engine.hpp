@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,6 +79,40 @@ struct ContainerInfo {
 // inspect`: the same shape).
 ContainerInfo container_info_from_inspect(const nlohmann::json& doc);
 
+// What the backend needs to know about an image (GET /images/{name}/json, `docker image inspect`).
+struct ImageInfo {
+  std::string id;  // "sha256:..."
+  std::map<std::string, std::string> labels;
+  std::string user;  // Config.User
+  std::vector<std::string> cmd;
+  std::vector<std::string> entrypoint;
+};
+
+ImageInfo image_info_from_inspect(const nlohmann::json& doc);
+
+// The temporary container that installs `preinstall`'s packages: the base image run as root with
+// only execmcp's install script (never an agent's command), no secrets in its environment.
+struct InstallSpec {
+  std::string name;
+  std::string image;
+  std::string user;  // "0:0", or "" when the image's user is root already
+  std::vector<std::string> cmd;
+  std::string network = "none";
+  std::optional<std::int64_t> memory_bytes;
+  std::int64_t pids_limit = 0;
+};
+
+// How an install container becomes the cached image: the base image's user, command and
+// entrypoint restored (the install ran as root with its own command), plus the cache labels.
+struct CommitOptions {
+  std::string repo;  // "execmcp/cache"
+  std::string tag;
+  std::string user;
+  std::vector<std::string> cmd;
+  std::vector<std::string> entrypoint;
+  std::map<std::string, std::string> labels;
+};
+
 // One process started in the container.
 struct ExecOptions {
   std::vector<std::string> cmd;
@@ -134,6 +169,13 @@ class Engine {
   virtual EngineError connect() = 0;
   // kImageMissing when the image is not there (nothing is ever pulled).
   virtual EngineError check_image(const std::string& image) = 0;
+  // The image's id, labels and run config; kImageMissing when there is no such image.
+  virtual EngineError image_info(const std::string& image, ImageInfo& out) = 0;
+  // Creates (does not start) the install container of `preinstall`.
+  virtual EngineError create_install(const InstallSpec& spec) = 0;
+  // Commits a (stopped) container as the image options.repo:options.tag; its id in `image_id`.
+  virtual EngineError commit(const std::string& container, const CommitOptions& options,
+                             std::string& image_id) = 0;
   // Every container (running or not) carrying all of `labels`.
   virtual EngineError list(const std::map<std::string, std::string>& labels,
                            std::vector<ContainerInfo>& out) = 0;

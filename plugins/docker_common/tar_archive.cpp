@@ -18,19 +18,21 @@ void put_octal(char* field, std::size_t width, unsigned long long value) {
 }
 
 // One header block: a member owned by root (uid and gid 0).
-std::string header_block(std::string_view name, std::size_t size, unsigned mode, char type) {
+std::string header_block(std::string_view name, std::size_t size, unsigned mode, char type,
+                         std::string_view prefix = {}) {
   char header[kBlock] = {};
-  std::memcpy(header, name.data(), name.size());  // name[100]
-  put_octal(header + 100, 8, mode & 07777);       // mode
-  put_octal(header + 108, 8, 0);                  // uid
-  put_octal(header + 116, 8, 0);                  // gid
-  put_octal(header + 124, 12, size);              // size
-  put_octal(header + 136, 12, 0);                 // mtime
-  header[156] = type;                             // typeflag
-  std::memcpy(header + 257, "ustar", 6);          // magic "ustar\0"
-  std::memcpy(header + 263, "00", 2);             // version
-  std::memcpy(header + 265, "root", 4);           // uname
-  std::memcpy(header + 297, "root", 4);           // gname
+  std::memcpy(header, name.data(), name.size());            // name[100]
+  std::memcpy(header + 345, prefix.data(), prefix.size());  // prefix[155]
+  put_octal(header + 100, 8, mode & 07777);                 // mode
+  put_octal(header + 108, 8, 0);                            // uid
+  put_octal(header + 116, 8, 0);                            // gid
+  put_octal(header + 124, 12, size);                        // size
+  put_octal(header + 136, 12, 0);                           // mtime
+  header[156] = type;                                       // typeflag
+  std::memcpy(header + 257, "ustar", 6);                    // magic "ustar\0"
+  std::memcpy(header + 263, "00", 2);                       // version
+  std::memcpy(header + 265, "root", 4);                     // uname
+  std::memcpy(header + 297, "root", 4);                     // gname
   // The checksum is computed with its own field as eight spaces.
   std::memset(header + 148, ' ', 8);
   unsigned long sum = 0;
@@ -50,6 +52,31 @@ std::string single_file_tar(std::string_view name, std::string_view data, unsign
   out += header_block(name, data.size(), mode, '0');
   out.append(data);
   out.append((kBlock - data.size() % kBlock) % kBlock, '\0');
+  out.append(2 * kBlock, '\0');
+  return out;
+}
+
+std::string tar_archive(const std::vector<TarMember>& members) {
+  std::string out;
+  for (const auto& m : members) {
+    const bool directory = !m.path.empty() && m.path.back() == '/';
+    std::string_view name = m.path, prefix;
+    if (name.size() > 100) {
+      // Split at a '/' so that the name part fits: prefix "/" name.
+      const auto cut = name.find('/', name.size() - 101);
+      if (cut == std::string_view::npos || cut > 155 || cut + 1 >= name.size())
+        throw std::invalid_argument("the path '" + m.path + "' does not fit in a tar header");
+      prefix = name.substr(0, cut);
+      name = name.substr(cut + 1);
+    }
+    const std::string wrapped = "/" + m.path + "/";
+    if (m.path.empty() || m.path.front() == '/' || wrapped.find("/../") != std::string::npos)
+      throw std::invalid_argument("a tar member needs a relative path without '..'");
+    out += header_block(name, directory ? 0 : m.data.size(), m.mode, directory ? '5' : '0', prefix);
+    if (directory) continue;
+    out.append(m.data);
+    out.append((kBlock - m.data.size() % kBlock) % kBlock, '\0');
+  }
   out.append(2 * kBlock, '\0');
   return out;
 }

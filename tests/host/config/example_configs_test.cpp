@@ -78,6 +78,14 @@ TEST(ExampleConfigs, MassgenProtectedKeepsReferenceReadOnly) {
   EXPECT_EQ(context.protected_paths[0], context.path + "/reference");
 }
 
+TEST(ExampleConfigs, DockerPreinstallNamesItsListsAndFailurePolicy) {
+  const auto config = load_example("docker-preinstall.yaml");
+  const auto& settings = config->agents.at(0).backend.settings;
+  EXPECT_EQ(settings.at("preinstall").at("system"), (nlohmann::json{"jq"}));
+  EXPECT_EQ(settings.at("preinstall").at("python"), (nlohmann::json{"requests==2.31.0"}));
+  EXPECT_EQ(settings.at("preinstall_on_failure"), "fail");
+}
+
 TEST(ExampleConfigs, DockerAttachNamesTheContainer) {
   const auto config = load_example("docker-attach.yaml");
   EXPECT_EQ(config->agents.at(0).backend.settings.at("container"), "my-dev");

@@ -251,14 +251,45 @@ TEST(DockerSettings, CredentialsAreCheckedStrictly) {
       error_of(R"({"credentials": []})").rfind("setting 'credentials': expected an object", 0), 0u);
 }
 
-TEST(DockerSettings, PreinstallIsRefusedNotIgnored) {
-  for (const char* json : {R"({"preinstall": {"python": ["requests"]}})",
-                           R"({"preinstall_on_failure": "continue"})"}) {
-    for (auto kind : {EngineKind::kApi, EngineKind::kCli}) {
-      const auto error = error_of(json, kind);
-      EXPECT_NE(error.find("preinstall is not supported yet"), std::string::npos) << error;
-    }
+TEST(DockerSettings, PreinstallTakesThreeListsAndAFailurePolicyBothEngines) {
+  for (auto kind : {EngineKind::kApi, EngineKind::kCli}) {
+    const auto s = parse_docker_settings(
+        R"({"preinstall_on_failure": "continue",
+            "preinstall": {"system": ["curl", "/x/a.deb"], "python": ["requests==2.31"],
+                           "npm": ["/x/p.tgz"]}})",
+        kind);
+    EXPECT_EQ(s.preinstall.system, (std::vector<std::string>{"curl", "/x/a.deb"}));
+    EXPECT_EQ(s.preinstall.python, (std::vector<std::string>{"requests==2.31"}));
+    EXPECT_EQ(s.preinstall.npm, (std::vector<std::string>{"/x/p.tgz"}));
+    EXPECT_TRUE(s.preinstall.continue_on_failure);
   }
+  const auto d = parse_docker_settings(R"({"preinstall": {"python": ["x"]}})");
+  EXPECT_FALSE(d.preinstall.continue_on_failure);  // fail is the default
+  EXPECT_FALSE(d.preinstall.empty());
+  EXPECT_TRUE(parse_docker_settings("{}").preinstall.empty());
+}
+
+TEST(DockerSettings, PreinstallRefusesWhatItCannotInstall) {
+  EXPECT_EQ(error_of(R"({"preinstall": {"pip": ["x"]}})"),
+            "unknown setting 'preinstall.pip' (known: system, python, npm)");
+  EXPECT_EQ(
+      error_of(R"({"preinstall": ["x"]})").rfind("setting 'preinstall': expected an object", 0),
+      0u);
+  // An entry is a package, never an option of the installer.
+  for (const char* bad :
+       {R"({"preinstall": {"python": ["--index-url=http://x"]}})",
+        R"({"preinstall": {"system": [""]}})", R"({"preinstall": {"npm": ["a\nb"]}})"})
+    EXPECT_NE(error_of(bad).find("expected a package name or an absolute path"), std::string::npos)
+        << bad;
+  EXPECT_EQ(error_of(R"({"preinstall": {"python": "x"}})"),
+            "setting 'preinstall.python': expected a list of package names or absolute paths of "
+            "local files");
+  EXPECT_EQ(error_of(R"({"preinstall_on_failure": "ignore"})"),
+            "setting 'preinstall_on_failure': expected one of fail, continue (got 'ignore')");
+  // Attach mode cannot install anything into a container it does not create.
+  EXPECT_NE(error_of(R"({"container": "dev", "preinstall": {"python": ["x"]}})")
+                .find("'preinstall' cannot apply to a container execmcp does not create"),
+            std::string::npos);
 }
 
 TEST(DockerSettings, AttachModeTakesAContainerNameAndItsOwnOptionBothEngines) {
