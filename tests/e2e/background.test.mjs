@@ -7,7 +7,18 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import { BACKGROUND_TOOLS, backgroundSuite, bg } from './lib/background.mjs';
-import { TOOLS, callTool, connectClient, killMarker, makeWorkspace, nativeConfig, processesWith, uniqueMarker, waitUntil } from './lib/harness.mjs';
+import {
+  TOOLS,
+  callTool,
+  connectClient,
+  killMarker,
+  makeWorkspace,
+  nativeConfig,
+  processesWith,
+  uniqueMarker,
+  waitMarkerGone,
+  waitUntil,
+} from './lib/harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const configsDir = path.resolve(here, '..', '..', 'configs');
@@ -52,6 +63,22 @@ describe('configs/local-background.yaml', () => {
     const r = await bg(conn.client, 'start_background_shell', { command: 'sudo id' });
     assert.equal(r.success, false);
     assert.match(r.error, /^Command validation error: /);
+  });
+
+  // Last: it closes the server.
+  test('shells still running end when the server exits', async () => {
+    const end = uniqueMarker();
+    try {
+      const started = await bg(conn.client, 'start_background_shell', { command: `setsid sleep 1000.${end} & sleep 1000.${end}` });
+      assert.equal(started.success, true, JSON.stringify(started));
+      const seen = await waitUntil(() => processesWith(end).length >= 2, { timeoutMs: 20000 });
+      assert.ok(seen, `the tree runs: ${JSON.stringify(processesWith(end))}`);
+      await conn.close();
+      conn = undefined;
+      assert.deepEqual(await waitMarkerGone(end, 20000), [], 'the server ended them, the escapee too');
+    } finally {
+      killMarker(end);
+    }
   });
 });
 
