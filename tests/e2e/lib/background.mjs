@@ -301,6 +301,28 @@ export function backgroundSuite({ name, backend, agent = 'default', skip = false
       assert.equal((await bg(conn.client, 'list_background_shells')).count, before, 'nothing was added');
     });
 
+    // The server keeps at most max_output_bytes (1 MiB by default) per stream of a shell; 100 MB
+    // printed must not grow it by anything like that. VmHWM is the server's peak resident size.
+    test('a shell printing 100 MB leaves the server\'s memory bounded, keeping the newest lines', async (t) => {
+      await killAllRunning(conn.client);
+      const peak = () => Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${conn.pid}/status`, 'latin1'))[1]) * 1024;
+      const before = peak();
+      const s = await bg(conn.client, 'start_background_shell', {
+        command: "head -c 100000000 /dev/zero | tr '\\0' a | fold -w 999; echo; echo last-line",
+      });
+      assert.equal(s.success, true, JSON.stringify(s));
+      const done = await waitUntil(async () => {
+        const st = await bg(conn.client, 'get_background_shell_status', { shell_id: s.shell_id });
+        return st.status !== 'running' && st;
+      }, { timeoutMs: 120000, stepMs: 200 });
+      assert.equal(done.status, 'stopped', JSON.stringify(done));
+      const grown = peak() - before;
+      t.diagnostic(`server peak RSS ${before} -> ${before + grown} bytes`);
+      assert.ok(grown < 32 * 1024 * 1024, `the server grew by ${grown} bytes for 100 MB of output`);
+      const out = await bg(conn.client, 'get_background_shell_output', { shell_id: s.shell_id, max_lines: 2 });
+      assert.match(out.stdout, /\nlast-line$/, 'the newest lines are kept');
+    });
+
     test('an unknown shell id is MassGen\'s "Shell not found"', async () => {
       for (const tool of ['get_background_shell_status', 'get_background_shell_output', 'kill_background_shell']) {
         const s = await bg(conn.client, tool, { shell_id: 'shell_00000000' });
