@@ -33,6 +33,12 @@ function docker(...args) {
   return spawnSync('docker', args, { encoding: 'utf8', timeout: 60000 });
 }
 
+// The command lines of execmcp-runner processes in the container ("" when none).
+function runnersIn(container) {
+  const list = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | grep '[e]xecmcp-runner' || true";
+  return docker('exec', container, 'sh', '-c', list).stdout.trim();
+}
+
 function containerRunning(name) {
   return docker('inspect', '-f', '{{.State.Running}}', name).stdout.trim() === 'true';
 }
@@ -94,6 +100,7 @@ describe('serve --massgen --execution-mode docker attaches to MassGen\'s contain
     assert.equal(fs.readFileSync(path.join(w.ws, 'made.txt'), 'utf8'), 'made-inside\n');
     const rd = await callTool(client, 'read_file', { path: 'made.txt' });
     assert.equal(rd.structuredContent.content, 'made-inside\n');
+    assert.notEqual(runnersIn(container), '', 'the calls go through execmcp-runner in the container (agent mode)');
   });
 
   test('a background shell runs in that container too', async () => {
@@ -117,8 +124,10 @@ describe('serve --massgen --execution-mode docker attaches to MassGen\'s contain
     assert.ok(gone, `execmcp (pid ${pid}) exited`);
     assert.equal(containerRunning(container), true, `${container} is still running: ${docker('ps', '-a', '--filter', `name=${container}`).stdout}`);
     assert.deepEqual(await waitMarkerGone(m, 20000), [], 'the background shell ended with the agent');
-    // The container is as MassGen left it: its own process is there and it still runs commands.
+    // The container is as MassGen left it: it still runs commands, and execmcp-runner (started in it
+    // for the server's calls) is gone with the server.
     const again = docker('exec', container, 'sh', '-c', 'echo still-here');
     assert.equal(again.stdout, 'still-here\n');
+    assert.equal(await waitUntil(() => runnersIn(container) === '' && 'none', { timeoutMs: 20000, stepMs: 200 }) || runnersIn(container), 'none', 'no execmcp-runner is left in the container');
   });
 });
