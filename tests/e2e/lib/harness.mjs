@@ -72,7 +72,11 @@ function yamlString(s) {
 
 // Native-schema config for one agent `default` on the local backend.
 // filters: 'default' (sanitize + patterns denying ^curl), 'none', or an explicit YAML list text.
-export function nativeConfig(w, { filters = 'default', timeout = 60, outputCap = 1048576, backend, agent = 'default' } = {}) {
+// extra: more keys of the agent, as YAML lines indented by 4 (e.g. '    background: {max_running: 2}\n').
+export function nativeConfig(
+  w,
+  { filters = 'default', timeout = 60, outputCap = 1048576, backend, agent = 'default', extra = '', preamble = '' } = {},
+) {
   let filterText;
   if (filters === 'none') {
     filterText = '    filters: []\n';
@@ -88,6 +92,7 @@ export function nativeConfig(w, { filters = 'default', timeout = 60, outputCap =
   const backendText = backend ?? '    backend: {plugin: local, settings: {}}\n';
   const text =
     'execmcp: 1\n' +
+    preamble +
     'agents:\n' +
     `  - id: ${agent}\n` +
     `    cwd: ${yamlString(w.ws)}\n` +
@@ -95,7 +100,8 @@ export function nativeConfig(w, { filters = 'default', timeout = 60, outputCap =
     filterText +
     `    context_paths: [{path: ${yamlString(w.ctx)}, permission: read}]\n` +
     `    timeout: ${timeout}\n` +
-    `    output_cap: ${outputCap}\n`;
+    `    output_cap: ${outputCap}\n` +
+    extra;
   return writeConfig(w, text);
 }
 
