@@ -32,9 +32,6 @@ const CONFIGS = [
       fs.writeFileSync(path.join(home, '.gitconfig'), '[user]\n\tname = e2e\n');
       return { EXECMCP_ENV_FILE: envFile, HOME: home };
     },
-    // The docker backends refuse `preinstall` until it is implemented (issue 11); until then this
-    // one refusal is a TODO, and any other failure still fails.
-    pending: /setting 'preinstall': preinstall is not supported yet/,
   },
   { file: 'local-background.yaml' },
 ];
@@ -50,8 +47,8 @@ describe('check-config of the example configs', () => {
     w?.cleanup();
   });
 
-  for (const { file, prepare, pending } of CONFIGS) {
-    test(`execmcp check-config configs/${file} prints OK`, (t) => {
+  for (const { file, prepare } of CONFIGS) {
+    test(`execmcp check-config configs/${file} prints OK`, () => {
       const env = serverEnv({ EXECMCP_WORKSPACE: w.ws, ...(prepare?.(w) ?? {}) });
       const r = spawnSync(EXECMCP_BIN, ['check-config', path.join(configsDir, file)], {
         encoding: 'utf8',
@@ -60,7 +57,6 @@ describe('check-config of the example configs', () => {
         timeout: 60000,
       });
       const said = `exit ${r.status}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
-      if (r.status !== 0 && pending?.test(r.stderr)) t.todo(`not yet: ${r.stderr.trim()}`);
       assert.equal(r.status, 0, said);
       assert.match(r.stdout, /: OK\b/, said);
       assert.ok(!`${r.stdout}${r.stderr}`.includes(SECRET), 'no secret of the env_file is printed');
