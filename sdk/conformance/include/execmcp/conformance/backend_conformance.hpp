@@ -22,6 +22,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct BackendUnderTest {
   // purpose: this checks behaviour, timing targets belong in benchmarks.
   std::chrono::seconds slack{20};
 };
+
+// How GoogleTest prints a test's parameter (ctest lists it beside each case): its name, not the
+// object's bytes.
+inline void PrintTo(const BackendUnderTest& backend, std::ostream* out) {
+  *out << backend.name;
+}
 
 // Registers a backend for the suite. Call before testing::InitGoogleTest(), e.g. from a static
 // initializer as above. Returns true so it can initialize a static.
