@@ -60,8 +60,7 @@ class LocalBackgroundTest : public ::testing::Test {
     init.cwd = workspace_.string();
     init.paths = {{workspace_.string(), true}};
     init.settings_json = "{}";
-    // The plugin's own backend, not the conformance kit's wrapper (which forwards no
-    // query_interface() yet).
+    // The plugin's own backend, made as the host makes it (the kit's factory would do as well).
     auto& factory = library_.get_alias<sdk::BackendFactory>(sdk::kBackendFactorySymbol);
     std::string error;
     backends_.emplace_back(factory(init, error));
