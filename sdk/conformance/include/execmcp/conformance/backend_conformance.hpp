@@ -11,7 +11,9 @@
 //   }
 //   const bool registered = execmcp::conformance::register_backend(mine());
 //
-// Every registered backend gets the whole suite, named BackendConformance.<Case>/<name>.
+// Every registered backend gets the whole suite, named BackendConformance.<Case>/<name>, and the
+// cases of each optional interface (BackgroundConformance.<Case>/<name> for execmcp.background/1),
+// which are skipped, saying why, when the backend does not offer that interface.
 // Workspaces are made under `temp_root` and handed to the backend at their host paths, so a
 // sandboxed backend must make them visible at the same path (the house rule for Docker).
 // Build the test program with -fsanitize=thread too, now and then: the cases that call a backend
