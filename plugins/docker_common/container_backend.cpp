@@ -47,6 +47,21 @@ std::string random_marker() {
   return out;
 }
 
+// A short look into the container as one exec of `/bin/sh -c script`: from "/", its output capped,
+// never recovering a stopped container (a probe must not bring it back). A template only because
+// ContainerBackend::ExecSpec is private: callers name it, `probe_spec<ExecSpec>(...)`.
+template <typename Spec>
+Spec probe_spec(std::string script, std::chrono::milliseconds timeout) {
+  Spec spec;
+  spec.cmd = {"/bin/sh", "-c", std::move(script)};
+  spec.work_dir = "/";
+  spec.timeout = timeout;
+  spec.output_cap = 4096;
+  spec.marker = random_marker();
+  spec.recover = false;
+  return spec;
+}
+
 std::string this_host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
@@ -499,16 +514,10 @@ std::string ContainerBackend::start_attached() {
     access_granted_ = true;
   }
   // A user name (or uid) that is root inside the container is refused too: ask the container.
-  ExecSpec probe;
-  probe.cmd = {"/bin/sh", "-c",
-               "while read -r k v r; do [ \"$k\" = Uid: ] && echo \"uid=$v\" && break; done "
-               "< /proc/self/status"};
-  probe.work_dir = "/";
-  probe.timeout = std::chrono::seconds(30);
-  probe.output_cap = 4096;
-  probe.marker = random_marker();
-  probe.recover = false;
-  const auto r = run_exec_once(probe);
+  const auto r = run_exec_once(probe_spec<ExecSpec>(
+      "while read -r k v r; do [ \"$k\" = Uid: ] && echo \"uid=$v\" && break; done "
+      "< /proc/self/status",
+      std::chrono::seconds(30)));
   const auto at = r.stdout_data.find("uid=");
   const std::string uid = at == std::string::npos
                               ? ""
@@ -954,16 +963,10 @@ void ContainerBackend::explain_kill(sdk::ExecResult& result) {
   if (state.exists && state.running) {
     // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
     // says nothing while the container runs, so read the memory cgroup's own count.
-    ExecSpec probe;
-    probe.cmd = {"/bin/sh", "-c",
-                 "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
-                 "2>/dev/null; true"};
-    probe.work_dir = "/";
-    probe.timeout = std::chrono::seconds(10);
-    probe.output_cap = 4096;
-    probe.marker = random_marker();
-    probe.recover = false;
-    auto r = run_exec_once(probe);
+    auto r = run_exec_once(probe_spec<ExecSpec>(
+        "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
+        "2>/dev/null; true",
+        std::chrono::seconds(10)));
     if (r.error.empty() && r.exit_code == 0) {
       oom_kills = parse_oom_kills(r.stdout_data);
     } else if (wait_stopped(std::chrono::seconds(5))) {

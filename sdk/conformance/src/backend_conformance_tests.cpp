@@ -7,7 +7,8 @@
 // growing once execute() has returned.
 //
 // register_backend() lives in this file on purpose: calling it pulls this object file (and so
-// these tests) out of the static library into the test program.
+// these tests) out of the static library into the test program; it pulls the background cases'
+// file in the same way.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -32,6 +33,9 @@
 #include <gtest/gtest.h>
 
 #include "execmcp/conformance/backend_conformance.hpp"
+#include "execmcp/sdk/background_processes.hpp"
+
+#include "conformance_fixture.hpp"
 
 namespace execmcp::conformance {
 
@@ -40,31 +44,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-std::vector<BackendUnderTest>& registry() {
-  static std::vector<BackendUnderTest> backends;
-  return backends;
-}
-
-std::string read_host_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_host_file(const fs::path& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
-
-std::uintmax_t file_size_or_zero(const fs::path& path) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  return ec ? 0 : size;
-}
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using detail::file_size_or_zero;
+using detail::read_host_file;
+using detail::seconds_since;
+using detail::write_host_file;
 
 // Collects streamed chunks; the backend calls it from its own thread.
 class RecordingSink final : public sdk::OutputSink {
@@ -98,93 +81,7 @@ class RecordingSink final : public sdk::OutputSink {
   Clock::time_point first_stdout_at_{};
 };
 
-class BackendConformance : public ::testing::TestWithParam<BackendUnderTest> {
- protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    const auto& param = GetParam();
-    fs::path base = param.temp_root.empty() ? fs::temp_directory_path() : fs::path(param.temp_root);
-    std::string pattern = (base / "execmcp-conformance-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr) << "cannot create a temp dir under " << base;
-    root_ = fs::canonical(pattern);
-    workspace_ = root_ / "workspace";
-    context_ = root_ / "context";
-    outside_ = root_ / "outside";
-    for (const auto& dir : {workspace_, context_, outside_, root_ / "logs"})
-      fs::create_directories(dir);
-    // Sandboxes often run commands as another user: let it write the workspace.
-    fs::permissions(workspace_, fs::perms::all);
-    write_host_file(context_ / "readme.txt", "context file\n");
-    write_host_file(outside_ / "secret.txt", "secret\n");
-
-    init_.agent_id = "conformance-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-    init_.instance_id = "conformance-" + std::to_string(::getpid());
-    init_.cwd = workspace_.string();
-    init_.paths = {{workspace_.string(), true}, {context_.string(), false}};
-    init_.log_dir = (root_ / "logs").string();
-    init_.settings_json = param.settings_json;
-    init_.log = &log_;
-    try {
-      backend_ = param.factory(init_);
-    } catch (const std::exception& e) {
-      FAIL() << "the factory of '" << param.name << "' threw: " << e.what();
-    }
-    ASSERT_NE(backend_, nullptr) << "the factory of '" << param.name << "' returned null";
-    ASSERT_EQ(backend_->start(), "");
-  }
-
-  void TearDown() override {
-    if (backend_) {
-      backend_->cleanup();
-      backend_.reset();
-    }
-    std::error_code ec;
-    if (!root_.empty()) fs::remove_all(root_, ec);
-  }
-
-  sdk::ExecResult run(const std::string& command, std::chrono::milliseconds timeout = 60s,
-                      const std::string& work_dir = "") {
-    sdk::ExecRequest request;
-    request.command = command;
-    request.timeout = timeout;
-    request.work_dir = work_dir;
-    return backend_->execute(request);
-  }
-
-  // A background loop that appends to `name` in the workspace every 0.1 s.
-  std::string heartbeat(const std::string& name) const {
-    return "while :; do echo x >> '" + (workspace_ / name).string() + "'; sleep 0.1; done";
-  }
-
-  void wait_for_heartbeat(const std::string& name) const {
-    auto until = Clock::now() + slack();
-    while (file_size_or_zero(workspace_ / name) == 0 && Clock::now() < until)
-      std::this_thread::sleep_for(20ms);
-    ASSERT_GT(file_size_or_zero(workspace_ / name), 0u) << "the heartbeat loop never started";
-  }
-
-  // The loop is dead when the file stops growing (checked over a second, twelve beats' worth).
-  void expect_heartbeat_dead(const std::string& name) const {
-    ASSERT_GT(file_size_or_zero(workspace_ / name), 0u) << "the heartbeat loop never ran";
-    std::this_thread::sleep_for(200ms);
-    auto before = file_size_or_zero(workspace_ / name);
-    std::this_thread::sleep_for(1200ms);
-    EXPECT_EQ(file_size_or_zero(workspace_ / name), before)
-        << "a process of the command's tree is still running after execute() returned";
-  }
-
-  std::chrono::seconds slack() const { return GetParam().slack; }
-
-  class NullLog final : public sdk::LogSink {
-   public:
-    void log(sdk::LogLevel, std::string_view) noexcept override {}
-  };
-
-  NullLog log_;
-  fs::path root_, workspace_, context_, outside_;
-  sdk::BackendInit init_;
-  std::unique_ptr<sdk::ExecutorBackend> backend_;
-};
+class BackendConformance : public detail::BackendFixture {};
 
 TEST_P(BackendConformance, ReportsExitCodes) {
   for (int code : {0, 1, 3, 42, 255}) {
@@ -591,28 +488,31 @@ TEST_P(BackendConformance, LifecycleCallsAreIdempotent) {
   backend_->cleanup();  // TearDown cleans up a third time
 }
 
+// Capabilities are found by id; an id the backend does not know is null (never a throw), and an
+// offered one is the same pointer on every call.
+TEST_P(BackendConformance, QueryInterfaceIsNullForUnknownIdsAndStable) {
+  EXPECT_EQ(backend_->query_interface("execmcp.conformance-no-such-interface/1"), nullptr);
+  EXPECT_EQ(backend_->query_interface(""), nullptr);
+  EXPECT_EQ(backend_->query_interface(sdk::kBackgroundProcessesId),
+            backend_->query_interface(sdk::kBackgroundProcessesId));
+}
+
 TEST_P(BackendConformance, ReportsTraits) {
   auto traits = backend_->traits();
   EXPECT_FALSE(traits.python.empty());
 }
 
-std::string test_name(const ::testing::TestParamInfo<BackendUnderTest>& info) {
-  std::string name;
-  for (char c : info.param.name)
-    name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  if (name.empty()) name = "backend" + std::to_string(info.index);
-  return name;
-}
-
 }  // namespace
 
 bool register_backend(BackendUnderTest backend) {
-  registry().push_back(std::move(backend));
+  detail::link_background_cases();
+  detail::registry().push_back(std::move(backend));
   return true;
 }
 
 // Evaluated by InitGoogleTest(), after static initializers have registered the backends.
-INSTANTIATE_TEST_SUITE_P(Backends, BackendConformance, ::testing::ValuesIn(registry()), test_name);
+INSTANTIATE_TEST_SUITE_P(Backends, BackendConformance, ::testing::ValuesIn(detail::registry()),
+                         detail::test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BackendConformance);
 
 }  // namespace execmcp::conformance

@@ -11,7 +11,9 @@
 //   }
 //   const bool registered = execmcp::conformance::register_backend(mine());
 //
-// Every registered backend gets the whole suite, named BackendConformance.<Case>/<name>.
+// Every registered backend gets the whole suite, named BackendConformance.<Case>/<name>, and the
+// cases of each optional interface (BackgroundConformance.<Case>/<name> for execmcp.background/1),
+// which are skipped, saying why, when the backend does not offer that interface.
 // Workspaces are made under `temp_root` and handed to the backend at their host paths, so a
 // sandboxed backend must make them visible at the same path (the house rule for Docker).
 // Build the test program with -fsanitize=thread too, now and then: the cases that call a backend
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,12 @@ struct BackendUnderTest {
   // purpose: this checks behaviour, timing targets belong in benchmarks.
   std::chrono::seconds slack{20};
 };
+
+// How GoogleTest prints a test's parameter (ctest lists it beside each case): its name, not the
+// object's bytes.
+inline void PrintTo(const BackendUnderTest& backend, std::ostream* out) {
+  *out << backend.name;
+}
 
 // Registers a backend for the suite. Call before testing::InitGoogleTest(), e.g. from a static
 // initializer as above. Returns true so it can initialize a static.
