@@ -392,7 +392,8 @@ std::string ContainerBackend::checked_spec(ContainerSpec& spec,
   // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
   std::erase_if(spec.mounts, [&](const MountSpec& m) {
     const bool is_protected = is_protected_mount(init_, m);
-    const bool optional = m.target == "/tools" || m.target == "/skills" || is_protected ||
+    const bool optional = m.target == "/tools" || m.target == "/skills" ||
+                          m.target == kSkillsHomeTarget || is_protected ||
                           (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
     std::error_code ec;
     if (!optional || std::filesystem::exists(m.source, ec)) return false;

@@ -69,8 +69,10 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
       for (const auto& p : g.protected_paths) add(p, p, true);
   add(init.temp_workspace, init.temp_workspace, true);
   if (container_tools_dir(init) == "/tools") add(init.tools_dir, "/tools", true);
-  if (!init.skills_dir.empty() && enclosing_grant(init, init.skills_dir, true) == nullptr)
+  if (!init.skills_dir.empty() && enclosing_grant(init, init.skills_dir, true) == nullptr) {
     add(init.skills_dir, "/skills", true);
+    add(init.skills_dir, kSkillsHomeTarget, true);
+  }
   for (const auto& m : extra) add(m.source, m.target, m.read_only);
   return mounts;
 }

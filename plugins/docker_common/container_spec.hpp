@@ -62,13 +62,17 @@ inline constexpr std::array<const char*, 8> kSudoCapabilities = {
     "CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER",
     "CAP_FSETID",      "CAP_KILL",  "CAP_SETGID",       "CAP_SETUID"};
 
+// The skills dir's second read-only target: where skill loaders (openskills, MassGen's
+// `.agent/skills`) look in the image user's home. The first is /skills.
+inline constexpr const char* kSkillsHomeTarget = "/home/execmcp/.agent/skills";
+
 // "execmcp-<agent>-<instance>", with every character outside Docker's name charset
 // [a-zA-Z0-9_.-] replaced by '-', at most 128 characters.
 std::string container_name(const std::string& agent_id, const std::string& instance_id);
 
 // Mounts at the same paths as on the host: workspace rw, context paths ro unless writable,
 // protected paths of writable grants ro, temp workspace ro, tools -> /tools ro, skills -> /skills
-// ro, then extra mounts. A target already
+// and kSkillsHomeTarget ro, then extra mounts. A target already
 // mounted is not mounted twice (the first, more specific entry wins). A grant inside another
 // grant with the same access, a tools dir inside any grant and a skills dir inside a writable one
 // get no mount of their own: they are visible at their host paths, and a separate mount would

@@ -171,7 +171,32 @@ std::string LocalBackend::start() {
   if (!fs::is_directory(init_.cwd, ec))
     return "the agent's cwd '" + init_.cwd + "' is not a directory";
   roots_.publish(grant_roots(grants_));
+  link_skills();
   return {};
+}
+
+// MassGen's local skills: <cwd>/.agent/skills names the skills dir, where skill loaders look. A
+// link already there is pointed at it; a real directory there is the user's and is left alone
+// (MassGen deletes it). Not having the link is not a reason to refuse the agent.
+void LocalBackend::link_skills() const {
+  if (init_.skills_dir.empty()) return;
+  std::error_code ec;
+  if (!fs::is_directory(init_.skills_dir, ec)) return;
+  const fs::path link = fs::path(init_.cwd) / ".agent" / "skills";
+  const auto status = fs::symlink_status(link, ec);
+  if (fs::is_symlink(status)) {
+    if (fs::read_symlink(link, ec) == fs::path(init_.skills_dir)) return;
+    fs::remove(link, ec);
+  } else if (fs::exists(status)) {
+    log(sdk::LogLevel::Warn, "local: not linking the skills dir at " + link.string() +
+                                 ": something that is not a symlink is there already");
+    return;
+  }
+  fs::create_directories(link.parent_path(), ec);
+  fs::create_directory_symlink(init_.skills_dir, link, ec);
+  if (ec)
+    log(sdk::LogLevel::Warn,
+        "local: cannot link the skills dir at " + link.string() + ": " + ec.message());
 }
 
 LocalBackend::OpenedGrant LocalBackend::open_grant(const std::string& path,

@@ -105,6 +105,8 @@ class LocalBackend final : public sdk::ExecutorBackend, public sdk::BackgroundPr
     std::string relative;
     std::string error;
   };
+  // <cwd>/.agent/skills -> the skills dir, when there is one (see start()).
+  void link_skills() const;
   [[nodiscard]] OpenedGrant open_grant(const std::string& path, sdk::Access access) const;
   // A refusal when the deepest directory of `grant.relative` that exists really lies in a
   // protected path (where a write would make the missing ones); "" otherwise.

@@ -551,6 +551,22 @@ TEST_F(DockerLifecycle, NoPermissionOnTheSocketSaysSoAndNamesTheDockerGroup) {
   EXPECT_NE(err.find("'docker' group"), std::string::npos) << err;
 }
 
+// use_skills: the skills dir read-only at /skills and where skill loaders look in the home.
+TEST_F(DockerLifecycle, SkillsAreReadOnlyAtSkillsAndInTheHome) {
+  TempDir ws("skills"), skills("skillsdir");
+  std::ofstream(skills.path() + "/SKILL.md") << "# a skill\n";
+  auto init = init_for("skills", ws);
+  init.skills_dir = skills.path();
+  auto b = make_backend(init);
+  ASSERT_TRUE(b);
+  ASSERT_EQ(b->start(), "");
+  auto r = run(*b, "cat /skills/SKILL.md ~/.agent/skills/SKILL.md; echo $HOME");
+  EXPECT_EQ(r.stdout_data, "# a skill\n# a skill\n/home/execmcp\n") << r.stderr_data;
+  EXPECT_NE(run(*b, "touch /skills/x").exit_code, 0);
+  EXPECT_NE(run(*b, "touch ~/.agent/skills/x").exit_code, 0);
+  b->cleanup();
+}
+
 TEST_F(DockerLifecycle, ToolsSkillsAndTempWorkspaceAreMountedReadOnly) {
   TempDir ws("mounts"), tools("tools"), tmpws("tmpws");
   std::ofstream(tools.path() + "/helper.py") << "print('tool')\n";

@@ -33,7 +33,7 @@ const CONFIGS = [
       return { EXECMCP_ENV_FILE: envFile, HOME: home };
     },
   },
-  { file: 'local-background.yaml' },
+  { file: 'local-background.yaml', says: /agent '[^']+': background shells on \(at most \d+ running\)/ },
 ];
 
 describe('check-config of the example configs', () => {
@@ -47,7 +47,7 @@ describe('check-config of the example configs', () => {
     w?.cleanup();
   });
 
-  for (const { file, prepare } of CONFIGS) {
+  for (const { file, prepare, says } of CONFIGS) {
     test(`execmcp check-config configs/${file} prints OK`, () => {
       const env = serverEnv({ EXECMCP_WORKSPACE: w.ws, ...(prepare?.(w) ?? {}) });
       const r = spawnSync(EXECMCP_BIN, ['check-config', path.join(configsDir, file)], {
@@ -59,6 +59,7 @@ describe('check-config of the example configs', () => {
       const said = `exit ${r.status}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
       assert.equal(r.status, 0, said);
       assert.match(r.stdout, /: OK\b/, said);
+      if (says) assert.match(r.stdout, says, said);
       assert.ok(!`${r.stdout}${r.stderr}`.includes(SECRET), 'no secret of the env_file is printed');
     });
   }

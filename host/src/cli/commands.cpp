@@ -375,12 +375,21 @@ int command_check_config(const Arguments& args) {
   PluginRegistry registry = scan_plugins(config.get());
   for (const auto& warning : registry.warnings()) std::cout << "warning: " << warning << "\n";
   std::vector<std::string> problems;
+  std::vector<std::string> capabilities;  // what each agent's tools will be, once all is OK
   for (const auto& agent : config->agents) {
     if (!agent.mcp_enabled) continue;
     try {
       AgentBuildOptions options;
       options.touch_filesystem = false;
-      build_agent(*config, agent, registry, options);
+      const auto built = build_agent(*config, agent, registry, options);
+      std::string line = "  agent '" + agent.id + "': background shells ";
+      if (built->capabilities().background)
+        line += "on (at most " + std::to_string(agent.background.max_running) + " running)";
+      else if (!agent.background.enabled)
+        line += "off (background.enabled: false)";
+      else
+        line += "off (backend " + agent.backend.plugin + " does not offer execmcp.background/1)";
+      capabilities.push_back(std::move(line));
     } catch (const ConfigError& e) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     } catch (const std::exception& e) {
@@ -394,6 +403,10 @@ int command_check_config(const Arguments& args) {
     return 1;
   }
   std::cout << args.config_file << ": OK\n";
+  if (!capabilities.empty()) {
+    std::cout << "capabilities:\n";
+    for (const auto& line : capabilities) std::cout << line << "\n";
+  }
   if (!config->ignored.empty()) {
     std::cout << "read but not acted on (" << config->ignored.size()
               << "; --strict makes these errors):\n";

@@ -84,6 +84,9 @@ TEST(ExecmcpCli, CheckConfigInstantiatesPluginsAndReportsTheirSettingsErrors) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("agent 'echo': backend fixture-echo, filters: fixture-word"));
   EXPECT_THAT(result.out, HasSubstr(": OK"));
+  // What the agent's tools will be: this backend offers no background processes.
+  EXPECT_THAT(result.out, HasSubstr("agent 'echo': background shells off (backend fixture-echo "
+                                    "does not offer execmcp.background/1)"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "ws"));  // check-config touches nothing
 
   result = run_execmcp("check-config " + quote(fixture_config(dir, ", colour: red")), dir);

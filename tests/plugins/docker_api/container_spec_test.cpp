@@ -34,7 +34,7 @@ TEST(ContainerName, SanitizesToDockersCharset) {
 
 TEST(ContainerMounts, SamePathsAsTheHostWithTheRightModes) {
   auto mounts = container_mounts(sample_init(), {{"/data", "/mnt/data", false}});
-  ASSERT_EQ(mounts.size(), 7u);
+  ASSERT_EQ(mounts.size(), 8u);
   auto find = [&](const std::string& target) -> const MountSpec* {
     for (const auto& m : mounts)
       if (m.target == target) return &m;
@@ -49,6 +49,10 @@ TEST(ContainerMounts, SamePathsAsTheHostWithTheRightModes) {
   EXPECT_EQ(find("/tools")->source, "/opt/execmcp/tools");
   EXPECT_TRUE(find("/tools")->read_only);
   EXPECT_EQ(find("/skills")->source, "/opt/execmcp/skills");
+  // Also where skill loaders look in the image user's home (MassGen's .agent/skills).
+  ASSERT_TRUE(find("/home/execmcp/.agent/skills"));
+  EXPECT_EQ(find("/home/execmcp/.agent/skills")->source, "/opt/execmcp/skills");
+  EXPECT_TRUE(find("/home/execmcp/.agent/skills")->read_only);
   EXPECT_FALSE(find("/mnt/data")->read_only);
 }
 
@@ -142,7 +146,7 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_NE(host["Tmpfs"]["/tmp"].get<std::string>().find(
                 "size=" + std::to_string(DockerSettings::kDefaultTmpfsBytes)),
             std::string::npos);
-  ASSERT_EQ(host["Mounts"].size(), 6u);
+  ASSERT_EQ(host["Mounts"].size(), 7u);  // the skills dir twice
   EXPECT_EQ(host["Mounts"][0]["Type"], "bind");
   EXPECT_EQ(host["Mounts"][0]["Source"], "/work/ws/a");
   EXPECT_EQ(host["Mounts"][0]["Target"], "/work/ws/a");

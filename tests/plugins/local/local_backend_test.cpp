@@ -189,6 +189,38 @@ TEST_F(LocalBackendTest, ProtectedPathsRefuseWritesThroughTheFileTools) {
   EXPECT_EQ(read_text(workspace_ / "keepsake" / "x.txt"), "ok");
 }
 
+// MassGen's local skills: <workspace>/.agent/skills leads to the skills dir; a stale link is
+// repointed, a real directory of the user's is left as it is.
+TEST_F(LocalBackendTest, SkillsDirIsLinkedIntoTheWorkspace) {
+  const fs::path skills = root_ / "skills";
+  fs::create_directories(skills);
+  std::ofstream(skills / "SKILL.md") << "skill";
+  auto make_with_skills = [&] {
+    execmcp::sdk::BackendInit init;
+    init.agent_id = "local-test";
+    init.cwd = workspace_.string();
+    init.paths = {{workspace_.string(), true}, {skills.string(), false}};
+    init.skills_dir = skills.string();
+    init.settings_json = "{}";
+    backends_.push_back(factory_(init));
+    EXPECT_EQ(backends_.back()->start(), "");
+    return backends_.back().get();
+  };
+  auto* backend = make_with_skills();
+  EXPECT_EQ(fs::read_symlink(workspace_ / ".agent" / "skills"), skills);
+  EXPECT_EQ(run(*backend, "cat .agent/skills/SKILL.md").stdout_data, "skill");
+  fs::remove(workspace_ / ".agent" / "skills");
+  fs::create_directory_symlink(root_, workspace_ / ".agent" / "skills");
+  make_with_skills();
+  EXPECT_EQ(fs::read_symlink(workspace_ / ".agent" / "skills"), skills);
+  fs::remove(workspace_ / ".agent" / "skills");
+  fs::create_directories(workspace_ / ".agent" / "skills");
+  std::ofstream(workspace_ / ".agent" / "skills" / "mine.md") << "mine";
+  make_with_skills();
+  EXPECT_FALSE(fs::is_symlink(workspace_ / ".agent" / "skills"));
+  EXPECT_EQ(read_text(workspace_ / ".agent" / "skills" / "mine.md"), "mine");
+}
+
 TEST_F(LocalBackendTest, DescriptorSaysLocalBackend) {
   boost::dll::shared_library library(EXECMCP_LOCAL_PLUGIN_PATH);
   const auto& descriptor =
