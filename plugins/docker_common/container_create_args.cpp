@@ -31,6 +31,29 @@ std::string bind_mount(const std::string& source, const std::string& target, boo
          mount_field("target=" + target) + (read_only ? ",readonly" : "");
 }
 
+// What the agent's container and the preinstall container share: no restart, a capped log.
+void append_restart_and_log(std::vector<std::string>& a) {
+  a.push_back("--restart=no");
+  a.push_back("--log-driver=json-file");
+  a.push_back(std::string("--log-opt=max-size=") + kLogMaxSize);
+  a.push_back(std::string("--log-opt=max-file=") + kLogMaxFiles);
+}
+
+void append_memory(std::vector<std::string>& a, const std::optional<std::int64_t>& bytes) {
+  if (!bytes) return;
+  a.push_back("--memory=" + std::to_string(*bytes));
+  // No swap beyond the limit, as in the create body: a hog is OOM-killed.
+  a.push_back("--memory-swap=" + std::to_string(*bytes));
+}
+
+void append_pids_limit(std::vector<std::string>& a, std::int64_t limit, CliFlavor flavor) {
+  if (limit > 0) {
+    a.push_back("--pids-limit=" + std::to_string(limit));
+  } else if (flavor == CliFlavor::kPodman) {
+    a.push_back("--pids-limit=-1");  // Podman's default is 4096; Docker's is none
+  }
+}
+
 }  // namespace
 
 CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
@@ -61,15 +84,8 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
     a.push_back("--security-opt=no-new-privileges");
   }
   a.push_back("--init");
-  a.push_back("--restart=no");
-  a.push_back("--log-driver=json-file");
-  a.push_back(std::string("--log-opt=max-size=") + kLogMaxSize);
-  a.push_back(std::string("--log-opt=max-file=") + kLogMaxFiles);
-  if (spec.memory_bytes) {
-    a.push_back("--memory=" + std::to_string(*spec.memory_bytes));
-    // No swap beyond the limit, as in the create body: a hog is OOM-killed.
-    a.push_back("--memory-swap=" + std::to_string(*spec.memory_bytes));
-  }
+  append_restart_and_log(a);
+  append_memory(a, spec.memory_bytes);
   if (spec.nano_cpus) a.push_back("--cpus=" + exact_cpus(*spec.nano_cpus));
   if (spec.disk_bytes) a.push_back("--storage-opt=size=" + std::to_string(*spec.disk_bytes));
   if (spec.read_only_rootfs) {
@@ -78,11 +94,7 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
     if (flavor == CliFlavor::kPodman) a.push_back("--read-only-tmpfs=false");
   }
   for (const auto& [path, options] : spec.tmpfs) a.push_back("--tmpfs=" + path + ":" + options);
-  if (spec.pids_limit > 0) {
-    a.push_back("--pids-limit=" + std::to_string(spec.pids_limit));
-  } else if (flavor == CliFlavor::kPodman) {
-    a.push_back("--pids-limit=-1");  // Podman's default is 4096; Docker's is none
-  }
+  append_pids_limit(a, spec.pids_limit, flavor);
   for (const auto& m : spec.mounts) a.push_back(bind_mount(m.source, m.target, m.read_only));
   if (spec.runner == RunnerDelivery::Bind)
     a.push_back(bind_mount(spec.runner_source, kRunnerPath, true));
@@ -105,19 +117,9 @@ CreateArgs install_create_args(const InstallSpec& spec, CliFlavor flavor) {
   if (!spec.user.empty()) a.push_back("--user=" + spec.user);
   a.push_back("--network=" + spec.network);
   a.push_back("--security-opt=no-new-privileges");
-  a.push_back("--restart=no");
-  a.push_back("--log-driver=json-file");
-  a.push_back(std::string("--log-opt=max-size=") + kLogMaxSize);
-  a.push_back(std::string("--log-opt=max-file=") + kLogMaxFiles);
-  if (spec.memory_bytes) {
-    a.push_back("--memory=" + std::to_string(*spec.memory_bytes));
-    a.push_back("--memory-swap=" + std::to_string(*spec.memory_bytes));
-  }
-  if (spec.pids_limit > 0) {
-    a.push_back("--pids-limit=" + std::to_string(spec.pids_limit));
-  } else if (flavor == CliFlavor::kPodman) {
-    a.push_back("--pids-limit=-1");
-  }
+  append_restart_and_log(a);
+  append_memory(a, spec.memory_bytes);
+  append_pids_limit(a, spec.pids_limit, flavor);
   a.push_back(spec.image);
   a.insert(a.end(), spec.cmd.begin(), spec.cmd.end());
   return out;
