@@ -21,18 +21,19 @@ void put_octal(char* field, std::size_t width, unsigned long long value) {
 std::string header_block(std::string_view name, std::size_t size, unsigned mode, char type,
                          std::string_view prefix = {}) {
   char header[kBlock] = {};
-  std::memcpy(header, name.data(), name.size());            // name[100]
-  std::memcpy(header + 345, prefix.data(), prefix.size());  // prefix[155]
-  put_octal(header + 100, 8, mode & 07777);                 // mode
-  put_octal(header + 108, 8, 0);                            // uid
-  put_octal(header + 116, 8, 0);                            // gid
-  put_octal(header + 124, 12, size);                        // size
-  put_octal(header + 136, 12, 0);                           // mtime
-  header[156] = type;                                       // typeflag
-  std::memcpy(header + 257, "ustar", 6);                    // magic "ustar\0"
-  std::memcpy(header + 263, "00", 2);                       // version
-  std::memcpy(header + 265, "root", 4);                     // uname
-  std::memcpy(header + 297, "root", 4);                     // gname
+  // An empty view may have a null data(), which memcpy must never get, even for 0 bytes.
+  if (!name.empty()) std::memcpy(header, name.data(), name.size());              // name[100]
+  if (!prefix.empty()) std::memcpy(header + 345, prefix.data(), prefix.size());  // prefix[155]
+  put_octal(header + 100, 8, mode & 07777);                                      // mode
+  put_octal(header + 108, 8, 0);                                                 // uid
+  put_octal(header + 116, 8, 0);                                                 // gid
+  put_octal(header + 124, 12, size);                                             // size
+  put_octal(header + 136, 12, 0);                                                // mtime
+  header[156] = type;                                                            // typeflag
+  std::memcpy(header + 257, "ustar", 6);                                         // magic "ustar\0"
+  std::memcpy(header + 263, "00", 2);                                            // version
+  std::memcpy(header + 265, "root", 4);                                          // uname
+  std::memcpy(header + 297, "root", 4);                                          // gname
   // The checksum is computed with its own field as eight spaces.
   std::memset(header + 148, ' ', 8);
   unsigned long sum = 0;
