@@ -318,7 +318,12 @@ export function backgroundSuite({ name, backend, agent = 'default', skip = false
       assert.equal(done.status, 'stopped', JSON.stringify(done));
       const grown = peak() - before;
       t.diagnostic(`server peak RSS ${before} -> ${before + grown} bytes`);
-      assert.ok(grown < 32 * 1024 * 1024, `the server grew by ${grown} bytes for 100 MB of output`);
+      // Under AddressSanitizer (scripts/sanitize.sh sets ASAN_OPTIONS for the server it runs) freed
+      // memory sits in ASan's quarantine, up to 256 MiB, so the peak says nothing about our bounds
+      // there; the main pass measures them.
+      if (process.env.ASAN_OPTIONS === undefined) {
+        assert.ok(grown < 32 * 1024 * 1024, `the server grew by ${grown} bytes for 100 MB of output`);
+      }
       const out = await bg(conn.client, 'get_background_shell_output', { shell_id: s.shell_id, max_lines: 2 });
       assert.match(out.stdout, /\nlast-line$/, 'the newest lines are kept');
     });
