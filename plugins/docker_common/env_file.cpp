@@ -55,9 +55,9 @@ EnvFile parse_env_file(std::string_view text, const std::string& source) {
     if (eq == std::string_view::npos) return fail("expected NAME=value (a line without '=')");
     const std::string_view name = trim(line.substr(0, eq));
     if (name.empty()) return fail("expected NAME=value (the name is empty)");
+    std::string shown(name.substr(0, kMaxQuotedName));  // what an error may quote of the name
+    if (name.size() > kMaxQuotedName) shown += "...";
     if (!is_env_name(name)) {
-      std::string shown(name.substr(0, kMaxQuotedName));
-      if (name.size() > kMaxQuotedName) shown += "...";
       return fail("'" + shown +
                   "' is not a variable name (letters, digits and '_', not starting with a digit)");
     }
@@ -66,8 +66,7 @@ EnvFile parse_env_file(std::string_view text, const std::string& source) {
         value.back() == value.front())
       value = value.substr(1, value.size() - 2);
     if (value.find('\0') != std::string_view::npos)
-      return fail("the value of " + std::string(name) +
-                  " holds a NUL byte, which no environment can carry");
+      return fail("the value of " + shown + " holds a NUL byte, which no environment can carry");
     out.vars[std::string(name)] = std::string(value);
   }
   return out;

@@ -102,6 +102,15 @@ TEST(EnvFile, ALongBadKeyIsCutShortInTheError) {
   EXPECT_NE(parsed.error.find("f:1:"), std::string::npos);
 }
 
+// Found by fuzz.env_file: a valid but long name was quoted whole when its value held a NUL.
+TEST(EnvFile, ALongValidKeyIsCutShortInTheNulError) {
+  const std::string key(500, 'K');
+  const auto parsed = parse_env_file(key + std::string("=a\0b\n", 5), "f");
+  EXPECT_LT(parsed.error.size(), 200u) << parsed.error;
+  EXPECT_NE(parsed.error.find("f:1: the value of KKK"), std::string::npos) << parsed.error;
+  EXPECT_NE(parsed.error.find("NUL"), std::string::npos) << parsed.error;
+}
+
 TEST(EnvFile, ReadsAFileAndNamesAMissingOne) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("execmcp-env-file-test-" + std::to_string(::getpid()));
