@@ -467,6 +467,10 @@ struct Recorder final : RunnerCallObserver {
     std::lock_guard lock(m);
     return events;
   }
+  int end_count() {  // under the lock: on_end() runs on the channel's I/O thread
+    std::lock_guard lock(m);
+    return ends;
+  }
 };
 
 bool eventually(const std::function<bool()>& ok) {
@@ -528,9 +532,9 @@ TEST(RunnerChannel, ALostChannelEndsEachBackgroundCallOnce) {
     f.peer.send_stdout(frame(rp::FrameType::kPid, id, rp::encode_pid(7)));
     ASSERT_EQ(call->wait_pid(5s), 7);
     f.peer.hang_up();
-    ASSERT_TRUE(eventually([&] { return rec->ends > 0; }));
+    ASSERT_TRUE(eventually([&] { return rec->end_count() > 0; }));
   }
-  EXPECT_EQ(rec->ends, 1);
+  EXPECT_EQ(rec->end_count(), 1);
   EXPECT_NE(rec->seen().find("pid 7;lost execmcp-runner ended"), std::string::npos) << rec->seen();
 }
 
@@ -558,7 +562,7 @@ TEST(RunnerChannel, ABackgroundCallEndedHereGetsNothingMore) {
   const auto oid = f.peer.next().call;
   f.peer.send_stdout(frame(rp::FrameType::kPid, oid, rp::encode_pid(9)) +
                      frame(rp::FrameType::kPid, oid, rp::encode_pid(9)));
-  ASSERT_TRUE(eventually([&] { return rec->ends == 1; }));
+  ASSERT_TRUE(eventually([&] { return rec->end_count() == 1; }));
   EXPECT_NE(rec->seen().find("pid 9;lost execmcp-runner sent a malformed or repeated pid"),
             std::string::npos)
       << rec->seen();
