@@ -182,21 +182,34 @@ void LocalBackend::link_skills() const {
   if (init_.skills_dir.empty()) return;
   std::error_code ec;
   if (!fs::is_directory(init_.skills_dir, ec)) return;
-  const fs::path link = fs::path(init_.cwd) / ".agent" / "skills";
-  const auto status = fs::symlink_status(link, ec);
-  if (fs::is_symlink(status)) {
-    if (fs::read_symlink(link, ec) == fs::path(init_.skills_dir)) return;
-    fs::remove(link, ec);
-  } else if (fs::exists(status)) {
-    log(sdk::LogLevel::Warn, "local: not linking the skills dir at " + link.string() +
-                                 ": something that is not a symlink is there already");
-    return;
+  const std::string shown = init_.cwd + "/.agent/skills";
+  auto skip = [&](const std::string& why) {
+    log(sdk::LogLevel::Warn, "local: not linking the skills dir at " + shown + ": " + why);
+  };
+  // The workspace is the agent's: every step is taken beneath a descriptor and never through a
+  // symlink it made (a `.agent` leading elsewhere would have the server write there).
+  const int workspace = ::open(init_.cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (workspace < 0) return skip(std::strerror(errno));
+  FdCloser workspace_closer{workspace};
+  if (::mkdirat(workspace, ".agent", 0755) != 0 && errno != EEXIST)
+    return skip(std::strerror(errno));
+  const int agent = ::openat(workspace, ".agent", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (agent < 0 || ::fstat(agent, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (agent >= 0) ::close(agent);
+    return skip("'.agent' is not a directory (a symlink there is not followed)");
   }
-  fs::create_directories(link.parent_path(), ec);
-  fs::create_directory_symlink(init_.skills_dir, link, ec);
-  if (ec)
-    log(sdk::LogLevel::Warn,
-        "local: cannot link the skills dir at " + link.string() + ": " + ec.message());
+  FdCloser agent_closer{agent};
+  if (::fstatat(agent, "skills", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISLNK(st.st_mode)) return skip("something that is not a symlink is there already");
+    std::string target(PATH_MAX, '\0');
+    const ssize_t n = ::readlinkat(agent, "skills", target.data(), target.size());
+    if (n > 0 && target.compare(0, static_cast<std::size_t>(n), init_.skills_dir) == 0 &&
+        static_cast<std::size_t>(n) == init_.skills_dir.size())
+      return;
+    if (::unlinkat(agent, "skills", 0) != 0) return skip(std::strerror(errno));
+  }
+  if (::symlinkat(init_.skills_dir.c_str(), agent, "skills") != 0) skip(std::strerror(errno));
 }
 
 LocalBackend::OpenedGrant LocalBackend::open_grant(const std::string& path,

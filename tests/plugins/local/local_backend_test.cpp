@@ -219,6 +219,15 @@ TEST_F(LocalBackendTest, SkillsDirIsLinkedIntoTheWorkspace) {
   make_with_skills();
   EXPECT_FALSE(fs::is_symlink(workspace_ / ".agent" / "skills"));
   EXPECT_EQ(read_text(workspace_ / ".agent" / "skills" / "mine.md"), "mine");
+  // A `.agent` the agent made a symlink elsewhere is not followed: nothing is written there.
+  fs::remove_all(workspace_ / ".agent");
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_symlink(elsewhere / "old", elsewhere / "skills");
+  fs::create_directory_symlink(elsewhere, workspace_ / ".agent");
+  make_with_skills();
+  EXPECT_EQ(fs::read_symlink(elsewhere / "skills"), elsewhere / "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(elsewhere), fs::directory_iterator()), 1);
 }
 
 TEST_F(LocalBackendTest, DescriptorSaysLocalBackend) {
