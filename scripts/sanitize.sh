@@ -48,11 +48,31 @@ for mode in "${modes[@]}"; do
         execmcp_local_supervisor execmcp_supervision_tests execmcp_docker_api_unit_tests
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
       echo "sanitize: MCP, HTTP, local, supervision and runner-channel suites under TSan" >&2
-      "$dir/bin/execmcp_mcp_tests"
-      "$dir/bin/execmcp_http_tests"
-      "$dir/bin/execmcp_local_tests"
-      "$dir/bin/execmcp_supervision_tests"
-      "$dir/bin/execmcp_docker_api_unit_tests"
+      # Two suites at a time (one per core), each into its own log, shown whole when it fails.
+      logs="$(mktemp -d)"
+      failed=0
+      run_tsan() {  # suite...
+        local suite pids=() names=()
+        for suite in "$@"; do
+          "$dir/bin/$suite" >"$logs/$suite.log" 2>&1 &
+          pids+=("$!")
+          names+=("$suite")
+        done
+        for i in "${!pids[@]}"; do
+          if wait "${pids[$i]}"; then
+            echo "sanitize: tsan ${names[$i]}: $(grep -E '^\[  PASSED  \]' "$logs/${names[$i]}.log")" >&2
+          else
+            echo "sanitize: tsan ${names[$i]} FAILED:" >&2
+            cat "$logs/${names[$i]}.log" >&2
+            failed=1
+          fi
+        done
+      }
+      run_tsan execmcp_mcp_tests execmcp_http_tests
+      run_tsan execmcp_local_tests execmcp_supervision_tests
+      run_tsan execmcp_docker_api_unit_tests
+      rm -rf "$logs"
+      [ "$failed" = 0 ] || exit 1
       ;;
     *) echo "sanitize.sh: unknown mode '$mode' (asan, tsan)" >&2; exit 2 ;;
   esac

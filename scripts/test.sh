@@ -4,7 +4,7 @@
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L docker   or   -LE docker
 #   scripts/test.sh --ci                 what CI runs: every test, then the whole suite again under
 #                                        ASan+UBSan, the MCP and local suites under TSan
-#                                        (scripts/sanitize.sh) and each fuzz target for 60 s
+#                                        (scripts/sanitize.sh) and each fuzz target for 30 s
 #                                        (scripts/fuzz.sh) from a fixed seed, so a CI run
 #                                        can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one)
 set -euo pipefail
@@ -39,5 +39,5 @@ fi
 
 if [ "$ci" = 1 ]; then
   "$root/scripts/sanitize.sh" asan tsan
-  EXECMCP_FUZZ_SEED="${EXECMCP_FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${EXECMCP_FUZZ_SECONDS:-60}"
+  EXECMCP_FUZZ_SEED="${EXECMCP_FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${EXECMCP_FUZZ_SECONDS:-30}"
 fi
