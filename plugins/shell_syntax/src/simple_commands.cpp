@@ -1355,6 +1355,7 @@ class Parser {
         (words[first + 1].value == "-v" || words[first + 1].value == "-V"))
       return -1;  // a lookup, not a run
     if (name == "flock") return follow_flock(words, first, self, text_begin, raw_end);
+    if (name == "parallel") return follow_parallel(words, first, self, text_begin, raw_end);
     if (name == "watch") return follow_watch(words, first, self, text_begin, raw_end);
     if (const OptionSpec* spec = wrapper_spec(name)) {
       return run(skip_options(words, first + 1, *spec), words.size(), Source::Wrapped);
@@ -1421,6 +1422,24 @@ class Parser {
       return -1;
     }
     return run_words(words, after, words.size(), Source::Wrapped, self, text_begin, raw_end);
+  }
+
+  // GNU parallel [options] COMMAND... (::: ARGS | :::: FILES)...: like xargs, the command's
+  // arguments come from elsewhere.
+  int follow_parallel(const std::vector<Word>& words, std::size_t first, int self,
+                      std::size_t text_begin, std::size_t raw_end) {
+    static const OptionSpec kParallel{
+        "ajdnNISCEL",
+        {"--jobs",    "--arg-file", "--delimiter", "--max-args", "--max-replace-args",
+         "--colsep",  "--eof",      "--sshlogin",  "--tmpdir",   "--joblog",
+         "--results", "--timeout",  "--tagstring", "--workdir",  "--basefile",
+         "--env",     "--retries",  "--delay",     "--memfree",  "--load"},
+        0,
+        false};
+    std::size_t after = skip_options(words, first + 1, kParallel);
+    std::size_t end = after;
+    while (end < words.size() && !one_of(words[end].value, {":::", "::::", ":::+", "::::+"})) ++end;
+    return run_words(words, after, end, Source::Wrapped, self, text_begin, raw_end);
   }
 
   // watch joins its arguments and runs them with sh -c, unless -x / --exec runs them directly.
