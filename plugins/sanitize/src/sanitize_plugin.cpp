@@ -22,7 +22,7 @@ class SanitizeFilter final : public sdk::CommandFilter {
   [[nodiscard]] sdk::FilterVerdict check(
       const sdk::FilterRequest& request) const noexcept override {
     try {
-      return judge(request.command, settings_);
+      return judge(request.command, settings_, request.work_dir);
     } catch (const std::exception& e) {
       // Fail closed: a command we could not judge does not run.
       return sdk::FilterVerdict::deny("sanitize-error",

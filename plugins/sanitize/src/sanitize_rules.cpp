@@ -68,6 +68,66 @@ bool is_root_or_home(const std::string& target) {
   return normalized == "/" || normalized == "/*" || normalized == "/**";
 }
 
+bool is_root_glob(const std::string& normalized) {
+  return normalized == "/" || normalized == "/*" || normalized == "/**";
+}
+
+// A normalised relative path that only climbs ("..", "../..", "../../*"): from a directory that
+// deep it is the root, and the filter does not know how deep the command starts.
+bool only_climbs(const std::string& normalized) {
+  if (!normalized.starts_with("..")) return false;
+  std::size_t i = 0;
+  while (i < normalized.size()) {
+    std::size_t slash = normalized.find('/', i);
+    if (slash == std::string::npos) slash = normalized.size();
+    const std::string_view part = std::string_view(normalized).substr(i, slash - i);
+    const bool last = slash == normalized.size();
+    if (part != ".." && !(last && (part == "*" || part == "**"))) return false;
+    i = slash + 1;
+  }
+  return true;
+}
+
+// What a command line's relative paths resolve against, as far as the filter can tell.
+struct Context {
+  const shell_syntax::ParsedLine& parsed;
+  // The work dir the agent asked for: absolute, relative to the agent's cwd, or "" (its cwd).
+  std::string_view work_dir;
+  // Somewhere in the line a `cd` goes to /, home (`cd`, `cd ~`) or a parent (`cd ../..`); its
+  // relative paths may then resolve against /.
+  bool cd_to_root = false;
+};
+
+// True for a path that is, or may be, the root or a home directory: is_root_or_home(), or a
+// relative path ($PWD/... counts as one) that climbs to / from the work dir or from any depth.
+bool resolves_to_root(const std::string& target, const Context& ctx) {
+  if (is_root_or_home(target)) return true;
+  std::string path = target;
+  for (std::string_view pwd : {"${PWD}", "$PWD"}) {
+    if (path.starts_with(pwd) && (path.size() == pwd.size() || path[pwd.size()] == '/')) {
+      path = "." + path.substr(pwd.size());
+      break;
+    }
+  }
+  if (path.empty() || path[0] == '/' || path[0] == '~' || path[0] == '$') return false;
+  if (only_climbs(normalize_path(path))) return true;
+  if (ctx.cd_to_root && is_root_glob(normalize_path("/" + path))) return true;
+  if (ctx.work_dir.empty()) return false;
+  const std::string joined = std::string(ctx.work_dir) + "/" + path;
+  if (ctx.work_dir.front() == '/') return is_root_glob(normalize_path(joined));
+  return only_climbs(normalize_path(joined));
+}
+
+bool cds_to_root(const shell_syntax::ParsedLine& parsed) {
+  return std::any_of(parsed.commands.begin(), parsed.commands.end(), [](const SimpleCommand& cmd) {
+    if (cmd.name() != "cd" && cmd.name() != "pushd") return false;
+    const auto it = std::find_if(cmd.words.begin() + 1, cmd.words.end(),
+                                 [](const std::string& w) { return !is_option(w); });
+    if (it == cmd.words.end()) return cmd.name() == "cd";  // a bare cd goes home
+    return is_root_or_home(*it) || only_climbs(normalize_path(*it));
+  });
+}
+
 // Any /dev/ path except the harmless pseudo-devices and descriptors.
 bool is_protected_device(const std::string& path) {
   if (!path.starts_with("/")) return false;
@@ -86,7 +146,73 @@ bool is_dev_null(const std::string& path) {
 
 // --- destructive rules ------------------------------------------------------------------------
 
-bool rm_root(const SimpleCommand& cmd) {
+// find's start points: the words after its leading options (-H -L -P -D x -O3) and before its
+// expression; none means ".".
+std::vector<std::string> find_start_points(const SimpleCommand& find) {
+  std::vector<std::string> starts;
+  std::size_t i = 1;
+  while (i < find.words.size() &&
+         (find.words[i] == "-H" || find.words[i] == "-L" || find.words[i] == "-P" ||
+          find.words[i].starts_with("-O") || find.words[i] == "-D")) {
+    i += find.words[i] == "-D" ? 2 : 1;
+  }
+  for (; i < find.words.size(); ++i) {
+    const std::string& w = find.words[i];
+    if (w.starts_with("-") || w == "(" || w == "!" || w == ",") break;
+    starts.push_back(w);
+  }
+  if (starts.empty()) starts.emplace_back(".");
+  return starts;
+}
+
+// A find that walks the root or a home directory and selects everything it meets: no test on
+// name, path, type, age, size, owner ... outside its -exec commands (-maxdepth, -mindepth,
+// -xdev and the like select nothing).
+bool find_walks_root(const SimpleCommand& find, const Context& ctx) {
+  const auto starts = find_start_points(find);
+  if (!std::any_of(starts.begin(), starts.end(),
+                   [&](const std::string& start) { return resolves_to_root(start, ctx); }))
+    return false;
+  static const std::set<std::string_view> kTests{
+      "-name",   "-iname",   "-path",  "-ipath",  "-wholename", "-iwholename", "-regex",
+      "-iregex", "-type",    "-xtype", "-size",   "-mtime",     "-mmin",       "-atime",
+      "-amin",   "-ctime",   "-cmin",  "-user",   "-group",     "-uid",        "-gid",
+      "-nouser", "-nogroup", "-perm",  "-empty",  "-links",     "-inum",       "-samefile",
+      "-lname",  "-ilname",  "-used",  "-fstype", "-context"};
+  for (std::size_t i = 1; i < find.words.size(); ++i) {
+    const std::string& w = find.words[i];
+    if (w == "-exec" || w == "-execdir" || w == "-ok" || w == "-okdir") {
+      while (i + 1 < find.words.size() && find.words[i + 1] != ";" &&
+             !(find.words[i + 1] == "+" && find.words[i] == "{}"))
+        ++i;
+      ++i;
+      continue;
+    }
+    if (kTests.count(w) != 0 || w.starts_with("-newer")) return false;
+  }
+  return true;
+}
+
+// The command that feeds `cmd` its arguments from somewhere the filter cannot read (xargs,
+// parallel), or a find that walks the root and hands it every path; "" when none does.
+std::string feeding_runner(const SimpleCommand& cmd, const Context& ctx) {
+  for (int r = cmd.runner; r >= 0 && static_cast<std::size_t>(r) < ctx.parsed.commands.size();) {
+    const SimpleCommand& runner = ctx.parsed.commands[static_cast<std::size_t>(r)];
+    const std::string name = runner.name();
+    if (name == "xargs" || name == "parallel") return name;
+    if (name == "find" && find_walks_root(runner, ctx)) return name;
+    if (runner.runner >= r) break;  // runners come first; never loop
+    r = runner.runner;
+  }
+  return "";
+}
+
+bool rm_root(const SimpleCommand& cmd, const Context& ctx) {
+  if (cmd.name() == "find") {
+    // find / -delete deletes what rm -rf / does.
+    return std::find(cmd.words.begin(), cmd.words.end(), "-delete") != cmd.words.end() &&
+           find_walks_root(cmd, ctx);
+  }
   if (cmd.name() != "rm") return false;
   bool recursive = false;
   bool no_preserve_root = false;
@@ -106,7 +232,20 @@ bool rm_root(const SimpleCommand& cmd) {
     }
   }
   if (no_preserve_root) return true;  // it exists only to delete /
-  return recursive && std::any_of(targets.begin(), targets.end(), is_root_or_home);
+  if (!recursive) return false;
+  // A recursive rm whose paths come from xargs or parallel may be handed /: judged as if it were.
+  return std::any_of(targets.begin(), targets.end(),
+                     [&](const std::string& t) { return resolves_to_root(t, ctx); }) ||
+         !feeding_runner(cmd, ctx).empty();
+}
+
+std::string rm_root_detail(const SimpleCommand& cmd, const Context& ctx) {
+  if (cmd.name() != "rm") return "";
+  const std::string runner = feeding_runner(cmd, ctx);
+  if (runner.empty()) return "";
+  if (runner == "find") return "; find hands it every path under / or home";
+  return "; its paths come from " + runner +
+         ", which the filter cannot see: name the paths, or use find DIR ... -exec rm -r {} +";
 }
 
 bool dd_device(const SimpleCommand& cmd) {
@@ -258,9 +397,18 @@ bool fork_bomb_text(std::string_view line) {
 
 struct Rule {
   RuleInfo info;
-  bool (*matches)(const SimpleCommand&);
+  bool (*matches)(const SimpleCommand&, const Context&);
   std::string_view reason;  // completed with the offending command
+  // Appended to the reason when it says more than the command does, e.g. where rm's paths came
+  // from.
+  std::string (*detail)(const SimpleCommand&, const Context&) = nullptr;
 };
+
+// Most rules judge the command alone.
+template <bool (*Matches)(const SimpleCommand&)>
+bool alone(const SimpleCommand& cmd, const Context&) {
+  return Matches(cmd);
+}
 
 bool is_privilege_tool(const SimpleCommand& cmd) {
   const std::string name = cmd.name();
@@ -280,28 +428,29 @@ const std::vector<Rule>& command_rules() {
   static const std::vector<Rule> kRules{
       {{"rm-root", "recursive rm of /, ~ or $HOME (any spelling), or rm --no-preserve-root", false},
        rm_root,
-       "deleting the root or home directory is blocked"},
+       "deleting the root or home directory is blocked",
+       rm_root_detail},
       {{"dd-device", "dd writing to a device (of=/dev/sda ...)", false},
-       dd_device,
+       alone<dd_device>,
        "writing raw data to a device with dd is blocked"},
       {{"block-device-write",
         "redirections, tee or cp onto a device; mkfs*, fdisk, wipefs, shred ... on a device",
         false},
-       block_device_write,
+       alone<block_device_write>,
        "writing to, formatting or wiping a device is blocked"},
       {{"move-to-dev-null", "mv of anything to /dev/null", false},
-       move_to_dev_null,
+       alone<move_to_dev_null>,
        "moving files to /dev/null destroys them and is blocked"},
       {{"sudo", "running a command as another user with sudo, sudoedit, doas, pkexec or run0",
         true},
-       is_privilege_tool,
+       alone<is_privilege_tool>,
        "running commands with elevated privileges (sudo, sudoedit, doas, pkexec, run0) is blocked"},
-      {{"su", "switching user with su", true}, is_su, "switching user with su is blocked"},
+      {{"su", "switching user with su", true}, alone<is_su>, "switching user with su is blocked"},
       {{"chown", "changing ownership with chown, chgrp or install -o/-g", true},
-       is_chown,
+       alone<is_chown>,
        "changing file ownership is blocked"},
       {{"chmod", "changing file modes with chmod, install -m, setfacl or chacl", true},
-       is_chmod,
+       alone<is_chmod>,
        "changing file modes (chmod, install -m, setfacl) is blocked"},
   };
   return kRules;
@@ -360,18 +509,21 @@ Settings parse_settings(std::string_view settings_json) {
   return settings;
 }
 
-sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings) {
+sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings,
+                         std::string_view work_dir) {
   if (fork_bomb_text(command_line))
     return sdk::FilterVerdict::deny("fork-bomb", std::string(kForkBombReason));
   shell_syntax::ParsedLine parsed = shell_syntax::parse_line(command_line);
   if (fork_bomb_structural(parsed))
     return sdk::FilterVerdict::deny("fork-bomb", std::string(kForkBombReason));
+  const Context ctx{parsed, work_dir, cds_to_root(parsed)};
   // Rule by rule, so `sudo rm -rf /` reports rm-root, the graver one, rather than sudo.
   for (const auto& rule : command_rules()) {
     if (settings.allowed.count(std::string(rule.info.id)) != 0) continue;
     for (const auto& cmd : parsed.commands) {
-      if (!rule.matches(cmd)) continue;
+      if (!rule.matches(cmd, ctx)) continue;
       std::string reason = std::string(rule.reason) + quote_command(cmd);
+      if (rule.detail != nullptr) reason += rule.detail(cmd, ctx);
       if (rule.info.configurable)
         reason += "; the agent's config can allow it with sanitize setting allow: [" +
                   std::string(rule.info.id) + "]";

@@ -33,6 +33,14 @@ TEST_F(SanitizePlugin, BlocksAndPassesThroughTheSharedLibrary) {
   EXPECT_FALSE(check(*filter, "echo \"rm -rf /\"").denied());
 }
 
+TEST_F(SanitizePlugin, RelativeTargetsResolveAgainstTheRequestsWorkDir) {
+  std::string error;
+  auto filter = create("", error);
+  ASSERT_NE(filter, nullptr) << error;
+  EXPECT_EQ(filter->check(sdk::FilterRequest{"agent-1", "rm -rf *", "/"}).rule, "rm-root");
+  EXPECT_FALSE(filter->check(sdk::FilterRequest{"agent-1", "rm -rf *", "/work/ws"}).denied());
+}
+
 TEST_F(SanitizePlugin, SettingsAllowSudoButNotWhatItRuns) {
   std::string error;
   auto filter = create(R"({"allow": ["sudo"]})", error);

@@ -180,6 +180,33 @@ const Blocked kBlocked[] = {
     {"bash -s -- x <<< 'rm -rf /'", "rm-root"},
     {"cat <<EOF | bash\ncd /tmp\nrm -rf /\nEOF", "rm-root"},
     {"git config --global core.sshCommand 'rm -rf ~'", "rm-root"},
+    // Issue 17 item 3: relative paths that climb to /, and runners that feed rm its arguments.
+    {"rm -rf ../../../../../../../", "rm-root"},
+    {"rm -rf ../../../../../../../*", "rm-root"},
+    {"rm -rf ..", "rm-root"},
+    {"rm -r ./../..", "rm-root"},
+    {"rm -rf build/../../..", "rm-root"},
+    {"rm -rf $PWD/../../..", "rm-root"},
+    {"rm -rf \"${PWD}\"/../..", "rm-root"},
+    {"cd / && rm -rf *", "rm-root"},
+    {"cd && rm -rf ./*", "rm-root"},
+    {"cd ~ ; rm -rf .", "rm-root"},
+    {"echo / | xargs rm -rf", "rm-root"},
+    {"find . -name node_modules | xargs rm -rf", "rm-root"},
+    {"xargs -0 -n1 rm -fr < list", "rm-root"},
+    {"xargs -I{} rm -rf {}", "rm-root"},
+    {"xargs --max-args=1 nice rm --recursive", "rm-root"},
+    {"xargs sh -c 'rm -rf \"$@\"' _", "rm-root"},
+    {"find / -maxdepth 0 -exec rm -rf {} +", "rm-root"},
+    {"find / -mindepth 1 -maxdepth 1 -exec rm -r {} \\;", "rm-root"},
+    {"find ~ -exec rm -rf {} +", "rm-root"},
+    {"find ../../../.. -maxdepth 0 -execdir rm -rf {} +", "rm-root"},
+    {"find -L / -maxdepth 0 -ok rm -rf {} \\;", "rm-root"},
+    {"find / -maxdepth 0 -exec sh -c 'rm -rf \"$1\"' _ {} \\;", "rm-root"},
+    {"find / -delete", "rm-root"},
+    {"find $HOME -mindepth 1 -delete", "rm-root"},
+    {"parallel rm -rf ::: /", "rm-root"},
+    {"echo / | parallel -j4 rm -rf", "rm-root"},
 };
 
 // Each line must pass with the default settings.
@@ -269,6 +296,20 @@ const char* const kPassing[] = {
     "xargs -n1 echo < list",
     "nohup python3 server.py &",
     "dd if=/proc/self/root/dev/sda of=disk.img",
+    // Issue 17 item 3: ordinary relative deletes and runners that must stay allowed.
+    "rm -rf ../build",
+    "rm -rf ../../other/project/build",
+    "rm -rf ./build/..",
+    "cd /tmp && rm -rf build",
+    "cd build && rm -rf *",
+    "find . -name '*.o' -exec rm {} +",
+    "find . -name node_modules -type d -prune -exec rm -rf {} +",
+    "find ~ -name '*.pyc' -delete",
+    "find / -name core -type f -exec rm -f {} \\;",
+    "find . -maxdepth 1 -exec rm -rf {} +",
+    "ls *.log | xargs rm -f",
+    "xargs -n1 rm < list",
+    "parallel gzip ::: *.log",
 };
 
 class BlockedLine : public ::testing::TestWithParam<Blocked> {};
@@ -295,6 +336,28 @@ INSTANTIATE_TEST_SUITE_P(Sanitize, PassingLine, ::testing::ValuesIn(kPassing));
 TEST(SanitizeRules, TablesAreLargeEnough) {
   EXPECT_GE(std::size(kBlocked), 40u);
   EXPECT_GE(std::size(kPassing), 40u);
+}
+
+// The work dir the agent asked for: relative targets resolve against it when it is absolute, and a
+// relative one adds its own `..` climb.
+TEST(SanitizeRules, RelativeTargetsResolveAgainstTheWorkDir) {
+  EXPECT_EQ(judge("rm -rf *", Settings{}, "/").rule, "rm-root");
+  EXPECT_EQ(judge("rm -rf .", Settings{}, "/").rule, "rm-root");
+  EXPECT_EQ(judge("rm -rf ..", Settings{}, "/tmp").rule, "rm-root");
+  EXPECT_EQ(judge("rm -rf ../*", Settings{}, "/work/").rule, "rm-root");
+  EXPECT_EQ(judge("rm -rf .", Settings{}, "../..").rule, "rm-root");
+  EXPECT_EQ(judge("find . -maxdepth 0 -exec rm -rf {} +", Settings{}, "/").rule, "rm-root");
+  EXPECT_EQ(judge("find . -delete", Settings{}, "/").rule, "rm-root");
+  EXPECT_FALSE(judge("rm -rf *", Settings{}, "/work/ws").denied());
+  EXPECT_FALSE(judge("rm -rf .", Settings{}, "/work/ws").denied());
+  EXPECT_FALSE(judge("rm -rf ../build", Settings{}, "/work/ws").denied());
+  EXPECT_FALSE(judge("rm -rf .", Settings{}, "sub").denied());
+  EXPECT_FALSE(judge("find . -delete", Settings{}, "/work/ws").denied());
+}
+
+TEST(SanitizeRules, FedArgumentsAreNamedInTheReason) {
+  EXPECT_THAT(judge("ls | xargs rm -rf", Settings{}).reason,
+              HasSubstr("its paths come from xargs"));
 }
 
 TEST(SanitizeRules, ReasonNamesTheCommand) {

@@ -27,7 +27,10 @@ struct Settings {
 // std::invalid_argument naming the key and what is expected.
 [[nodiscard]] Settings parse_settings(std::string_view settings_json);
 
-// Judges one command line on the simple commands it would run. Never throws except bad_alloc.
-[[nodiscard]] sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings);
+// Judges one command line on the simple commands it would run. `work_dir` is the one the request
+// names (absolute, relative to the agent's cwd, or ""): relative paths resolve against it when
+// absolute. Never throws except bad_alloc.
+[[nodiscard]] sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings,
+                                       std::string_view work_dir = {});
 
 }  // namespace execmcp::plugins::sanitize
