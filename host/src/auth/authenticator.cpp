@@ -60,17 +60,37 @@ std::string header_safe(std::string_view text) {
   return out;
 }
 
-// A claim's string value as shown in a principal name: bounded, printable, no separators.
-std::string shown_subject(const nlohmann::json& claims) {
-  const auto it = claims.find("sub");
-  if (it == claims.end() || !it->is_string()) return "jwt:?";
-  std::string sub = it->get<std::string>().substr(0, 128);
-  for (auto& c : sub) {
+// The principal of a JWT's subject: "jwt:" and `sub` with every byte outside a small safe set
+// ('%' and '~' included) percent-encoded. The encoding is injective, so distinct subjects are
+// distinct principals (sessions, audit lines and metrics are bound to the name), and the name is
+// printable ASCII that no log line, JSON string or metrics label has to escape. One issuer is
+// trusted and `sub` is unique within its issuer (RFC 7519 §4.1.2), so `sub` alone names the user.
+// A long subject keeps a readable prefix, then '~' (never in a short name) and the SHA-256 of
+// the whole subject, so two long subjects differ however late they differ.
+std::string subject_principal(std::string_view sub) {
+  constexpr std::size_t kMaxEncoded = 96;
+  constexpr std::size_t kLongPrefix = 64;
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string encoded;
+  for (char c : sub) {
     const auto u = static_cast<unsigned char>(c);
-    if (!(std::isalnum(u) || c == '_' || c == '.' || c == '-' || c == '@' || c == ':' || c == '|'))
-      c = '_';
+    const bool safe = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+                      c == '_' || c == '.' || c == '-' || c == '@' || c == ':' || c == '|';
+    if (safe) {
+      encoded.push_back(c);
+    } else {
+      encoded += {'%', kHex[u >> 4], kHex[u & 0xF]};
+    }
   }
-  return "jwt:" + sub;
+  if (encoded.size() <= kMaxEncoded) return "jwt:" + encoded;
+  std::size_t cut = kLongPrefix;
+  // Never half an escape: a '%' in the last two kept characters starts one.
+  if (const auto percent = encoded.rfind('%', cut - 1);
+      percent != std::string::npos && percent + 3 > cut)
+    cut = percent;
+  std::string name = "jwt:" + encoded.substr(0, cut) + "~";
+  for (const unsigned char byte : sha256_digest(sub)) name += {kHex[byte >> 4], kHex[byte & 0xF]};
+  return name;
 }
 
 enum class BearerParse { Missing, OtherScheme, Malformed, Token };
@@ -167,7 +187,7 @@ AuthDecision Authenticator::refuse(const Refusal& refusal, std::string_view agen
   decision.body = nlohmann::json{{"error", refusal.error.empty() ? "unauthorized" : refusal.error},
                                  {"error_description", refusal.description}}
                       .dump();
-  // The principal's name (a token name or jwt:<sub>), never the credentials themselves.
+  // The principal's name (a token name or jwt:<encoded sub>), never the credentials themselves.
   spdlog::info(
       "auth: {} refused for agent {} ({}): {}",
       principal_name.empty() ? std::string("request") : "'" + std::string(principal_name) + "'",
@@ -312,8 +332,18 @@ Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal,
     }
   }
 
+  const auto sub = claims.find("sub");
+  if (sub == claims.end() || !sub->is_string() || sub->get_ref<const std::string&>().empty()) {
+    // Without a subject every such token would be one principal, sharing sessions and audit lines.
+    refusal.description =
+        "the access token has no subject (sub): this server needs it to tell users apart; ask "
+        "the administrator of " +
+        oauth.issuer + " to issue tokens with a 'sub' claim";
+    return {};
+  }
+
   Principal principal;
-  principal.name = shown_subject(claims);
+  principal.name = subject_principal(sub->get_ref<const std::string&>());
   const auto agents = claims.find(oauth.agents_claim);
   if (agents != claims.end() && agents->is_array()) {
     for (const auto& item : *agents)

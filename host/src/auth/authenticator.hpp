@@ -20,7 +20,9 @@ namespace execmcp::host::auth {
 
 // Who made a request, as logs, the audit trail and metrics show it. Never holds a secret.
 struct Principal {
-  std::string name;                 // the token's name, "jwt:<sub>", or "anonymous" without auth
+  // The token's name, "jwt:<sub>" (percent-encoded, long ones cut and hashed: one name per
+  // subject, printable as is), or "anonymous" without auth. Token names have no ':'.
+  std::string name;
   std::vector<std::string> agents;  // agent ids it may use; {"*"} for every agent
 };
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <spdlog/sinks/ostream_sink.h>
@@ -309,6 +310,12 @@ TEST_F(OAuthTest, JwtMatrix) {
        "agent_a", 401, "has no signature"},
       {"not a JWT", "a.b.c", "agent_a", 401, "header is not valid JSON"},
       {"four parts", valid + ".x", "agent_a", 401, "the bearer token is not one this server knows"},
+      {"no subject", rs256(without("sub")), "agent_a", 401,
+       "the access token has no subject (sub)"},
+      {"empty subject", rs256(with("sub", "")), "agent_a", 401,
+       "the access token has no subject (sub)"},
+      {"subject not a string", rs256(with("sub", 42)), "agent_a", 401,
+       "the access token has no subject (sub)"},
       {"missing agents claim", rs256(without("execmcp_agents")), "agent_a", 403,
        "the access token has no 'execmcp_agents' claim"},
       {"agents claim of the wrong type", rs256(with("execmcp_agents", 7)), "agent_a", 403,
@@ -337,6 +344,43 @@ TEST_F(OAuthTest, JwtMatrix) {
       EXPECT_THAT(decision.body, Not(HasSubstr(signature)));
     }
   }
+}
+
+TEST_F(OAuthTest, DistinctSubjectsAreDistinctPrincipals) {
+  const Authenticator auth(config_, fixed_clock());
+  const std::string long_sub(300, 'a');
+  const std::vector<std::string> subjects = {
+      "alice bob",  "alice/bob",    "alice_bob",    "alice%20bob",  "alice%2Fbob",  "alice\nbob",
+      "alice\tbob", "alice~bob",    "alicé",        "alice\"bob",   "alice\\bob",   "?",
+      long_sub,     long_sub + "b", long_sub + "c", long_sub + "%", long_sub + "/", long_sub + "a"};
+  std::set<std::string> names;
+  for (const auto& sub : subjects) {
+    SCOPED_TRACE(sub.substr(0, 40));
+    auto c = claims();
+    c["sub"] = sub;
+    const auto decision = auth.authorize("Bearer " + rs256(c), "agent_a");
+    ASSERT_TRUE(decision.allowed);
+    const std::string& name = decision.principal.name;
+    EXPECT_TRUE(names.insert(name).second) << "collides: " << name;
+    EXPECT_EQ(name.rfind("jwt:", 0), 0U) << name;
+    EXPECT_LE(name.size(), 160U) << name;
+    for (char ch : name) {
+      // Printable, and nothing a log line, a JSON string or a metrics label would have to escape.
+      EXPECT_TRUE(ch > 0x20 && ch < 0x7F && ch != '"' && ch != '\\' && ch != '\'') << name;
+    }
+  }
+  // A plain subject reads as itself; the rest are percent-encoded, readable enough to find the
+  // user.
+  auto c = claims();
+  c["sub"] = "auth0|user.1@example.com";
+  EXPECT_EQ(auth.authorize("Bearer " + rs256(c), "agent_a").principal.name,
+            "jwt:auth0|user.1@example.com");
+  EXPECT_EQ(names.count("jwt:alice%20bob"), 1U);
+  EXPECT_EQ(names.count("jwt:alice%2Fbob"), 1U);
+  EXPECT_EQ(names.count("jwt:alice_bob"), 1U);
+  // Static tokens keep their configured names.
+  EXPECT_EQ(auth.authorize("Bearer " + kSecretA, "agent_a").principal.name, "ci-bot");
+  EXPECT_EQ(auth.authorize("Bearer " + kSecretAll, "agent_b").principal.name, "admin");
 }
 
 TEST_F(OAuthTest, GarbageIsRefusedWithAWellFormedChallenge) {
