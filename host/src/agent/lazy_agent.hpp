@@ -2,7 +2,9 @@
 // one agent that cannot start (engine down for its image, a plugin error) fails only its own calls.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <mutex>
 #include <string>
 
@@ -12,14 +14,22 @@ namespace execmcp::host {
 
 class LazyAgent final : public Agent {
  public:
+  // What /ready and /metrics report; read without waiting on a start.
+  enum class State { kNotStarted, kStarting, kStarted, kFailed };
+
   // After a failed start, calls within `retry_after` get the same error without trying again.
+  // At most `max_start_waiters` calls wait for one start (each holds a call worker while it
+  // waits); more get an error at once, so a slow start cannot take every worker from the others.
   explicit LazyAgent(ConfiguredAgent& agent,
-                     std::chrono::milliseconds retry_after = std::chrono::seconds(5));
+                     std::chrono::milliseconds retry_after = std::chrono::seconds(5),
+                     std::size_t max_start_waiters = 4);
 
   // Starts the backend unless it runs; "" when it does, else why it cannot. Thread safe: one
-  // caller starts, concurrent callers wait for that start.
+  // caller starts, up to max_start_waiters - 1 concurrent callers wait for that start.
   std::string ensure_started();
-  [[nodiscard]] bool started() const;
+  // Never blocks (an I/O thread asks while a start may take minutes).
+  [[nodiscard]] State state() const noexcept;
+  [[nodiscard]] bool started() const noexcept { return state() == State::kStarted; }
 
   [[nodiscard]] const std::string& id() const override { return agent_.id(); }
   [[nodiscard]] const std::string& cwd() const override { return agent_.cwd(); }
@@ -56,10 +66,17 @@ class LazyAgent final : public Agent {
   }
 
  private:
+  // The last failure while it is recent (within retry_after_), else "".
+  std::string recent_failure();
+
   ConfiguredAgent& agent_;
   const std::chrono::milliseconds retry_after_;
-  mutable std::mutex mutex_;
-  bool started_ = false;
+  const std::size_t max_start_waiters_;
+  std::atomic<State> state_{State::kNotStarted};
+  std::atomic<std::size_t> start_waiters_{0};
+  // Held for the whole start, and only by callers that need one: never by state().
+  std::mutex start_mutex_;
+  std::mutex error_mutex_;  // last_error_ and failed_at_; held briefly
   std::string last_error_;
   std::chrono::steady_clock::time_point failed_at_{};
 };
