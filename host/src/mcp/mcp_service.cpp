@@ -170,6 +170,13 @@ RpcOutcome McpService::tools_list(const CallerContext& caller) const {
   return finish_result(json{{"tools", std::move(list)}}, caller, true);
 }
 
+std::string McpService::tool_label(const Agent& agent, const std::string& name) const {
+  for (const auto& tool : tools_) {
+    if (tool.name == name && tools::offered_to(tool, agent)) return tool.name;
+  }
+  return "unknown";
+}
+
 bool McpService::admit_agent(const std::string& agent_id) {
   std::lock_guard lock(agents_mutex_);
   std::size_t& count = per_agent_[agent_id];

@@ -85,6 +85,10 @@ class McpService {
   [[nodiscard]] RpcOutcome discover(const CallerContext& caller) const;
   [[nodiscard]] RpcOutcome tools_list(const CallerContext& caller) const;
 
+  // `name` when it is a tool `agent` is offered, else "unknown": what metrics label a call by, so
+  // a client's made-up names add no series.
+  [[nodiscard]] std::string tool_label(const Agent& agent, const std::string& name) const;
+
   // Validates, then runs the call on a worker (or on the calling thread, see run_here), within
   // the limits: past them it is answered kServerBusy at once. Answers exactly once, whatever
   // throws. Never blocks on the call.

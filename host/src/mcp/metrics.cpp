@@ -4,21 +4,37 @@
 #include <cstdio>
 #include <sstream>
 
+#include "mcp/utf8.hpp"
+
 namespace execmcp::host::mcp {
 namespace {
 
-// A label value: backslash, double quote and newline escaped, as the text format requires.
-std::string label_value(const std::string& value) {
+// Tools with their own duration histogram; a resolved tool name is one of a handful anyway.
+constexpr std::size_t kMaxTools = 64;
+
+// A label value: valid UTF-8 with backslash, double quote and line feed escaped, as the text
+// format requires. Other control characters (CR, ESC, C1) are allowed by the format but reach
+// terminals and log pipelines: each becomes U+FFFD.
+std::string label_value(const std::string& raw) {
+  const std::string value = sanitize_utf8(raw);
   std::string out;
   out.reserve(value.size());
-  for (char c : value) {
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
     if (c == '\\' || c == '"') {
       out += '\\';
-      out += c;
+      out += static_cast<char>(c);
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += kReplacementCharacter;
+    } else if (c == 0xC2 && i + 1 < value.size() &&
+               static_cast<unsigned char>(value[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(value[i + 1]) <= 0x9F) {
+      out += kReplacementCharacter;  // U+0080..U+009F, the C1 controls (0x9B is a CSI)
+      ++i;
     } else {
-      out += c;
+      out += static_cast<char>(c);
     }
   }
   return out;
@@ -32,6 +48,8 @@ std::string number(double value) {
 
 }  // namespace
 
+Metrics::Metrics(std::size_t max_series) : max_series_(max_series) {}
+
 void Metrics::call_started() {
   std::lock_guard lock(mutex_);
   ++in_flight_;
@@ -41,8 +59,15 @@ void Metrics::call_finished(const std::string& agent, const std::string& princip
                             const std::string& tool, const std::string& outcome, double seconds) {
   std::lock_guard lock(mutex_);
   --in_flight_;
-  ++calls_[{agent, principal, tool, outcome}];
-  Histogram& histogram = durations_[tool];
+  auto key = std::make_tuple(agent, principal, tool, outcome);
+  if (calls_.size() >= max_series_ && !calls_.contains(key)) {
+    key = std::make_tuple(std::string(kOther), std::string(kOther), tool, outcome);
+    ++overflow_;
+  }
+  ++calls_[key];
+  const std::string& tool_key =
+      durations_.size() >= kMaxTools && !durations_.contains(tool) ? std::string(kOther) : tool;
+  Histogram& histogram = durations_[tool_key];
   for (std::size_t i = 0; i < kBuckets.size(); ++i) {
     if (seconds <= kBuckets[i]) ++histogram.buckets[i];
   }
@@ -61,18 +86,49 @@ void Metrics::add_gauge(std::string name, std::string help, std::string label, G
 }
 
 std::string Metrics::render() const {
+  const AgentFilter all = [](const std::string&) { return true; };
+  return render_view(&all);
+}
+
+std::string Metrics::render(const AgentFilter& visible) const {
+  return render_view(&visible);
+}
+
+std::string Metrics::render_public() const {
+  return render_view(nullptr);
+}
+
+std::string Metrics::render_view(const AgentFilter* visible) const {
   std::ostringstream out;
   std::vector<GaugeEntry> gauges;
   {
     std::lock_guard lock(mutex_);
-    out << "# HELP execmcp_tool_calls_total Tool calls answered, by agent, principal, tool and "
-           "outcome.\n# TYPE execmcp_tool_calls_total counter\n";
+    std::map<std::pair<std::string, std::string>, std::uint64_t> by_tool;
     for (const auto& [key, count] : calls_) {
       const auto& [agent, principal, tool, outcome] = key;
-      out << "execmcp_tool_calls_total{agent=\"" << label_value(agent) << "\",principal=\""
-          << label_value(principal) << "\",tool=\"" << label_value(tool) << "\",outcome=\""
-          << label_value(outcome) << "\"} " << count << "\n";
+      by_tool[{tool, outcome}] += count;
     }
+    out << "# HELP execmcp_tool_calls_by_tool_total Tool calls answered, by tool and outcome.\n"
+           "# TYPE execmcp_tool_calls_by_tool_total counter\n";
+    for (const auto& [key, count] : by_tool) {
+      out << "execmcp_tool_calls_by_tool_total{tool=\"" << label_value(key.first) << "\",outcome=\""
+          << label_value(key.second) << "\"} " << count << "\n";
+    }
+    if (visible != nullptr) {
+      out << "# HELP execmcp_tool_calls_total Tool calls answered, by agent, principal, tool and "
+             "outcome.\n# TYPE execmcp_tool_calls_total counter\n";
+      for (const auto& [key, count] : calls_) {
+        const auto& [agent, principal, tool, outcome] = key;
+        if (!(*visible)(agent)) continue;
+        out << "execmcp_tool_calls_total{agent=\"" << label_value(agent) << "\",principal=\""
+            << label_value(principal) << "\",tool=\"" << label_value(tool) << "\",outcome=\""
+            << label_value(outcome) << "\"} " << count << "\n";
+      }
+    }
+    out << "# HELP execmcp_metrics_overflow_total Tool calls counted under agent and principal "
+           "\"_other\" because execmcp_tool_calls_total had "
+        << max_series_ << " label sets.\n# TYPE execmcp_metrics_overflow_total counter\n"
+        << "execmcp_metrics_overflow_total " << overflow_ << "\n";
     out << "# HELP execmcp_tool_call_duration_seconds How long tool calls took, by tool.\n"
            "# TYPE execmcp_tool_call_duration_seconds histogram\n";
     for (const auto& [tool, histogram] : durations_) {
@@ -102,8 +158,11 @@ std::string Metrics::render() const {
   }
   // Read outside the lock: a gauge may take its own locks.
   for (const auto& gauge : gauges) {
+    const bool per_agent = gauge.label == "agent";
+    if (per_agent && visible == nullptr) continue;
     out << "# HELP " << gauge.name << " " << gauge.help << "\n# TYPE " << gauge.name << " gauge\n";
     for (const auto& [label, value] : gauge.read()) {
+      if (per_agent && !(*visible)(label)) continue;
       out << gauge.name << "{" << gauge.label << "=\"" << label_value(label) << "\"} "
           << number(value) << "\n";
     }
