@@ -1,9 +1,12 @@
 // The execmcp subcommands (serve, exec, check-config, plugins) behind main().
 #include "cli/commands.hpp"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -190,6 +193,22 @@ ServeRequest serve_request(const Arguments& args) {
   return request;
 }
 
+// Wipes, then unsets, each environment variable that held a token. unsetenv() alone only drops
+// the pointer: the value stays in the block the process started with, which
+// /proc/<pid>/environ shows (and environ still points into it for variables never changed). Every
+// entry of the name is wiped, in case the environment held it twice.
+void wipe_secret_env(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    const std::string prefix = name + "=";
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      if (std::strncmp(*entry, prefix.c_str(), prefix.size()) != 0) continue;
+      char* value = *entry + prefix.size();
+      ::explicit_bzero(value, std::strlen(value));
+    }
+    ::unsetenv(name.c_str());
+  }
+}
+
 // serve --http: every agent of the config (or each --agent) in one process. Agents are built
 // here and started on first use (or now, with --start-all); each is shut down (its container
 // removed) when serving ends.
@@ -204,10 +223,8 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
   try {
     config = load_config_logged(args);
     // The tokens are hashed now; commands (a local agent's inherit our environment) must never
-    // see the variables that held them.
-    if (config->server) {
-      for (const auto& name : config->server->secret_env) ::unsetenv(name.c_str());
-    }
+    // see the variables that held them, nor anyone reading /proc/<pid>/environ.
+    if (config->server) wipe_secret_env(config->server->secret_env);
     std::vector<const AgentConfig*> selected;
     if (args.agent_ids.empty()) {
       for (const auto& agent : config->agents) selected.push_back(&agent);

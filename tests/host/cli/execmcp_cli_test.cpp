@@ -2,12 +2,23 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <regex>
 #include <string>
+#include <thread>
 
+#include "http/http_test_client.hpp"
 #include "test_support.hpp"
+
+extern char** environ;
 
 namespace execmcp::tests {
 namespace {
@@ -394,6 +405,116 @@ TEST(ExecmcpCliHttp, RefusesLocalAgentsAndUnauthenticatedPublicAddresses) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr("TLS needs both --tls-cert FILE and --tls-key FILE"));
 }
+
+#ifdef EXECMCP_TEST_HAVE_MCP
+// `execmcp serve --http 127.0.0.1:0` with `extra_env` added to this process's environment; the
+// port is read off its log. Stopped (SIGTERM, then SIGKILL) when it goes out of scope.
+class HttpServe {
+ public:
+  HttpServe(const std::string& config, const std::vector<std::string>& extra_env,
+            const TempDir& dir)
+      : log_((dir.path() / "serve.err").string()) {
+    std::vector<std::string> argv = {EXECMCP_BINARY, "serve",       "--config",    config,
+                                     "--http",       "127.0.0.1:0", "--log-level", "info"};
+    std::vector<std::string> env = extra_env;
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::string_view(*e).rfind("EXECMCP_PLUGIN_PATH=", 0) != 0) env.emplace_back(*e);
+    std::vector<char*> args;
+    std::vector<char*> envp;
+    for (auto& a : argv) args.push_back(a.data());
+    for (auto& e : env) envp.push_back(e.data());
+    args.push_back(nullptr);
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) pid_ = -1;
+    static const std::regex kListening(R"(listening on http://127\.0\.0\.1:([0-9]+))");
+    for (int i = 0; pid_ > 0 && i < 1000 && port_ == 0; ++i) {
+      const std::string text = read_text(log_);
+      if (std::smatch m; std::regex_search(text, m, kListening)) {
+        port_ = static_cast<std::uint16_t>(std::stoi(m[1].str()));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
+  ~HttpServe() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 1000; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  HttpServe(const HttpServe&) = delete;
+  HttpServe& operator=(const HttpServe&) = delete;
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::string log() const { return read_text(log_); }
+
+  // The status code of an MCP initialize POSTed to /mcp/<agent> with `authorization`.
+  [[nodiscard]] int initialize(const std::string& agent, const std::string& authorization) const {
+    const std::string body =
+        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":)"
+        R"("2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}})";
+    http::RawClient client(port_);
+    client.send("POST /mcp/" + agent + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+                "\r\nAuthorization: " + authorization +
+                "\r\nContent-Type: application/json\r\nAccept: application/json, "
+                "text/event-stream\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+    const auto response = client.read_response();
+    if (!response || response->rfind("HTTP/1.1 ", 0) != 0) return -1;
+    return std::stoi(response->substr(9, 3));
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// A token read from `env:` is hashed at load; the variable is then wiped in place, not only unset:
+// /proc/<pid>/environ shows the environment block the process started with, which unsetenv()
+// leaves as it was (readable by the server's user, and by a local agent's commands).
+TEST(ExecmcpCliHttp, ATokenFromTheEnvironmentLeavesNoTraceInProcEnviron) {
+  TempDir dir;
+  std::random_device random;
+  const std::string token =
+      "env-token-" + std::to_string(random()) + "-" + std::to_string(random()) + "-wiped";
+  const auto config = dir.path() / "env-token.yaml";
+  write_text(config, "execmcp: 1\nplugin_paths: [" + std::string(EXECMCP_FIXTURE_PLUGIN_DIR) +
+                         "]\nagents:\n  - id: echo\n    cwd: ws\n    backend: {plugin: "
+                         "fixture-echo, settings: {}}\nserver:\n  tokens:\n"
+                         "    - {name: from-env, env: EXECMCP_TEST_ENV_TOKEN, agents: [echo]}\n");
+  const HttpServe server(
+      config.string(), {"EXECMCP_TEST_ENV_TOKEN=" + token, "EXECMCP_TEST_ENV_NEIGHBOUR=kept"}, dir);
+  ASSERT_GT(server.pid(), 0);
+  ASSERT_NE(server.port(), 0) << server.log();
+  std::ifstream in("/proc/" + std::to_string(server.pid()) + "/environ", std::ios::binary);
+  const std::string environ_text((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
+  // Only booleans: a failure must not print this environment (or the runner's) into the log.
+  ASSERT_NE(environ_text.find("EXECMCP_TEST_ENV_NEIGHBOUR=kept"), std::string::npos)
+      << "the other variables are left as they were";
+  EXPECT_EQ(environ_text.find(token.substr(0, 16)), std::string::npos)
+      << "the token's start is still in /proc/<pid>/environ";
+  EXPECT_EQ(environ_text.find(token.substr(token.size() - 16)), std::string::npos)
+      << "the token's end is still in /proc/<pid>/environ";
+  // The token was hashed before the wipe: it still opens the agent, and only it does.
+  EXPECT_EQ(server.initialize("echo", "Bearer " + token), 200) << server.log();
+  EXPECT_EQ(server.initialize("echo", "Bearer " + token + "x"), 401) << server.log();
+  EXPECT_THAT(server.log(), Not(HasSubstr(token)));
+}
+#endif
 
 }  // namespace
 }  // namespace execmcp::tests
