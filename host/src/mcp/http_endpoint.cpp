@@ -256,13 +256,11 @@ void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpE
       return;
     }
     if (path == "/ready") {
-      serve_ready(exchange);
+      serve_ready(request, exchange);
       return;
     }
     if (path == "/metrics") {
-      metrics_.http_request(200);
-      exchange->respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
-                        metrics_.render());
+      serve_metrics(request, exchange);
       return;
     }
     if (path == kResourceMetadataPath ||
@@ -291,26 +289,77 @@ void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpE
   }
 }
 
-void HttpEndpoint::serve_ready(const std::shared_ptr<http::HttpExchange>& exchange) {
-  // Probes may take a while (a backend starting its container): never on the I/O thread.
-  service_.submit([this, exchange] {
-    try {
-      json agents = json::object();
-      bool ready = true;
-      for (const auto& [id, entry] : agents_) {
-        std::string why = entry.ready ? entry.ready() : std::string();
-        ready = ready && why.empty();
-        agents[id] = why.empty() ? json("ready") : json(sanitize_utf8(why));
-      }
-      const int status = ready ? 200 : 503;
-      metrics_.http_request(status);
-      exchange->respond(status, json_headers(),
-                        json_body(json{{"status", ready ? "ready" : "not ready"},
-                                       {"agents", std::move(agents)}}));
-    } catch (const std::exception& e) {
-      exchange->respond(500, json_headers(), problem("internal_error", e.what()));
-    }
-  });
+std::optional<std::set<std::string>> HttpEndpoint::visible_agents(
+    const http::HttpRequest& request) const {
+  std::set<std::string> all;
+  for (const auto& [id, entry] : agents_) all.insert(id);
+  if (!authorize_) return all;  // no authentication: /mcp lets anyone use every agent too
+  if (request.header("authorization") == nullptr || agents_.empty()) return std::nullopt;
+  // One verification, whatever the number of agents: the decision lists what the credential may
+  // use (a 403 for this agent still says who it is).
+  const AccessDecision access = authorize_(request, agents_.begin()->first);
+  if (!access.allowed && access.status != 403) return std::nullopt;
+  std::set<std::string> out;
+  for (const auto& id : access.agents) {
+    if (id == "*") return all;
+    if (all.contains(id)) out.insert(id);
+  }
+  if (access.allowed) out.insert(agents_.begin()->first);
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+void HttpEndpoint::serve_ready(const http::HttpRequest& request,
+                               const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    metrics_.http_request(405);
+    exchange->respond(405, {{"allow", "GET"}}, {});
+    return;
+  }
+  // Side-effect free: each agent's last known state (an atomic), never a start. An agent starts
+  // on its first call (or with serve --start-all), not because someone asked whether it could.
+  static constexpr const char* kNames[] = {"not started", "starting", "started", "failed"};
+  std::size_t counts[4] = {};
+  const auto visible = visible_agents(request);
+  json states = json::object();
+  for (const auto& [id, entry] : agents_) {
+    const AgentState state = entry.state ? entry.state() : AgentState::kStarted;
+    ++counts[static_cast<int>(state)];
+    if (visible && visible->contains(id)) states[id] = kNames[static_cast<int>(state)];
+  }
+  const bool ready = counts[static_cast<int>(AgentState::kFailed)] == 0;
+  // Without credentials a fixed vocabulary: no agent id, no path, no error text (the log has it).
+  json body{{"status", ready ? "ready" : "not ready"},
+            {"agents",
+             {{"started", counts[static_cast<int>(AgentState::kStarted)]},
+              {"starting", counts[static_cast<int>(AgentState::kStarting)]},
+              {"not_started", counts[static_cast<int>(AgentState::kNotStarted)]},
+              {"failed", counts[static_cast<int>(AgentState::kFailed)]}}}};
+  if (visible) body["agent_states"] = std::move(states);
+  const int status = ready ? 200 : 503;
+  metrics_.http_request(status);
+  exchange->respond(status, json_headers(), json_body(body));
+}
+
+void HttpEndpoint::serve_metrics(const http::HttpRequest& request,
+                                 const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    metrics_.http_request(405);
+    exchange->respond(405, {{"allow", "GET"}}, {});
+    return;
+  }
+  const auto visible = visible_agents(request);
+  std::string text;
+  if (!visible) {
+    text = metrics_.render_public();
+  } else {
+    const bool all = visible->size() == agents_.size();
+    text =
+        metrics_.render([&](const std::string& agent) { return all || visible->contains(agent); });
+  }
+  metrics_.http_request(200);
+  exchange->respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
+                    std::move(text));
 }
 
 void HttpEndpoint::handle_mcp(const std::string& agent_id, http::HttpRequest& request,
@@ -653,10 +702,10 @@ void HttpEndpoint::start_call(CallerContext caller, Request rpc, const http::Htt
   const auto started = std::chrono::steady_clock::now();
   const std::string agent_id = caller.agent->id();
   const std::string principal = caller.principal;
+  // Labelled by the tool it resolves to: a made-up name must not add a series to /metrics.
   const auto name = rpc.params.find("name");
-  const std::string tool = name != rpc.params.end() && name->is_string()
-                               ? name->get<std::string>().substr(0, 64)
-                               : std::string("?");
+  const std::string tool = service_.tool_label(
+      *caller.agent, name != rpc.params.end() && name->is_string() ? name->get<std::string>() : "");
   metrics_.call_started();
   if (cancel_on_disconnect) {
     // 2026-07-28: closing the response stream cancels the request (and kills its process tree).

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,12 +29,17 @@ struct AccessDecision {
   int status = 401;       // when refused: 401 (who are you?) or 403 (not for this agent)
   http::Headers headers;  // e.g. WWW-Authenticate
   std::string body;       // says what to do
+  // The agents these credentials may use ({"*"}: every agent), when they are valid (also on a
+  // 403). Decides what /ready and /metrics show; empty: only the agent asked about.
+  std::vector<std::string> agents;
 };
 using Authorize =
     std::function<AccessDecision(const http::HttpRequest& request, const std::string& agent_id)>;
 
-// Whether an agent's backend can start (GET /ready): empty when it can, else why not.
-using ReadinessProbe = std::function<std::string()>;
+// Where an agent's backend is, for GET /ready and /metrics. Read on an HTTP I/O thread: it must
+// never wait on a backend (LazyAgent::state() reads an atomic) and never start one.
+enum class AgentState { kNotStarted, kStarting, kStarted, kFailed };
+using AgentStateReader = std::function<AgentState()>;
 
 struct HttpEndpointOptions {
   MessageLimits limits;
@@ -46,7 +53,7 @@ class HttpEndpoint {
  public:
   struct AgentEntry {
     Agent* agent = nullptr;
-    ReadinessProbe ready;  // may be empty: always ready
+    AgentStateReader state;  // may be empty: always started
   };
 
   HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents, Authorize authorize,
@@ -55,7 +62,8 @@ class HttpEndpoint {
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
-  // The HttpHandler: never blocks (tool calls run on the service's workers).
+  // The HttpHandler: never blocks (tool calls run on the service's workers; /ready and /metrics
+  // read atomics and snapshots, never a backend).
   void handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange);
 
   // Cancels every call in flight (shutdown) and refuses new ones with 503.
@@ -80,7 +88,14 @@ class HttpEndpoint {
   void start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
                   const std::shared_ptr<http::HttpExchange>& exchange,
                   std::shared_ptr<LegacySession> session, bool cancel_on_disconnect);
-  void serve_ready(const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_ready(const http::HttpRequest& request,
+                   const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_metrics(const http::HttpRequest& request,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  // The agents whose details (ids, states, principals) this request may see: those its valid
+  // credentials may use, every agent when the server has no authentication, else none (nullopt:
+  // the fixed vocabulary only).
+  std::optional<std::set<std::string>> visible_agents(const http::HttpRequest& request) const;
   // The session named by the request's Mcp-Session-Id for this principal and agent; else the
   // exchange was answered (400/403/404) and nullptr returned.
   std::shared_ptr<LegacySession> find_session(const AccessDecision& access,

@@ -24,6 +24,20 @@ bool is_loopback(const std::string& address) {
   return address == "localhost" || address == "::1" || address.starts_with("127.");
 }
 
+mcp::AgentState agent_state(LazyAgent::State state) {
+  switch (state) {
+    case LazyAgent::State::kStarting:
+      return mcp::AgentState::kStarting;
+    case LazyAgent::State::kStarted:
+      return mcp::AgentState::kStarted;
+    case LazyAgent::State::kFailed:
+      return mcp::AgentState::kFailed;
+    case LazyAgent::State::kNotStarted:
+      break;
+  }
+  return mcp::AgentState::kNotStarted;
+}
+
 std::string url_of(const http::ListenAddress& listen, std::uint16_t port, bool tls) {
   const std::string host =
       listen.address.find(':') != std::string::npos ? "[" + listen.address + "]" : listen.address;
@@ -68,7 +82,8 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
   for (ConfiguredAgent* agent : agents) {
     lazy.push_back(std::make_unique<LazyAgent>(*agent));
     LazyAgent* entry = lazy.back().get();
-    entries[agent->id()] = {entry, [entry] { return entry->ensure_started(); }};
+    // /ready reads the state and starts nothing: an agent starts on its first call.
+    entries[agent->id()] = {entry, [entry] { return agent_state(entry->state()); }};
   }
 
   mcp::Metrics metrics;
@@ -79,6 +94,14 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
                         out.emplace_back(agent->id(), agent->started());
                       return out;
                     });
+  metrics.add_gauge("execmcp_agents", "Agents by the state of their backend.", "state", [&lazy] {
+    static constexpr const char* kNames[] = {"not_started", "starting", "started", "failed"};
+    double counts[4] = {};
+    for (const auto& agent : lazy) ++counts[static_cast<int>(agent->state())];
+    std::vector<std::pair<std::string, double>> out;
+    for (int i = 0; i < 4; ++i) out.emplace_back(kNames[i], counts[i]);
+    return out;
+  });
   metrics.add_gauge("execmcp_containers_owned",
                     "Containers this server owns (one per started Docker agent).", "agent",
                     [&lazy, &agents] {
@@ -124,6 +147,7 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
       access.status = decision.status;
       access.headers = std::move(decision.headers);
       access.body = std::move(decision.body);
+      access.agents = std::move(decision.principal.agents);
       return access;
     };
   }

@@ -125,10 +125,9 @@ port="$(docker port "$server" 8000/tcp | head -n 1 | sed 's/.*://')"
 base="http://127.0.0.1:$port"
 
 expect_http "GET /health without credentials" 200 '"ok"' "$base/health"
-# /ready starts every agent's backend: version, image check, the labelled list, create, start and
-# the container's probe exec all go through the proxy; any 403 would show in the agent's reason.
-expect_http "GET /ready starts the agent through the proxy" 200 "\"$agent\":\"ready\"" "$base/ready"
-expect_http "GET /metrics" 200 "execmcp_agent_started{agent=\"$agent\"} 1" "$base/metrics"
+# /ready starts nothing; without credentials it says only how many agents are in each state.
+expect_http "GET /ready without credentials (counts only, nothing started)" 200 '"not_started":1' \
+  "$base/ready"
 
 init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"compose-stack-test","version":"1"}}}'
 mcp=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
@@ -160,6 +159,11 @@ expect_http "tools/call execute_command over HTTP (2025-06-18 session), through 
 owner="$(stat -c %u "$work/ws/$agent/note" 2>/dev/null || true)"
 [ "$owner" = 1000 ] && pass "the agent's file belongs to the workspace owner" ||
   fail "the agent's file belongs to uid '$owner'"
+# The first call started the agent: version, image check, the labelled list, create, start and the
+# container's probe exec all went through the proxy. /ready and /metrics name it to its token.
+expect_http "GET /ready with the token" 200 "\"$agent\":\"started\"" "${auth[@]}" "$base/ready"
+expect_http "GET /metrics with the token" 200 "execmcp_agent_started{agent=\"$agent\"} 1" \
+  "${auth[@]}" "$base/metrics"
 
 # A 2026-07-28 client: no handshake, the revision in _meta and the headers.
 meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'

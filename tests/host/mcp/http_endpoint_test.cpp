@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 
 #include "fake_agent.hpp"
+#include "fake_exchange.hpp"
 #include "mcp/protocol.hpp"
 
 namespace execmcp::host::mcp {
@@ -17,92 +19,8 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 using testing::FakeAgent;
-
-constexpr auto kWait = 10s;
-
-class FakeExchange final : public http::HttpExchange {
- public:
-  void respond(int status, http::Headers headers, std::string body) override {
-    std::lock_guard lock(mutex_);
-    if (done_) return;
-    status_ = status;
-    headers_ = std::move(headers);
-    body_ = std::move(body);
-    done_ = true;
-    cv_.notify_all();
-  }
-  void start_stream(http::Headers headers) override {
-    std::lock_guard lock(mutex_);
-    streaming_ = true;
-    status_ = 200;
-    headers_ = std::move(headers);
-  }
-  void send_event(std::string data, bool) override {
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::move(data));
-  }
-  void end_stream() override {
-    std::lock_guard lock(mutex_);
-    done_ = true;
-    cv_.notify_all();
-  }
-  void on_peer_gone(std::function<void()> callback) override {
-    std::lock_guard lock(mutex_);
-    gone_callback_ = std::move(callback);
-  }
-  [[nodiscard]] bool peer_gone() const override { return gone_; }
-
-  // The client closes its end.
-  void go_away() {
-    std::function<void()> callback;
-    {
-      std::lock_guard lock(mutex_);
-      gone_ = true;
-      callback = gone_callback_;
-    }
-    if (callback) callback();
-  }
-  bool wait(std::chrono::milliseconds timeout = kWait) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, timeout, [this] { return done_; });
-  }
-  int status() {
-    std::lock_guard lock(mutex_);
-    return status_;
-  }
-  json body() {
-    std::lock_guard lock(mutex_);
-    return body_.empty() ? json() : json::parse(body_);
-  }
-  std::string header(const std::string& name) {
-    std::lock_guard lock(mutex_);
-    for (const auto& [key, value] : headers_)
-      if (key == name) return value;
-    return {};
-  }
-  std::vector<json> events() {
-    std::lock_guard lock(mutex_);
-    std::vector<json> out;
-    for (const auto& event : events_) out.push_back(json::parse(event));
-    return out;
-  }
-  bool streaming() {
-    std::lock_guard lock(mutex_);
-    return streaming_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  int status_ = 0;
-  http::Headers headers_;
-  std::string body_;
-  std::vector<std::string> events_;
-  bool streaming_ = false;
-  bool done_ = false;
-  std::atomic<bool> gone_{false};
-  std::function<void()> gone_callback_;
-};
+using testing::FakeExchange;
+using testing::kWait;
 
 json modern_meta() {
   return json{{protocol::kMetaProtocolVersion, protocol::kStateless},
@@ -111,10 +29,12 @@ json modern_meta() {
 
 class HttpEndpointTest : public ::testing::Test {
  protected:
-  HttpEndpointTest() : service_(options()) {
+  HttpEndpointTest() : service_(options()) { make_endpoint(); }
+  void make_endpoint(HttpEndpointOptions endpoint_options = {}) {
+    endpoint_.reset();
     std::map<std::string, HttpEndpoint::AgentEntry> agents;
     agents["agent_a"] = {&agent_a_, {}};
-    agents["agent_b"] = {&agent_b_, [] { return std::string("engine unreachable"); }};
+    agents["agent_b"] = {&agent_b_, [] { return AgentState::kFailed; }};
     endpoint_ = std::make_unique<HttpEndpoint>(
         service_, agents,
         [](const http::HttpRequest& request, const std::string& agent) {
@@ -127,13 +47,19 @@ class HttpEndpointTest : public ::testing::Test {
           } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
             access.allowed = true;
             access.principal = token->substr(7);
-          } else {
+            access.agents = {*token == "Bearer bob" ? "agent_a" : "*"};
+          } else if (*token == "Bearer bob") {
             access.status = 403;
+            access.principal = "bob";
+            access.agents = {"agent_a"};
             access.body = R"({"error":"insufficient_scope"})";
+          } else {
+            access.status = 401;
+            access.body = R"({"error":"invalid_token"})";
           }
           return access;
         },
-        metrics_);
+        metrics_, std::move(endpoint_options));
   }
   static ServiceOptions options() {
     ServiceOptions options;
@@ -410,10 +336,10 @@ TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
     return exchange;
   };
   EXPECT_EQ(get("/health")->status(), 200);
-  auto ready = get("/ready");
+  auto ready = get("/ready", {{"authorization", "Bearer alice"}});
   EXPECT_EQ(ready->status(), 503);
-  EXPECT_EQ(ready->body()["agents"]["agent_a"], "ready");
-  EXPECT_EQ(ready->body()["agents"]["agent_b"], "engine unreachable");
+  EXPECT_EQ(ready->body()["agent_states"]["agent_a"], "started");
+  EXPECT_EQ(ready->body()["agent_states"]["agent_b"], "failed");
   EXPECT_EQ(get("/mcp/agent_a", {{"authorization", "Bearer alice"}})->status(), 405);
   EXPECT_EQ(get("/nowhere")->status(), 404);
   EXPECT_EQ(get("/.well-known/oauth-protected-resource")->status(), 404);
@@ -440,6 +366,79 @@ TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
       << metrics;
   EXPECT_NE(metrics.find("execmcp_tool_call_duration_seconds_count{tool=\"execute_command\"} 1"),
             std::string::npos);
+}
+
+std::shared_ptr<FakeExchange> get_route(HttpEndpoint& endpoint, const std::string& target,
+                                        http::Headers headers = {}) {
+  http::HttpRequest request;
+  request.method = "GET";
+  request.target = target;
+  request.headers = std::move(headers);
+  auto exchange = std::make_shared<FakeExchange>();
+  endpoint.handle(request, exchange);
+  EXPECT_TRUE(exchange->wait()) << target;
+  return exchange;
+}
+
+// Issue 17: /ready without credentials listed every agent's id with its error text (workspace
+// paths, socket paths, preinstall log tails). Now: counts only; credentials add the states of
+// the agents they may use.
+TEST_F(HttpEndpointTest, ReadyWithoutCredentialsSaysOnlyAFixedVocabulary) {
+  auto anonymous = get_route(*endpoint_, "/ready");
+  EXPECT_EQ(anonymous->status(), 503) << "agent_b failed";
+  EXPECT_EQ(anonymous->body(), json::parse(R"({"status":"not ready","agents":{"started":1,
+            "starting":0,"not_started":0,"failed":1}})"));
+  auto wrong = get_route(*endpoint_, "/ready", {{"authorization", "Bearer mallory"}});
+  EXPECT_FALSE(wrong->body().contains("agent_states")) << wrong->body().dump();
+  auto bob = get_route(*endpoint_, "/ready", {{"authorization", "Bearer bob"}});
+  EXPECT_EQ(bob->body()["agent_states"], json::parse(R"({"agent_a":"started"})"));
+  auto alice = get_route(*endpoint_, "/ready", {{"authorization", "Bearer alice"}});
+  EXPECT_EQ(alice->body()["agent_states"],
+            json::parse(R"({"agent_a":"started","agent_b":"failed"})"));
+}
+
+// Issue 17: every made-up tool name added a series (300 calls: 6.7 KB -> 548 KB), with the
+// client's CR and ESC bytes in the label, served without credentials.
+TEST_F(HttpEndpointTest, MadeUpToolNamesAddNoSeriesAndNoClientBytes) {
+  auto made_up = [&](int i) {
+    json body = call(i, "echo hi");
+    const std::string name = "t" + std::to_string(i) + "\r\x1b[31m\"\\";
+    body["params"]["name"] = name;
+    (void)post("agent_a", body, modern_headers("tools/call", name));
+  };
+  for (int i = 0; i < 10; ++i) made_up(i);
+  ASSERT_TRUE(endpoint_->wait_idle(kWait));
+  auto lines = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n'); };
+  const auto after_ten = lines(metrics_.render());
+  for (int i = 10; i < 300; ++i) made_up(i);
+  ASSERT_TRUE(endpoint_->wait_idle(kWait));
+  const std::string metrics = metrics_.render();
+  EXPECT_EQ(lines(metrics), after_ten) << "the series grew with the names";
+  EXPECT_NE(metrics.find("execmcp_tool_calls_total{agent=\"agent_a\",principal=\"alice\","
+                         "tool=\"unknown\",outcome=\"rpc_error\"} 300"),
+            std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find_first_of("\r\x1b"), std::string::npos);
+}
+
+TEST_F(HttpEndpointTest, MetricsWithoutCredentialsNameNoAgentAndNoPrincipal) {
+  (void)post("agent_a", call(1, "echo hi"), modern_headers("tools/call", "execute_command"));
+  (void)post("agent_b", call(2, "echo hi"), modern_headers("tools/call", "execute_command"));
+  ASSERT_TRUE(endpoint_->wait_idle(kWait));
+  const std::string anonymous = get_route(*endpoint_, "/metrics")->raw_body();
+  EXPECT_EQ(anonymous.find("agent_"), std::string::npos) << anonymous;
+  EXPECT_EQ(anonymous.find("alice"), std::string::npos) << anonymous;
+  EXPECT_NE(anonymous.find("execmcp_tool_calls_by_tool_total{tool=\"execute_command\","
+                           "outcome=\"ok\"} 2"),
+            std::string::npos)
+      << anonymous;
+  const std::string bob =
+      get_route(*endpoint_, "/metrics", {{"authorization", "Bearer bob"}})->raw_body();
+  EXPECT_NE(bob.find("{agent=\"agent_a\",principal=\"alice\""), std::string::npos) << bob;
+  EXPECT_EQ(bob.find("agent_b"), std::string::npos) << "not an agent bob may use: " << bob;
+  const std::string alice =
+      get_route(*endpoint_, "/metrics", {{"authorization", "Bearer alice"}})->raw_body();
+  EXPECT_NE(alice.find("{agent=\"agent_b\",principal=\"alice\""), std::string::npos) << alice;
 }
 
 }  // namespace
