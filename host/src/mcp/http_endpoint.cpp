@@ -533,13 +533,11 @@ void HttpEndpoint::handle_legacy(const std::string& agent_id, const AccessDecisi
     {
       std::lock_guard lock(mutex_);
       expire_sessions_locked();
-      if (sessions_.size() >= options_.max_sessions) {
-        metrics_.http_request(503);
-        exchange->respond(503, {{"retry-after", "60"}, {"content-type", "application/json"}},
-                          problem("too_many_sessions",
-                                  "this server has " + std::to_string(options_.max_sessions) +
-                                      " open sessions; end one with DELETE or use MCP "
-                                      "2026-07-28, which needs none"));
+      std::string why;
+      if (const int status = make_room_locked(access.principal, why); status != 0) {
+        metrics_.http_request(status);
+        exchange->respond(status, {{"retry-after", "60"}, {"content-type", "application/json"}},
+                          problem("too_many_sessions", why));
         return;
       }
       sessions_[session->id] = session;
@@ -660,6 +658,63 @@ std::shared_ptr<HttpEndpoint::LegacySession> HttpEndpoint::find_session(
   }
   it->second->last_used = std::chrono::steady_clock::now();
   return it->second;
+}
+
+int HttpEndpoint::make_room_locked(const std::string& principal, std::string& why) {
+  // Each principal's sessions, and its oldest one with no call in flight.
+  struct Holder {
+    std::size_t count = 0;
+    std::shared_ptr<LegacySession> oldest_idle;
+  };
+  std::unordered_map<std::string, Holder> holders;
+  for (const auto& [id, session] : sessions_) {
+    Holder& holder = holders[session->principal];
+    ++holder.count;
+    bool idle;
+    {
+      std::lock_guard session_lock(session->mutex);
+      idle = session->calls.empty();
+    }
+    if (idle && (!holder.oldest_idle || session->last_used < holder.oldest_idle->last_used))
+      holder.oldest_idle = session;
+  }
+  auto end_session = [&](const std::shared_ptr<LegacySession>& session, const char* reason) {
+    spdlog::debug("mcp: session {} of '{}' ended: {}", session->id.substr(0, 8), session->principal,
+                  reason);
+    sessions_.erase(session->id);
+  };
+  Holder& mine = holders[principal];
+  if (mine.count >= options_.max_sessions_per_principal) {
+    if (!mine.oldest_idle) {
+      why = "these credentials have " + std::to_string(mine.count) +
+            " open sessions, each with a call in progress; end one with DELETE, wait for a call "
+            "to finish, or use MCP 2026-07-28, which needs none";
+      return 429;
+    }
+    end_session(mine.oldest_idle, "its principal opened one more than its share");
+    return 0;
+  }
+  if (sessions_.size() < options_.max_sessions) return 0;
+  // The server is full: whoever holds the most sessions (this principal on a tie) gives up its
+  // oldest idle one, so one principal cannot keep the others out.
+  const Holder* victim = nullptr;
+  std::size_t victim_rank = 0;
+  for (const auto& [name, holder] : holders) {
+    if (!holder.oldest_idle) continue;
+    const std::size_t rank = 2 * holder.count + (name == principal ? 1 : 0);
+    if (victim == nullptr || rank > victim_rank) {
+      victim = &holder;
+      victim_rank = rank;
+    }
+  }
+  if (victim == nullptr) {
+    why = "this server has " + std::to_string(sessions_.size()) +
+          " open sessions, each with a call in progress; end one with DELETE or use MCP "
+          "2026-07-28, which needs none";
+    return 503;
+  }
+  end_session(victim->oldest_idle, "the server was full and its principal held the most");
+  return 0;
 }
 
 void HttpEndpoint::expire_sessions_locked() {

@@ -44,6 +44,10 @@ using AgentStateReader = std::function<AgentState()>;
 struct HttpEndpointOptions {
   MessageLimits limits;
   std::size_t max_sessions = 1024;  // 2025-era sessions alive at once
+  // One principal's sessions: past it, its own oldest idle session ends (or it gets 429 when all
+  // are busy). When all max_sessions are taken, the principal holding the most loses its oldest
+  // idle one, so no principal can lock the others out.
+  std::size_t max_sessions_per_principal = 32;
   std::chrono::seconds session_idle{3600};
   // JSON for GET /.well-known/oauth-protected-resource (empty: 404).
   std::string protected_resource_metadata;
@@ -96,6 +100,10 @@ class HttpEndpoint {
   // credentials may use, every agent when the server has no authentication, else none (nullopt:
   // the fixed vocabulary only).
   std::optional<std::set<std::string>> visible_agents(const http::HttpRequest& request) const;
+  // Makes room for one more session of `principal` (mutex_ held), ending an idle session if need
+  // be. Returns 0, or the HTTP status to refuse with (429: this principal, 503: the server) and
+  // why.
+  int make_room_locked(const std::string& principal, std::string& why);
   // The session named by the request's Mcp-Session-Id for this principal and agent; else the
   // exchange was answered (400/403/404) and nullptr returned.
   std::shared_ptr<LegacySession> find_session(const AccessDecision& access,

@@ -441,5 +441,89 @@ TEST_F(HttpEndpointTest, MetricsWithoutCredentialsNameNoAgentAndNoPrincipal) {
   EXPECT_NE(alice.find("{agent=\"agent_b\",principal=\"alice\""), std::string::npos) << alice;
 }
 
+// Issue 17: one principal could open all 1024 sessions in under a second and lock every other
+// tenant out for an hour. Now it holds at most its share; its oldest idle sessions end first.
+TEST_F(HttpEndpointTest, OnePrincipalCannotTakeEverySession) {
+  std::vector<std::string> alices;
+  for (int i = 0; i < 2000; ++i) {
+    auto exchange =
+        post("agent_a",
+             json{{"jsonrpc", "2.0"},
+                  {"id", 0},
+                  {"method", "initialize"},
+                  {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", {}}}}},
+             {{"authorization", "Bearer alice"}});
+    ASSERT_EQ(exchange->status(), 200) << "session " << i << ": " << exchange->body().dump();
+    alices.push_back(exchange->header("mcp-session-id"));
+  }
+  const std::string bobs = legacy_session("bob");
+  const json list{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}};
+  EXPECT_EQ(
+      post("agent_a", list, {{"authorization", "Bearer bob"}, {"mcp-session-id", bobs}})->status(),
+      200);
+  EXPECT_EQ(
+      post("agent_a", list, {{"authorization", "Bearer alice"}, {"mcp-session-id", alices.back()}})
+          ->status(),
+      200)
+      << "the newest session works";
+  auto oldest =
+      post("agent_a", list, {{"authorization", "Bearer alice"}, {"mcp-session-id", alices[0]}});
+  EXPECT_EQ(oldest->status(), 404);
+  EXPECT_EQ(oldest->body()["error"], "unknown_session");
+  // Exactly its share is alive: the 32 newest.
+  int alive = 0;
+  for (const auto& id : alices) {
+    alive += post("agent_a", list, {{"authorization", "Bearer alice"}, {"mcp-session-id", id}})
+                 ->status() == 200;
+  }
+  EXPECT_EQ(alive, 32);
+}
+
+TEST_F(HttpEndpointTest, AFullServerEndsAnIdleSessionOfWhoeverHoldsTheMost) {
+  HttpEndpointOptions options;
+  options.max_sessions = 4;
+  options.max_sessions_per_principal = 3;
+  make_endpoint(options);
+  const std::vector<std::string> alices{legacy_session("alice"), legacy_session("alice"),
+                                        legacy_session("alice")};
+  const std::string bobs = legacy_session("bob");  // the server is full now
+  const std::string bobs_second = legacy_session("bob");
+  const json list{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}};
+  auto status = [&](const std::string& token, const std::string& id) {
+    return post("agent_a", list, {{"authorization", "Bearer " + token}, {"mcp-session-id", id}})
+        ->status();
+  };
+  EXPECT_EQ(status("alice", alices[0]), 404) << "alice held the most: her oldest ended";
+  EXPECT_EQ(status("alice", alices[1]), 200);
+  EXPECT_EQ(status("bob", bobs), 200);
+  EXPECT_EQ(status("bob", bobs_second), 200);
+}
+
+TEST_F(HttpEndpointTest, APrincipalWhoseSessionsAreAllBusyGets429) {
+  HttpEndpointOptions options;
+  options.max_sessions_per_principal = 2;
+  make_endpoint(options);
+  const std::string first = legacy_session("alice");
+  const std::string second = legacy_session("alice");
+  auto busy = [&](const std::string& session, int id) {
+    return post("agent_a", call(id, "slow", json::object()),
+                {{"authorization", "Bearer alice"}, {"mcp-session-id", session}}, false);
+  };
+  auto one = busy(first, 1);
+  auto two = busy(second, 2);
+  ASSERT_TRUE(agent_a_.wait_slow_started(2, kWait));
+  auto refused = post("agent_a",
+                      json{{"jsonrpc", "2.0"},
+                           {"id", 0},
+                           {"method", "initialize"},
+                           {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", {}}}}},
+                      {{"authorization", "Bearer alice"}});
+  EXPECT_EQ(refused->status(), 429);
+  EXPECT_EQ(refused->body()["error"], "too_many_sessions");
+  endpoint_->cancel_all();
+  ASSERT_TRUE(one->wait());
+  ASSERT_TRUE(two->wait());
+}
+
 }  // namespace
 }  // namespace execmcp::host::mcp
