@@ -22,6 +22,7 @@ namespace {
 
 constexpr const char* kMcpPrefix = "/mcp/";
 constexpr const char* kResourceMetadataPath = "/.well-known/oauth-protected-resource";
+constexpr const char* kResourceMetadataPrefix = "/.well-known/oauth-protected-resource/";
 
 http::Headers json_headers() {
   return {{"content-type", "application/json"}};
@@ -242,42 +243,32 @@ bool HttpEndpoint::wait_idle(std::chrono::milliseconds timeout) {
   return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty(); });
 }
 
+const std::vector<HttpEndpoint::RouteEntry>& HttpEndpoint::route_table() {
+  static const std::vector<RouteEntry> table{
+      {{"/health"}, &HttpEndpoint::serve_health},
+      {{"/ready"}, &HttpEndpoint::serve_ready},
+      {{"/metrics"}, &HttpEndpoint::serve_metrics},
+      {{kResourceMetadataPath}, &HttpEndpoint::serve_resource_metadata},
+      {{kResourceMetadataPrefix, true}, &HttpEndpoint::serve_resource_metadata},
+      {{kMcpPrefix, true}, &HttpEndpoint::serve_mcp},
+  };
+  return table;
+}
+
+std::vector<HttpEndpoint::Route> HttpEndpoint::routes() {
+  std::vector<Route> out;
+  for (const auto& entry : route_table()) out.push_back(entry.route);
+  return out;
+}
+
 void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange) {
-  // Wraps the exchange so every response is counted by status.
   const std::string path = request.target.substr(0, request.target.find('?'));
   try {
-    if (path == "/health") {
-      if (request.method != "GET" && request.method != "HEAD") {
-        exchange->respond(405, {{"allow", "GET"}}, {});
+    for (const auto& [route, serve] : route_table()) {
+      if (route.prefix ? path.starts_with(route.path) : path == route.path) {
+        (this->*serve)(path, request, exchange);
         return;
       }
-      metrics_.http_request(200);
-      exchange->respond(200, json_headers(), json_body(json{{"status", "ok"}}));
-      return;
-    }
-    if (path == "/ready") {
-      serve_ready(request, exchange);
-      return;
-    }
-    if (path == "/metrics") {
-      serve_metrics(request, exchange);
-      return;
-    }
-    if (path == kResourceMetadataPath ||
-        path.starts_with(std::string(kResourceMetadataPath) + "/")) {
-      if (options_.protected_resource_metadata.empty()) {
-        metrics_.http_request(404);
-        exchange->respond(404, json_headers(),
-                          problem("not_found", "this server does not use OAuth"));
-        return;
-      }
-      metrics_.http_request(200);
-      exchange->respond(200, json_headers(), options_.protected_resource_metadata);
-      return;
-    }
-    if (path.starts_with(kMcpPrefix)) {
-      handle_mcp(path.substr(std::string(kMcpPrefix).size()), request, exchange);
-      return;
     }
     metrics_.http_request(404);
     exchange->respond(404, json_headers(),
@@ -287,6 +278,34 @@ void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpE
     metrics_.http_request(500);
     exchange->respond(500, json_headers(), problem("internal_error", "the server failed"));
   }
+}
+
+void HttpEndpoint::serve_health(const std::string& /*path*/, http::HttpRequest& request,
+                                const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    metrics_.http_request(405);
+    exchange->respond(405, {{"allow", "GET"}}, {});
+    return;
+  }
+  metrics_.http_request(200);
+  exchange->respond(200, json_headers(), json_body(json{{"status", "ok"}}));
+}
+
+void HttpEndpoint::serve_resource_metadata(const std::string& /*path*/,
+                                           http::HttpRequest& /*request*/,
+                                           const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (options_.protected_resource_metadata.empty()) {
+    metrics_.http_request(404);
+    exchange->respond(404, json_headers(), problem("not_found", "this server does not use OAuth"));
+    return;
+  }
+  metrics_.http_request(200);
+  exchange->respond(200, json_headers(), options_.protected_resource_metadata);
+}
+
+void HttpEndpoint::serve_mcp(const std::string& path, http::HttpRequest& request,
+                             const std::shared_ptr<http::HttpExchange>& exchange) {
+  handle_mcp(path.substr(std::string_view(kMcpPrefix).size()), request, exchange);
 }
 
 std::optional<std::set<std::string>> HttpEndpoint::visible_agents(
@@ -309,7 +328,7 @@ std::optional<std::set<std::string>> HttpEndpoint::visible_agents(
   return out;
 }
 
-void HttpEndpoint::serve_ready(const http::HttpRequest& request,
+void HttpEndpoint::serve_ready(const std::string& /*path*/, http::HttpRequest& request,
                                const std::shared_ptr<http::HttpExchange>& exchange) {
   if (request.method != "GET" && request.method != "HEAD") {
     metrics_.http_request(405);
@@ -341,7 +360,7 @@ void HttpEndpoint::serve_ready(const http::HttpRequest& request,
   exchange->respond(status, json_headers(), json_body(body));
 }
 
-void HttpEndpoint::serve_metrics(const http::HttpRequest& request,
+void HttpEndpoint::serve_metrics(const std::string& /*path*/, http::HttpRequest& request,
                                  const std::shared_ptr<http::HttpExchange>& exchange) {
   if (request.method != "GET" && request.method != "HEAD") {
     metrics_.http_request(405);

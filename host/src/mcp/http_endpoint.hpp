@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -70,6 +71,15 @@ class HttpEndpoint {
   // read atomics and snapshots, never a backend).
   void handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange);
 
+  // A path handle() serves: `path` itself, or (prefix) every path that starts with it; anything
+  // else is 404. Public so that a test walks every route without credentials: whatever a route
+  // does for a stranger must stay cheap, bounded and away from the backends.
+  struct Route {
+    std::string_view path;
+    bool prefix = false;
+  };
+  [[nodiscard]] static std::vector<Route> routes();
+
   // Cancels every call in flight (shutdown) and refuses new ones with 503.
   void cancel_all();
   // Waits until no call is in flight or `timeout` passed; true when none is.
@@ -79,6 +89,22 @@ class HttpEndpoint {
   struct LegacySession;
   class Reply;
 
+  // One route's handler; `path` is the target without its query.
+  using Serve = void (HttpEndpoint::*)(const std::string& path, http::HttpRequest& request,
+                                       const std::shared_ptr<http::HttpExchange>& exchange);
+  struct RouteEntry {
+    Route route;
+    Serve serve;
+  };
+  // The routes and their handlers, in match order: the one table handle() and routes() read.
+  static const std::vector<RouteEntry>& route_table();
+
+  void serve_health(const std::string& path, http::HttpRequest& request,
+                    const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_resource_metadata(const std::string& path, http::HttpRequest& request,
+                               const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_mcp(const std::string& path, http::HttpRequest& request,
+                 const std::shared_ptr<http::HttpExchange>& exchange);
   void handle_mcp(const std::string& agent_id, http::HttpRequest& request,
                   const std::shared_ptr<http::HttpExchange>& exchange);
   void handle_legacy(const std::string& agent_id, const AccessDecision& access,
@@ -92,9 +118,9 @@ class HttpEndpoint {
   void start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
                   const std::shared_ptr<http::HttpExchange>& exchange,
                   std::shared_ptr<LegacySession> session, bool cancel_on_disconnect);
-  void serve_ready(const http::HttpRequest& request,
+  void serve_ready(const std::string& path, http::HttpRequest& request,
                    const std::shared_ptr<http::HttpExchange>& exchange);
-  void serve_metrics(const http::HttpRequest& request,
+  void serve_metrics(const std::string& path, http::HttpRequest& request,
                      const std::shared_ptr<http::HttpExchange>& exchange);
   // The agents whose details (ids, states, principals) this request may see: those its valid
   // credentials may use, every agent when the server has no authentication, else none (nullopt:

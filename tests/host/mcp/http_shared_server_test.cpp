@@ -207,49 +207,44 @@ TEST_F(SharedServerTest, EveryRouteWithoutCredentialsIsBoundedAndTouchesNoBacken
   const std::string tools_call =
       R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"id"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})";
   const http::Headers json_type{{"content-type", "application/json"}};
-  const http::Headers wrong_token{{"content-type", "application/json"},
-                                  {"authorization", "Bearer mallory"}};
-  struct Route {
-    const char* method;
-    std::string target;
-    http::Headers headers;
-    std::string body;
-  };
-  const std::vector<Route> routes{
-      {"GET", "/health", {}, {}},
-      {"HEAD", "/health", {}, {}},
-      {"POST", "/health", {}, {}},
-      {"GET", "/ready", {}, {}},
-      {"GET", "/ready?verbose=1", {}, {}},
-      {"GET", "/ready", wrong_token, {}},
-      {"POST", "/ready", {}, {}},
-      {"GET", "/metrics", {}, {}},
-      {"GET", "/metrics", wrong_token, {}},
-      {"DELETE", "/metrics", {}, {}},
-      {"GET", "/.well-known/oauth-protected-resource", {}, {}},
-      {"GET", "/.well-known/oauth-protected-resource/mcp/slow", {}, {}},
-      {"GET", "/", {}, {}},
-      {"GET", "/nowhere", {}, {}},
-      {"GET", "/mcp", {}, {}},
-      {"GET", "/mcp/", {}, {}},
-      {"GET", "/mcp/slow", {}, {}},
-      {"POST", "/mcp/slow", json_type, initialize},
-      {"POST", "/mcp/slow", json_type, tools_call},
-      {"POST", "/mcp/slow", wrong_token, tools_call},
-      {"DELETE", "/mcp/slow", {{"mcp-session-id", "0123456789abcdef0123456789abcdef"}}, {}},
-      {"POST", "/mcp/no_such_agent", json_type, initialize},
-      {"POST", "/mcp/healthy", json_type, tools_call},
-      {"OPTIONS", "/mcp/slow", {}, {}},
-  };
-  for (const auto& route : routes) {
-    auto exchange = request(route.method, route.target, route.headers, route.body);
-    ASSERT_TRUE(exchange->wait(kPrompt)) << route.method << " " << route.target;
-    EXPECT_NE(exchange->status(), 0);
-    EXPECT_LE(exchange->raw_body().size(), 8u * 1024)
-        << route.method << " " << route.target << ": " << exchange->raw_body();
-    EXPECT_EQ(exchange->raw_body().find("slow"), std::string::npos)
-        << route.method << " " << route.target << " names an agent: " << exchange->raw_body();
+  // Every route the endpoint has (a new one joins by itself), below and beside it, and paths it
+  // does not have; every method; no credentials or wrong ones.
+  std::vector<std::string> targets{"/", "/nowhere", "/mcp", "/ready/x", "/metricsx"};
+  for (const auto& route : HttpEndpoint::routes()) {
+    const std::string path(route.path);
+    if (route.prefix) {
+      for (const char* below : {"", "slow", "healthy", "no_such_agent", "slow/x"})
+        targets.push_back(path + below);
+    } else {
+      targets.push_back(path);
+      targets.push_back(path + "?verbose=1&agent=slow");
+    }
   }
+  const http::Headers session{{"mcp-session-id", "0123456789abcdef0123456789abcdef"}};
+  std::size_t walked = 0;
+  for (const auto& target : targets) {
+    for (const char* method : {"GET", "HEAD", "POST", "DELETE", "OPTIONS"}) {
+      for (const auto& credentials :
+           {http::Headers{}, http::Headers{{"authorization", "Bearer mallory"}}}) {
+        const bool post = std::string(method) == "POST";
+        for (const std::string& body : post ? std::vector<std::string>{initialize, tools_call}
+                                            : std::vector<std::string>{""}) {
+          http::Headers headers = credentials;
+          headers.insert(headers.end(), session.begin(), session.end());
+          if (post) headers.insert(headers.end(), json_type.begin(), json_type.end());
+          auto exchange = request(method, target, headers, body);
+          const std::string what = std::string(method) + " " + target;
+          ASSERT_TRUE(exchange->wait(kPrompt)) << what << ": no answer";
+          EXPECT_NE(exchange->status(), 0) << what;
+          EXPECT_LE(exchange->raw_body().size(), 8u * 1024) << what << ": " << exchange->raw_body();
+          EXPECT_EQ(exchange->raw_body().find("slow"), std::string::npos)
+              << what << " names an agent: " << exchange->raw_body();
+          ++walked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(walked, 200u);
   EXPECT_EQ(slow_gate_->starts, 0);
   EXPECT_EQ(slow_gate_->other_calls, 0);
   EXPECT_EQ(healthy_gate_->other_calls, healthy_calls);
