@@ -30,6 +30,17 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// A header value as quoted back in an error body: cut at 200 bytes.
+std::string shown(std::string_view value) {
+  return std::string(value.substr(0, 200));
+}
+
 std::string endpoint_text(const tcp::socket& socket) {
   error_code ec;
   const auto endpoint = socket.remote_endpoint(ec);
@@ -302,9 +313,21 @@ void Connection::parse_buffered() {
         arm_deadline(Deadline::kRequest, options_.read_timeout);
       }
     }
+    const bool in_head = !parser_->is_header_done();
+    const auto buffered = in_.data();
+    std::size_t offered = buffered.size();
+    if (in_head) offered = std::min(offered, options_.max_header_bytes - head_bytes_);
     error_code ec;
-    const std::size_t used = parser_->put(in_.data(), ec);
+    const std::size_t used = parser_->put(asio::const_buffer(buffered.data(), offered), ec);
     in_.consume(used);
+    if (in_head && !parser_->is_header_done()) {
+      head_bytes_ += used;
+      // What was offered reached the limit and the head has not ended: it is longer.
+      if ((!ec || ec == bhttp::error::need_more) &&
+          head_bytes_ + in_.size() >= options_.max_header_bytes) {
+        ec = bhttp::error::header_limit;
+      }
+    }
     if (ec == bhttp::error::header_limit) {
       reject_request(431,
                      "The request line and headers exceed the limit of " +
@@ -326,6 +349,10 @@ void Connection::parse_buffered() {
           shared_->counters.rejected_bad_request, true);
       return;
     }
+    if (in_head && parser_->is_header_done()) {
+      if (!check_head()) return;
+      parser_->eager(true);  // the body may follow in the same buffer
+    }
     if (parser_->is_done()) {
       on_request_complete();
       return;
@@ -340,6 +367,60 @@ void Connection::parse_buffered() {
     }
     if (ec == bhttp::error::need_more || used == 0) return;
   }
+}
+
+bool Connection::check_head() {
+  const auto& header = parser_->get();
+  std::size_t fields = 0;
+  std::size_t transfer_encodings = 0;
+  std::size_t content_lengths = 0;
+  std::string_view transfer_encoding;
+  std::string_view content_length;
+  for (const auto& field : header) {
+    ++fields;
+    if (field.name() == bhttp::field::transfer_encoding) {
+      ++transfer_encodings;
+      transfer_encoding = std::string_view(field.value().data(), field.value().size());
+    } else if (field.name() == bhttp::field::content_length) {
+      ++content_lengths;
+      content_length = std::string_view(field.value().data(), field.value().size());
+    }
+  }
+  if (fields > options_.max_header_fields) {
+    reject_request(431,
+                   "The request has more than " + std::to_string(options_.max_header_fields) +
+                       " header fields; send fewer.\n",
+                   shared_->counters.rejected_header_too_large, true);
+    return false;
+  }
+  // A body another parser (a proxy in front) could delimit differently is refused, and the
+  // connection closed, so that no part of it can be read as a next request (RFC 9112 6.1, 6.3).
+  auto bad_framing = [&](const std::string& what) {
+    reject_request(400,
+                   "The request body's framing is ambiguous (" + what +
+                       "); send either one Content-Length or 'Transfer-Encoding: chunked'.\n",
+                   shared_->counters.rejected_bad_request, true);
+    return false;
+  };
+  if (transfer_encodings > 0) {
+    if (header.version() < 11) return bad_framing("Transfer-Encoding in an HTTP/1.0 request");
+    if (transfer_encodings > 1) return bad_framing("more than one Transfer-Encoding");
+    const std::string_view coding = trim(transfer_encoding);
+    if (!beast::iequals(beast::string_view(coding.data(), coding.size()), "chunked")) {
+      return bad_framing("Transfer-Encoding '" + shown(transfer_encoding) +
+                         "' where only 'chunked' is supported");
+    }
+    if (content_lengths > 0) return bad_framing("both Transfer-Encoding and Content-Length");
+  }
+  if (content_lengths > 1) return bad_framing("more than one Content-Length");
+  if (content_lengths == 1) {
+    const std::string_view digits = trim(content_length);
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
+                                       [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      return bad_framing("Content-Length '" + shown(content_length) + "' is not one number");
+    }
+  }
+  return true;
 }
 
 void Connection::reject_request(int status, std::string_view body,
@@ -622,8 +703,9 @@ void Connection::await_next_request() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
   parser_->body_limit(options_.max_body_bytes);
-  parser_->eager(true);
+  parser_->eager(false);  // returns once the head is parsed, so check_head() runs before the body
   sent_continue_ = false;
+  head_bytes_ = 0;
 }
 
 }  // namespace execmcp::host::http::detail

@@ -155,6 +155,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_more();
   void on_read(boost::system::error_code ec, std::size_t n);
   void parse_buffered();
+  // Checks a head that has just been parsed, before its body is read: the number of fields and
+  // body framing only one way can read (RFC 9112 6). False when it answered the request.
+  bool check_head();
   void on_request_complete();
   // Answers `status` with a plain-text body; `close`: then close (the request was not read whole).
   void reject_request(int status, std::string_view body, std::atomic<std::uint64_t>& counter,
@@ -200,6 +203,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::beast::flat_buffer in_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool sent_continue_ = false;
+  // Bytes of the current request's head the parser consumed so far. Beast's header_limit bounds
+  // only what it has not consumed yet, so the limit on the whole head is kept here.
+  std::size_t head_bytes_ = 0;
 
   // The request being answered.
   std::shared_ptr<Exchange> exchange_;

@@ -22,6 +22,7 @@ struct HttpServerOptions {
   std::size_t io_threads = 2;
   std::size_t max_connections = 256;  // one more is answered 503 with Retry-After: 1 and closed
   std::size_t max_header_bytes = 16 * 1024;         // request line + headers; past it: 431
+  std::size_t max_header_fields = 100;              // header fields (lines); past it: 431
   std::size_t max_body_bytes = 8 * 1024 * 1024;     // past it: 413
   std::chrono::milliseconds read_timeout{30'000};   // whole request (and TLS handshake); then 408
   std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request

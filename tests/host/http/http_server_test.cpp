@@ -238,6 +238,140 @@ TEST_F(HttpServerTest, HeadersOverTheLimitGet431) {
   EXPECT_EQ(server_->stats().rejected.header_too_large, 1u);
 }
 
+// RFC 9112 6.1 and 6.3: a request whose framing two parsers could read differently (a front
+// proxy and this server) is refused 400 and the connection closed, so what follows the head can
+// never be read as a second (smuggled) request.
+TEST_F(HttpServerTest, AmbiguousBodyFramingGets400AndWhatFollowsIsNeverServed) {
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  struct Case {
+    std::string head;  // after the request line, before the empty line
+    std::string body;
+  };
+  const std::vector<Case> cases = {
+      {"Transfer-Encoding: xchunked\r\n", smuggled},
+      {"Transfer-Encoding: chunked, identity\r\n", smuggled},
+      {"Transfer-Encoding: identity\r\n", smuggled},
+      {"Transfer-Encoding: gzip, chunked\r\n", "0\r\n\r\n" + smuggled},
+      {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n" + smuggled},
+      {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n" + smuggled},
+      {"Transfer-Encoding: xchunked\r\nContent-Length: 5\r\n", "hello" + smuggled},
+      {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n" + smuggled},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "0\r\n\r\n" + smuggled},
+      {"Content-Length: 5\r\nContent-Length: 5\r\n", "hello" + smuggled},
+      {"Content-Length: 5, 5\r\n", "hello" + smuggled},
+      {"Content-Length: 5\r\nContent-Length: 6\r\n", "hello!" + smuggled},
+      {"Content-Length: +5\r\n", "hello" + smuggled},
+  };
+  start(loopback(), echo_handler());
+  for (const auto& c : cases) {
+    RawClient client(port_);
+    client.send("POST /x HTTP/1.1\r\nHost: localhost\r\n" + c.head + "\r\n" + c.body);
+    const auto response = client.read_response();
+    ASSERT_TRUE(response) << c.head;
+    EXPECT_EQ(status_of(*response), 400) << c.head << *response;
+    EXPECT_NE(response->find("Connection: close"), std::string::npos) << c.head;
+    EXPECT_TRUE(client.wait_closed()) << c.head;
+    EXPECT_EQ(client.pending(), "") << c.head;  // no second response
+  }
+  // An HTTP/1.0 message with Transfer-Encoding has faulty framing (RFC 9112 6.1).
+  RawClient old(port_);
+  old.send("POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled);
+  const auto response = old.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(status_of(*response), 400) << *response;
+  EXPECT_TRUE(old.wait_closed());
+  EXPECT_EQ(server_->stats().total_requests, 0u);
+  EXPECT_EQ(server_->stats().rejected.bad_request, cases.size() + 1);
+}
+
+TEST_F(HttpServerTest, ChunkedInAnyCaseWithWhitespaceIsServed) {
+  start(loopback(), echo_handler());
+  RawClient client(port_);
+  for (const char* value : {"chunked", "Chunked", "CHUNKED", " chunked \t"}) {
+    client.send(std::string("POST /c HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding:") + value +
+                "\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+    const auto response = client.read_response();
+    ASSERT_TRUE(response) << value;
+    EXPECT_EQ(body_of(*response), "POST /c abc") << value;
+  }
+}
+
+// The limit is on the whole head: many short lines add up (each is far below the limit).
+TEST_F(HttpServerTest, ManyShortHeaderLinesOverTheLimitGet431) {
+  start(loopback(), echo_handler());
+  std::string head = "GET / HTTP/1.1\r\nHost: localhost\r\n";
+  for (int i = 0; i < 4000; ++i) head += "X-" + std::to_string(i % 10) + ": y\r\n";
+  ASSERT_GT(head.size(), 16u * 1024);
+  RawClient client(port_);
+  client.send(head + "\r\n");
+  const auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(status_of(*response), 431) << *response;
+  EXPECT_TRUE(client.wait_closed());
+  EXPECT_EQ(server_->stats().total_requests, 0u);
+}
+
+TEST_F(HttpServerTest, ALongRequestLineCountsTowardsTheHeadLimit) {
+  auto options = loopback();
+  options.max_header_bytes = 4096;
+  start(options, echo_handler());
+  // Neither part alone reaches the limit; together they pass it.
+  RawClient client(port_);
+  client.send("GET /" + std::string(3000, 'p') +
+              " HTTP/1.1\r\nHost: localhost\r\nX-A: " + std::string(3000, 'h') + "\r\n\r\n");
+  const auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(status_of(*response), 431) << *response;
+  EXPECT_TRUE(client.wait_closed());
+  EXPECT_EQ(server_->stats().total_requests, 0u);
+}
+
+TEST_F(HttpServerTest, AHeadSentInPiecesCountsAsAWhole) {
+  auto options = loopback();
+  options.max_header_bytes = 2048;
+  HeldExchanges held;
+  start(options, held.handler());
+  RawClient client(port_);
+  client.send("GET / HTTP/1.1\r\nHost: localhost\r\n");
+  std::optional<std::string> response;
+  for (int i = 0; i < 400 && !response; ++i) {
+    client.send("X-" + std::to_string(i) + ": " + std::string(20, 'v') + "\r\n");
+    response = client.read_response(5ms);
+  }
+  ASSERT_TRUE(response);
+  EXPECT_EQ(status_of(*response), 431) << *response;
+  EXPECT_TRUE(client.wait_closed());
+  EXPECT_EQ(held.count(), 0u);
+}
+
+TEST_F(HttpServerTest, MoreHeaderFieldsThanTheLimitGet431) {
+  auto options = loopback();
+  options.max_header_fields = 10;
+  HeldExchanges held;
+  start(options, held.handler());
+  auto request = [](int fields) {  // Host and fields - 1 more
+    std::string head = "GET / HTTP/1.1\r\nHost: localhost\r\n";
+    for (int i = 1; i < fields; ++i) head += "X-" + std::to_string(i) + ": y\r\n";
+    return head + "\r\n";
+  };
+  RawClient client(port_);
+  client.send(request(10));
+  auto exchange = held.wait(0);
+  ASSERT_TRUE(exchange);
+  exchange->respond(200, {}, "ok");
+  const auto served = client.read_response();
+  ASSERT_TRUE(served);
+  EXPECT_EQ(status_of(*served), 200);
+  client.send(request(11));
+  const auto refused = client.read_response();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(status_of(*refused), 431) << *refused;
+  EXPECT_NE(body_of(*refused).find("10 header fields"), std::string::npos) << *refused;
+  EXPECT_TRUE(client.wait_closed());
+  EXPECT_EQ(held.count(), 1u);
+  EXPECT_EQ(server_->stats().rejected.header_too_large, 1u);
+}
+
 TEST_F(HttpServerTest, GarbageGets400AndTheConnectionIsClosed) {
   HeldExchanges held;
   start(loopback(), held.handler());
