@@ -364,19 +364,6 @@ void print_header() {
   std::printf("%s\n", std::string(92, '-').c_str());
 }
 
-// The JSON-RPC message of an HTTP response body: the body itself, or an SSE stream's last event.
-std::string rpc_of_body(const std::string& body) {
-  if (body.rfind("event:", 0) != 0 && body.rfind("data:", 0) != 0) return body;
-  std::string last;
-  std::size_t pos = 0;
-  while ((pos = body.find("data:", pos)) != std::string::npos) {
-    const auto end = body.find('\n', pos);
-    last = body.substr(pos + 5, end == std::string::npos ? std::string::npos : end - pos - 5);
-    pos = end == std::string::npos ? body.size() : end;
-  }
-  return last;
-}
-
 // `in_flight` keep-alive connections, each sending its next execute_command("true") as soon as
 // the previous one is answered, until `calls` are done in all. Returns latencies and wall time.
 LoadResult http_load(std::uint16_t port, const std::string& agent, int in_flight, int calls) {

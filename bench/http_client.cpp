@@ -1,4 +1,4 @@
-// The bench's HTTP/1.1 client and `execmcp serve --http` process (see http_client.hpp).
+// The benches' HTTP/1.1 client and `execmcp serve --http` process (see http_client.hpp).
 #include "http_client.hpp"
 
 #include <arpa/inet.h>
@@ -30,6 +30,14 @@ using Clock = std::chrono::steady_clock;
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+long status_kib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
+  return 0;
 }
 
 std::string lower(std::string s) {
@@ -103,14 +111,14 @@ int HttpServerProcess::stop() {
 }
 
 long HttpServerProcess::peak_rss_kib() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
+  return status_kib(pid_, "VmHWM:");
 }
 
-HttpConnection::HttpConnection(std::uint16_t port) {
+long HttpServerProcess::rss_kib() const {
+  return status_kib(pid_, "VmRSS:");
+}
+
+HttpConnection::HttpConnection(std::uint16_t port) : port_(port) {
   fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   // Requests are small and answered one at a time: no Nagle delay on the request's last bytes.
@@ -169,12 +177,33 @@ std::string HttpConnection::read_exact(std::size_t n, Clock::time_point deadline
   return out;
 }
 
-HttpResponse HttpConnection::post(const std::string& path,
-                                  const std::vector<std::pair<std::string, std::string>>& headers,
+void HttpConnection::abort() {
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+HttpResponse HttpConnection::post(const std::string& path, const HttpHeaders& headers,
                                   const std::string& body, std::chrono::milliseconds timeout) {
-  std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  std::string request =
+      "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) + "\r\n";
   for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
   request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return exchange(request, timeout);
+}
+
+HttpResponse HttpConnection::get(const std::string& path, const HttpHeaders& headers,
+                                 std::chrono::milliseconds timeout) {
+  std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) + "\r\n";
+  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  return exchange(request + "\r\n", timeout);
+}
+
+HttpResponse HttpConnection::send_raw(const std::string& bytes, std::chrono::milliseconds timeout) {
+  return exchange(bytes, timeout);
+}
+
+HttpResponse HttpConnection::exchange(const std::string& request,
+                                      std::chrono::milliseconds timeout) {
   std::size_t done = 0;
   while (done < request.size()) {
     const ssize_t n = send(fd_, request.data() + done, request.size() - done, MSG_NOSIGNAL);
@@ -201,6 +230,8 @@ HttpResponse HttpConnection::post(const std::string& path,
     if (name == "content-length") content_length = std::stol(value);
     if (name == "transfer-encoding" && lower(value).find("chunked") != std::string::npos)
       chunked = true;
+    if (name == "connection" && lower(value).find("close") != std::string::npos)
+      response.close = true;
   }
   if (chunked) {
     for (;;) {
@@ -221,20 +252,39 @@ HttpResponse HttpConnection::post(const std::string& path,
   return response;
 }
 
-std::string stateless_exec_body(long id, const std::string& command) {
+std::string stateless_call_body(long id, const std::string& tool, const std::string& arguments) {
   return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) +
-         R"(,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":")" +
-         command +
-         R"("},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+         R"(,"method":"tools/call","params":{"name":")" + tool + R"(","arguments":)" + arguments +
+         R"(,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
          R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
 }
 
-std::vector<std::pair<std::string, std::string>> stateless_exec_headers() {
+HttpHeaders stateless_call_headers(const std::string& tool) {
   return {{"Content-Type", "application/json"},
           {"Accept", "application/json, text/event-stream"},
           {"MCP-Protocol-Version", "2026-07-28"},
           {"Mcp-Method", "tools/call"},
-          {"Mcp-Name", "execute_command"}};
+          {"Mcp-Name", tool}};
+}
+
+std::string stateless_exec_body(long id, const std::string& command) {
+  return stateless_call_body(id, "execute_command", R"({"command":")" + command + R"("})");
+}
+
+HttpHeaders stateless_exec_headers() {
+  return stateless_call_headers("execute_command");
+}
+
+std::string rpc_of_body(const std::string& body) {
+  if (body.rfind("event:", 0) != 0 && body.rfind("data:", 0) != 0) return body;
+  std::string last;
+  std::size_t pos = 0;
+  while ((pos = body.find("data:", pos)) != std::string::npos) {
+    const auto end = body.find('\n', pos);
+    last = body.substr(pos + 5, end == std::string::npos ? std::string::npos : end - pos - 5);
+    pos = end == std::string::npos ? body.size() : end;
+  }
+  return last;
 }
 
 }  // namespace execmcp::bench
