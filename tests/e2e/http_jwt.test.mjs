@@ -125,6 +125,8 @@ if (skip) {
       ['from another issuer', () => signJwt(issuerKey, claims({ iss: 'https://evil.example' })), /issuer|token/i],
       ['signed by another key', () => signJwt(otherKey, claims()), /signature|token/i],
       ['unsigned (alg none)', () => signJwt(issuerKey, claims(), { alg: 'none' }), /token|alg|signature/i],
+      // Without `sub` every such token would be one user, sharing sessions and audit lines.
+      ['without a subject', () => signJwt(issuerKey, claims({ sub: undefined })), /no subject \(sub\)/],
     ];
     for (const [what, token, re] of refusals) {
       test(`a token ${what}: 401`, async () => {
