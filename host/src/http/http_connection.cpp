@@ -374,8 +374,10 @@ bool Connection::check_head() {
   std::size_t fields = 0;
   std::size_t transfer_encodings = 0;
   std::size_t content_lengths = 0;
+  std::size_t hosts = 0;
   std::string_view transfer_encoding;
   std::string_view content_length;
+  std::string_view host;
   for (const auto& field : header) {
     ++fields;
     if (field.name() == bhttp::field::transfer_encoding) {
@@ -384,6 +386,9 @@ bool Connection::check_head() {
     } else if (field.name() == bhttp::field::content_length) {
       ++content_lengths;
       content_length = std::string_view(field.value().data(), field.value().size());
+    } else if (field.name() == bhttp::field::host) {
+      ++hosts;
+      host = std::string_view(field.value().data(), field.value().size());
     }
   }
   if (fields > options_.max_header_fields) {
@@ -419,6 +424,23 @@ bool Connection::check_head() {
                                        [](unsigned char c) { return std::isdigit(c) != 0; })) {
       return bad_framing("Content-Length '" + shown(content_length) + "' is not one number");
     }
+  }
+  if (hosts > 1 || (hosts == 0 && header.version() >= 11)) {
+    reject_request(400,
+                   hosts == 0 ? "The request has no Host header; HTTP/1.1 requires one.\n"
+                              : "The request has more than one Host header; send one.\n",
+                   shared_->counters.rejected_bad_request, true);
+    return false;
+  }
+  // Checked on every route before any handler runs, so no endpoint can forget it. Closed, as
+  // the body was not read.
+  if (hosts == 1 && shared_->check_host && !shared_->hosts.allows(trim(host))) {
+    reject_request(403,
+                   "Host '" + shown(host) +
+                       "' is not allowed; add it to server.allowed_hosts in the config to allow "
+                       "it.\n",
+                   shared_->counters.rejected_host, true);
+    return false;
   }
   return true;
 }

@@ -49,6 +49,7 @@ struct Counters {
   std::atomic<std::uint64_t> rejected_bad_request{0};
   std::atomic<std::uint64_t> rejected_timeout{0};
   std::atomic<std::uint64_t> rejected_origin{0};
+  std::atomic<std::uint64_t> rejected_host{0};
   std::atomic<std::uint64_t> rejected_tls_handshake{0};
 };
 
@@ -58,11 +59,16 @@ struct ServerShared {
   ServerShared(HttpServerOptions options_in, HttpHandler handler_in)
       : options(std::move(options_in)),
         handler(std::move(handler_in)),
-        origins(options.allowed_origins) {}
+        origins(options.allowed_origins),
+        hosts(options.allowed_hosts) {}
 
   const HttpServerOptions options;
   const HttpHandler handler;
   const OriginPolicy origins;
+  const HostPolicy hosts;
+  // Whether every request's Host is checked: the listener is on a loopback address, or
+  // allowed_hosts is set. Written by start() before the I/O threads start.
+  bool check_host = false;
   asio::ssl::context* tls = nullptr;       // owned by the server; null for plain HTTP
   asio::io_context* io_context = nullptr;  // owned by the server; valid while `alive`
   Counters counters;
@@ -155,8 +161,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_more();
   void on_read(boost::system::error_code ec, std::size_t n);
   void parse_buffered();
-  // Checks a head that has just been parsed, before its body is read: the number of fields and
-  // body framing only one way can read (RFC 9112 6). False when it answered the request.
+  // Checks a head that has just been parsed, before its body is read: the number of fields, body
+  // framing only one way can read (RFC 9112 6) and Host. False when it answered the request.
   bool check_head();
   void on_request_complete();
   // Answers `status` with a plain-text body; `close`: then close (the request was not read whole).

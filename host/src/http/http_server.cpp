@@ -73,6 +73,7 @@ std::vector<std::pair<std::string, std::uint64_t>> HttpServerStats::rejected_by_
           {"bad_request", rejected.bad_request},
           {"timeout", rejected.timeout},
           {"origin", rejected.origin},
+          {"host", rejected.host},
           {"tls_handshake", rejected.tls_handshake}};
 }
 
@@ -180,6 +181,8 @@ void HttpServer::Impl::start() {
   acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) fail("listen");
   port_ = acceptor_.local_endpoint(ec).port();
+  // Only a browser on this host reaches a loopback listener, which is what DNS rebinding abuses.
+  shared_->check_host = endpoint.address().is_loopback() || !options.allowed_hosts.empty();
 
   shared_->io_context = &io_context_;
   shared_->tls = tls_ ? &*tls_ : nullptr;
@@ -315,6 +318,7 @@ HttpServerStats HttpServer::Impl::stats() const {
   stats.rejected.bad_request = c.rejected_bad_request.load();
   stats.rejected.timeout = c.rejected_timeout.load();
   stats.rejected.origin = c.rejected_origin.load();
+  stats.rejected.host = c.rejected_host.load();
   stats.rejected.tls_handshake = c.rejected_tls_handshake.load();
   return stats;
 }

@@ -37,6 +37,10 @@ struct HttpServerOptions {
   // Browser origins allowed besides loopback ones (http(s)://localhost|127.0.0.1|[::1], any
   // port), e.g. "https://app.example.com". A request without Origin is always allowed.
   std::vector<std::string> allowed_origins;
+  // Host names allowed besides loopback ones (localhost, 127.x.x.x, [::1], any port), e.g.
+  // "mcp.example.com" (any port) or "mcp.example.com:8443". On a loopback listener every request's
+  // Host is checked (against DNS rebinding); on another one only when this list is not empty.
+  std::vector<std::string> allowed_hosts;
 };
 
 // "ADDR:PORT", "[v6]:PORT" or "name:PORT" split into address and port; nullopt when malformed.
@@ -59,7 +63,8 @@ struct HttpServerStats {
     std::uint64_t body_too_large = 0;    // 413
     std::uint64_t bad_request = 0;       // 400
     std::uint64_t timeout = 0;           // 408
-    std::uint64_t origin = 0;            // 403
+    std::uint64_t origin = 0;            // 403 (Origin)
+    std::uint64_t host = 0;              // 403 (Host)
     std::uint64_t tls_handshake = 0;     // handshake failed or timed out (no HTTP answer)
   } rejected;
 

@@ -157,7 +157,7 @@ TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   RawClient client(port_);
   for (int i = 0; i < 3; ++i) {
     const std::string body = "n" + std::to_string(i);
-    ASSERT_TRUE(client.send("POST /k HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+    ASSERT_TRUE(client.send("POST /k HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
                             std::to_string(body.size()) + "\r\n\r\n" + body));
     const auto response = client.read_response();
     ASSERT_TRUE(response);
@@ -184,7 +184,7 @@ TEST_F(HttpServerTest, BodyOverTheLimitByContentLengthGets413BeforeTheBodyIsSent
   HeldExchanges held;
   start(options, held.handler());
   RawClient client(port_);
-  ASSERT_TRUE(client.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n"));
+  ASSERT_TRUE(client.send("POST /x HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1001\r\n\r\n"));
   const auto response = client.read_response();
   ASSERT_TRUE(response);
   EXPECT_EQ(status_of(*response), 413);
@@ -200,7 +200,8 @@ TEST_F(HttpServerTest, ChunkedBodyOverTheLimitGets413) {
   HeldExchanges held;
   start(options, held.handler());
   RawClient client(port_);
-  ASSERT_TRUE(client.send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  ASSERT_TRUE(
+      client.send("POST /x HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"));
   const std::string chunk = "258\r\n" + std::string(600, 'c') + "\r\n";  // 600 bytes
   client.send(chunk);
   client.send(chunk);
@@ -215,7 +216,7 @@ TEST_F(HttpServerTest, ChunkedBodyWithinTheLimitIsServed) {
   start(loopback(), echo_handler());
   RawClient client(port_);
   ASSERT_TRUE(
-      client.send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      client.send("POST /c HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: "
                   "chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
   const auto response = client.read_response();
   ASSERT_TRUE(response);
@@ -228,7 +229,7 @@ TEST_F(HttpServerTest, HeadersOverTheLimitGet431) {
   HeldExchanges held;
   start(options, held.handler());
   RawClient client(port_);
-  client.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4096, 'h') + "\r\n\r\n");
+  client.send("GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(4096, 'h') + "\r\n\r\n");
   const auto response = client.read_response();
   ASSERT_TRUE(response);
   EXPECT_EQ(status_of(*response), 431);
@@ -392,7 +393,7 @@ TEST_F(HttpServerTest, SlowlorisClientGets408AndIsClosed) {
   HeldExchanges held;
   start(options, held.handler());
   RawClient client(port_);
-  ASSERT_TRUE(client.send("GET / HTTP/1.1\r\nHost: x\r\n"));
+  ASSERT_TRUE(client.send("GET / HTTP/1.1\r\nHost: localhost\r\n"));
   // Keep trickling header bytes: the deadline is for the whole request, not between bytes.
   std::optional<std::string> response;
   for (int i = 0; i < 100 && !response; ++i) {
@@ -411,7 +412,7 @@ TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosedAfterTheIdleTimeout) {
   options.idle_timeout = 200ms;
   start(options, echo_handler());
   RawClient client(port_);
-  ASSERT_TRUE(client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(client.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
   ASSERT_TRUE(client.read_response());
   EXPECT_TRUE(client.wait_closed());
   EXPECT_TRUE(eventually([&] { return server_->stats().open_connections == 0; }));
@@ -425,7 +426,7 @@ TEST_F(HttpServerTest, OneConnectionPastTheLimitGets503WithRetryAfterAndIsClosed
   RawClient second(port_);
   ASSERT_TRUE(eventually([&] { return server_->stats().open_connections == 2; }));
   RawClient third(port_);
-  third.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  third.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const auto response = third.read_response();
   ASSERT_TRUE(response);
   EXPECT_EQ(status_of(*response), 503);
@@ -433,14 +434,14 @@ TEST_F(HttpServerTest, OneConnectionPastTheLimitGets503WithRetryAfterAndIsClosed
   EXPECT_TRUE(third.wait_closed());
   EXPECT_EQ(server_->stats().rejected.max_connections, 1u);
   // The two within the limit are still served, and a slot freed is usable again.
-  first.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  first.send("GET /1 HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const auto served = first.read_response();
   ASSERT_TRUE(served);
   EXPECT_EQ(status_of(*served), 200);
   second.close();
   ASSERT_TRUE(eventually([&] { return server_->stats().open_connections == 1; }));
   RawClient fourth(port_);
-  fourth.send("GET /4 HTTP/1.1\r\nHost: x\r\n\r\n");
+  fourth.send("GET /4 HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const auto later = fourth.read_response();
   ASSERT_TRUE(later);
   EXPECT_EQ(status_of(*later), 200);
@@ -451,7 +452,7 @@ TEST_F(HttpServerTest, ForeignOriginGets403NamingItAndTheConfigKey) {
   options.allowed_origins = {"https://app.example.com"};
   start(options, echo_handler());
   RawClient client(port_);
-  client.send("GET / HTTP/1.1\r\nHost: x\r\nOrigin: http://evil.example\r\n\r\n");
+  client.send("GET / HTTP/1.1\r\nHost: localhost\r\nOrigin: http://evil.example\r\n\r\n");
   const auto refused = client.read_response();
   ASSERT_TRUE(refused);
   EXPECT_EQ(status_of(*refused), 403);
@@ -462,11 +463,97 @@ TEST_F(HttpServerTest, ForeignOriginGets403NamingItAndTheConfigKey) {
   for (const char* origin :
        {"Origin: http://localhost:5173\r\n", "Origin: http://127.0.0.1\r\n",
         "Origin: https://[::1]:8443\r\n", "Origin: https://APP.example.com\r\n", ""}) {
-    client.send(std::string("GET / HTTP/1.1\r\nHost: x\r\n") + origin + "\r\n");
+    client.send(std::string("GET / HTTP/1.1\r\nHost: localhost\r\n") + origin + "\r\n");
     const auto served = client.read_response();
     ASSERT_TRUE(served) << origin;
     EXPECT_EQ(status_of(*served), 200) << origin;
   }
+}
+
+// DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 reaches a loopback
+// listener with same-origin requests that carry no Origin, but its Host says evil.example. The
+// check is the server's, before any handler, so no route can forget it.
+TEST_F(HttpServerTest, AForeignHostOnALoopbackListenerGets403OnEveryRoute) {
+  HeldExchanges held;
+  start(loopback(), held.handler());
+  const std::string port = std::to_string(port_);
+  for (const char* target : {"/health", "/ready", "/metrics", "/mcp/x", "/"}) {
+    for (const std::string& host :
+         std::vector<std::string>{"evil.example", "evil.example:" + port, "127.0.0.1.nip.io"}) {
+      RawClient client(port_);
+      client.send(std::string("GET ") + target + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+      const auto response = client.read_response();
+      ASSERT_TRUE(response) << target << " " << host;
+      EXPECT_EQ(status_of(*response), 403) << target << " " << host << *response;
+      EXPECT_NE(body_of(*response).find("'" + host + "'"), std::string::npos) << *response;
+      EXPECT_NE(body_of(*response).find("server.allowed_hosts"), std::string::npos) << *response;
+      EXPECT_TRUE(client.wait_closed()) << target << " " << host;
+    }
+  }
+  EXPECT_EQ(held.count(), 0u);
+  EXPECT_EQ(server_->stats().rejected.host, 15u);
+}
+
+TEST_F(HttpServerTest, LoopbackHostsAreServedOnALoopbackListener) {
+  start(loopback(), echo_handler());
+  const std::string port = std::to_string(port_);
+  RawClient client(port_);
+  for (const std::string& host :
+       std::vector<std::string>{"localhost:" + port, "127.0.0.1:" + port, "localhost", "LocalHost",
+                                "127.0.0.53", "[::1]:" + port, "[::1]"}) {
+    client.send("GET /ready HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    const auto response = client.read_response();
+    ASSERT_TRUE(response) << host;
+    EXPECT_EQ(status_of(*response), 200) << host << *response;
+  }
+  // curl sends Host: 127.0.0.1:PORT.
+  EXPECT_EQ(run_command({"curl", "-sS", url("/ready")}).out, "GET /ready ");
+}
+
+TEST_F(HttpServerTest, AnHttp11RequestWithoutOneHostGets400) {
+  HeldExchanges held;
+  start(loopback(), held.handler());
+  for (const char* head :
+       {"GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n"}) {
+    RawClient client(port_);
+    client.send(head);
+    const auto response = client.read_response();
+    ASSERT_TRUE(response) << head;
+    EXPECT_EQ(status_of(*response), 400) << head << *response;
+    EXPECT_NE(body_of(*response).find("Host"), std::string::npos) << *response;
+    EXPECT_TRUE(client.wait_closed()) << head;
+  }
+  EXPECT_EQ(held.count(), 0u);
+}
+
+TEST_F(HttpServerTest, AllowedHostsAreServedOnAnyListenerAndOthersRefusedWhenListed) {
+  auto check = [&](HttpServerOptions options, const std::string& host, int status) {
+    start(std::move(options), echo_handler());
+    RawClient client(port_);
+    client.send("GET / HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    const auto response = client.read_response();
+    server_->stop(0ms);
+    ASSERT_TRUE(response) << host;
+    EXPECT_EQ(status_of(*response), status) << host << *response;
+  };
+  auto listed = loopback();
+  listed.allowed_hosts = {"MCP.example.com", "other.example:8443"};
+  check(listed, "mcp.example.com", 200);
+  check(listed, "mcp.example.com:1234", 200);
+  check(listed, "other.example:8443", 200);
+  check(listed, "other.example:9999", 403);
+  check(listed, "other.example", 403);
+  check(listed, "evil.example", 403);
+  check(listed, "localhost:1", 200);
+  // A listener on every address (behind a proxy, say) checks Host only when told to.
+  auto any = loopback();
+  any.address = "0.0.0.0";
+  check(any, "evil.example", 200);
+  any.allowed_hosts = {"mcp.example.com"};
+  check(any, "evil.example", 403);
+  check(any, "mcp.example.com:443", 200);
+  check(any, "127.0.0.1", 200);
 }
 
 TEST_F(HttpServerTest, SseEventsReachCurlInOrderEachBeforeTheNext) {
@@ -496,7 +583,7 @@ TEST_F(HttpServerTest, SseStreamKeepsTheConnectionForTheNextRequest) {
   HeldExchanges held;
   start(loopback(), held.handler());
   RawClient client(port_);
-  client.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  client.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   exchange->start_stream({{"Mcp-Session-Id", "s1"}, {"Content-Type", "text/html"}});
@@ -511,7 +598,7 @@ TEST_F(HttpServerTest, SseStreamKeepsTheConnectionForTheNextRequest) {
   EXPECT_NE(stream->find("\r\n\r\n1e\r\nevent: message\ndata: {\"a\":1}\n\n\r\n0\r\n\r\n"),
             std::string::npos)
       << *stream;
-  client.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET /next HTTP/1.1\r\nHost: localhost\r\n\r\n");
   auto second = held.wait(1);
   ASSERT_TRUE(second);
   second->respond(204, {}, "");
@@ -524,7 +611,7 @@ TEST_F(HttpServerTest, PeerGoneFiresWithinASecondWhenTheClientClosesMidHandler) 
   HeldExchanges held;
   start(loopback(), held.handler());
   RawClient client(port_);
-  client.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  client.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   Signal gone;
@@ -550,7 +637,7 @@ TEST_F(HttpServerTest, PeerGoneCallbackSetAfterTheFactRunsAtOnce) {
   HeldExchanges held;
   start(loopback(), held.handler());
   RawClient client(port_);
-  client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\n");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   client.close();
@@ -564,7 +651,7 @@ TEST_F(HttpServerTest, PeerGoneDoesNotFireForAResponseThatEnded) {
   HeldExchanges held;
   start(loopback(), held.handler());
   RawClient client(port_);
-  client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\n");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   Signal gone;
@@ -583,7 +670,7 @@ TEST_F(HttpServerTest, AClientThatDoesNotReadItsStreamIsDroppedAndBlocksNoOne) {
   HeldExchanges held;
   start(options, held.handler());
   RawClient stalled(port_, 4096);
-  stalled.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  stalled.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   Signal gone;
@@ -595,7 +682,7 @@ TEST_F(HttpServerTest, AClientThatDoesNotReadItsStreamIsDroppedAndBlocksNoOne) {
   for (int i = 0; i < 256 && !exchange->peer_gone(); ++i) exchange->send_event(data, false);
   // Meanwhile another client is served.
   RawClient other(port_);
-  other.send("GET /other HTTP/1.1\r\nHost: x\r\n\r\n");
+  other.send("GET /other HTTP/1.1\r\nHost: localhost\r\n\r\n");
   auto second = held.wait(1);
   ASSERT_TRUE(second);
   second->respond(200, {}, "ok");
@@ -612,7 +699,7 @@ TEST_F(HttpServerTest, DroppableEventsAreDroppedForALaggingPeer) {
   HeldExchanges held;
   start(options, held.handler());
   RawClient stalled(port_, 4096);
-  stalled.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  stalled.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   exchange->start_stream({});
@@ -628,7 +715,7 @@ TEST_F(HttpServerTest, APeerLeavingTooMuchUnreadIsTreatedAsGone) {
   HeldExchanges held;
   start(options, held.handler());
   RawClient stalled(port_, 4096);
-  stalled.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  stalled.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   Signal gone;
@@ -643,7 +730,7 @@ TEST_F(HttpServerTest, StopWithAStreamOpenReturnsWithinTheGraceAndTellsTheExchan
   HeldExchanges held;
   start(loopback(), held.handler());
   RawClient client(port_);
-  client.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}");
+  client.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   Signal gone;
@@ -669,7 +756,7 @@ TEST_F(HttpServerTest, StopLetsAResponseInProgressFinish) {
   start(loopback(), held.handler());
   RawClient client(port_);
   RawClient idle(port_);
-  client.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n");
   auto exchange = held.wait(0);
   ASSERT_TRUE(exchange);
   std::thread stopper([&] { server_->stop(10s); });
@@ -701,7 +788,7 @@ TEST_F(HttpServerTest, ConcurrentKeepAliveRequestsAreEachAnsweredExactlyOnce) {
       RawClient client(port_);
       for (int i = 0; i < kPerThread; ++i) {
         const std::string id = std::to_string(t) + "-" + std::to_string(i);
-        client.send("POST /mcp/a HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+        client.send("POST /mcp/a HTTP/1.1\r\nHost: localhost\r\nContent-Length: " +
                     std::to_string(id.size()) + "\r\n\r\n" + id);
         const auto response = client.read_response();
         if (response && body_of(*response) == id) {
@@ -735,11 +822,11 @@ TEST_F(HttpServerTest, AThrowingHandlerGets500AndTheServerKeepsServing) {
     exchange->respond(200, {}, "fine");
   });
   RawClient client(port_);
-  client.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET /throw HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const auto failed = client.read_response();
   ASSERT_TRUE(failed);
   EXPECT_EQ(status_of(*failed), 500);
-  client.send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET /ok HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const auto served = client.read_response();
   ASSERT_TRUE(served);
   EXPECT_EQ(body_of(*served), "fine");
@@ -755,7 +842,7 @@ TEST_F(HttpServerTest, HandlerHeadersThatWouldSplitTheResponseAreLeftOut) {
                       "abc");
   });
   RawClient client(port_);
-  client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  client.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
   const auto response = client.read_response();
   ASSERT_TRUE(response);
   EXPECT_NE(response->find("X-Good: 1\r\n"), std::string::npos);
@@ -776,7 +863,7 @@ TEST_F(HttpServerTest, OneDebugLinePerRequestWithoutSecrets) {
   {
     RawClient client(port_);
     client.send(
-        "POST /mcp/a?token=qsecret HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer hsecret\r\n"
+        "POST /mcp/a?token=qsecret HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer hsecret\r\n"
         "Content-Length: 7\r\n\r\nbsecret");
     ASSERT_TRUE(client.read_response());
   }
