@@ -2,11 +2,13 @@
 #include "docker_common/container_backend.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -388,20 +390,19 @@ std::string ContainerBackend::checked_spec(ContainerSpec& spec,
   }
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
+  // A protection never lapses: each protected path must be there, and be what it was at this
+  // process's first start.
+  if (auto err = check_protected_paths(); !err.empty()) return err;
   // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
   // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
   std::erase_if(spec.mounts, [&](const MountSpec& m) {
-    const bool is_protected = is_protected_mount(init_, m);
     const bool optional = m.target == "/tools" || m.target == "/skills" ||
-                          m.target == kSkillsHomeTarget || is_protected ||
+                          m.target == kSkillsHomeTarget ||
                           (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
     std::error_code ec;
     if (!optional || std::filesystem::exists(m.source, ec)) return false;
-    log(is_protected ? sdk::LogLevel::Warn : sdk::LogLevel::Info,
-        "not mounting " + m.source + " at " + m.target + ": it does not exist" +
-            (is_protected ? " (a protected path is protected from the first start at which it "
-                            "exists)"
-                          : ""));
+    log(sdk::LogLevel::Info,
+        "not mounting " + m.source + " at " + m.target + ": it does not exist");
     return true;
   });
   // Checked before every start, not once: the engine resolves each source again at each start,
@@ -411,12 +412,39 @@ std::string ContainerBackend::checked_spec(ContainerSpec& spec,
   auto roots = writable_roots(init_, settings_.extra_mounts);
   roots.insert(roots.end(), others.begin(), others.end());
   for (const auto& m : spec.mounts) {
-    // A protected path lies in this agent's writable grant by definition; its container is gone
-    // while this check and the engine's mount run, so only the symlink check and the other
-    // agents' paths apply to it.
-    if (auto err = check_mount_source(m.source, is_protected_mount(init_, m) ? others : roots);
-        !err.empty())
-      return err;
+    // A protected path (and a directory on the way to one) lies in this agent's writable grant
+    // by definition; its container is gone while this check and the engine's mount run, so only
+    // the symlink check and the other agents' paths apply to it.
+    const bool own = is_protected_mount(init_, m) || is_protected_parent_mount(init_, m);
+    if (auto err = check_mount_source(m.source, own ? others : roots); !err.empty()) return err;
+  }
+  return {};
+}
+
+std::string ContainerBackend::check_protected_paths() {
+  std::lock_guard lock(protected_mutex_);
+  for (const auto& g : init_.paths) {
+    if (!g.writable) continue;
+    for (const auto& p : g.protected_paths) {
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) != 0) {
+        const int e = errno;
+        return "protected path '" + p + "' " +
+               (e == ENOENT ? std::string("does not exist")
+                            : "cannot be read: " + std::string(std::strerror(e))) +
+               ", so the container cannot mount it read-only, and execmcp does not start an agent "
+               "without its protection (it existed when the config was checked: was it moved or "
+               "deleted, perhaps by an agent?). Put it back, or remove it from protected_paths";
+      }
+      const auto id = std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+                                     static_cast<std::uint64_t>(st.st_ino));
+      const auto [at, first] = protected_ids_.emplace(p, id);
+      if (!first && at->second != id)
+        return "protected path '" + p +
+               "' is another file than at this agent's first container start (it was moved or "
+               "replaced since), so execmcp does not start the container again: check the file, "
+               "then restart the server to protect it as it is now";
+    }
   }
   return {};
 }
@@ -508,6 +536,8 @@ std::string ContainerBackend::start_attached() {
                                        settings_.attach_accept_writable_context);
       !err.empty())
     return err;
+  // Its read-only mount of a protected path is only worth something if the path is still there.
+  if (auto err = check_protected_paths(); !err.empty()) return err;
   {
     std::lock_guard lock(mutex_);
     user_ = {chosen, false,

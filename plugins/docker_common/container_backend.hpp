@@ -122,6 +122,9 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   // has it (null: looked up now).
   std::string checked_spec(ContainerSpec& spec,
                            const std::vector<ContainerInfo>* managed = nullptr);
+  // "" when every protected path of a writable grant exists and is the file it was at the first
+  // call (recorded then by device and inode), else why the container must not start.
+  std::string check_protected_paths();
   // Adds the writable bind sources of every other execmcp container on this engine.
   std::string add_other_agents_roots(std::vector<WritableRoot>& roots,
                                      const std::vector<ContainerInfo>* managed);
@@ -196,7 +199,10 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   std::string pending_notice_;      // for the next command's result (preinstall_on_failure)
   mutable std::mutex secrets_mutex_;
   std::shared_ptr<const SecretEnv> secret_env_ = std::make_shared<const SecretEnv>();
-  std::mutex recover_mutex_;  // one container recovery at a time
+  std::mutex recover_mutex_;    // one container recovery at a time
+  std::mutex protected_mutex_;  // guards protected_ids_
+  // Each protected path's (st_dev, st_ino) at the first start of this process.
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> protected_ids_;
   std::atomic<std::uint64_t> stop_generation_{0};
   std::atomic<long> oom_kills_seen_{0};  // the memory cgroup's oom_kill count at our last look
 

@@ -1,6 +1,7 @@
 // Builds the per-agent container spec and its Engine API JSON.
 #include "docker_common/container_spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace execmcp::plugins::docker_common {
@@ -67,6 +68,10 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
   for (const auto& g : init.paths)
     if (g.writable)
       for (const auto& p : g.protected_paths) add(p, p, true);
+  // Each directory between the grant and a protected path, bound onto itself: the kernel refuses
+  // to rename or remove a mount point (EBUSY), so `mv sub sub2` cannot take the protected path
+  // away from the name the next start mounts by.
+  for (const auto& dir : protected_path_parents(init)) add(dir, dir, false);
   add(init.temp_workspace, init.temp_workspace, true);
   if (container_tools_dir(init) == "/tools") add(init.tools_dir, "/tools", true);
   if (!init.skills_dir.empty() && enclosing_grant(init, init.skills_dir, true) == nullptr) {
@@ -75,6 +80,38 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
   }
   for (const auto& m : extra) add(m.source, m.target, m.read_only);
   return mounts;
+}
+
+std::vector<std::string> protected_path_parents(const sdk::BackendInit& init) {
+  std::vector<std::string> protected_paths, out;
+  for (const auto& g : init.paths)
+    if (g.writable)
+      protected_paths.insert(protected_paths.end(), g.protected_paths.begin(),
+                             g.protected_paths.end());
+  for (const auto& g : init.paths) {
+    if (!g.writable) continue;
+    for (const auto& p : g.protected_paths) {
+      if (!path_within(p, g.path) || p == g.path) continue;
+      // "/g/a/b/p": "/g/a", "/g/a/b".
+      for (auto end = p.find('/', g.path.size() + 1); end != std::string::npos;
+           end = p.find('/', end + 1)) {
+        const std::string dir = p.substr(0, end);
+        // Inside a protected path it is read-only already: a writable bind would undo that.
+        const bool inside_protected =
+            std::any_of(protected_paths.begin(), protected_paths.end(),
+                        [&](const std::string& q) { return path_within(dir, q); });
+        if (!inside_protected && std::find(out.begin(), out.end(), dir) == out.end())
+          out.push_back(dir);
+      }
+    }
+  }
+  return out;
+}
+
+bool is_protected_parent_mount(const sdk::BackendInit& init, const MountSpec& mount) {
+  if (mount.read_only || mount.source != mount.target) return false;
+  const auto parents = protected_path_parents(init);
+  return std::find(parents.begin(), parents.end(), mount.source) != parents.end();
 }
 
 bool is_protected_mount(const sdk::BackendInit& init, const MountSpec& mount) {

@@ -71,13 +71,14 @@ inline constexpr const char* kSkillsHomeTarget = "/home/execmcp/.agent/skills";
 std::string container_name(const std::string& agent_id, const std::string& instance_id);
 
 // Mounts at the same paths as on the host: workspace rw, context paths ro unless writable,
-// protected paths of writable grants ro, temp workspace ro, tools -> /tools ro, skills -> /skills
-// and kSkillsHomeTarget ro, then extra mounts. A target already
-// mounted is not mounted twice (the first, more specific entry wins). A grant inside another
-// grant with the same access, a tools dir inside any grant and a skills dir inside a writable one
-// get no mount of their own: they are visible at their host paths, and a separate mount would
-// take its source from a directory the agent may change (see docs/security.md, Container mounts).
-// Every source still goes through check_mount_source() before each container start.
+// protected paths of writable grants ro (and the directories on the way to them rw, onto
+// themselves: see protected_path_parents()), temp workspace ro, tools -> /tools ro, skills ->
+// /skills and kSkillsHomeTarget ro, then extra mounts. A target already mounted is not mounted
+// twice (the first, more specific entry wins). A grant inside another grant with the same access, a
+// tools dir inside any grant and a skills dir inside a writable one get no mount of their own: they
+// are visible at their host paths, and a separate mount would take its source from a directory the
+// agent may change (see docs/security.md, Container mounts). Every source still goes through
+// check_mount_source() before each container start.
 std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
                                         const std::vector<MountSpec>& extra);
 
@@ -87,6 +88,15 @@ std::string container_tools_dir(const sdk::BackendInit& init);
 
 // True for the read-only mount container_mounts() makes of a writable grant's protected path.
 bool is_protected_mount(const sdk::BackendInit& init, const MountSpec& mount);
+
+// Every directory strictly between a writable grant and one of its protected paths (none inside
+// a protected path): container_mounts() binds each onto itself, read-write, because the kernel
+// refuses to rename or remove a mount point, so no command can move a protected path away from
+// the name the next container start mounts it by.
+std::vector<std::string> protected_path_parents(const sdk::BackendInit& init);
+
+// True for such a mount of a directory on the way to a protected path.
+bool is_protected_parent_mount(const sdk::BackendInit& init, const MountSpec& mount);
 
 // The paths this agent's own container can write: writable grants and writable extra mounts.
 std::vector<WritableRoot> writable_roots(const sdk::BackendInit& init,

@@ -195,8 +195,8 @@ TEST(DockerCredentials, AMissingFileOrVariableFailsBeforeAnyContainer) {
 }
 
 // MassGen's protected_paths: read-only binds over the writable workspace, so neither a command
-// (whatever path it writes by, a symlink included) nor write_file changes them, while the rest of
-// the workspace stays writable. One that does not exist yet is left out, not a failed start.
+// (whatever path it writes by, a symlink included) nor write_file changes them, nor moves or
+// removes them, while the rest of the workspace stays writable.
 TEST(DockerProtectedPaths, StayReadOnlyForCommandsAndWriteFile) {
   REQUIRE_ENGINE();
   TempDir ws("protected");
@@ -207,7 +207,8 @@ TEST(DockerProtectedPaths, StayReadOnlyForCommandsAndWriteFile) {
   init.agent_id = "protected";
   init.cwd = ws.path();
   init.paths = {
-      {ws.path(), true, {ws.path() + "/keep", ws.path() + "/settings.json", ws.path() + "/later"}}};
+      {ws.path(), true, {ws.path() + "/keep", ws.path() + "/settings.json", ws.path() + "/a/b/c"}}};
+  write(ws.path() + "/a/b/c", "deep");
   std::string error;
   auto backend = create(init, log, error);
   ASSERT_TRUE(backend) << error;
@@ -215,9 +216,10 @@ TEST(DockerProtectedPaths, StayReadOnlyForCommandsAndWriteFile) {
   const auto r = run(*backend,
                      "ln -s keep alias; for c in 'echo x > keep/deep/a.txt' 'touch keep/new' "
                      "'echo x > alias/deep/a.txt' 'echo x > settings.json' 'rm -rf keep' "
-                     "'mv keep moved' 'mv settings.json s2'; do "
+                     "'mv keep moved' 'mv settings.json s2' 'mv a a2' 'mv a/b a/b2' 'rm -rf a' "
+                     "'echo x > a/b/c'; do "
                      "if sh -c \"$c\" 2>/dev/null; then echo \"wrote: $c\"; fi; done; "
-                     "echo ok > free.txt && mkdir -p later && echo fine");
+                     "echo ok > free.txt && echo ok > a/b/free.txt && echo fine");
   EXPECT_EQ(r.stdout_data, "fine\n") << r.stderr_data;
   for (const std::string& path : std::vector<std::string>{
            "keep/deep/a.txt", "keep/x.txt", "alias/deep/a.txt", ws.path() + "/settings.json"}) {
@@ -231,8 +233,100 @@ TEST(DockerProtectedPaths, StayReadOnlyForCommandsAndWriteFile) {
   EXPECT_EQ(read_host_file(ws.path() + "/settings.json"), "{}");
   EXPECT_FALSE(fs::exists(ws.path() + "/keep/new"));
   EXPECT_EQ(read_host_file(ws.path() + "/free.txt"), "ok\n");
+  EXPECT_EQ(read_host_file(ws.path() + "/a/b/c"), "deep");
+  EXPECT_EQ(read_host_file(ws.path() + "/a/b/free.txt"), "ok\n");  // the way there stays writable
   EXPECT_EQ(backend->write_file({"free.txt", "again"}).error, "");
   backend->cleanup();
+}
+
+// Issue 17: a protection never lapses because the agent moved something. The agent renames the
+// protected file's directory and kills PID 1, so that the next start would no longer find the
+// protected path; then it writes the file under the new name and moves it back. The directories
+// on the way are mount points in the container, so the rename itself fails (EBUSY).
+TEST(DockerProtectedPaths, ARenameAndARestartDoNotLiftTheProtection) {
+  REQUIRE_ENGINE();
+  TempDir ws("protrename");
+  TempDir ctx("protrenamectx");
+  write(ctx.path() + "/sub/secret.txt", "original");
+  CapturingLog log;
+  BackendInit init;
+  init.agent_id = "protrename";
+  init.cwd = ws.path();
+  init.paths = {{ws.path(), true}, {ctx.path(), true, {ctx.path() + "/sub/secret.txt"}}};
+  std::string error;
+  auto backend = create(init, log, error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+  const std::string c = ctx.path();
+  auto r = run(*backend, "cd " + c +
+                             " && mv sub sub2; mv sub/secret.txt sub/s2; rm -rf sub; "
+                             "kill -TERM 1");
+  wait_until_stopped(container_of(init));
+  r = run(*backend, "cd " + c +
+                        " && { [ -d sub2 ] && echo changed > sub2/secret.txt && "
+                        "mv sub2 sub; }; cat sub/secret.txt");
+  EXPECT_EQ(read_host_file(c + "/sub/secret.txt"), "original") << r.stdout_data << r.stderr_data;
+  EXPECT_FALSE(fs::exists(c + "/sub2"));
+  backend->cleanup();
+
+  // The next serve: MassGen starts one per session, so a rename that persisted on the host needs
+  // no kill at all. One backend renames, a fresh one on the same workspace writes.
+  write(c + "/sub/secret.txt", "original");
+  for (const char* step : {"mv sub sub2",
+                           "[ -d sub2 ] && echo changed > sub2/secret.txt && "
+                           "mv sub2 sub; cat sub/secret.txt"}) {
+    init.instance_id = instance_tag() + (step[0] == 'm' ? "b" : "c");
+    auto next = create(init, log, error);
+    ASSERT_TRUE(next) << error;
+    ASSERT_EQ(next->start(), "");
+    r = run(*next, "cd " + c + " && " + step);
+    EXPECT_EQ(read_host_file(c + "/sub/secret.txt"), "original")
+        << step << ": " << r.stdout_data << r.stderr_data;
+    next->cleanup();
+  }
+  EXPECT_FALSE(fs::exists(c + "/sub2"));
+}
+
+// What was moved on the host (by an earlier agent, before this fix, or by anyone): a protected
+// path that is missing, or that names another file than at this process's first start, stops the
+// start with an error that names it, never a start without the protection.
+TEST(DockerProtectedPaths, AMissingOrReplacedProtectedPathStopsTheStart) {
+  REQUIRE_ENGINE();
+  TempDir ws("protgone");
+  write(ws.path() + "/ctx/sub/secret.txt", "original");
+  const std::string secret = ws.path() + "/ctx/sub/secret.txt";
+  CapturingLog log;
+  BackendInit init;
+  init.agent_id = "protgone";
+  init.cwd = ws.path();
+  init.paths = {{ws.path(), true}, {ws.path() + "/ctx", true, {secret}}};
+  std::string error;
+  auto backend = create(init, log, error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+  EXPECT_EQ(run(*backend, "cat " + secret).stdout_data, "original");
+
+  // Replaced on the host while the container runs: the next (re)start refuses.
+  fs::rename(secret, ws.path() + "/ctx/sub/old.txt");
+  write(secret, "planted");
+  run(*backend, "kill -TERM 1");
+  wait_until_stopped(container_of(init));
+  auto r = run(*backend, "echo should-not-run");
+  EXPECT_NE(r.error.find(secret), std::string::npos) << r.error << r.stdout_data;
+  EXPECT_NE(r.error.find("another file"), std::string::npos) << r.error;
+  EXPECT_EQ(r.stdout_data, "");
+  backend->cleanup();
+
+  // Missing at a fresh backend's first start (renamed away before it): refused, not left out.
+  fs::rename(ws.path() + "/ctx/sub", ws.path() + "/ctx/sub2");
+  init.instance_id = instance_tag() + "b";
+  auto next = create(init, log, error);
+  ASSERT_TRUE(next) << error;
+  const std::string refused = next->start();
+  EXPECT_NE(refused.find(secret), std::string::npos) << refused;
+  EXPECT_NE(refused.find("does not exist"), std::string::npos) << refused;
+  EXPECT_FALSE(container_exists(container_of(init)));
+  next->cleanup();
 }
 
 // `sudo -n true` runs with no terminal and no password, as a command of the agent does.

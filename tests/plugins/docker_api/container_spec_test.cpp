@@ -105,6 +105,29 @@ TEST(ContainerMounts, ProtectedPathsOfAWritableGrantGetReadOnlyMounts) {
   EXPECT_FALSE(is_protected_mount(init, {"/w/.git", "/w/.git", false}));
 }
 
+// Issue 17: each directory on the way from the writable grant to a protected path is bound onto
+// itself (a mount point cannot be renamed), none inside a protected path (that would make it
+// writable), each once.
+TEST(ContainerMounts, DirectoriesOnTheWayToAProtectedPathAreMountPoints) {
+  sdk::BackendInit init;
+  init.cwd = "/w";
+  init.paths = {{"/w", true},
+                {"/c", true, {"/c/a/b/secret.txt", "/c/a/other.txt", "/c/keep", "/c/keep/d/x"}},
+                {"/ro", false, {"/ro/a/b"}}};
+  EXPECT_EQ(protected_path_parents(init), (std::vector<std::string>{"/c/a", "/c/a/b"}));
+  std::vector<std::string> targets;
+  for (const auto& m : container_mounts(init, {})) {
+    targets.push_back(m.target + (m.read_only ? ":ro" : ":rw"));
+    EXPECT_EQ(is_protected_parent_mount(init, m), m.target == "/c/a" || m.target == "/c/a/b")
+        << m.target;
+  }
+  EXPECT_EQ(targets, (std::vector<std::string>{"/w:rw", "/c:rw", "/ro:ro", "/c/a/b/secret.txt:ro",
+                                               "/c/a/other.txt:ro", "/c/keep:ro", "/c/keep/d/x:ro",
+                                               "/c/a:rw", "/c/a/b:rw"}));
+  EXPECT_FALSE(is_protected_parent_mount(init, {"/c/a", "/c/a", true}));
+  EXPECT_FALSE(is_protected_parent_mount(init, {"/c", "/c", false}));
+}
+
 TEST(ContainerLabels, MarkOwnershipForOrphanRemoval) {
   auto labels = container_labels("a", "i", 1234, "hostx");
   EXPECT_EQ(labels.at(kLabelManaged), "true");
