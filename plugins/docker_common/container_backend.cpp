@@ -274,6 +274,11 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
   secret_env_ = credentials.env;
   if (auto err = check_preinstall_files(settings_.preinstall); !err.empty())
     throw std::invalid_argument(err);
+  // Another agent's paths are known only at start() (prepare_preinstall()); this one's are here.
+  if (auto err = check_preinstall_inputs(settings_.preinstall,
+                                         writable_roots(init_, settings_.extra_mounts));
+      !err.empty())
+    throw std::invalid_argument(err);
   // The container user is chosen at start(): the host may create the workspace after loading us.
   if (settings_.exec_mode == ExecMode::Agent) {
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
@@ -605,6 +610,13 @@ std::string ContainerBackend::prepare_preinstall() {
     if (err.kind == Kind::kImageMissing) return "image '" + base_ref + "' not found: " + kBuildHint;
     return describe_failure(err, "inspecting image '" + base_ref + "'");
   }
+  // The install runs its local files as root: none may lie where an agent (this one or another
+  // running now) can write, checked again at each build as mount sources are at each start.
+  std::vector<WritableRoot> roots;
+  if (auto err = add_other_agents_roots(roots, nullptr); !err.empty()) return err;
+  const auto own = writable_roots(init_, settings_.extra_mounts);
+  roots.insert(roots.end(), own.begin(), own.end());
+  if (auto err = check_preinstall_inputs(settings_.preinstall, roots); !err.empty()) return err;
   const auto plan = plan_preinstall(settings_.preinstall);
   if (!plan.error.empty()) return plan.error;  // a file the config names: never "continue"
   const std::string key = preinstall_key(base.id, plan);

@@ -1,6 +1,8 @@
 // Renders the per-agent container spec as `docker create` / `podman create` arguments.
 #include "docker_common/container_create_args.hpp"
 
+#include "docker_common/preinstall.hpp"
+
 namespace execmcp::plugins::docker_common {
 
 std::string exact_cpus(std::int64_t nano_cpus) {
@@ -116,6 +118,8 @@ CreateArgs install_create_args(const InstallSpec& spec, CliFlavor flavor) {
   a.push_back("--pull=never");
   if (!spec.user.empty()) a.push_back("--user=" + spec.user);
   a.push_back("--network=" + spec.network);
+  a.push_back("--cap-drop=ALL");
+  for (const char* cap : kInstallCapabilities) a.push_back(std::string("--cap-add=") + cap);
   a.push_back("--security-opt=no-new-privileges");
   append_restart_and_log(a);
   append_memory(a, spec.memory_bytes);

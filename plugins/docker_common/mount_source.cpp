@@ -30,6 +30,22 @@ bool is_normal_absolute(std::string_view p) {
   return true;
 }
 
+// A component from "/" down to `source` that is missing or a symlink: "" or why, after `what`.
+std::string check_components(const std::string& source, const std::string& what,
+                             const char* symlink_rule) {
+  // Every prefix, "/a", "/a/b", ... up to the source itself.
+  for (std::size_t end = source.find('/', 1);; end = source.find('/', end + 1)) {
+    const std::string prefix = source.substr(0, end);
+    struct stat st {};
+    if (::lstat(prefix.c_str(), &st) != 0)
+      return what + "'" + prefix + "': " + std::strerror(errno);
+    if (S_ISLNK(st.st_mode))
+      return what + "'" + prefix + "' is a symlink; " + symlink_rule + ": configure the real path";
+    if (end == std::string::npos) break;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string check_mount_source(const std::string& source,
@@ -44,19 +60,24 @@ std::string check_mount_source(const std::string& source,
              "and the engine would mount whatever the symlink names. Mount a directory outside "
              "every writable path, or use it through the writable path itself";
   }
-  // Every prefix, "/a", "/a/b", ... up to the source itself.
-  for (std::size_t end = source.find('/', 1);; end = source.find('/', end + 1)) {
-    const std::string prefix = source.substr(0, end);
-    struct stat st {};
-    if (::lstat(prefix.c_str(), &st) != 0)
-      return what + "'" + prefix + "': " + std::strerror(errno);
-    if (S_ISLNK(st.st_mode))
-      return what + "'" + prefix +
-             "' is a symlink; a mount source is never reached through a symlink (the engine "
-             "follows it at every container start): configure the real path";
-    if (end == std::string::npos) break;
-  }
-  return {};
+  return check_components(source, what,
+                          "a mount source is never reached through a symlink (the engine follows "
+                          "it at every container start)");
+}
+
+std::string check_input_file(const std::string& path, const std::vector<WritableRoot>& writable,
+                             const std::string& what) {
+  const std::string prefix = what + " '" + path + "': ";
+  if (!is_normal_absolute(path))
+    return prefix + "a local file must be an absolute path without '.', '..' or repeated '/'";
+  for (const auto& root : writable)
+    if (path_within(path, root.path))
+      return prefix + "it lies inside '" + root.path + "', which " + root.who +
+             " can write: that agent could replace it at any moment, and the install runs it as "
+             "root. Keep install files outside every path an agent can write";
+  return check_components(path, prefix,
+                          "a local file is never reached through a symlink (whoever can change "
+                          "the symlink chooses what is installed)");
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -27,4 +27,10 @@ bool path_within(std::string_view path, std::string_view root);
 std::string check_mount_source(const std::string& source,
                                const std::vector<WritableRoot>& writable);
 
+// The same rule for a host file execmcp reads for a root process (preinstall's local files, which
+// the install runs as root): "" or why not. `what` names it for the message
+// ("preinstall.system[0]").
+std::string check_input_file(const std::string& path, const std::vector<WritableRoot>& writable,
+                             const std::string& what);
+
 }  // namespace execmcp::plugins::docker_common

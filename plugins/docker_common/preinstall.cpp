@@ -138,6 +138,21 @@ std::string check_preinstall_files(const PreinstallSettings& settings) {
   return {};
 }
 
+std::string check_preinstall_inputs(const PreinstallSettings& settings,
+                                    const std::vector<WritableRoot>& writable) {
+  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+      {"system", &settings.system}, {"python", &settings.python}, {"npm", &settings.npm}};
+  for (const auto& [list, entries] : lists)
+    for (std::size_t i = 0; i < entries->size(); ++i)
+      if (is_local_file((*entries)[i]))
+        if (auto err =
+                check_input_file((*entries)[i], writable,
+                                 "preinstall." + std::string(list) + "[" + std::to_string(i) + "]");
+            !err.empty())
+          return err;
+  return {};
+}
+
 PreinstallPlan plan_preinstall(const PreinstallSettings& settings) {
   PreinstallPlan plan;
   plan.lists = settings;
@@ -272,6 +287,8 @@ std::string preinstall_failure(const std::string& log, int exit_code) {
 
 nlohmann::json install_create_body(const InstallSpec& spec) {
   nlohmann::json host{{"NetworkMode", spec.network},
+                      {"CapDrop", nlohmann::json::array({"ALL"})},
+                      {"CapAdd", kInstallCapabilities},
                       {"SecurityOpt", {"no-new-privileges"}},
                       {"LogConfig",
                        {{"Type", "json-file"},

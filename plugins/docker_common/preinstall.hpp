@@ -3,6 +3,7 @@
 // here: ContainerBackend::preinstalled_image() drives the build.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/engine.hpp"
+#include "docker_common/mount_source.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -50,6 +52,12 @@ struct PreinstallPlan {
 // constructor: check-config says so, not the first start).
 std::string check_preinstall_files(const PreinstallSettings& settings);
 
+// "" when no entry that is an absolute path lies inside a writable root (nor is reached through a
+// symlink or a missing directory: check_input_file()), else why not. The install runs the files
+// as root: an agent must not be able to choose their bytes.
+std::string check_preinstall_inputs(const PreinstallSettings& settings,
+                                    const std::vector<WritableRoot>& writable);
+
 // Reads every entry that is an absolute path: it must be a regular file, and all of them together
 // at most kMaxLocalBytes.
 PreinstallPlan plan_preinstall(const PreinstallSettings& settings);
@@ -81,6 +89,14 @@ std::string failed_step(const std::string& log);
 
 // "preinstall failed at step <step> (exit code <code>); the last lines of its log:\n..."
 std::string preinstall_failure(const std::string& log, int exit_code);
+
+// What the install container keeps of root's capabilities (CapDrop ALL, then these): dpkg and
+// apt need CHOWN, DAC_OVERRIDE, FOWNER and FSETID to unpack files with their owners and modes
+// (setuid bits included) and to prepare apt's own directories, SETUID and SETGID to drop to the
+// _apt user. Docker's other defaults (NET_RAW, MKNOD, SYS_CHROOT, KILL, SETFCAP, ...) are gone.
+// Written as the docker CLI normalizes --cap-add (CAP_ prefix, sorted).
+inline constexpr std::array<const char*, 6> kInstallCapabilities = {
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_SETGID", "CAP_SETUID"};
 
 // The body of POST /containers/create for the install container.
 nlohmann::json install_create_body(const InstallSpec& spec);

@@ -56,6 +56,12 @@ std::string make_deb(const std::string& dir, const std::string& name, const std:
                                            "\nVersion: 1.0\nArchitecture: all\nMaintainer: test "
                                            "<test@example.invalid>\nDescription: fixture\n");
   write_file(root + "/usr/share/" + name + "/marker", value + "\n");
+  // Its install script records what the install runs with (the root it runs as may do little).
+  write_file(root + "/DEBIAN/postinst",
+             "#!/bin/sh\ngrep -E '^(CapEff|CapBnd|NoNewPrivs)' "
+             "/proc/self/status > /usr/share/" +
+                 name + "/caps\n");
+  fs::permissions(root + "/DEBIAN/postinst", fs::perms(0755));
   const std::string path = dir + "/" + name + "_1.0_all.deb";
   int status = 0;
   sh("dpkg-deb --root-owner-group --build " + root + " " + path, &status);
@@ -124,6 +130,11 @@ TEST(DockerPreinstall, LocalWheelAndDebInstallOnceAndTheSecondAgentUsesTheCached
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.stdout_data, run_tag() + "\n" + run_tag() + "\n1000\n0\n") << r.stderr_data;
   EXPECT_TRUE(r.notices.empty()) << notices_of(r);
+  // Issue 17: the install ran as root with only CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID and
+  // SETUID (bits 0 1 3 4 6 7: 0xdb), and with no-new-privileges.
+  r = run(*first, "cat /usr/share/" + deb_name + "/caps");
+  EXPECT_EQ(r.stdout_data,
+            "CapEff:\t00000000000000db\nCapBnd:\t00000000000000db\nNoNewPrivs:\t1\n");
 
   // The image the agent runs on: the cache image, labelled with its key, from the base image.
   const std::string image = image_of_container(container_of(agent("prea", ws1, settings)));
@@ -156,6 +167,38 @@ TEST(DockerPreinstall, LocalWheelAndDebInstallOnceAndTheSecondAgentUsesTheCached
   first->cleanup();
   second->cleanup();
   sh(outside_cli() + " image rm --force " + image);
+}
+
+// Issue 17: an install file where an agent can write is refused: this agent's own at once (a
+// config error), another running agent's at start, before any install container exists.
+TEST(DockerPreinstall, AFileAnAgentCanWriteIsNeverInstalled) {
+  REQUIRE_ENGINE();
+  TempDir ws("pre-own"), other("pre-other");
+  const std::string own_wheel = make_wheel(ws.path(), "execmcp_own_" + run_tag(), "x");
+  std::string error;
+  auto refused = make_backend(
+      agent("preown", ws, R"({"preinstall": {"python": [")" + own_wheel + R"("]}})"), &error);
+  EXPECT_FALSE(refused);
+  EXPECT_NE(error.find("preinstall.python[0] '" + own_wheel + "': it lies inside '" + ws.path() +
+                       "', which this agent can write"),
+            std::string::npos)
+      << error;
+
+  auto neighbour = make_backend(agent("preother", other, "{}"), &error);
+  ASSERT_TRUE(neighbour) << error;
+  ASSERT_EQ(neighbour->start(), "");
+  const std::string their_wheel = make_wheel(other.path(), "execmcp_theirs_" + run_tag(), "x");
+  auto backend = make_backend(
+      agent("prethem", ws, R"({"preinstall": {"python": [")" + their_wheel + R"("]}})"), &error);
+  ASSERT_TRUE(backend) << error;
+  const std::string failure = backend->start();
+  EXPECT_NE(failure.find("preinstall.python[0] '" + their_wheel + "': it lies inside '" +
+                         other.path() + "', which agent 'preother'"),
+            std::string::npos)
+      << failure;
+  EXPECT_FALSE(container_exists(container_of(agent("prethem", ws, "{}"))));
+  backend->cleanup();
+  neighbour->cleanup();
 }
 
 TEST(DockerPreinstall, ACachedImageRemovedWhileTheAgentRunsIsBuiltAgainOnRecovery) {

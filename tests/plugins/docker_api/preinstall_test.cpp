@@ -131,6 +131,36 @@ TEST(PreinstallPlan, AMissingFileOrADirectoryIsAnErrorNamingTheEntry) {
   EXPECT_EQ(check_preinstall_files(lists({"jq"}, {d.file("ok.whl", "x")})), "");
 }
 
+// Issue 17: the install runs its local files as root, so none may lie where an agent can write
+// (this one's grants, another agent's mounts), nor be reached through a symlink.
+TEST(PreinstallInputs, AFileAnAgentCanWriteIsRefusedNamingTheEntryAndWho) {
+  TempDir d;
+  const std::string deb = d.file("ws/pkg.deb", "x");
+  const std::string outside = d.file("debs/ok.deb", "x");
+  const std::vector<WritableRoot> roots = {{d.path() + "/ws", "this agent"},
+                                           {d.path() + "/other", "agent 'b' (container c)"}};
+  EXPECT_EQ(check_preinstall_inputs(lists({"jq", outside}, {}), roots), "");
+  EXPECT_EQ(check_preinstall_inputs(lists({"jq", deb}, {}), roots),
+            "preinstall.system[1] '" + deb + "': it lies inside '" + d.path() +
+                "/ws', which this agent can write: that agent could replace it at any moment, "
+                "and the install runs it as root. Keep install files outside every path an agent "
+                "can write");
+  const std::string theirs = d.file("other/deep/w.whl", "x");
+  const auto err = check_preinstall_inputs(lists({}, {"requests", theirs}), roots);
+  EXPECT_EQ(err.rfind("preinstall.python[1] '" + theirs + "': it lies inside '" + d.path() +
+                          "/other', which agent 'b' (container c) can write",
+                      0),
+            0u)
+      << err;
+  fs::create_directory_symlink(d.path() + "/debs", d.path() + "/link");
+  EXPECT_NE(check_preinstall_inputs(lists({}, {}, {d.path() + "/link/ok.deb"}), roots)
+                .find("'" + d.path() + "/link' is a symlink; a local file is never reached"),
+            std::string::npos);
+  EXPECT_NE(check_preinstall_inputs(lists({d.path() + "/debs/../ws/pkg.deb"}, {}), roots)
+                .find("absolute path without '.', '..'"),
+            std::string::npos);
+}
+
 TEST(PreinstallScript, FollowsMassGensOrderWithEveryEntryQuoted) {
   TempDir d;
   const auto deb = d.file("x_1_all.deb", "d");
@@ -214,6 +244,11 @@ TEST(PreinstallContainer, RunsOnlyTheScriptAsRootWithNoEnvironment) {
   EXPECT_FALSE(body.contains("Labels"));  // a label would be committed into the image
   EXPECT_EQ(body["HostConfig"]["NetworkMode"], "bridge");
   EXPECT_EQ(body["HostConfig"]["SecurityOpt"], (nlohmann::json{"no-new-privileges"}));
+  // Root without Docker's default capabilities: only what dpkg and apt need.
+  EXPECT_EQ(body["HostConfig"]["CapDrop"], (nlohmann::json{"ALL"}));
+  EXPECT_EQ(body["HostConfig"]["CapAdd"],
+            (nlohmann::json{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID",
+                            "CAP_SETGID", "CAP_SETUID"}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Tests for the container spec rendered as `docker create` / `podman create` arguments, field by
 // field and against the Engine API body of the same spec.
 #include "docker_common/container_create_args.hpp"
+#include "docker_common/preinstall.hpp"
 
 #include <gtest/gtest.h>
 
@@ -165,6 +166,27 @@ TEST(ContainerCreateArgs, AnImageThatLooksLikeAFlagIsRefused) {
 
 // The two renderings of one spec agree: every HostConfig field of the Engine API body has its
 // flag with the same value, and so does every field of the body's Config.
+// Issue 17: the preinstall container drops every capability but what dpkg and apt need, as the
+// Engine API body does.
+TEST(InstallCreateArgs, DropEveryCapabilityButThoseOfThePackageManagers) {
+  InstallSpec spec;
+  spec.name = "execmcp-preinstall-x";
+  spec.image = "sha256:base";
+  spec.user = "0:0";
+  spec.cmd = {"/bin/sh", "-eu", "-c", "true"};
+  for (const auto flavor : {CliFlavor::kDocker, CliFlavor::kPodman}) {
+    const auto out = install_create_args(spec, flavor);
+    ASSERT_EQ(out.error, "");
+    EXPECT_EQ(with_prefix(out.args, "--cap-drop="), std::vector<std::string>{"ALL"});
+    EXPECT_EQ(with_prefix(out.args, "--cap-add="),
+              (std::vector<std::string>{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID",
+                                        "CAP_SETGID", "CAP_SETUID"}));
+    EXPECT_TRUE(has(out.args, "--security-opt=no-new-privileges"));
+    const auto body = install_create_body(spec);
+    EXPECT_EQ(nlohmann::json(with_prefix(out.args, "--cap-add=")), body["HostConfig"]["CapAdd"]);
+  }
+}
+
 TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
   for (const auto& [runner, sudo] :
        {std::pair{RunnerDelivery::Bind, false}, std::pair{RunnerDelivery::Copy, false},
