@@ -19,6 +19,7 @@
 #include "docker_common/attached_container.hpp"
 #include "docker_common/base64.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/log_text.hpp"
 #include "docker_common/preinstall.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
@@ -335,7 +336,10 @@ std::string ContainerBackend::user() {
 }
 
 void ContainerBackend::log(sdk::LogLevel level, const std::string& message) const {
-  if (init_.log != nullptr) init_.log->log(level, message);  // the host prefixes plugin and agent
+  // Every message may carry bytes from a container or the engine: bounded and escaped here, so a
+  // log line of ours can never be a flood or a forged line (fields are bounded where they join).
+  if (init_.log != nullptr)  // the host prefixes plugin and agent
+    init_.log->log(level, log_text(message, kLogMessageMax));
 }
 
 std::string ContainerBackend::prepare_workspace_access() {
@@ -381,7 +385,7 @@ void ContainerBackend::remove_orphans(std::vector<ContainerInfo>& managed) {
     const auto del = engine_->remove(c.id);
     log(sdk::LogLevel::Info,
         "removed orphan container " + c.id.substr(0, 12) + " (owner pid " + pid_text + " is gone)" +
-            (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + del.message));
+            (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + log_text(del.message)));
     return del.ok() || del.kind == Kind::kNotFound;
   });
 }
@@ -1337,7 +1341,7 @@ void ContainerBackend::cleanup() noexcept {
     }
     const auto del = engine_->remove(name_);
     if (!del.ok() && del.kind != Kind::kNotFound)
-      log(sdk::LogLevel::Warn, describe_failure(del, "removing container " + name_));
+      log(sdk::LogLevel::Warn, log_text(describe_failure(del, "removing container " + name_)));
   } catch (...) {
     // cleanup never throws; the host may call it from a signal path.
   }
@@ -1495,7 +1499,7 @@ sdk::BackgroundStarted ContainerBackend::start_background(
         log(sdk::LogLevel::Warn,
             "background process runs with one docker exec: the in-container "
             "agent could not start (" +
-                why + ")");
+                log_text(why) + ")");
     }
     if (!channel) {
       if (auto err = start_background_exec(bg, prepared_command(request.command), env);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "docker_common/container_backend.hpp"
+#include "docker_common/log_text.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "supervision/command_output.hpp"
 
@@ -201,8 +202,8 @@ std::shared_ptr<RunnerChannel> ContainerBackend::runner_channel(std::vector<std:
   runner_fault = true;
   if (runner_ && runner_->alive()) return runner_;
   if (runner_) {
-    log(sdk::LogLevel::Warn,
-        "execmcp-runner in " + name_ + " is gone (" + runner_->failure() + "); starting it again");
+    log(sdk::LogLevel::Warn, "execmcp-runner in " + name_ + " is gone (" +
+                                 log_text(runner_->failure()) + "); starting it again");
     runner_.reset();
   }
   if (input_path_ < 0) {  // a property of the way to the engine: no use trying again
@@ -219,7 +220,7 @@ std::shared_ptr<RunnerChannel> ContainerBackend::runner_channel(std::vector<std:
     if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again
     runner_failure_ = why;
     runner_retry_at_ = Clock::now() + kRetryPause;
-    log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + name_ + ": " + why +
+    log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + name_ + ": " + log_text(why) +
                                  "; commands run with one exec each for now");
     return nullptr;
   }

@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 
+#include "docker_common/log_text.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "supervision/command_output.hpp"
 
@@ -273,9 +274,10 @@ std::string preinstall_failure(const std::string& log, int exit_code) {
   std::size_t pos = 0;
   while (pos < log.size()) {
     const auto end = std::min(log.find('\n', pos), log.size());
-    std::string line = log.substr(pos, std::min<std::size_t>(end - pos, 500));
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
+    std::string_view line(log.data() + pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // The install's output (a package's scripts included) goes to the agent and the log: escaped.
+    lines.push_back(log_text(line, 500));
     if (lines.size() > kFailureLogLines) lines.pop_front();
     pos = end + 1;
   }

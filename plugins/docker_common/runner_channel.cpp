@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/log_text.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -23,8 +24,6 @@ namespace rp = supervision::runner;
 
 namespace {
 
-// The most a single diagnostic line of the runner may add to the log.
-constexpr std::size_t kMaxLogLine = 4096;
 // Reports and notices from the container are shown to the user: bounded.
 constexpr std::size_t kMaxReportText = 8192;
 constexpr std::size_t kMaxNotices = 16;
@@ -202,11 +201,7 @@ void RunnerChannel::fail(const std::string& why) {
       // Before its hello, what came is likely the runtime saying why the program did not start.
       std::string said = before_hello_;
       while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
-      if (!ready_ && !said.empty()) {
-        for (char& c : said)
-          if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-        failure_ += " (the container said: " + said + ")";
-      }
+      if (!ready_ && !said.empty()) failure_ += " (the container said: " + log_text(said) + ")";
     }
     calls.swap(calls_);
   }
@@ -364,14 +359,39 @@ void RunnerChannel::on_output(rp::FrameReader& frames, std::string_view data) {
 void RunnerChannel::on_diagnostics(std::string_view data) {
   if (!alive() && before_hello_.size() < 512)
     before_hello_.append(data.substr(0, 512 - before_hello_.size()));
-  for (char c : data) {
-    if (c == '\n' || stderr_line_.size() >= kMaxLogLine) {
-      if (log_) log_(sdk::LogLevel::Warn, stderr_line_);
-      stderr_line_.clear();
-      if (c == '\n') continue;
-    }
-    stderr_line_.push_back(c);
+  while (!data.empty()) {
+    const auto newline = data.find('\n');
+    const auto part = data.substr(0, newline);
+    // Past kRunnerLogLine a line is only counted: a 20 MB line costs one log line, not 20,000.
+    const std::size_t keep = std::min(part.size(), kRunnerLogLine - stderr_line_.size());
+    stderr_line_.append(part.substr(0, keep));
+    stderr_line_cut_ += part.size() - keep;
+    if (newline == std::string_view::npos) break;
+    log_diagnostic_line();
+    stderr_budget_.count(1);  // the newline, when its line was not logged
+    data.remove_prefix(newline + 1);
   }
+}
+
+void RunnerChannel::log_diagnostic_line() {
+  auto text = stderr_budget_.take(stderr_line_, stderr_line_cut_);
+  stderr_line_.clear();
+  stderr_line_cut_ = 0;
+  if (!log_) return;
+  if (text) {
+    log_(sdk::LogLevel::Warn, *text);
+  } else if (stderr_budget_.just_spent()) {
+    log_(sdk::LogLevel::Warn, "more than " + std::to_string(kRunnerLogLines) + " lines or " +
+                                  std::to_string(kRunnerLogBytes / 1024) +
+                                  " KiB on its stderr: the rest is counted, not logged");
+  }
+}
+
+void RunnerChannel::end_diagnostics() {
+  if (!stderr_line_.empty() || stderr_line_cut_ > 0) log_diagnostic_line();
+  if (log_ && stderr_budget_.dropped() > 0)
+    log_(sdk::LogLevel::Warn,
+         std::to_string(stderr_budget_.dropped()) + " bytes of its stderr were not logged");
 }
 
 void RunnerChannel::drain_diagnostics() {
@@ -430,7 +450,7 @@ void RunnerChannel::io_loop() {
     }
     return failure().empty();
   };
-  if (!ends_.leftover.empty() && !take(ends_.leftover)) return;
+  if (!ends_.leftover.empty() && !take(ends_.leftover)) return end_diagnostics();
   ends_.leftover.clear();
 
   const bool one_socket = ends_.read_fd == ends_.write_fd;
@@ -504,6 +524,7 @@ void RunnerChannel::io_loop() {
     }
   }
   fail("the channel to execmcp-runner was closed");
+  end_diagnostics();
 }
 
 }  // namespace execmcp::plugins::docker_common

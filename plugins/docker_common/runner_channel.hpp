@@ -18,10 +18,17 @@
 #include <utility>
 #include <vector>
 
+#include "docker_common/log_text.hpp"
 #include "execmcp/sdk/types.hpp"
 #include "supervision/runner_protocol.hpp"
 
 namespace execmcp::plugins::docker_common {
+
+// How much of one runner's stderr reaches the log. A command can write there too (through
+// /proc/<runner pid>/fd/2), so it is bounded per runner process, line by line, and escaped.
+inline constexpr std::size_t kRunnerLogLine = 1024;
+inline constexpr std::size_t kRunnerLogLines = 256;
+inline constexpr std::size_t kRunnerLogBytes = 64 * 1024;
 
 // Takes a call's output and end as they come, on the channel's I/O thread (a background process:
 // nothing is queued or kept). Calls for one call never overlap and keep the bytes' order;
@@ -152,6 +159,9 @@ class RunnerChannel {
   // What came on the runner's stdout (`frames` is the io thread's reader), then its stderr.
   void on_output(supervision::runner::FrameReader& frames, std::string_view data);
   void on_diagnostics(std::string_view data);
+  // Logs the line collected so far (within the budget), and at the channel's end what was not.
+  void log_diagnostic_line();
+  void end_diagnostics();
   // Reads what the diagnostics fd holds now, without waiting for more.
   void drain_diagnostics();
   void fail(const std::string& why);
@@ -170,7 +180,9 @@ class RunnerChannel {
   std::string outbox_;
   std::uint32_t next_id_ = 1;
   std::map<std::uint32_t, std::shared_ptr<RunnerCall>> calls_;
-  std::string stderr_line_;   // the runner's own diagnostics, logged line by line
+  std::string stderr_line_;          // the runner's own diagnostics, logged line by line
+  std::size_t stderr_line_cut_ = 0;  // bytes of this line past what is kept of it
+  LogBudget stderr_budget_{kRunnerLogLines, kRunnerLogBytes, kRunnerLogLine};
   std::string before_hello_;  // what came instead of a hello (an exec error from the runtime)
   std::thread thread_;
 };

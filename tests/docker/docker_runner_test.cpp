@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -291,6 +292,58 @@ TEST(DockerRunnerDelivery, WithoutTheRunnerEveryCallRunsAsOneExecAndSaysSo) {
   }
   b->cleanup();
   b.reset();
+}
+
+// Issue 17: a command writes 20 MB of control characters to the runner's own stderr (through
+// /proc/<runner pid>/fd/2), which the backend logs. The log gets a bounded, escaped part of it and
+// says how much it left out; the host's disk is not the command's to fill.
+TEST(DockerRunnerLog, AFloodOnTheRunnersStderrReachesTheLogBoundedAndEscaped) {
+  REQUIRE_ENGINE();
+  struct CountingLog : execmcp::sdk::LogSink {
+    void log(execmcp::sdk::LogLevel, std::string_view message) noexcept override {
+      std::lock_guard lock(mutex);
+      bytes += message.size() + 1;
+      for (unsigned char c : message) control |= c < 0x20 || c == 0x7f;
+      if (message.find("the rest is counted, not logged") != std::string_view::npos ||
+          message.find("bytes of its stderr were not logged") != std::string_view::npos)
+        said.emplace_back(message);
+    }
+    std::mutex mutex;
+    std::size_t bytes = 0;
+    bool control = false;
+    std::vector<std::string> said;
+  } log;
+  TempDir ws("runnerlog");
+  auto init = init_for("runnerlog", ws, with_test_settings(R"({"exec_mode": "agent"})"));
+  init.instance_id = instance_tag();
+  init.log = &log;
+  auto& factory = plugin().get_alias<execmcp::sdk::BackendFactory>("execmcp_create_backend");
+  std::string error;
+  std::unique_ptr<ExecutorBackend> b(factory(init, error));
+  ASSERT_TRUE(b) << error;
+  ASSERT_EQ(b->start(), "");
+  std::size_t before = 0;
+  {
+    std::lock_guard lock(log.mutex);
+    before = log.bytes;
+  }
+  auto r = run(*b,
+               "pid=$(pgrep -o -f 'execmcp-runner --execmcp-runner') && "
+               "yes \"$(printf '\\033[2J\\r\\001\\033]0;owned\\007 junk')\" | head -c 20000000 "
+               "> /proc/$pid/fd/2 && echo wrote");
+  EXPECT_EQ(r.stdout_data, "wrote\n") << r.stderr_data << notices_of(r);
+  EXPECT_EQ(run(*b, "echo still works").stdout_data, "still works\n");
+  b->cleanup();  // the runner's channel ends: the count of what was left out is logged
+  b.reset();
+  std::lock_guard lock(log.mutex);
+  EXPECT_LT(log.bytes - before, 128u << 10);
+  EXPECT_FALSE(log.control);
+  ASSERT_EQ(log.said.size(), 2u);
+  EXPECT_NE(log.said[0].find("the rest is counted, not logged"), std::string::npos) << log.said[0];
+  EXPECT_NE(log.said[1].find("bytes of its stderr were not logged"), std::string::npos)
+      << log.said[1];
+  std::printf("[ measured ] 20000000 bytes on the runner's stderr -> %zu bytes logged; %s\n",
+              log.bytes - before, log.said[1].c_str());
 }
 
 }  // namespace

@@ -568,5 +568,61 @@ TEST(RunnerChannel, ABackgroundCallEndedHereGetsNothingMore) {
       << rec->seen();
 }
 
+// Issue 17: a command can write to the runner's stderr (/proc/<runner pid>/fd/2). What reaches
+// the log is at most kRunnerLogLines lines and kRunnerLogBytes bytes per runner, each line cut
+// and escaped, then one line saying the rest is not logged, and at the end how much was not.
+constexpr std::size_t kFlood = 4 << 20;
+
+std::string flood_chunk() {
+  std::string chunk;
+  while (chunk.size() < (64 << 10)) chunk += "\x1b[2J\r\x07junk\x01 line\n";
+  chunk += std::string(8000, 'L') + "\n";  // a long line, cut
+  return chunk;
+}
+
+void expect_bounded_log(const std::vector<std::string>& logged) {
+  std::size_t total = 0;
+  bool said_rest = false, said_count = false;
+  for (const auto& line : logged) {
+    total += line.size();
+    EXPECT_LE(line.size(), kRunnerLogLine + 64);
+    for (unsigned char c : line) ASSERT_TRUE(c >= 0x20 && c != 0x7f) << line;
+    said_rest |= line.find("the rest is counted, not logged") != std::string::npos;
+    said_count |= line.find("bytes of its stderr were not logged") != std::string::npos;
+  }
+  EXPECT_LT(total, 128u << 10);
+  EXPECT_LE(logged.size(), kRunnerLogLines + 2);
+  EXPECT_TRUE(said_rest);
+  EXPECT_TRUE(said_count);
+  EXPECT_NE(logged.front().find("\\x1b[2J\\x0d\\x07junk\\x01 line"), std::string::npos)
+      << logged.front();
+}
+
+TEST(RunnerChannel, AFloodOnTheRunnersStderrReachesTheLogBoundedAndEscaped) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  const std::string chunk = mux(2, flood_chunk());
+  for (std::size_t sent = 0; sent < kFlood; sent += chunk.size()) f.peer.write_all(chunk);
+  f.peer.hang_up();
+  for (int i = 0; i < 500 && f.channel.alive(); ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(50ms);
+  std::lock_guard lock(f.log_mutex);
+  expect_bounded_log(f.logged);
+}
+
+TEST_P(RawRunnerChannel, AFloodOnTheRunnersStderrReachesTheLogBoundedAndEscaped) {
+  RawFixture f(GetParam());
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  const std::string chunk = flood_chunk();
+  for (std::size_t sent = 0; sent < kFlood; sent += chunk.size()) f.peer.send_stderr(chunk);
+  f.peer.close_stderr();
+  f.peer.hang_up();
+  for (int i = 0; i < 500 && f.channel.alive(); ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(50ms);
+  expect_bounded_log(f.log());
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common
