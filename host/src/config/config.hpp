@@ -98,6 +98,7 @@ struct OAuthConfig {
 // `server:`: what the shared HTTP server needs (origins, who may call which agent).
 struct ServerConfig {
   std::vector<std::string> allowed_origins;  // besides loopback; "scheme://host[:port]"
+  std::vector<std::string> allowed_hosts;    // Host values besides loopback; "host[:port]"
   bool allow_local_agents = false;           // local-backend agents in --http mode
   std::string public_url;                    // without a trailing slash; may be empty
   std::vector<TokenConfig> tokens;

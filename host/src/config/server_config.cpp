@@ -45,6 +45,12 @@ bool is_http_url(const std::string& url, bool allow_path) {
   return std::regex_match(url, allow_path ? kWithPath : kOriginOnly);
 }
 
+// A Host header value to allow: "name" or "name:port", an IPv6 literal in brackets.
+bool is_host(const std::string& host) {
+  static const std::regex kHost(R"((\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?)");
+  return std::regex_match(host, kHost);
+}
+
 std::optional<TokenDigest> parse_hex_digest(const std::string& hex) {
   if (hex.size() != 64) return std::nullopt;
   TokenDigest digest{};
@@ -358,7 +364,8 @@ void parse_server(const YAML::Node& node, YamlReader& reader, Config& config,
                   const std::string& base_dir) {
   if (!reader.expect_map(node, "server")) return;
   reader.reject_unknown_keys(
-      node, "server", {"allowed_origins", "allow_local_agents", "public_url", "tokens", "oauth"});
+      node, "server",
+      {"allowed_origins", "allowed_hosts", "allow_local_agents", "public_url", "tokens", "oauth"});
   ServerConfig server;
   server.location = reader.location(node);
   if (const auto origins = node["allowed_origins"]) {
@@ -374,6 +381,22 @@ void parse_server(const YAML::Node& node, YamlReader& reader, Config& config,
         }
         for (auto& c : origin) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         server.allowed_origins.push_back(std::move(origin));
+      }
+    }
+  }
+  if (const auto hosts = node["allowed_hosts"]) {
+    if (auto list = reader.get_string_list(hosts, "server.allowed_hosts")) {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        std::string host = (*list)[i];
+        if (!is_host(host)) {
+          reader.error(hosts[i], index_key("server.allowed_hosts", i),
+                       "expected a host name like mcp.example.com or mcp.example.com:8443 (no "
+                       "scheme, no path), found '" +
+                           host + "'");
+          continue;
+        }
+        for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        server.allowed_hosts.push_back(std::move(host));
       }
     }
   }

@@ -161,6 +161,7 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
   http_options.tls_cert_file = request.tls_cert_file;
   http_options.tls_key_file = request.tls_key_file;
   http_options.allowed_origins = server_config.allowed_origins;
+  http_options.allowed_hosts = server_config.allowed_hosts;
   http::HttpServer http_server(http_options, [&endpoint](http::HttpRequest http_request,
                                                          std::shared_ptr<http::HttpExchange> ex) {
     endpoint.handle(std::move(http_request), std::move(ex));

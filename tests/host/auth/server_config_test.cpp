@@ -95,6 +95,15 @@ TEST(ServerConfig, ReadsEveryKey) {
       << "defaults to the issuer";
 }
 
+TEST(ServerConfig, ReadsAllowedHostsLowerCase) {
+  const auto config = load_config_text(
+      with_server("  allowed_hosts: [MCP.example.com, 'other.example:8443', '[2001:db8::1]']\n"),
+      "/cfg/x.yaml");
+  ASSERT_TRUE(config->server.has_value());
+  EXPECT_EQ(config->server->allowed_hosts,
+            (std::vector<std::string>{"mcp.example.com", "other.example:8443", "[2001:db8::1]"}));
+}
+
 TEST(ServerConfig, DefaultsAreClosed) {
   const auto config =
       load_config_text(with_server("  public_url: https://x.example\n"), "/cfg/x.yaml");
@@ -183,6 +192,9 @@ TEST(ServerConfig, EachErrorHasItsLine) {
        ":6: server.allowed_origins[0]: expected an origin like https://app.example.com"},
       {"  allowed_origins: https://a.example\n",
        ":6: server.allowed_origins: expected a list, found 'https://a.example'"},
+      {"  allowed_hosts: [https://mcp.example.com]\n",
+       ":6: server.allowed_hosts[0]: expected a host name like mcp.example.com or "
+       "mcp.example.com:8443"},
       {"  allow_local_agents: sure\n",
        ":6: server.allow_local_agents: expected true or false, found 'sure'"},
       {"  public_url: mcp.example.com\n",
