@@ -157,6 +157,22 @@ std::vector<std::unique_ptr<ConfiguredAgent>> build_agents(
   return agents;
 }
 
+// Wipes, then unsets, each environment variable that held a token. unsetenv() alone only drops
+// the pointer: the value stays in the block the process started with, which
+// /proc/<pid>/environ shows (and environ still points into it for variables never changed). Every
+// entry of the name is wiped, in case the environment held it twice.
+void wipe_secret_env(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    const std::string prefix = name + "=";
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      if (std::strncmp(*entry, prefix.c_str(), prefix.size()) != 0) continue;
+      char* value = *entry + prefix.size();
+      ::explicit_bzero(value, std::strlen(value));
+    }
+    ::unsetenv(name.c_str());
+  }
+}
+
 // Loads the config, scans plugins, builds and starts the selected agent (not started when a
 // signal arrived first); nullptr after printing the reason when any of that fails. Call it with a
 // StartSignals alive and stop_if_signalled() after.
@@ -164,6 +180,9 @@ std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
                                                std::shared_ptr<const Config>& config) {
   try {
     config = load_config_logged(args);
+    // Commands (a local agent's inherit our environment) must never see the variables that held
+    // server.tokens, though only serve --http uses the tokens.
+    if (config->server) wipe_secret_env(config->server->secret_env);
     auto agent = std::move(build_agents(*config, {&config->select_agent(args.agent_id)}, args)[0]);
     if (g_start_signal == 0) agent->start();
     return agent;
@@ -191,22 +210,6 @@ ServeRequest serve_request(const Arguments& args) {
   request.max_connections = args.max_connections;
   request.max_calls_per_agent = args.max_calls_per_agent;
   return request;
-}
-
-// Wipes, then unsets, each environment variable that held a token. unsetenv() alone only drops
-// the pointer: the value stays in the block the process started with, which
-// /proc/<pid>/environ shows (and environ still points into it for variables never changed). Every
-// entry of the name is wiped, in case the environment held it twice.
-void wipe_secret_env(const std::vector<std::string>& names) {
-  for (const auto& name : names) {
-    const std::string prefix = name + "=";
-    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-      if (std::strncmp(*entry, prefix.c_str(), prefix.size()) != 0) continue;
-      char* value = *entry + prefix.size();
-      ::explicit_bzero(value, std::strlen(value));
-    }
-    ::unsetenv(name.c_str());
-  }
 }
 
 // serve --http: every agent of the config (or each --agent) in one process. Agents are built

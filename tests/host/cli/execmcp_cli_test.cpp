@@ -158,6 +158,25 @@ TEST(ExecmcpCli, ExecRunsThroughTheRealLocalPluginAndFilters) {
   result = run_execmcp("check-config " + quote(config.string()), dir);
   EXPECT_EQ(result.exit_code, 0) << result.err;
 }
+
+// A local agent's commands inherit the server's environment: a variable that held a token of
+// server.tokens is gone before any command runs, with exec (and stdio serve) as with --http.
+TEST(ExecmcpCli, CommandsNeverSeeAVariableThatHeldAToken) {
+  TempDir dir;
+  const std::string token = "exec-token-never-inherited-0123456789";
+  const auto config = dir.path() / "local-token.yaml";
+  write_text(config,
+             "execmcp: 1\nagents:\n  - id: default\n    cwd: ws\n    backend: {plugin: local}\n"
+             "server:\n  tokens:\n"
+             "    - {name: from-env, env: EXECMCP_TEST_EXEC_TOKEN, agents: [default]}\n");
+  const auto result =
+      run_execmcp("exec --config " + quote(config.string()) +
+                      " -- 'echo \"[${EXECMCP_TEST_EXEC_TOKEN-unset}]\"; cat /proc/$PPID/environ'",
+                  dir, "EXECMCP_TEST_EXEC_TOKEN=" + token);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("[unset]"));
+  EXPECT_EQ(result.out.find(token), std::string::npos) << "the token reached the command";
+}
 #endif
 
 TEST(ExecmcpCli, CheckConfigListsMassGenKeysItDoesNotActOnAndStrictRefusesThem) {
