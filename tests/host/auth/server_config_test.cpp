@@ -219,6 +219,9 @@ TEST(ServerConfig, EachErrorHasItsLine) {
        ":7: server.tokens[0].name: required key is missing"},
       {"  tokens:\n    - {name: 'a b', sha256: " + digest + ", agents: [agent_a]}\n",
        ":7: server.tokens[0].name: token name 'a b' must start with a letter or digit"},
+      // No ':' in a token name: it could not be told from a JWT's principal (jwt:<sub>).
+      {"  tokens:\n    - {name: 'jwt:alice', sha256: " + digest + ", agents: [agent_a]}\n",
+       ":7: server.tokens[0].name: token name 'jwt:alice' must start with a letter or digit"},
       {"  tokens:\n    - {name: a, sha256: " + digest + ", agents: [agent_a]}\n" +
            "    - {name: a, env: EXECMCP_TEST_TOKEN_SET, agents: [agent_b]}\n",
        ":8: server.tokens[1].name: duplicate token name 'a'"},
