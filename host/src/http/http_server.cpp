@@ -20,8 +20,6 @@ using detail::asio::ip::tcp;
 namespace asio = detail::asio;
 using boost::system::error_code;
 
-// Connections answered 503 at once, at most; past it a connection is closed without an answer.
-constexpr std::size_t kMaxRejecting = 64;
 constexpr std::chrono::milliseconds kAcceptRetry{100};
 constexpr std::chrono::milliseconds kForceCloseWait{2'000};
 
@@ -236,7 +234,7 @@ void HttpServer::Impl::on_accepted(detail::Strand strand, tcp::socket socket) {
   counters.total_connections.fetch_add(1);
   const bool reject = counters.open_connections.load() >= shared_->options.max_connections;
   if (reject) {
-    if (shared_->rejecting.load() >= kMaxRejecting) {
+    if (shared_->rejecting.load() >= shared_->options.max_rejecting_connections) {
       counters.rejected_max_connections.fetch_add(1);
       error_code ec;
       socket.close(ec);

@@ -21,6 +21,8 @@ struct HttpServerOptions {
   std::uint16_t port = 0;             // 0: the system picks one; see HttpServer::port()
   std::size_t io_threads = 2;
   std::size_t max_connections = 256;  // one more is answered 503 with Retry-After: 1 and closed
+  // Connections being answered that 503 at once; past it a connection is closed unanswered.
+  std::size_t max_rejecting_connections = 64;
   std::size_t max_header_bytes = 16 * 1024;         // request line + headers; past it: 431
   std::size_t max_header_fields = 100;              // header fields (lines); past it: 431
   std::size_t max_body_bytes = 8 * 1024 * 1024;     // past it: 413
