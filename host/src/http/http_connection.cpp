@@ -177,6 +177,7 @@ Connection::Connection(std::shared_ptr<ServerShared> shared, Strand strand, tcp:
 }
 
 Connection::~Connection() {
+  release_body();
   unregister();
 }
 
@@ -351,7 +352,11 @@ void Connection::parse_buffered() {
     }
     if (in_head && parser_->is_header_done()) {
       if (!check_head()) return;
+      const auto length = parser_->content_length();
+      if (length && !reserve_body(static_cast<std::size_t>(*length))) return;
       parser_->eager(true);  // the body may follow in the same buffer
+    } else if (!in_head && parser_->chunked() && !reserve_body(parser_->get().body().size())) {
+      return;
     }
     if (parser_->is_done()) {
       on_request_complete();
@@ -445,9 +450,34 @@ bool Connection::check_head() {
   return true;
 }
 
+bool Connection::reserve_body(std::size_t total) {
+  if (total <= body_reserved_) return true;
+  const std::size_t more = total - body_reserved_;
+  // Never below one whole body, or a body within max_body_bytes could never be read.
+  const std::size_t limit = std::max(options_.max_total_body_bytes, options_.max_body_bytes);
+  const std::size_t before = shared_->body_bytes.fetch_add(more);
+  if (before + more > limit) {
+    shared_->body_bytes.fetch_sub(more);
+    reject_request(503,
+                   "The server is reading as many request bodies as it takes at once (" +
+                       std::to_string(limit) + " bytes); retry in a second.\n",
+                   shared_->counters.rejected_body_budget, true, {{"Retry-After", "1"}});
+    return false;
+  }
+  body_reserved_ = total;
+  return true;
+}
+
+void Connection::release_body() {
+  shared_->body_bytes.fetch_sub(body_reserved_);
+  body_reserved_ = 0;
+}
+
 void Connection::reject_request(int status, std::string_view body,
-                                std::atomic<std::uint64_t>& counter, bool close) {
+                                std::atomic<std::uint64_t>& counter, bool close,
+                                const Headers& extra) {
   counter.fetch_add(1);
+  release_body();
   if (parser_) {  // else on_request_complete() has set method_ and target_
     const bool header_done = parser_->is_header_done();
     method_ = header_done ? std::string(parser_->get().method_string()) : "-";
@@ -457,13 +487,14 @@ void Connection::reject_request(int status, std::string_view body,
   state_ = State::kResponding;
   status_ = status;
   keep_alive_ = keep_alive_ && !close && !stopping();
-  queue(error_response(status, body, !keep_alive_), true);
+  queue(error_response(status, body, !keep_alive_, extra), true);
 }
 
 void Connection::on_request_complete() {
   arm_deadline(Deadline::kNone, {});
   auto message = parser_->release();
   parser_.reset();
+  release_body();  // handed over: from here the handler bounds what it keeps
   method_ = std::string(message.method_string());
   target_ = std::string(message.target());
   keep_alive_ = message.keep_alive() && !stopping();
@@ -644,6 +675,7 @@ void Connection::close_now() {
   socket().close(ec);
   out_.clear();
   queued_bytes_ = 0;
+  release_body();
   unregister();
 }
 

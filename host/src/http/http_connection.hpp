@@ -46,6 +46,7 @@ struct Counters {
   std::atomic<std::uint64_t> rejected_max_connections{0};
   std::atomic<std::uint64_t> rejected_header_too_large{0};
   std::atomic<std::uint64_t> rejected_body_too_large{0};
+  std::atomic<std::uint64_t> rejected_body_budget{0};
   std::atomic<std::uint64_t> rejected_bad_request{0};
   std::atomic<std::uint64_t> rejected_timeout{0};
   std::atomic<std::uint64_t> rejected_origin{0};
@@ -83,7 +84,10 @@ struct ServerShared {
   std::condition_variable connections_changed;
   std::unordered_map<const Connection*, std::weak_ptr<Connection>> connections;
   std::atomic<std::size_t> rejecting{0};  // connections being answered 503
-  std::atomic<bool> stopping{false};      // set by stop() before it tells each connection
+  // Bytes of request bodies being read (reserved as their Content-Length, or as chunks arrive),
+  // over all connections; at most options.max_total_body_bytes.
+  std::atomic<std::size_t> body_bytes{0};
+  std::atomic<bool> stopping{false};  // set by stop() before it tells each connection
 };
 
 // The HttpExchange of one request. Its own state (answered, ended, gone, callback) lives under
@@ -167,7 +171,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_request_complete();
   // Answers `status` with a plain-text body; `close`: then close (the request was not read whole).
   void reject_request(int status, std::string_view body, std::atomic<std::uint64_t>& counter,
-                      bool close);
+                      bool close, const Headers& extra = {});
+  // Takes the current body's share of max_total_body_bytes up to `total` bytes; false (and
+  // answered 503) when that would pass the limit.
+  bool reserve_body(std::size_t total);
+  void release_body();
   void queue(std::string bytes, bool ends_response);
   void write_next();
   void on_written(boost::system::error_code ec);
@@ -212,6 +220,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Bytes of the current request's head the parser consumed so far. Beast's header_limit bounds
   // only what it has not consumed yet, so the limit on the whole head is kept here.
   std::size_t head_bytes_ = 0;
+  std::size_t body_reserved_ = 0;  // this connection's share of ServerShared::body_bytes
 
   // The request being answered.
   std::shared_ptr<Exchange> exchange_;

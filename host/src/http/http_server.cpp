@@ -68,6 +68,7 @@ std::vector<std::pair<std::string, std::uint64_t>> HttpServerStats::rejected_by_
   return {{"max_connections", rejected.max_connections},
           {"header_too_large", rejected.header_too_large},
           {"body_too_large", rejected.body_too_large},
+          {"body_budget", rejected.body_budget},
           {"bad_request", rejected.bad_request},
           {"timeout", rejected.timeout},
           {"origin", rejected.origin},
@@ -310,9 +311,11 @@ HttpServerStats HttpServer::Impl::stats() const {
   stats.total_requests = c.total_requests.load();
   stats.peers_gone = c.peers_gone.load();
   stats.dropped_events = c.dropped_events.load();
+  stats.body_bytes_reading = shared_->body_bytes.load();
   stats.rejected.max_connections = c.rejected_max_connections.load();
   stats.rejected.header_too_large = c.rejected_header_too_large.load();
   stats.rejected.body_too_large = c.rejected_body_too_large.load();
+  stats.rejected.body_budget = c.rejected_body_budget.load();
   stats.rejected.bad_request = c.rejected_bad_request.load();
   stats.rejected.timeout = c.rejected_timeout.load();
   stats.rejected.origin = c.rejected_origin.load();

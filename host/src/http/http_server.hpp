@@ -23,9 +23,12 @@ struct HttpServerOptions {
   std::size_t max_connections = 256;  // one more is answered 503 with Retry-After: 1 and closed
   // Connections being answered that 503 at once; past it a connection is closed unanswered.
   std::size_t max_rejecting_connections = 64;
-  std::size_t max_header_bytes = 16 * 1024;         // request line + headers; past it: 431
-  std::size_t max_header_fields = 100;              // header fields (lines); past it: 431
-  std::size_t max_body_bytes = 8 * 1024 * 1024;     // past it: 413
+  std::size_t max_header_bytes = 16 * 1024;      // request line + headers; past it: 431
+  std::size_t max_header_fields = 100;           // header fields (lines); past it: 431
+  std::size_t max_body_bytes = 8 * 1024 * 1024;  // past it: 413
+  // Request bodies being read, summed over all connections (they are read before any handler
+  // checks credentials); past it: 503 with Retry-After: 1. Never less than max_body_bytes.
+  std::size_t max_total_body_bytes = 64 * 1024 * 1024;
   std::chrono::milliseconds read_timeout{30'000};   // whole request (and TLS handshake); then 408
   std::chrono::milliseconds idle_timeout{60'000};   // keep-alive wait for the next request
   std::chrono::milliseconds write_timeout{30'000};  // each queued write; then the peer is gone
@@ -56,13 +59,15 @@ struct ListenAddress {
 struct HttpServerStats {
   std::uint64_t open_connections = 0;
   std::uint64_t total_connections = 0;
-  std::uint64_t total_requests = 0;  // requests handed to the handler
-  std::uint64_t peers_gone = 0;      // exchanges whose peer left before the response ended
-  std::uint64_t dropped_events = 0;  // droppable SSE events dropped for a lagging peer
+  std::uint64_t total_requests = 0;      // requests handed to the handler
+  std::uint64_t peers_gone = 0;          // exchanges whose peer left before the response ended
+  std::uint64_t dropped_events = 0;      // droppable SSE events dropped for a lagging peer
+  std::uint64_t body_bytes_reading = 0;  // bodies being read now (see max_total_body_bytes)
   struct Rejected {
     std::uint64_t max_connections = 0;   // 503
     std::uint64_t header_too_large = 0;  // 431
     std::uint64_t body_too_large = 0;    // 413
+    std::uint64_t body_budget = 0;       // 503: max_total_body_bytes being read
     std::uint64_t bad_request = 0;       // 400
     std::uint64_t timeout = 0;           // 408
     std::uint64_t origin = 0;            // 403 (Origin)

@@ -217,6 +217,45 @@ TEST_F(HttpServerTest, ChunkedBodyOverTheLimitGets413) {
   EXPECT_EQ(held.count(), 0u);
 }
 
+// Bodies are read before any handler can check credentials, so their sum over all connections
+// is bounded too (else 256 connections x 8 MiB each).
+TEST_F(HttpServerTest, BodiesBeyondTheServerWideBudgetGet503UntilOneIsDone) {
+  auto options = loopback();
+  options.max_body_bytes = 1000;
+  options.max_total_body_bytes = 1500;
+  HeldExchanges held;
+  start(options, held.handler());
+  const std::string post = "POST /x HTTP/1.1\r\nHost: localhost\r\n";
+  RawClient first(port_);
+  first.send(post + "Content-Length: 1000\r\n\r\n" + std::string(500, 'a'));
+  ASSERT_TRUE(eventually([&] { return server_->stats().body_bytes_reading == 1000; }));
+  for (const std::string& second :
+       {post + "Content-Length: 1000\r\n\r\n",
+        post + "Transfer-Encoding: chunked\r\n\r\n258\r\n" + std::string(600, 'c') + "\r\n"}) {
+    RawClient client(port_);
+    client.send(second);
+    const auto response = client.read_response();
+    ASSERT_TRUE(response) << second;
+    EXPECT_EQ(status_of(*response), 503) << *response;
+    EXPECT_NE(response->find("Retry-After: 1\r\n"), std::string::npos) << *response;
+    EXPECT_NE(body_of(*response).find("1500 bytes"), std::string::npos) << *response;
+    EXPECT_TRUE(client.wait_closed());
+  }
+  EXPECT_EQ(server_->stats().rejected.body_budget, 2u);
+  // Within the budget a small body is still read; a finished body frees its share.
+  EXPECT_EQ(server_->stats().body_bytes_reading, 1000u);
+  RawClient small(port_);
+  small.send(post + "Content-Length: 400\r\n\r\n" + std::string(400, 's'));
+  ASSERT_TRUE(held.wait(0));
+  first.send(std::string(500, 'a'));
+  ASSERT_TRUE(held.wait(1));
+  RawClient third(port_);
+  third.send(post + "Content-Length: 1000\r\n\r\n" + std::string(1000, 'b'));
+  ASSERT_TRUE(held.wait(2));
+  EXPECT_EQ(held.request(2).body, std::string(1000, 'b'));
+  EXPECT_EQ(server_->stats().body_bytes_reading, 0u);
+}
+
 TEST_F(HttpServerTest, ChunkedBodyWithinTheLimitIsServed) {
   start(loopback(), echo_handler());
   RawClient client(port_);
@@ -978,6 +1017,17 @@ TEST(HttpServerLimits, EveryDocumentedLimitHolds) {
     EXPECT_EQ(run.ask("POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n" +
                       chunk + chunk),
               std::make_pair(413, true));
+  };
+  probes["max_total_body_bytes"] = [&] {
+    auto o = options();
+    o.max_body_bytes = 100;
+    o.max_total_body_bytes = 150;
+    Running run(o);
+    RawClient reading(run.server.port());
+    reading.send("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n");
+    ASSERT_TRUE(eventually([&] { return run.server.stats().body_bytes_reading == 100; }));
+    EXPECT_EQ(run.ask("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 51\r\n\r\n"),
+              std::make_pair(503, true));
   };
   probes["malformed HTTP"] = [&] {
     Running run(options());
