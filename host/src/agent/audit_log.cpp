@@ -12,6 +12,9 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/bounded_text.hpp"
+#include "config/config.hpp"
+
 namespace execmcp::host {
 
 namespace {
@@ -32,6 +35,40 @@ std::string utc_timestamp() {
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
   char out[48];
   std::snprintf(out, sizeof out, "%s.%03dZ", buffer, static_cast<int>(millis));
+  return out;
+}
+
+std::string hex(const TokenDigest& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(2 * digest.size());
+  for (const unsigned char byte : digest) {
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  return text;
+}
+
+// Every string field cut at kAuditFieldBytes: what the log line shows.
+AuditRecord bounded(const AuditRecord& record) {
+  AuditRecord out;
+  for (auto [to, from] : {std::pair{&out.agent_id, &record.agent_id},
+                          {&out.instance_id, &record.instance_id},
+                          {&out.tool, &record.tool},
+                          {&out.principal, &record.principal},
+                          {&out.path, &record.path},
+                          {&out.command, &record.command},
+                          {&out.work_dir, &record.work_dir},
+                          {&out.shell_id, &record.shell_id},
+                          {&out.verdict, &record.verdict},
+                          {&out.reason, &record.reason},
+                          {&out.error, &record.error}})
+    *to = cut_text(*from, kAuditFieldBytes);
+  out.bytes = record.bytes;
+  out.exit_code = record.exit_code;
+  out.duration_seconds = record.duration_seconds;
+  out.timed_out = record.timed_out;
+  out.cancelled = record.cancelled;
   return out;
 }
 
@@ -80,11 +117,22 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
   if (!record.shell_id.empty()) line["shell_id"] = record.shell_id;
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
+  // Bounded here, over every string value, so a field added above cannot escape the bound.
+  nlohmann::json cut = nlohmann::json::object();
+  for (auto& [key, value] : line.items()) {
+    if (!value.is_string()) continue;
+    const auto& text = value.get_ref<const std::string&>();
+    if (text.size() <= kAuditFieldBytes) continue;
+    cut[key] = {{"bytes", text.size()}, {"sha256", hex(sha256_digest(text))}};
+    value = cut_text(text, kAuditFieldBytes);
+  }
+  if (!cut.empty()) line["cut"] = std::move(cut);
   return json_text(line);
 }
 
-void AuditLog::record(const AuditRecord& record) noexcept {
+void AuditLog::record(const AuditRecord& full) noexcept {
   try {
+    const AuditRecord record = bounded(full);
     if (record.path.empty()) {
       spdlog::info(
           "audit agent={} principal={} tool={}{} verdict={} exit={} duration={:.3f} "
@@ -98,7 +146,7 @@ void AuditLog::record(const AuditRecord& record) noexcept {
                    record.error.empty() ? "" : " error=" + json_text(record.error));
     }
     if (file_ == nullptr) return;
-    const std::string line = to_json_line(record) + "\n";
+    const std::string line = to_json_line(full) + "\n";
     std::lock_guard lock(mutex_);
     std::fwrite(line.data(), 1, line.size(), file_);
     std::fflush(file_);

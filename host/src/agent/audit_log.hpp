@@ -9,6 +9,10 @@
 
 namespace execmcp::host {
 
+// The most one string field of an audit record holds, in the file and in the log line. A longer
+// value is cut ("… (N bytes, cut)") and the file's line says, under "cut", its size and SHA-256.
+inline constexpr std::size_t kAuditFieldBytes = 4096;
+
 struct AuditRecord {
   std::string agent_id;
   std::string instance_id;
@@ -30,6 +34,7 @@ struct AuditRecord {
 };
 
 // Thread-safe; the file (if any) is opened for appending and written one whole line at a time.
+// Every record is bounded here, whoever fills it: each string field at kAuditFieldBytes.
 class AuditLog {
  public:
   // Empty `file`: log lines only. Throws std::runtime_error if the file cannot be opened.
@@ -45,7 +50,8 @@ class AuditLog {
   void record(const AuditRecord& record) noexcept;
   [[nodiscard]] const std::string& file() const { return path_; }
 
-  // The JSON object written for `record`, as one line without the newline.
+  // The JSON object written for `record`, as one line without the newline; every string value at
+  // most kAuditFieldBytes, and for each one cut, "cut": {"<key>": {"bytes": N, "sha256": "<hex>"}}.
   static std::string to_json_line(const AuditRecord& record);
 
  private:

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/audit_log.hpp"
+#include "config/config.hpp"
 #include "test_support.hpp"
 
 namespace execmcp::host {
@@ -34,6 +35,59 @@ TEST(AuditLog, InvalidUtf8IsReplacedNotFatal) {
   record.command = std::string("cat \xff\xfe file");
   const auto json = nlohmann::json::parse(AuditLog::to_json_line(record));
   EXPECT_THAT(json["command"].get<std::string>(), ::testing::HasSubstr("file"));
+}
+
+std::string hex(const TokenDigest& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  for (const unsigned char byte : digest) {
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  return text;
+}
+
+// Issue 17: the writer bounds every string field itself, so no tool can write an unbounded
+// record; a cut field keeps its size and SHA-256, which match the whole value kept elsewhere.
+TEST(AuditLog, EveryStringFieldIsCutWithAMarkerAndTheCommandKeepsItsDigest) {
+  const std::string big(128 * 1024, 'x');
+  AuditRecord record;
+  record.agent_id = record.instance_id = record.tool = record.principal = big;
+  record.path = record.command = record.work_dir = record.shell_id = big;
+  record.verdict = record.reason = record.error = big;
+  const std::string line = AuditLog::to_json_line(record);
+  EXPECT_LE(line.size(), 64u * 1024u);
+  const auto json = nlohmann::json::parse(line);
+  for (const char* field : {"agent", "instance", "tool", "principal", "path", "command", "work_dir",
+                            "shell_id", "verdict", "reason", "error"}) {
+    ASSERT_TRUE(json.contains(field)) << field;
+    const std::string value = json[field].get<std::string>();
+    EXPECT_LE(value.size(), 4096u + 32u) << field;
+    EXPECT_THAT(value, ::testing::EndsWith("\xE2\x80\xA6 (131072 bytes, cut)")) << field;
+  }
+  ASSERT_TRUE(json.contains("cut")) << line.substr(0, 200);
+  EXPECT_EQ(json["cut"]["command"]["bytes"], 131072);
+  EXPECT_EQ(json["cut"]["command"]["sha256"], hex(sha256_digest(big)));
+
+  AuditRecord small;
+  small.command = "ls";
+  EXPECT_FALSE(nlohmann::json::parse(AuditLog::to_json_line(small)).contains("cut"));
+}
+
+TEST(AuditLog, TheFileGetsTheBoundedLineToo) {
+  tests::TempDir dir;
+  const auto file = dir.path() / "audit.jsonl";
+  {
+    AuditLog log(file.string());
+    AuditRecord record;
+    record.tool = "execute_command";
+    record.command = std::string(1024 * 1024, 'c');
+    record.error = std::string(1024 * 1024, 'e');
+    log.record(record);
+  }
+  const std::string text = tests::read_text(file);
+  EXPECT_LE(text.size(), 16u * 1024u);
+  EXPECT_EQ(text.find('\n'), text.size() - 1);
 }
 
 TEST(AuditLog, AppendsToAnExistingFile) {
