@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "agent/bounded_text.hpp"
+
 namespace execmcp::host {
 
 // ---- LineRing ----
@@ -59,10 +61,11 @@ void LineRing::finish() {
 
 class BackgroundShells::Shell final : public sdk::BackgroundObserver {
  public:
-  Shell(BackgroundShells& table, std::string id, std::string command)
+  Shell(BackgroundShells& table, std::string id, std::string_view full_command)
       : table_(table),
         id(std::move(id)),
-        command(std::move(command)),
+        command(cut_text(full_command, kBackgroundCommandShownBytes)),
+        command_truncated(full_command.size() > kBackgroundCommandShownBytes),
         out(table.config_.max_output_lines, table.config_.max_output_bytes),
         err(table.config_.max_output_lines, table.config_.max_output_bytes) {}
 
@@ -80,7 +83,8 @@ class BackgroundShells::Shell final : public sdk::BackgroundObserver {
   BackgroundShells& table_;
   // Guarded by the table's mutex from here on.
   const std::string id;
-  const std::string command;
+  const std::string command;  // as shown: the backend has the whole one
+  const bool command_truncated;
   std::string cwd;
   long pid = 0;
   std::uint64_t handle = 0;
@@ -145,6 +149,7 @@ BackgroundShellStatus BackgroundShells::status_locked(const Shell& shell) const 
   s.shell_id = shell.id;
   s.pid = shell.pid;
   s.command = shell.command;
+  s.command_truncated = shell.command_truncated;
   s.cwd = shell.cwd;
   s.start_time = shell.start_time;
   const auto end = shell.exited ? shell.ended : std::chrono::steady_clock::now();

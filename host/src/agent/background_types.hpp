@@ -14,6 +14,9 @@ namespace execmcp::host {
 
 // A line longer than this is cut; the rest of it, up to its newline, is dropped.
 inline constexpr std::size_t kBackgroundMaxLineBytes = 64 * 1024;
+// The most of a shell's command that its status shows (and that a read's audit record repeats): a
+// read costs about what it asks, however long the command.
+inline constexpr std::size_t kBackgroundCommandShownBytes = 1024;
 // The most lines one get_background_shell_output answer may ask for.
 inline constexpr std::size_t kBackgroundMaxLinesPerRead = 10000;
 
@@ -49,8 +52,9 @@ struct BackgroundShellStatus {
   std::string status;            // running | stopped | failed | killed
   std::optional<int> exit_code;  // none while running; -N for signal N (MassGen's)
   long pid = 0;                  // 0: unknown
-  std::string command;
-  std::string cwd;  // the resolved working directory
+  std::string command;           // at most kBackgroundCommandShownBytes, then "… (N bytes, cut)"
+  bool command_truncated = false;  // the command was longer and is cut
+  std::string cwd;                 // the resolved working directory
   std::chrono::system_clock::time_point start_time;
   double duration_seconds = 0.0;
   std::string error;  // the backend lost the process

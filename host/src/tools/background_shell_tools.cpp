@@ -50,6 +50,7 @@ json status_json(const BackgroundShellStatus& status) {
          {"cwd", sanitize_utf8(status.cwd)},
          {"start_time", iso8601(status.start_time)},
          {"duration_seconds", std::round(status.duration_seconds * 100.0) / 100.0}};
+  if (status.command_truncated) s["command_truncated"] = true;
   if (!status.error.empty()) s["error"] = sanitize_utf8(status.error);
   return s;
 }
@@ -141,12 +142,14 @@ ToolOutcome run_start(const json& arguments, ToolContext& context) {
     return failure(result.error, std::move(extra));
   }
   const BackgroundShellStatus& s = result.status;
-  return success(json{{"success", true},
-                      {"shell_id", s.shell_id},
-                      {"status", s.status},
-                      {"command", sanitize_utf8(s.command)},
-                      {"pid", s.pid > 0 ? json(s.pid) : json(nullptr)},
-                      {"work_dir", sanitize_utf8(s.cwd)}});
+  json started{{"success", true},
+               {"shell_id", s.shell_id},
+               {"status", s.status},
+               {"command", sanitize_utf8(s.command)},
+               {"pid", s.pid > 0 ? json(s.pid) : json(nullptr)},
+               {"work_dir", sanitize_utf8(s.cwd)}};
+  if (s.command_truncated) started["command_truncated"] = true;
+  return success(std::move(started));
 }
 
 // ---- get_background_shell_output ----
@@ -244,7 +247,8 @@ json status_properties() {
     "status": {"type": "string", "enum": ["running", "stopped", "failed", "killed"]},
     "exit_code": {"type": ["integer", "null"], "description": "null while running; -N for signal N."},
     "pid": {"type": ["integer", "null"]},
-    "command": {"type": "string"},
+    "command": {"type": "string", "description": "At most 1 KiB; a longer one ends with '… (N bytes, cut)'."},
+    "command_truncated": {"type": "boolean", "description": "Present (true) when the command is cut."},
     "cwd": {"type": "string"},
     "start_time": {"type": "string", "description": "ISO 8601, UTC."},
     "duration_seconds": {"type": "number"},
@@ -285,7 +289,8 @@ std::vector<Tool> make_background_shell_tools() {
           "success": {"type": "boolean"},
           "shell_id": {"type": "string"},
           "status": {"type": "string"},
-          "command": {"type": "string"},
+          "command": {"type": "string", "description": "At most 1 KiB; a longer one ends with '… (N bytes, cut)'."},
+          "command_truncated": {"type": "boolean", "description": "Present (true) when the command is cut."},
           "pid": {"type": ["integer", "null"]},
           "work_dir": {"type": "string"},
           "error": {"type": "string"},

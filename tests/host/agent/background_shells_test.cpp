@@ -280,6 +280,54 @@ TEST(BackgroundShells, EveryCallWritesOneAuditRecord) {
   EXPECT_EQ(h.audits[4].tool, "kill_background_shell");
 }
 
+// Issue 17: a 150-byte status read made the table copy the shell's whole stored command (up to
+// 128 KiB) into its answer and its audit record; with 10 shells a list answered 1.3 MB.
+TEST(BackgroundShells, AReadShowsAtMost1KiBOfTheCommandAndSaysItWasCut) {
+  TableHarness h;
+  h.config.max_running = 10;
+  h.make();
+  const std::string command = "echo " + std::string(128 * 1024 - 5, 'x');
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(h.start(command));
+  h.audits.clear();
+
+  const auto status = h.table->status(ids[0], "t");
+  ASSERT_TRUE(status);
+  EXPECT_LE(status->command.size(), 1024u + 32u);
+  EXPECT_EQ(status->command.rfind("echo xxx", 0), 0u);
+  EXPECT_THAT(status->command, ::testing::EndsWith("\xE2\x80\xA6 (131072 bytes, cut)"));
+  ASSERT_EQ(h.audits.size(), 1u);
+  EXPECT_LE(h.audits[0].command.size(), 1024u + 32u);
+
+  std::size_t listed = 0;
+  for (const auto& s : h.table->list("t")) listed += s.command.size();
+  EXPECT_LE(listed, 10 * (1024u + 32u));
+  const auto output = h.table->output(ids[1], std::nullopt, std::nullopt, "t");
+  EXPECT_LE(output.status.command.size(), 1024u + 32u);
+  const auto killed = h.table->kill(ids[2], "t");
+  EXPECT_LE(killed.status.command.size(), 1024u + 32u);
+  for (const auto& record : h.audits) EXPECT_LE(record.command.size(), 1024u + 32u) << record.tool;
+
+  // A short command is shown whole.
+  h.backend.finish(4, {0, 0, false, {}});
+  const std::string short_id = h.start("make build");
+  EXPECT_EQ(h.table->status(short_id, "t")->command, "make build");
+}
+
+// The cut falls between two characters, never inside one.
+TEST(BackgroundShells, TheShownCommandIsCutBetweenCharacters) {
+  TableHarness h;
+  h.make();
+  std::string command = "x";  // shifts the 3-byte characters off the cut
+  for (int i = 0; i < 1000; ++i) command += "\xE2\x82\xAC";  // U+20AC
+  const std::string id = h.start(command);
+  const std::string shown = h.table->status(id, "t")->command;
+  const std::string kept = shown.substr(0, shown.find(" (3001 bytes, cut)"));
+  ASSERT_NE(kept.size(), shown.size()) << shown;
+  EXPECT_EQ((kept.size() - 1 - 3) % 3, 0u) << kept.size();  // 'x', whole euros, then the ellipsis
+  EXPECT_EQ(kept.substr(kept.size() - 3), "\xE2\x80\xA6");
+}
+
 // ---- ConfiguredAgent ----
 
 class DenyWord final : public sdk::CommandFilter {
