@@ -58,8 +58,11 @@ void activate_venv(std::map<std::string, std::string>& env, const fs::path& venv
 
 namespace {
 
+// The grants as the file tools use them. Identities of protected paths are those recorded before
+// (`previous`, from an earlier start) plus those of the protected paths that exist now: a restart
+// after a command moved a protected file forgets neither where it was nor what it is.
 std::shared_ptr<const std::vector<GrantRoot>> grant_roots(
-    const std::vector<sdk::PathGrant>& grants) {
+    const std::vector<sdk::PathGrant>& grants, const std::vector<GrantRoot>* previous = nullptr) {
   auto roots = std::make_shared<std::vector<GrantRoot>>();
   for (const auto& grant : grants) {
     std::error_code ec;
@@ -77,6 +80,20 @@ std::shared_ptr<const std::vector<GrantRoot>> grant_roots(
       const fs::path real = fs::weakly_canonical(written, ec);
       if (!ec && real.lexically_normal() != written)
         root.protected_paths.push_back(real.lexically_normal().string());
+      struct stat st {};
+      if (::stat(written.c_str(), &st) == 0)
+        root.protected_identities.push_back({st.st_dev, st.st_ino, written.string()});
+    }
+    if (previous != nullptr) {
+      for (const auto& before : *previous) {
+        if (before.configured != root.configured) continue;
+        for (const auto& identity : before.protected_identities) {
+          const bool known = std::any_of(
+              root.protected_identities.begin(), root.protected_identities.end(),
+              [&](const auto& i) { return i.dev == identity.dev && i.ino == identity.ino; });
+          if (!known) root.protected_identities.push_back(identity);
+        }
+      }
     }
     roots->push_back(std::move(root));
   }
@@ -120,20 +137,6 @@ bool has_protected_paths(const std::vector<GrantRoot>& roots) {
                      [](const GrantRoot& root) { return !root.protected_paths.empty(); });
 }
 
-// Refuses (with a message naming `shown`) when `leaf` in the directory `dir_fd` (or the directory
-// itself, for an empty leaf) really is at or beneath a protected path.
-std::string protected_target(int dir_fd, const std::string& leaf,
-                             const std::vector<GrantRoot>& roots, const std::string& shown) {
-  if (!has_protected_paths(roots)) return {};
-  std::string target = descriptor_path(dir_fd);
-  if (target.empty()) return path_error("write", shown, errno);
-  if (!leaf.empty()) target += (target == "/" ? "" : "/") + leaf;
-  const std::string* hit = protected_by(target, roots);
-  if (hit == nullptr) return {};
-  return "cannot write '" + shown + "': it leads to '" + target + "', which is protected (" + *hit +
-         "): read-only for this agent";
-}
-
 // Closes a descriptor at the end of a scope.
 struct FdCloser {
   int fd;
@@ -141,6 +144,72 @@ struct FdCloser {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The protected path recorded with `st`'s device and inode, or null.
+const std::string* protected_identity(const struct stat& st, const std::vector<GrantRoot>& roots) {
+  for (const auto& root : roots) {
+    for (const auto& identity : root.protected_identities) {
+      if (identity.dev == st.st_dev && identity.ino == st.st_ino) return &identity.configured;
+    }
+  }
+  return nullptr;
+}
+
+// Refuses when `leaf` in `dir_fd`, the directory itself, or any directory above it is a protected
+// file or directory by identity, wherever a command moved or linked it. The walk goes up by ".."
+// from the descriptor to /, never by name, so a rename meanwhile cannot send it elsewhere.
+std::string protected_by_identity(int dir_fd, const std::string& leaf,
+                                  const std::vector<GrantRoot>& roots, const std::string& shown) {
+  if (std::none_of(roots.begin(), roots.end(),
+                   [](const GrantRoot& root) { return !root.protected_identities.empty(); }))
+    return {};
+  auto refusal = [&](const std::string& configured) {
+    return "cannot write '" + shown + "': it is, or is inside, the protected '" + configured +
+           "' (moved or linked here): read-only for this agent";
+  };
+  struct stat st {};
+  if (!leaf.empty() && ::fstatat(dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (const std::string* hit = protected_identity(st, roots)) return refusal(*hit);
+  }
+  int error = ELOOP;  // fails closed: a walk that cannot reach / refuses
+  int fd = ::openat(dir_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) error = errno;
+  for (int level = 0; fd >= 0 && level < 4096; ++level) {
+    FdCloser closer{fd};
+    if (::fstat(fd, &st) != 0) {
+      error = errno;
+      break;
+    }
+    if (const std::string* hit = protected_identity(st, roots)) return refusal(*hit);
+    fd = ::openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat above {};
+    if (fd < 0 || ::fstat(fd, &above) != 0) {
+      error = errno;
+      if (fd >= 0) ::close(fd);
+      break;
+    }
+    if (above.st_dev == st.st_dev && above.st_ino == st.st_ino) {  // "/": its own parent
+      ::close(fd);
+      return {};
+    }
+  }
+  return path_error("write", shown, error);
+}
+
+// Refuses (with a message naming `shown`) when `leaf` in the directory `dir_fd` (or the directory
+// itself, for an empty leaf) really is at or beneath a protected path, by its real path or by
+// identity.
+std::string protected_target(int dir_fd, const std::string& leaf,
+                             const std::vector<GrantRoot>& roots, const std::string& shown) {
+  if (!has_protected_paths(roots)) return {};
+  std::string target = descriptor_path(dir_fd);
+  if (target.empty()) return path_error("write", shown, errno);
+  if (!leaf.empty()) target += (target == "/" ? "" : "/") + leaf;
+  const std::string* hit = protected_by(target, roots);
+  if (hit == nullptr) return protected_by_identity(dir_fd, leaf, roots, shown);
+  return "cannot write '" + shown + "': it leads to '" + target + "', which is protected (" + *hit +
+         "): read-only for this agent";
+}
 
 constexpr std::size_t kFileChunk = 1024 * 1024;  // cancel is looked at between chunks
 
@@ -170,7 +239,7 @@ std::string LocalBackend::start() {
   if (ec) return "cannot create the agent's cwd '" + init_.cwd + "': " + ec.message();
   if (!fs::is_directory(init_.cwd, ec))
     return "the agent's cwd '" + init_.cwd + "' is not a directory";
-  roots_.publish(grant_roots(grants_));
+  roots_.publish(grant_roots(grants_, roots_.load().get()));
   link_skills();
   return {};
 }

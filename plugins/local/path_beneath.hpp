@@ -28,6 +28,14 @@ struct GrantRoot {
   // Paths at or inside the grant that stay read-only (MassGen's protected_paths), each as
   // configured and as resolved at start; the file tools refuse to write at or beneath either.
   std::vector<std::string> protected_paths;
+  // What those paths named when first seen (device and inode), so a protected file or directory
+  // stays protected when a command moves it or links it elsewhere (the path rule cannot follow).
+  struct Identity {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::string configured;  // the protected path it was found at
+  };
+  std::vector<Identity> protected_identities = {};
 };
 
 struct Location {

@@ -189,6 +189,54 @@ TEST_F(LocalBackendTest, ProtectedPathsRefuseWritesThroughTheFileTools) {
   EXPECT_EQ(read_text(workspace_ / "keepsake" / "x.txt"), "ok");
 }
 
+// Issue 17 item 1: a command (not held by protected paths) moves or links a protected file or
+// directory; the file tools still refuse it, by what it is (device and inode recorded at start),
+// and the path as configured stays refused too, whatever now stands there.
+TEST_F(LocalBackendTest, ProtectedPathsHoldWhenACommandMovesOrLinksThem) {
+  fs::create_directories(workspace_ / "sub");
+  fs::create_directories(workspace_ / "keep" / "deep");
+  std::ofstream(workspace_ / "sub" / "secret.txt") << "secret";
+  std::ofstream(workspace_ / "keep" / "deep" / "a.txt") << "kept";
+  execmcp::sdk::BackendInit init;
+  init.agent_id = "local-test";
+  init.cwd = workspace_.string();
+  init.paths = {{workspace_.string(),
+                 true,
+                 {(workspace_ / "sub" / "secret.txt").string(), (workspace_ / "keep").string()}}};
+  init.settings_json = "{}";
+  backends_.push_back(factory_(init));
+  ASSERT_EQ(backends_.back()->start(), "");
+  auto& backend = *backends_.back();
+  // The decoy: the real file moves away, a new one takes its name.
+  const auto moved = run(backend,
+                         "mv sub sub2 && mkdir sub && echo decoy > sub/secret.txt && "
+                         "mv keep keep2 && ln sub2/secret.txt hardlink.txt && "
+                         "mkdir other && ln sub2/secret.txt other/secret.txt");
+  ASSERT_EQ(moved.exit_code, 0) << moved.stderr_data;
+  for (const std::string& path : std::vector<std::string>{
+           "sub2/secret.txt", "sub/secret.txt", "hardlink.txt", "other/secret.txt",
+           "keep2/deep/a.txt", "keep2/new.txt", "keep2/deep/newdir/b.txt", "keep/x.txt"}) {
+    const auto written = backend.write_file({path, "changed"});
+    EXPECT_NE(written.error.find("protected"), std::string::npos) << path << ": " << written.error;
+    EXPECT_EQ(written.bytes_written, 0u) << path;
+  }
+  EXPECT_EQ(read_text(workspace_ / "sub2" / "secret.txt"), "secret");
+  EXPECT_EQ(fs::hard_link_count(workspace_ / "sub2" / "secret.txt"), 3u);
+  EXPECT_EQ(read_text(workspace_ / "keep2" / "deep" / "a.txt"), "kept");
+  EXPECT_FALSE(fs::exists(workspace_ / "keep2" / "new.txt"));
+  EXPECT_FALSE(fs::exists(workspace_ / "keep2" / "deep" / "newdir"));
+  // The directory that held the file is not protected, nor is a copy of the file.
+  ASSERT_EQ(run(backend, "cp sub2/secret.txt copy.txt").exit_code, 0);
+  EXPECT_EQ(backend.write_file({"sub2/other.txt", "ok"}).error, "");
+  EXPECT_EQ(backend.write_file({"copy.txt", "ok"}).error, "");
+  // A restart records nothing new and forgets nothing: the moved file stays protected.
+  backend.stop();
+  ASSERT_EQ(backend.start(), "");
+  EXPECT_NE(backend.write_file({"sub2/secret.txt", "changed"}).error.find("protected"),
+            std::string::npos);
+  EXPECT_EQ(read_text(workspace_ / "sub2" / "secret.txt"), "secret");
+}
+
 // MassGen's local skills: <workspace>/.agent/skills leads to the skills dir; a stale link is
 // repointed, a real directory of the user's is left as it is.
 TEST_F(LocalBackendTest, SkillsDirIsLinkedIntoTheWorkspace) {
