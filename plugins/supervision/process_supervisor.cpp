@@ -195,6 +195,18 @@ std::string SupervisorProgram::submit(std::string_view data, const int* fds, int
   std::memcpy(CMSG_DATA(c), fds, sizeof(int) * static_cast<std::size_t>(fd_count));
 
   std::lock_guard lock(mutex_);
+  if (pid_ > 0) {
+    // Killed (by a command, say): its spares that run commands outlive it and keep the socket
+    // open, so a send would still succeed, into a queue no spare is left to take. A new program
+    // takes this command; the old socket's close lets those spares exit once their commands end.
+    pid_t reaped;
+    while ((reaped = ::waitpid(pid_, nullptr, WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (reaped == pid_ || (reaped < 0 && errno == ECHILD)) {
+      pid_ = -1;
+      stop_locked();
+    }
+  }
   // A second attempt only after a restart: the program may have died since the last command.
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (socket_ < 0) {

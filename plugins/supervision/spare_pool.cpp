@@ -148,13 +148,17 @@ void for_each_dirent(int dir_fd, Fn fn) noexcept {
   }
 }
 
-// SIGKILLs every process whose parent is `self` (our children, including re-parented orphans).
-void kill_children(pid_t self) noexcept {
+// SIGKILLs every process whose parent is `self` (our children, including re-parented orphans),
+// except the `keep_count` pids at `keep`.
+void kill_children(pid_t self, const pid_t* keep = nullptr, int keep_count = 0) noexcept {
   int proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (proc < 0) return;
-  for_each_dirent(proc, [self](const char* name) {
+  for_each_dirent(proc, [&](const char* name) {
     long pid = parse_pid(name);
     if (pid <= 0) return;
+    for (int i = 0; i < keep_count; ++i) {
+      if (keep[i] == pid) return;
+    }
     if (read_ppid(name) == self) ::kill(static_cast<pid_t>(pid), SIGKILL);
   });
   ::close(proc);
@@ -488,6 +492,10 @@ int receive(Command& command) noexcept {
 // A spare: prepared ahead of time (own session, subreaper, signals) so a command only costs a
 // receive here. Takes commands one after another from the socket until the plugin closes it.
 [[noreturn]] void spare_main(SpareTable* table, int slot, int wake_w) noexcept {
+  // Idle, the spare dies with the program (see serve()); running a command, it outlives it, so a
+  // command that kills the program does not take the supervisor of every other command with it
+  // and leave their setsid escapees to init. Two prctl calls per command.
+  auto die_with_program = [](bool yes) { ::prctl(PR_SET_PDEATHSIG, yes ? SIGKILL : 0); };
   sigset_t all;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
@@ -500,6 +508,7 @@ int receive(Command& command) noexcept {
     if (got == 0 || got == -2) break;  // the plugin closed its end, or the host is gone
     if (got < 0) continue;
     state.store(kBusy);
+    die_with_program(false);
     const bool clean = supervise(command, subreaper_error, [&] {
       // Only now, with the shell started, may the program fork a spare to replace us: a fork
       // woken earlier preempted this process on its CPU and delayed the shell's start.
@@ -509,6 +518,9 @@ int receive(Command& command) noexcept {
       }
     });
     if (!clean || idle_spares(table) >= kMaxIdleSpares) break;
+    // Should the program be dead by now, the plugin sees it before its next command and starts
+    // another, closing this one's socket: this spare then sees EOF and exits.
+    die_with_program(true);
     state.store(kIdle);
   }
   state.store(kFree);
@@ -529,6 +541,10 @@ int serve() noexcept {
   sigset_t wait_mask = all;
   sigdelset(&wait_mask, SIGCHLD);
 
+  // A spare killed while it ran a command leaves that command's processes to us (a setsid
+  // escapee included), not to init: they are killed as they arrive (see below). Without it, a
+  // command that kills a spare would leave the rest of its tree running, beyond any kill.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   void* shared = ::mmap(nullptr, sizeof(SpareTable), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 1;
@@ -546,10 +562,10 @@ int serve() noexcept {
         const pid_t self = ::getpid();
         const pid_t pid = ::fork();
         if (pid == 0) {
-          // Should this program be killed, its spares go too: one left idle would take commands
-          // that nobody replaces, and queued ones would wait for a spare forever. With them all
-          // gone, the plugin's next send fails and it starts the program again; the host kills the
-          // process group of any command that was running (its spare never reported).
+          // Should this program be killed, its idle spares go too: one left idle would take
+          // commands that nobody replaces. A spare running a command outlives it and finishes
+          // that command (spare_main); the plugin sees the program gone before its next send and
+          // starts another.
           ::prctl(PR_SET_PDEATHSIG, SIGKILL);
           if (::getppid() != self) ::_exit(0);  // died before the prctl
           ::close(wake[0]);
@@ -578,15 +594,25 @@ int serve() noexcept {
     char bytes[64];
     while (::read(wake[0], bytes, sizeof(bytes)) > 0) {
     }
+    // Every child that is not a spare is what a dead spare's command left: killed, and what it
+    // leaves in turn is killed when its end wakes us again.
+    bool orphans = false;
     for (;;) {
       const pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
       if (pid <= 0) break;
+      bool spare = false;
       for (int slot = 0; slot < kMaxSpares; ++slot) {
         if (pids[slot] != pid) continue;
+        spare = true;
+        // A spare exits by itself only once its command left nothing behind (or it could not
+        // kill it: then it set kFree, and what it left is reaped here when it ends).
+        orphans = orphans || state_of(table, slot).load() == kBusy;
         pids[slot] = 0;
         state_of(table, slot).store(kFree);  // also when it was killed while idle or busy
       }
+      orphans = orphans || !spare;
     }
+    if (orphans) kill_children(::getpid(), pids, kMaxSpares);
   }
 }
 

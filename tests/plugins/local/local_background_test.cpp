@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,6 +35,33 @@ bool gone(long pid) {
     std::this_thread::sleep_for(10ms);
   }
   return false;
+}
+
+// Running: a process that exists and is not a zombie (a killed one may wait to be reaped).
+bool running(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+bool stops_running(long pid) {
+  for (int i = 0; i < 300; ++i) {
+    if (!running(pid)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+long read_pid(const fs::path& file) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in(file);
+    long pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
 }
 
 using Recorder = execmcp::conformance::BackgroundRecorder;
@@ -231,6 +259,54 @@ TEST_F(LocalBackgroundTest, StopDuringOutputEndsAllAndStartDoesNotReviveThem) {
   ASSERT_EQ(start(processes, again, "echo again").error, "");
   ASSERT_TRUE(again.wait_exit());
   EXPECT_EQ(again.out(), "again\n");
+}
+
+// Issue 17 item 2: a command kills the spare pool program (and with it every spare it forked
+// that was idle); a background shell's setsid child must still end with the shell's kill, and
+// the kill is reported only when it did.
+TEST_F(LocalBackgroundTest, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterTheKill) {
+  auto& processes = make();
+  Recorder recorder;
+  const auto started = start(processes, recorder,
+                             "setsid sleep 1000 & echo $! > escapee.pid; echo ready; sleep 1000");
+  ASSERT_EQ(started.error, "");
+  ASSERT_TRUE(recorder.wait_output("ready"));
+  const long escapee = read_pid(workspace_ / "escapee.pid");
+  ASSERT_GT(escapee, 0);
+  // The command's shell is a child of its spare, the spare of the pool program: kill that.
+  sdk::ExecRequest request;
+  request.command = "kill -9 $(awk '{print $4}' /proc/$PPID/stat)";
+  (void)backend().execute(request);  // its own spare goes with the pool: an error, or none
+  request.command = "echo again";
+  ASSERT_EQ(backend().execute(request).stdout_data, "again\n");
+  processes.terminate_background(started.id, 0ms);
+  EXPECT_FALSE(running(escapee)) << "the setsid child outlived the kill";
+  ASSERT_EQ(recorder.exits(), 1);
+  EXPECT_TRUE(recorder.exit().killed);
+  EXPECT_EQ(recorder.exit().error, "");
+  if (running(escapee)) ::kill(static_cast<pid_t>(escapee), SIGKILL);
+}
+
+// The same with the background shell's own spare killed: its tree is ended anyway, and its end
+// is reported as lost (an error), never as a kill.
+TEST_F(LocalBackgroundTest, KillingABackgroundShellsSpareEndsItsWholeTree) {
+  auto& processes = make();
+  Recorder recorder;
+  const auto started = start(processes, recorder,
+                             "setsid sleep 1000 & echo $! > escapee.pid; echo ready; sleep 1000");
+  ASSERT_EQ(started.error, "");
+  ASSERT_TRUE(recorder.wait_output("ready"));
+  const long escapee = read_pid(workspace_ / "escapee.pid");
+  ASSERT_GT(escapee, 0);
+  sdk::ExecRequest request;
+  request.command = "kill -9 $(awk '{print $4}' /proc/" + std::to_string(started.pid) + "/stat)";
+  ASSERT_EQ(backend().execute(request).exit_code, 0);
+  ASSERT_TRUE(recorder.wait_exit());
+  EXPECT_FALSE(recorder.exit().killed);
+  EXPECT_NE(recorder.exit().error, "");
+  EXPECT_TRUE(stops_running(escapee)) << "the setsid child outlived its supervisor";
+  EXPECT_TRUE(stops_running(started.pid));
+  if (running(escapee)) ::kill(static_cast<pid_t>(escapee), SIGKILL);
 }
 
 }  // namespace
