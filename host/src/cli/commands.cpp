@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/dll/runtime_symbol_info.hpp>
 
+#include "agent/spdlog_sink.hpp"
 #include "auth/http_policy.hpp"
 #include "cli/arguments.hpp"
 #include "config/config.hpp"
@@ -39,11 +40,9 @@ constexpr std::size_t kHttpDefaultMaxConcurrent = 64;
 constexpr std::size_t kHttpDefaultMaxQueued = 64;
 
 void setup_logging(const std::string& level, const std::string& fallback) {
-  // stdout belongs to MCP: every log line goes to stderr.
-  auto logger = spdlog::stderr_color_mt("execmcp");
-  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::from_str(level.empty() ? fallback : level));
+  // stdout belongs to MCP: every log line goes to stderr, bounded and escaped.
+  install_server_logger(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(),
+                        spdlog::level::from_str(level.empty() ? fallback : level));
 }
 
 std::string join(const std::vector<std::string>& items, const char* separator) {
