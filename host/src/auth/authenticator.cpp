@@ -188,6 +188,10 @@ AuthDecision Authenticator::refuse(const Refusal& refusal, std::string_view agen
                                  {"error_description", refusal.description}}
                       .dump();
   // The principal's name (a token name or jwt:<encoded sub>), never the credentials themselves.
+  // A refusal costs the log a line only within a budget: a stranger's flood, or a principal's
+  // calls to an agent it may not use, would otherwise write a line per request.
+  LogThrottle& throttle = refusal.status == 403 ? forbidden_log_ : unauthorized_log_;
+  if (!throttle.admit()) return decision;
   spdlog::info(
       "auth: {} refused for agent {} ({}): {}",
       principal_name.empty() ? std::string("request") : "'" + std::string(principal_name) + "'",

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/log_throttle.hpp"
 #include "auth/verification_keys.hpp"
 #include "config/config.hpp"
 
@@ -100,6 +101,13 @@ class Authenticator {
   };
   mutable std::mutex cache_mutex_;
   mutable std::map<TokenDigest, CachedJwt> jwt_cache_;
+
+  // Refusals logged: at most kRefusalsLogged per window of each kind, then a count (log_throttle).
+  static constexpr std::size_t kRefusalsLogged = 20;
+  mutable LogThrottle unauthorized_log_{"refused requests (401)", kRefusalsLogged,
+                                        std::chrono::seconds(10)};
+  mutable LogThrottle forbidden_log_{"refused requests (403)", kRefusalsLogged,
+                                     std::chrono::seconds(10)};
 };
 
 }  // namespace execmcp::host::auth

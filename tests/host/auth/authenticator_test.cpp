@@ -1,5 +1,6 @@
 // Tests of Authenticator: bearer tokens, the JWT matrix, 401 vs 403 answers, metadata, quiet logs.
 #include "auth/authenticator.hpp"
+#include "auth/log_throttle.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -137,6 +138,36 @@ TEST(Authenticator, WrongOrGarbledTokensAre401InvalidToken) {
     EXPECT_EQ(body_of(decision)["error"], "invalid_token");
     EXPECT_THAT(decision.body, Not(HasSubstr(kSecretA)));
   }
+}
+
+// A stranger's flood of refused requests costs the log a bounded number of lines, not one each.
+TEST(Authenticator, RefusalsFloodTheLogAtMostABurstPerWindow) {
+  const Authenticator auth(static_tokens());
+  const CapturedLog log;
+  for (int i = 0; i < 5000; ++i) {
+    EXPECT_EQ(auth.authorize(i % 2 ? "" : "Bearer wrong", "agent_a").status, 401);
+    EXPECT_EQ(auth.authorize("Bearer " + kSecretA, "agent_b").status, 403);
+  }
+  const std::string text = log.text();
+  const auto lines = std::count(text.begin(), text.end(), '\n');
+  // 5000 refusals of each kind; at most a burst of each is logged within one window.
+  EXPECT_GE(lines, 2);
+  EXPECT_LE(lines, 2 * 20);
+}
+
+TEST(LogThrottle, LogsABurstPerWindowThenSaysHowManyWereLeftOut) {
+  auto now = std::chrono::steady_clock::now();
+  LogThrottle budget("refused requests", 3, std::chrono::seconds(10), [&] { return now; });
+  const CapturedLog log;
+  int admitted = 0;
+  for (int i = 0; i < 100; ++i) admitted += budget.admit() ? 1 : 0;
+  EXPECT_EQ(admitted, 3);
+  EXPECT_EQ(budget.left_out(), 97U);
+  EXPECT_EQ(log.text(), "");
+  now += std::chrono::seconds(11);
+  EXPECT_TRUE(budget.admit());
+  EXPECT_THAT(log.text(), HasSubstr("97 more refused requests were not logged in the last 11 s"));
+  EXPECT_EQ(budget.left_out(), 0U);
 }
 
 TEST(Authenticator, SchemeIsCaseInsensitiveAndOtherSchemesGetAChallenge) {
