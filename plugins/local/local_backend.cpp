@@ -729,7 +729,9 @@ void LocalBackend::run_background(Background& process, SpawnSpec spec,
   if (wait_status != -1 && WIFSIGNALED(wait_status)) exit.signal = WTERMSIG(wait_status);
   if (wait_status == -1)
     exit.error = result.error.empty() ? "the process's end was not reported" : result.error;
-  exit.killed = result.cancelled;
+  // Killed only when its supervisor reported the tree gone: a spare killed before it reported
+  // (by a command, say) may have left part of the tree running, and that is an error, not a kill.
+  exit.killed = result.cancelled && wait_status != -1;
   observer->on_exit(exit);
   {
     std::lock_guard lock(background_mutex_);

@@ -309,4 +309,32 @@ TEST_F(LocalBackgroundTest, KillingABackgroundShellsSpareEndsItsWholeTree) {
   if (running(escapee)) ::kill(static_cast<pid_t>(escapee), SIGKILL);
 }
 
+// A spare killed while its background process ends gracefully never reported the tree gone: the
+// end is an error, not a kill, and the rest of the tree is ended all the same.
+TEST_F(LocalBackgroundTest, ASpareKilledDuringTheGraceReportsAnErrorNotAKill) {
+  auto& processes = make();
+  Recorder recorder;
+  const auto started = start(processes, recorder,
+                             "trap '' TERM; setsid sleep 1000 & echo $! > escapee.pid; "
+                             "echo ready; while :; do sleep 0.05; done");
+  ASSERT_EQ(started.error, "");
+  ASSERT_TRUE(recorder.wait_output("ready"));
+  const long escapee = read_pid(workspace_ / "escapee.pid");
+  ASSERT_GT(escapee, 0);
+  std::ifstream stat("/proc/" + std::to_string(started.pid) + "/stat");
+  std::string line;
+  ASSERT_TRUE(std::getline(stat, line));
+  const long spare = std::strtol(line.c_str() + line.rfind(')') + 4, nullptr, 10);
+  ASSERT_GT(spare, 1);
+  std::jthread terminate([&] { processes.terminate_background(started.id, 60s); });
+  std::this_thread::sleep_for(100ms);  // the TERM is ignored; the grace runs
+  ASSERT_EQ(::kill(static_cast<pid_t>(spare), SIGKILL), 0);
+  terminate.join();
+  ASSERT_EQ(recorder.exits(), 1);
+  EXPECT_FALSE(recorder.exit().killed);
+  EXPECT_NE(recorder.exit().error, "");
+  EXPECT_TRUE(stops_running(escapee)) << "the setsid child outlived its supervisor";
+  if (running(escapee)) ::kill(static_cast<pid_t>(escapee), SIGKILL);
+}
+
 }  // namespace
