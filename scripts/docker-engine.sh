@@ -5,6 +5,10 @@
 #                                     stop the dockerd that this script started (never anyone else's);
 #                                     refuses while containers run unless --force
 #   scripts/docker-engine.sh status   say whether an engine answers and who started it
+#   scripts/docker-engine.sh owns     exit 0 when the engine that DOCKER_HOST reaches is the dockerd
+#                                     this script started (so `stop` would stop it), else 1 and why;
+#                                     quick: it asks no engine (tests that restart the engine ask
+#                                     first and skip when the answer is no)
 # Environment:
 #   EXECMCP_STATE_DIR      where the log and pid file go (default /tmp)
 #   EXECMCP_DOCKERD_ARGS   extra dockerd arguments, e.g. "--storage-driver=vfs"
@@ -178,15 +182,30 @@ cmd_status() {
   return 1
 }
 
+# Tells, without asking any engine, whether `stop` would stop the engine this machine's clients use.
+cmd_owns() {
+  local pid
+  if ! pid="$(our_pid)"; then
+    echo "the engine was not started by this script (no live dockerd recorded in $pid_file)"
+    return 1
+  fi
+  if [ "$DOCKER_HOST" != "unix://$socket" ]; then
+    echo "DOCKER_HOST is $DOCKER_HOST, not the socket of the dockerd this script started (unix://$socket)"
+    return 1
+  fi
+  echo "started by this script (pid $pid, socket $socket)"
+}
+
 force=0
 [ "${2:-}" = --force ] && force=1
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
-  -h | --help | help) sed -n '2,14p' "$0" ;;
+  owns) cmd_owns ;;
+  -h | --help | help) sed -n '2,18p' "$0" ;;
   *)
-    sed -n '2,14p' "$0" >&2
+    sed -n '2,18p' "$0" >&2
     exit 2
     ;;
 esac
