@@ -130,11 +130,16 @@ class Runner {
     }
     return outcomes_[call];
   }
-  // Stdout of `call` so far, waiting until it holds `what`.
-  std::string wait_output(std::uint32_t call, const std::string& what) {
+  // Stdout of `call` so far, waiting until it holds `what` (`times` times).
+  std::string wait_output(std::uint32_t call, const std::string& what, int times = 1) {
     const auto end = std::chrono::steady_clock::now() + 10s;
-    while (outcomes_[call].out.find(what) == std::string::npos &&
-           std::chrono::steady_clock::now() < end) {
+    auto count = [&] {
+      int n = 0;
+      const std::string& out = outcomes_[call].out;
+      for (auto at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+      return n;
+    };
+    while (count() < times && std::chrono::steady_clock::now() < end) {
       auto f = next(100ms);
       if (f && f->type == FrameType::kStdout) outcomes_[f->call].out += f->payload;
       if (f && f->type == FrameType::kDone) outcomes_[f->call].done = decode_done(f->payload);
@@ -194,6 +199,47 @@ TEST(Runner, KillEndsTheWholeTreeIncludingSetsidEscapees) {
   EXPECT_TRUE(o.done->killed);
   EXPECT_EQ(o.done->exit_code, 137);
   EXPECT_TRUE(gone(escapee));
+}
+
+// Issue 17 item 2, as inside a container: a call kills the spare pool program; another call's
+// kill still ends its whole tree (its spare outlived the program), and later calls run.
+TEST(Runner, KillingTheSparePoolLeavesEveryRunningCallKillable) {
+  Runner r;
+  r.run(1, "setsid sleep 300 & echo $!; sleep 300");
+  const pid_t escapee = std::atoi(r.wait_output(1, "\n").c_str());
+  ASSERT_GT(escapee, 0);
+  r.run(2, "kill -9 $(awk '{print $4}' /proc/$PPID/stat)");
+  ASSERT_TRUE(r.collect(2, 20s).done);
+  r.run(3, "echo again");
+  const auto again = r.collect(3, 20s);
+  ASSERT_TRUE(again.done);
+  EXPECT_EQ(again.out, "again\n");
+  r.send(FrameType::kKill, 1);
+  auto o = r.collect(1, 20s);
+  ASSERT_TRUE(o.done);
+  EXPECT_TRUE(o.done->killed);
+  EXPECT_EQ(o.done->error, "");
+  EXPECT_TRUE(gone(escapee));
+  if (!gone(escapee)) ::kill(escapee, SIGKILL);
+}
+
+// A call's own spare killed (by another call, say): the pool program, a subreaper, gets what the
+// spare's command left and kills it, setsid escapees included; the call ends with an error.
+TEST(Runner, KillingACallsSpareLeavesNoEscapee) {
+  Runner r;
+  r.run(1, "echo $PPID; setsid sleep 300 & echo $!; sleep 300");
+  const std::string out = r.wait_output(1, "\n", 2);
+  const pid_t spare = std::atoi(out.c_str());
+  const pid_t escapee = std::atoi(out.c_str() + out.find('\n') + 1);
+  ASSERT_GT(spare, 1) << out;
+  ASSERT_GT(escapee, 0) << out;
+  ASSERT_EQ(::kill(spare, SIGKILL), 0);
+  auto o = r.collect(1, 20s);
+  ASSERT_TRUE(o.done);
+  EXPECT_FALSE(o.done->killed);
+  EXPECT_NE(o.done->error, "");
+  EXPECT_TRUE(gone(escapee)) << "the setsid child outlived its supervisor";
+  if (!gone(escapee)) ::kill(escapee, SIGKILL);
 }
 
 TEST(Runner, ClosingTheChannelKillsWhatRunsAndEndsTheRunner) {
