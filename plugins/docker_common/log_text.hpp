@@ -8,18 +8,18 @@
 #include <string>
 #include <string_view>
 
+#include "execmcp/sdk/log_text.hpp"
+
 namespace execmcp::plugins::docker_common {
 
 // The most one untrusted field adds to a log line, and the most one log message holds.
 inline constexpr std::size_t kLogFieldMax = 1024;
 inline constexpr std::size_t kLogMessageMax = 16 * 1024;
 
-// `bytes` as one safe log line: every byte below 0x20, DEL, a C1 control (U+0080 to U+009F) and
-// every byte that is not part of valid UTF-8 written as \xNN (so no newline, carriage return or
-// terminal escape passes); at most `max` bytes of output, then " ... (N more bytes not logged)".
-// Escaping escaped text changes nothing ('\' itself is kept as it is). `more`: bytes that came
-// after `bytes` and were not kept, counted in that ending.
-std::string log_text(std::string_view bytes, std::size_t max = kLogFieldMax, std::size_t more = 0);
+// The SDK's log_text() (execmcp/sdk/log_text.hpp): every byte below 0x20, DEL, a C1 control and
+// every byte that is not valid UTF-8 as \xNN; at most `max` (kLogFieldMax) bytes, then how many
+// were not logged.
+using sdk::log_text;
 
 // How much of one source of untrusted lines (one runner's stderr) reaches the log: at most
 // `max_lines` lines and `max_bytes` bytes of them, each line cut at `line_max`; past that, bytes
