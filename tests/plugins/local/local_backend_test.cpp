@@ -612,6 +612,15 @@ TEST_F(LocalBackendTest, SupervisorProgramKilledIsRestartedAndNoCallHangs) {
   const auto pids = supervisor_processes();
   ASSERT_FALSE(pids.empty());
   ASSERT_EQ(::kill(static_cast<pid_t>(pids.front()), SIGKILL), 0);
+  // Until it has exited (a zombie of ours) a call may still reach it, or a spare about to die.
+  const std::string stat_path = "/proc/" + std::to_string(pids.front()) + "/stat";
+  until = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string stat = read_proc_file(stat_path);
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') break;
+    std::this_thread::sleep_for(5ms);
+  }
   // The next calls start the program again; none of them waits for a spare that will never come.
   for (int i = 0; i < 3; ++i) {
     auto next = std::async(std::launch::async, [&] { return run(backend, "echo again", 60s); });

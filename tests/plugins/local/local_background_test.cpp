@@ -275,8 +275,10 @@ TEST_F(LocalBackgroundTest, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterThe
   ASSERT_GT(escapee, 0);
   // The command's shell is a child of its spare, the spare of the pool program: kill that.
   sdk::ExecRequest request;
-  request.command = "kill -9 $(awk '{print $4}' /proc/$PPID/stat)";
-  (void)backend().execute(request);  // its own spare goes with the pool: an error, or none
+  request.command = "pool=$(awk '{print $4}' /proc/$PPID/stat); echo $pool; kill -9 $pool";
+  const long pool = std::atol(backend().execute(request).stdout_data.c_str());
+  ASSERT_GT(pool, 1);
+  EXPECT_TRUE(stops_running(pool));  // a zombie of ours: a call no longer reaches it
   request.command = "echo again";
   ASSERT_EQ(backend().execute(request).stdout_data, "again\n");
   processes.terminate_background(started.id, 0ms);
