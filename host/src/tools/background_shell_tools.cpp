@@ -209,6 +209,16 @@ ToolOutcome run_kill(const json& arguments, ToolContext& context) {
   if (args.error()) return ArgumentError{*args.error()};
   const BackgroundKillResult result = context.agent.kill_background(shell_id, context.principal);
   if (!result.error.empty()) return failure(result.error);
+  // "killed" only when the backend confirmed the whole tree ended; a shell whose supervisor was
+  // killed under it ends "failed" with the reason, and saying "killed" would hide a survivor.
+  if (result.was_running && result.status.status != "killed") {
+    const std::string why =
+        result.status.error.empty() ? "the process did not end as killed" : result.status.error;
+    return failure("Kill sent, but the shell ended " + result.status.status + ": " + why,
+                   json{{"shell_id", result.status.shell_id},
+                        {"status", result.status.status},
+                        {"error", sanitize_utf8(why)}});
+  }
   if (result.was_running) {
     return success(json{{"success", true},
                         {"shell_id", result.status.shell_id},

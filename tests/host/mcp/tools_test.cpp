@@ -2,6 +2,7 @@
 // real python3 and the execute_command argument handling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -241,11 +242,41 @@ class CannedAgent final : public Agent {
   [[nodiscard]] const std::string& id() const override { return id_; }
   [[nodiscard]] const std::string& cwd() const override { return id_; }
   [[nodiscard]] sdk::BackendTraits traits() const override { return {}; }
+  BackgroundKillResult kill_background(const std::string&, const std::string&) override {
+    return kill_;
+  }
+  BackgroundKillResult kill_;
 
  private:
   ExecuteOutcome outcome_;
   std::string id_ = "canned";
 };
+
+// A kill whose process tree the backend could not confirm ended (its supervisor was killed) is
+// not answered "killed": the answer says what the shell's status is and why.
+TEST(KillBackgroundShellTool, SaysKilledOnlyWhenTheShellEndedKilled) {
+  const auto tools = make_background_shell_tools();
+  const auto kill = std::find_if(tools.begin(), tools.end(),
+                                 [](const Tool& t) { return t.name == "kill_background_shell"; });
+  ASSERT_NE(kill, tools.end());
+  CannedAgent agent{ExecuteOutcome{}};
+  ToolContext context{agent, nullptr, nullptr, "test"};
+  agent.kill_.was_running = true;
+  agent.kill_.status.shell_id = "shell_0000000a";
+  agent.kill_.status.status = "killed";
+  auto result = std::get<ToolResult>(kill->run(json{{"shell_id", "shell_0000000a"}}, context));
+  EXPECT_FALSE(result.is_error);
+  EXPECT_EQ(result.structured["status"], "killed");
+
+  agent.kill_.status.status = "failed";
+  agent.kill_.status.error = "the supervisor of the process was lost";
+  result = std::get<ToolResult>(kill->run(json{{"shell_id", "shell_0000000a"}}, context));
+  EXPECT_TRUE(result.is_error);
+  EXPECT_EQ(result.structured["success"], false);
+  EXPECT_EQ(result.structured["status"], "failed");
+  EXPECT_EQ(result.structured["error"], "the supervisor of the process was lost");
+  EXPECT_NE(result.text.find("the supervisor of the process was lost"), std::string::npos);
+}
 
 TEST(ExecuteCommandTool, ReportsTheBackendsDirectoryAndRepairsTheCommand) {
   ExecuteOutcome outcome;
