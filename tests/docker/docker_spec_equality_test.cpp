@@ -3,6 +3,7 @@
 // apart from what names one container (its name, hostname and instance label).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,6 +47,13 @@ json comparable(const std::string& container) {
   out["Config"].erase("Hostname");
   if (out["Config"].contains("Labels") && out["Config"]["Labels"].is_object())
     out["Config"]["Labels"].erase("execmcp.instance");
+  // Both plugins pass the variables in one order, but docker CLI 28 sometimes creates them in
+  // another (seen in two runs: B before A); with distinct names the order means nothing.
+  if (out["Config"].contains("Env") && out["Config"]["Env"].is_array()) {
+    auto env = out["Config"]["Env"].get<std::vector<std::string>>();
+    std::sort(env.begin(), env.end());
+    out["Config"]["Env"] = env;
+  }
   return out;
 }
 
