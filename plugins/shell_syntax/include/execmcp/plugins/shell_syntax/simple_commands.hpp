@@ -25,7 +25,7 @@ enum class Source {
   ShellString,   // a string a shell runs: bash -c / su -c / eval / env -S / watch / git -c
                  // alias.x='!...', or a here-document, here-string, <( ) or `echo ... |` fed to one
   Privileged,    // the command that sudo / doas / pkexec / run0 runs: a second view of its runner
-  Wrapped,       // the command a wrapper (env, nohup, timeout, xargs, parallel, find -exec ...) runs
+  Wrapped,  // the command a wrapper (env, nohup, timeout, xargs, parallel, find -exec ...) runs
 };
 
 struct Redirection {
