@@ -550,16 +550,6 @@ void bench_docker(const Options& opt, const Workspace& w, const Stats& spawn_sta
   std::printf("server shutdown (container cleanup) took %.2f s\n", stop_s);
 }
 
-std::string default_bin() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path sibling = self.parent_path() / "execmcp";
-    if (fs::exists(sibling)) return sibling.string();
-  }
-  return "execmcp";
-}
-
 void usage() {
   std::puts(
       "usage: execmcp_bench [--bin PATH] [--iterations N] [--no-http] [--docker]\n"
@@ -577,7 +567,7 @@ void usage() {
 
 Options parse(int argc, char** argv) {
   Options opt;
-  opt.bin = default_bin();
+  opt.bin = sibling_execmcp();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {

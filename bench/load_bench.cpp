@@ -710,16 +710,6 @@ int run(const Options& opt) {
   return all_answered ? 0 : 1;
 }
 
-std::string default_bin() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path sibling = self.parent_path() / "execmcp";
-    if (fs::exists(sibling)) return sibling.string();
-  }
-  return "execmcp";
-}
-
 void usage() {
   std::puts(
       "usage: execmcp_load_bench [--bin PATH] [--agents N] [--clients-per-agent N] [--calls N]\n"
@@ -736,7 +726,7 @@ void usage() {
 
 Options parse(int argc, char** argv) {
   Options opt;
-  opt.bin = default_bin();
+  opt.bin = sibling_execmcp();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto number = [&]() {

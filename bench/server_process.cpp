@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -40,6 +41,16 @@ long status_field_kib(pid_t pid, const char* field) {
 }
 
 }  // namespace
+
+std::string sibling_execmcp() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto sibling = self.parent_path() / "execmcp";
+    if (std::filesystem::exists(sibling)) return sibling.string();
+  }
+  return "execmcp";
+}
 
 int spawn_and_wait(const std::vector<std::string>& argv) {
   auto args = c_argv(argv);

@@ -10,6 +10,9 @@
 
 namespace execmcp::bench {
 
+// The `execmcp` next to the running program (both are built into bin/), else "execmcp" (PATH).
+std::string sibling_execmcp();
+
 // Spawns a program with posix_spawn and waits for it; returns the exit status or -1.
 int spawn_and_wait(const std::vector<std::string>& argv);
 
