@@ -286,7 +286,9 @@ TEST(BackgroundReads, CostAboutWhatTheyAskWhateverTheCommands) {
   const std::string text = shown["command"];
   EXPECT_LE(text.size(), kBackgroundCommandShownBytes);
   EXPECT_THAT(text, ::testing::EndsWith("x\xE2\x80\xA6 (131072 bytes, cut)"));
-  for (const auto& shell : json::parse(list)["result"]["structuredContent"]["shells"])
+  // Parsed into a local: a range-for over a member of a temporary would read freed memory.
+  const json listed = json::parse(list);
+  for (const auto& shell : listed["result"]["structuredContent"]["shells"])
     EXPECT_EQ(shell["command_truncated"], true);
 }
 
