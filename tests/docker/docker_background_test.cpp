@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -79,6 +80,35 @@ TEST_F(DockerBackground, StopEndsEveryBackgroundProcessBeforeItReturns) {
   EXPECT_EQ(count("^sleep 1003"), "0");
   // The backend still serves.
   EXPECT_EQ(run(*backend_, "echo after").stdout_data, "after\n");
+}
+
+// Issue 17: a command killed the spare pool in the container, and the kill of a background shell
+// then said "killed" while the shell's setsid child ran on. Busy spares now outlive the pool, which
+// the runner starts again, so the kill still reaches the whole tree.
+TEST_F(DockerBackground, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterTheKill) {
+  if (test_exec_mode() == "exec") GTEST_SKIP() << "exec mode runs no spare pool";
+  Watcher w;
+  sdk::BackgroundRequest req;
+  req.command = "setsid sleep 1004 & echo ready; sleep 1005";
+  const auto started = bg().start_background(req, &w);
+  ASSERT_EQ(started.error, "");
+  for (int i = 0; i < 100 && w.out().empty(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(w.out(), "ready\n");
+  ASSERT_EQ(count("^sleep 1004"), "1");
+  // The command's shell is a child of its spare, the spare of the pool program: kill that.
+  const auto killed =
+      run(*backend_, "pool=$(awk '{print $4}' /proc/$PPID/stat); echo $pool; kill -9 $pool");
+  ASSERT_EQ(killed.exit_code, 0) << killed.stderr_data;
+  ASSERT_GT(std::atol(killed.stdout_data.c_str()), 1) << killed.stdout_data;
+  EXPECT_EQ(run(*backend_, "echo again").stdout_data, "again\n");
+  bg().terminate_background(started.id, 0ms);
+  ASSERT_TRUE(w.wait_exit(60s));
+  EXPECT_EQ(count("^sleep 1004"), "0") << "the setsid child outlived the kill";
+  EXPECT_EQ(count("^sleep 1005"), "0");
+  // "killed" only when the tree was seen ended; otherwise the end carries why.
+  if (!w.exit().killed) {
+    EXPECT_NE(w.exit().error, "");
+  }
 }
 
 TEST_F(DockerBackground, AFiftyMegabytePrinterIsStreamedAndKeptNowhere) {
