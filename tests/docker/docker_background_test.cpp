@@ -111,6 +111,29 @@ TEST_F(DockerBackground, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterTheKil
   }
 }
 
+// A command that kills execmcp-runner itself takes the runner's whole tree with it: no background
+// process of that runner runs on unseen, its end is an error (never "killed"), and the next call
+// gets a new runner.
+TEST_F(DockerBackground, KillingTheRunnerEndsItsBackgroundShellsAndSaysSo) {
+  if (test_exec_mode() == "exec") GTEST_SKIP() << "exec mode runs no execmcp-runner";
+  Watcher w;
+  sdk::BackgroundRequest req;
+  req.command = "setsid sleep 1006 & echo ready; sleep 1007";
+  const auto started = bg().start_background(req, &w);
+  ASSERT_EQ(started.error, "");
+  for (int i = 0; i < 100 && w.out().empty(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(w.out(), "ready\n");
+  // The shell's parent is its spare, the spare's the pool, the pool's the runner.
+  run(*backend_,
+      "pool=$(awk '{print $4}' /proc/$PPID/stat); kill -9 $(awk '{print $4}' /proc/$pool/stat)");
+  ASSERT_TRUE(w.wait_exit(60s));
+  EXPECT_FALSE(w.exit().killed);
+  EXPECT_NE(w.exit().error, "");
+  EXPECT_EQ(run(*backend_, "echo again").stdout_data, "again\n");
+  EXPECT_EQ(count("^sleep 1006"), "0") << "a setsid child of the killed runner ran on";
+  EXPECT_EQ(count("^sleep 1007"), "0");
+}
+
 TEST_F(DockerBackground, AFiftyMegabytePrinterIsStreamedAndKeptNowhere) {
   Watcher w(0);  // counts the bytes, keeps none
   sdk::BackgroundRequest req;
