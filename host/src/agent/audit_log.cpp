@@ -38,17 +38,6 @@ std::string utc_timestamp() {
   return out;
 }
 
-std::string hex(const TokenDigest& digest) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(2 * digest.size());
-  for (const unsigned char byte : digest) {
-    text += kHex[byte >> 4];
-    text += kHex[byte & 15];
-  }
-  return text;
-}
-
 // Every string field cut at kAuditFieldBytes: what the log line shows.
 AuditRecord bounded(const AuditRecord& record) {
   AuditRecord out;
@@ -123,7 +112,7 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
     if (!value.is_string()) continue;
     const auto& text = value.get_ref<const std::string&>();
     if (text.size() <= kAuditFieldBytes) continue;
-    cut[key] = {{"bytes", text.size()}, {"sha256", hex(sha256_digest(text))}};
+    cut[key] = {{"bytes", text.size()}, {"sha256", digest_hex(sha256_digest(text))}};
     value = cut_text(text, kAuditFieldBytes);
   }
   if (!cut.empty()) line["cut"] = std::move(cut);

@@ -88,9 +88,7 @@ std::string subject_principal(std::string_view sub) {
   if (const auto percent = encoded.rfind('%', cut - 1);
       percent != std::string::npos && percent + 3 > cut)
     cut = percent;
-  std::string name = "jwt:" + encoded.substr(0, cut) + "~";
-  for (const unsigned char byte : sha256_digest(sub)) name += {kHex[byte >> 4], kHex[byte & 0xF]};
-  return name;
+  return "jwt:" + encoded.substr(0, cut) + "~" + digest_hex(sha256_digest(sub));
 }
 
 enum class BearerParse { Missing, OtherScheme, Malformed, Token };

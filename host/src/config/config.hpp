@@ -76,6 +76,8 @@ enum class ConfigSchema { Native, MassGen };
 using TokenDigest = std::array<unsigned char, 32>;
 // SHA-256 of `text` (OpenSSL EVP); shared by the loader and the authenticator.
 TokenDigest sha256_digest(std::string_view text);
+// A digest as 64 lower-case hex digits, as `sha256sum` prints it and `sha256:` takes it.
+std::string digest_hex(const TokenDigest& digest);
 
 // A static bearer token of `server.tokens`.
 struct TokenConfig {

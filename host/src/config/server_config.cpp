@@ -24,6 +24,17 @@ TokenDigest sha256_digest(std::string_view text) {
   return digest;
 }
 
+std::string digest_hex(const TokenDigest& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(2 * digest.size());
+  for (const unsigned char byte : digest) {
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  return text;
+}
+
 namespace config_detail {
 
 namespace {
