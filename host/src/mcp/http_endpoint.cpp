@@ -280,13 +280,17 @@ void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpE
   }
 }
 
+bool HttpEndpoint::is_get(const http::HttpRequest& request,
+                          const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (request.method == "GET" || request.method == "HEAD") return true;
+  metrics_.http_request(405);
+  exchange->respond(405, {{"allow", "GET"}}, {});
+  return false;
+}
+
 void HttpEndpoint::serve_health(const std::string& /*path*/, http::HttpRequest& request,
                                 const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (request.method != "GET" && request.method != "HEAD") {
-    metrics_.http_request(405);
-    exchange->respond(405, {{"allow", "GET"}}, {});
-    return;
-  }
+  if (!is_get(request, exchange)) return;
   metrics_.http_request(200);
   exchange->respond(200, json_headers(), json_body(json{{"status", "ok"}}));
 }
@@ -330,11 +334,7 @@ std::optional<std::set<std::string>> HttpEndpoint::visible_agents(
 
 void HttpEndpoint::serve_ready(const std::string& /*path*/, http::HttpRequest& request,
                                const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (request.method != "GET" && request.method != "HEAD") {
-    metrics_.http_request(405);
-    exchange->respond(405, {{"allow", "GET"}}, {});
-    return;
-  }
+  if (!is_get(request, exchange)) return;
   // Side-effect free: each agent's last known state (an atomic), never a start. An agent starts
   // on its first call (or with serve --start-all), not because someone asked whether it could.
   static constexpr const char* kNames[] = {"not started", "starting", "started", "failed"};
@@ -362,11 +362,7 @@ void HttpEndpoint::serve_ready(const std::string& /*path*/, http::HttpRequest& r
 
 void HttpEndpoint::serve_metrics(const std::string& /*path*/, http::HttpRequest& request,
                                  const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (request.method != "GET" && request.method != "HEAD") {
-    metrics_.http_request(405);
-    exchange->respond(405, {{"allow", "GET"}}, {});
-    return;
-  }
+  if (!is_get(request, exchange)) return;
   const auto visible = visible_agents(request);
   std::string text;
   if (!visible) {

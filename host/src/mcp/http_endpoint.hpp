@@ -99,6 +99,9 @@ class HttpEndpoint {
   // The routes and their handlers, in match order: the one table handle() and routes() read.
   static const std::vector<RouteEntry>& route_table();
 
+  // GET or HEAD; anything else is answered 405 here (the probes take nothing else).
+  bool is_get(const http::HttpRequest& request,
+              const std::shared_ptr<http::HttpExchange>& exchange);
   void serve_health(const std::string& path, http::HttpRequest& request,
                     const std::shared_ptr<http::HttpExchange>& exchange);
   void serve_resource_metadata(const std::string& path, http::HttpRequest& request,
