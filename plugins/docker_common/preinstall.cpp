@@ -117,41 +117,46 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
-std::string check_preinstall_files(const PreinstallSettings& settings) {
+namespace {
+
+// Calls `check(name, path)` for each local file of the three lists, `name` as the config writes it
+// ("preinstall.system[0]"); the first error it returns, or "".
+template <typename Check>
+std::string check_local_files(const PreinstallSettings& settings, Check check) {
   const std::pair<const char*, const std::vector<std::string>*> lists[] = {
       {"system", &settings.system}, {"python", &settings.python}, {"npm", &settings.npm}};
   for (const auto& [list, entries] : lists) {
     for (std::size_t i = 0; i < entries->size(); ++i) {
       const std::string& entry = (*entries)[i];
       if (!is_local_file(entry)) continue;
-      struct stat st {};
-      std::string why;
-      if (::stat(entry.c_str(), &st) != 0) {
-        why = std::strerror(errno);
-      } else if (!S_ISREG(st.st_mode)) {
-        why = "not a regular file";
-      }
-      if (!why.empty())
-        return "preinstall." + std::string(list) + "[" + std::to_string(i) + "] '" + entry +
-               "': " + why;
+      std::string err =
+          check("preinstall." + std::string(list) + "[" + std::to_string(i) + "]", entry);
+      if (!err.empty()) return err;
     }
   }
   return {};
 }
 
+}  // namespace
+
+std::string check_preinstall_files(const PreinstallSettings& settings) {
+  return check_local_files(settings, [](const std::string& name, const std::string& entry) {
+    struct stat st {};
+    std::string why;
+    if (::stat(entry.c_str(), &st) != 0) {
+      why = std::strerror(errno);
+    } else if (!S_ISREG(st.st_mode)) {
+      why = "not a regular file";
+    }
+    return why.empty() ? why : name + " '" + entry + "': " + why;
+  });
+}
+
 std::string check_preinstall_inputs(const PreinstallSettings& settings,
                                     const std::vector<WritableRoot>& writable) {
-  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
-      {"system", &settings.system}, {"python", &settings.python}, {"npm", &settings.npm}};
-  for (const auto& [list, entries] : lists)
-    for (std::size_t i = 0; i < entries->size(); ++i)
-      if (is_local_file((*entries)[i]))
-        if (auto err =
-                check_input_file((*entries)[i], writable,
-                                 "preinstall." + std::string(list) + "[" + std::to_string(i) + "]");
-            !err.empty())
-          return err;
-  return {};
+  return check_local_files(settings, [&](const std::string& name, const std::string& entry) {
+    return check_input_file(entry, writable, name);
+  });
 }
 
 PreinstallPlan plan_preinstall(const PreinstallSettings& settings) {
