@@ -125,6 +125,22 @@ std::vector<std::string> strict_problems(const Config& config, const Arguments& 
 
 // Loads the config and logs its warnings and the keys it does not act on. Throws ConfigError
 // (also for those keys, with --strict).
+// Wipes, then unsets, each environment variable that held a token. unsetenv() alone only drops
+// the pointer: the value stays in the block the process started with, which
+// /proc/<pid>/environ shows (and environ still points into it for variables never changed). Every
+// entry of the name is wiped, in case the environment held it twice.
+void wipe_secret_env(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    const std::string prefix = name + "=";
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      if (std::strncmp(*entry, prefix.c_str(), prefix.size()) != 0) continue;
+      char* value = *entry + prefix.size();
+      ::explicit_bzero(value, std::strlen(value));
+    }
+    ::unsetenv(name.c_str());
+  }
+}
+
 std::shared_ptr<const Config> load_config_logged(const Arguments& args) {
   std::shared_ptr<const Config> config;
   if (args.massgen) {
@@ -136,6 +152,10 @@ std::shared_ptr<const Config> load_config_logged(const Arguments& args) {
   } else {
     config = load_config(args.config_file);
   }
+  // The tokens are hashed now. Commands (a local agent's inherit our environment) must never see
+  // the variables that held server.tokens, nor anyone reading /proc/<pid>/environ, though only
+  // serve --http uses the tokens.
+  if (config->server) wipe_secret_env(config->server->secret_env);
   if (auto problems = strict_problems(*config, args); !problems.empty())
     throw ConfigError(std::move(problems));
   for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
@@ -156,22 +176,6 @@ std::vector<std::unique_ptr<ConfiguredAgent>> build_agents(
   return agents;
 }
 
-// Wipes, then unsets, each environment variable that held a token. unsetenv() alone only drops
-// the pointer: the value stays in the block the process started with, which
-// /proc/<pid>/environ shows (and environ still points into it for variables never changed). Every
-// entry of the name is wiped, in case the environment held it twice.
-void wipe_secret_env(const std::vector<std::string>& names) {
-  for (const auto& name : names) {
-    const std::string prefix = name + "=";
-    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-      if (std::strncmp(*entry, prefix.c_str(), prefix.size()) != 0) continue;
-      char* value = *entry + prefix.size();
-      ::explicit_bzero(value, std::strlen(value));
-    }
-    ::unsetenv(name.c_str());
-  }
-}
-
 // Loads the config, scans plugins, builds and starts the selected agent (not started when a
 // signal arrived first); nullptr after printing the reason when any of that fails. Call it with a
 // StartSignals alive and stop_if_signalled() after.
@@ -179,9 +183,6 @@ std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
                                                std::shared_ptr<const Config>& config) {
   try {
     config = load_config_logged(args);
-    // Commands (a local agent's inherit our environment) must never see the variables that held
-    // server.tokens, though only serve --http uses the tokens.
-    if (config->server) wipe_secret_env(config->server->secret_env);
     auto agent = std::move(build_agents(*config, {&config->select_agent(args.agent_id)}, args)[0]);
     if (g_start_signal == 0) agent->start();
     return agent;
@@ -224,9 +225,6 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
   std::vector<std::unique_ptr<ConfiguredAgent>> agents;
   try {
     config = load_config_logged(args);
-    // The tokens are hashed now; commands (a local agent's inherit our environment) must never
-    // see the variables that held them, nor anyone reading /proc/<pid>/environ.
-    if (config->server) wipe_secret_env(config->server->secret_env);
     std::vector<const AgentConfig*> selected;
     if (args.agent_ids.empty()) {
       for (const auto& agent : config->agents) selected.push_back(&agent);
