@@ -48,6 +48,11 @@ std::vector<std::string> operands(const SimpleCommand& cmd) {
   return out;
 }
 
+// A normalised absolute path that is the root or everything in it.
+bool is_root_glob(const std::string& normalized) {
+  return normalized == "/" || normalized == "/*" || normalized == "/**";
+}
+
 // "/", "/*", "~", "~/", "~/*", "$HOME", "${HOME}/*", "//", "/./", "/.." ...
 bool is_root_or_home(const std::string& target) {
   std::string rest;
@@ -64,12 +69,7 @@ bool is_root_or_home(const std::string& target) {
   } else {
     return false;
   }
-  std::string normalized = normalize_path("/" + rest);
-  return normalized == "/" || normalized == "/*" || normalized == "/**";
-}
-
-bool is_root_glob(const std::string& normalized) {
-  return normalized == "/" || normalized == "/*" || normalized == "/**";
+  return is_root_glob(normalize_path("/" + rest));
 }
 
 // A normalised relative path that only climbs ("..", "../..", "../../*"): from a directory that
