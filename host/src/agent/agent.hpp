@@ -13,6 +13,9 @@
 
 namespace execmcp::host {
 
+// Where an agent's backend is (LazyAgent), as GET /ready and /metrics report it.
+enum class AgentState { kNotStarted, kStarting, kStarted, kFailed };
+
 struct ExecuteArgs {
   std::string command;
   std::optional<std::chrono::milliseconds> timeout;  // none: the agent's default

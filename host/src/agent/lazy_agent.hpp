@@ -15,7 +15,7 @@ namespace execmcp::host {
 class LazyAgent final : public Agent {
  public:
   // What /ready and /metrics report; read without waiting on a start.
-  enum class State { kNotStarted, kStarting, kStarted, kFailed };
+  using State = AgentState;
 
   // After a failed start, calls within `retry_after` get the same error without trying again.
   // At most `max_start_waiters` calls wait for one start (each holds a call worker while it

@@ -39,7 +39,7 @@ using Authorize =
 
 // Where an agent's backend is, for GET /ready and /metrics. Read on an HTTP I/O thread: it must
 // never wait on a backend (LazyAgent::state() reads an atomic) and never start one.
-enum class AgentState { kNotStarted, kStarting, kStarted, kFailed };
+using AgentState = host::AgentState;
 using AgentStateReader = std::function<AgentState()>;
 
 struct HttpEndpointOptions {

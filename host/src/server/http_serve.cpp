@@ -24,20 +24,6 @@ bool is_loopback(const std::string& address) {
   return address == "localhost" || address == "::1" || address.starts_with("127.");
 }
 
-mcp::AgentState agent_state(LazyAgent::State state) {
-  switch (state) {
-    case LazyAgent::State::kStarting:
-      return mcp::AgentState::kStarting;
-    case LazyAgent::State::kStarted:
-      return mcp::AgentState::kStarted;
-    case LazyAgent::State::kFailed:
-      return mcp::AgentState::kFailed;
-    case LazyAgent::State::kNotStarted:
-      break;
-  }
-  return mcp::AgentState::kNotStarted;
-}
-
 std::string url_of(const http::ListenAddress& listen, std::uint16_t port, bool tls) {
   const std::string host =
       listen.address.find(':') != std::string::npos ? "[" + listen.address + "]" : listen.address;
@@ -83,7 +69,7 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
     lazy.push_back(std::make_unique<LazyAgent>(*agent));
     LazyAgent* entry = lazy.back().get();
     // /ready reads the state and starts nothing: an agent starts on its first call.
-    entries[agent->id()] = {entry, [entry] { return agent_state(entry->state()); }};
+    entries[agent->id()] = {entry, [entry] { return entry->state(); }};
   }
 
   mcp::Metrics metrics;
