@@ -34,6 +34,16 @@ class DockerBackground : public SharedBackendTest<DockerBackground> {
     EXPECT_NE(p, nullptr);
     return *p;
   }
+  // Starts `command`, which prints "ready" once its children run: its id once it did, else 0.
+  std::uint64_t start_ready(Watcher& w, const std::string& command) {
+    sdk::BackgroundRequest req;
+    req.command = command;
+    const auto started = bg().start_background(req, &w);
+    EXPECT_EQ(started.error, "");
+    for (int i = 0; i < 100 && w.out().empty(); ++i) std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(w.out(), "ready\n");
+    return started.error.empty() && w.out() == "ready\n" ? started.id : 0;
+  }
   std::string count(const std::string& pattern) {
     return trim(run(*backend_, "ps -eo args | grep -c '" + pattern + "'; true").stdout_data);
   }
@@ -88,12 +98,8 @@ TEST_F(DockerBackground, StopEndsEveryBackgroundProcessBeforeItReturns) {
 TEST_F(DockerBackground, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterTheKill) {
   if (test_exec_mode() == "exec") GTEST_SKIP() << "exec mode runs no spare pool";
   Watcher w;
-  sdk::BackgroundRequest req;
-  req.command = "setsid sleep 1004 & echo ready; sleep 1005";
-  const auto started = bg().start_background(req, &w);
-  ASSERT_EQ(started.error, "");
-  for (int i = 0; i < 100 && w.out().empty(); ++i) std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(w.out(), "ready\n");
+  const std::uint64_t id = start_ready(w, "setsid sleep 1004 & echo ready; sleep 1005");
+  ASSERT_NE(id, 0u);
   ASSERT_EQ(count("^sleep 1004"), "1");
   // The command's shell is a child of its spare, the spare of the pool program: kill that.
   const auto killed =
@@ -101,7 +107,7 @@ TEST_F(DockerBackground, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterTheKil
   ASSERT_EQ(killed.exit_code, 0) << killed.stderr_data;
   ASSERT_GT(std::atol(killed.stdout_data.c_str()), 1) << killed.stdout_data;
   EXPECT_EQ(run(*backend_, "echo again").stdout_data, "again\n");
-  bg().terminate_background(started.id, 0ms);
+  bg().terminate_background(id, 0ms);
   ASSERT_TRUE(w.wait_exit(60s));
   EXPECT_EQ(count("^sleep 1004"), "0") << "the setsid child outlived the kill";
   EXPECT_EQ(count("^sleep 1005"), "0");
@@ -117,12 +123,8 @@ TEST_F(DockerBackground, KillingTheSparePoolLeavesNoBackgroundEscapeeAfterTheKil
 TEST_F(DockerBackground, KillingTheRunnerEndsItsBackgroundShellsAndSaysSo) {
   if (test_exec_mode() == "exec") GTEST_SKIP() << "exec mode runs no execmcp-runner";
   Watcher w;
-  sdk::BackgroundRequest req;
-  req.command = "setsid sleep 1006 & echo ready; sleep 1007";
-  const auto started = bg().start_background(req, &w);
-  ASSERT_EQ(started.error, "");
-  for (int i = 0; i < 100 && w.out().empty(); ++i) std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(w.out(), "ready\n");
+  const std::uint64_t id = start_ready(w, "setsid sleep 1006 & echo ready; sleep 1007");
+  ASSERT_NE(id, 0u);
   // The shell's parent is its spare, the spare's the pool, the pool's the runner.
   run(*backend_,
       "pool=$(awk '{print $4}' /proc/$PPID/stat); kill -9 $(awk '{print $4}' /proc/$pool/stat)");
