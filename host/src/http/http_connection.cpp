@@ -12,6 +12,7 @@
 #include <cctype>
 #include <exception>
 
+#include "execmcp/sdk/log_text.hpp"
 #include "http/http_wire.hpp"
 
 namespace execmcp::host::http::detail {
@@ -36,9 +37,10 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-// A header value as quoted back in an error body: cut at 200 bytes.
+// A header value as quoted back in an error body: at most 200 bytes, escaped (HTTP allows
+// obs-text bytes in a value, which are not UTF-8).
 std::string shown(std::string_view value) {
-  return std::string(value.substr(0, 200));
+  return sdk::log_text(value, 200);
 }
 
 std::string endpoint_text(const tcp::socket& socket) {
@@ -516,9 +518,8 @@ void Connection::on_request_complete() {
 
   for (const auto& [name, value] : request.headers) {
     if (name != "origin" || shared_->origins.allows(value)) continue;
-    std::string shown = value.substr(0, 200);
     reject_request(403,
-                   "Origin '" + shown +
+                   "Origin '" + shown(value) +
                        "' is not allowed; add it to server.allowed_origins in the config to "
                        "allow it.\n",
                    shared_->counters.rejected_origin, false);

@@ -538,6 +538,23 @@ TEST_F(HttpServerTest, AForeignHostOnALoopbackListenerGets403OnEveryRoute) {
   EXPECT_EQ(server_->stats().rejected.host, 15u);
 }
 
+// A header value quoted back in an error answer is bounded and escaped: obs-text bytes (which
+// HTTP allows in a value) come back as \xNN, never raw.
+TEST_F(HttpServerTest, AHeaderValueQuotedInARefusalIsBoundedAndEscaped) {
+  HeldExchanges held;
+  start(loopback(), held.handler());
+  RawClient client(port_);
+  client.send("GET / HTTP/1.1\r\nHost: evil\xff\xfe" + std::string(1000, 'x') + "\r\n\r\n");
+  const auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(status_of(*response), 403) << *response;
+  const std::string body = body_of(*response);
+  EXPECT_NE(body.find("'evil\\xff\\xfe"), std::string::npos) << body;
+  EXPECT_EQ(body.find('\xff'), std::string::npos) << body;
+  EXPECT_LT(body.size(), 512u) << body;
+  EXPECT_EQ(held.count(), 0u);
+}
+
 TEST_F(HttpServerTest, LoopbackHostsAreServedOnALoopbackListener) {
   start(loopback(), echo_handler());
   const std::string port = std::to_string(port_);
