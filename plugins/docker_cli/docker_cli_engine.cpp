@@ -36,6 +36,8 @@ constexpr auto kLogsTimeout = 30s;
 constexpr auto kExecStartTimeout = 60s;
 // How long a finished exec's CLI may take to exit once its output has ended.
 constexpr auto kExitWait = 10s;
+// The most of an exec's stdout held while its start line has not come (see start_exec()).
+constexpr std::size_t kEarlyOutputLimit = std::size_t{1} << 20;
 
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -71,7 +73,14 @@ bool read_now(int fd, std::string& into, std::size_t max = std::size_t{1} << 20)
 // its stdin, and its exit status as the command's.
 class CliExecSession final : public dc::ExecSession {
  public:
-  explicit CliExecSession(std::unique_ptr<Child> child) : child_(std::move(child)) {}
+  // `early_out`: the command's stdout read before the session; `start_line_pending`: the start
+  // line has not come yet (it is taken off stderr here), `early_err` what came on stderr so far.
+  CliExecSession(std::unique_ptr<Child> child, std::string early_out, bool start_line_pending,
+                 std::string early_err)
+      : child_(std::move(child)),
+        early_out_(std::move(early_out)),
+        start_line_pending_(start_line_pending),
+        held_err_(std::move(early_err)) {}
 
   ReadStatus read(std::chrono::milliseconds wait,
                   dc::ExecStreamDecoder::Handler& handler) override {
@@ -92,6 +101,7 @@ class CliExecSession final : public dc::ExecSession {
     if (exited) {
       deliver(handler);
       out_open_ = err_open_ = false;
+      deliver(handler);  // stderr held for a start line that never came
     }
     status.eof = !out_open_ && !err_open_;
     return status;
@@ -134,23 +144,46 @@ class CliExecSession final : public dc::ExecSession {
 
  private:
   void deliver(dc::ExecStreamDecoder::Handler& handler) {
+    if (!early_out_.empty()) handler.on_payload(Stream::Stdout, std::exchange(early_out_, {}));
     if (out_open_) {
       std::string data;
       out_open_ = read_now(child_->out_fd(), data);
       if (!data.empty()) handler.on_payload(Stream::Stdout, data);
     }
-    if (err_open_) {
-      std::string data;
-      err_open_ = read_now(child_->err_fd(), data);
-      if (!data.empty()) {
-        stderr_tail_.append(data);
-        if (stderr_tail_.size() > 1024) stderr_tail_.erase(0, stderr_tail_.size() - 1024);
-        handler.on_payload(Stream::Stderr, data);
-      }
+    std::string data;
+    if (err_open_) err_open_ = read_now(child_->err_fd(), data);
+    if (start_line_pending_) data = take_start_line(std::move(data));
+    if (!data.empty()) {
+      stderr_tail_.append(data);
+      if (stderr_tail_.size() > 1024) stderr_tail_.erase(0, stderr_tail_.size() - 1024);
+      handler.on_payload(Stream::Stderr, data);
     }
   }
 
+  // Holds stderr until the start line has come and returns what is the command's: everything but
+  // that line (all of it when the stream ends, or grows past any start, without one).
+  std::string take_start_line(std::string data) {
+    held_err_ += data;
+    const std::string wanted = std::string(kExecStarted) + "\n";
+    for (std::size_t at = held_err_.find(wanted); at != std::string::npos;
+         at = held_err_.find(wanted, at + 1)) {
+      if (at == 0 || held_err_[at - 1] == '\n') {
+        held_err_.erase(at, wanted.size());
+        start_line_pending_ = false;
+        return std::exchange(held_err_, {});
+      }
+    }
+    if (!err_open_ || held_err_.size() > 8192) {
+      start_line_pending_ = false;
+      return std::exchange(held_err_, {});
+    }
+    return {};
+  }
+
   std::unique_ptr<Child> child_;
+  std::string early_out_;
+  bool start_line_pending_ = false;
+  std::string held_err_;  // stderr held while the start line is pending
   bool out_open_ = true, err_open_ = true;
   std::string stderr_tail_;  // where the CLI's own last words land
 };
@@ -541,10 +574,11 @@ dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text
   return dc::EngineError{};
 }
 
-std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
-                                                   const dc::ExecOptions& options, bool channel,
-                                                   dc::EngineError& error,
-                                                   std::unique_ptr<dc::ExecSession>& replay) {
+DockerCliEngine::StartedExec DockerCliEngine::start_exec(const std::string& name,
+                                                         const dc::ExecOptions& options,
+                                                         bool channel, dc::EngineError& error,
+                                                         std::unique_ptr<dc::ExecSession>& replay) {
+  StartedExec started;
   ChildStdio stdio;
   stdio.input = options.attach_stdin || channel;
   stdio.stdin_is_stdout = channel;
@@ -557,45 +591,67 @@ std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
     CliRun failed;
     failed.spawn_error = spawn_error;
     error = check(failed);
-    return nullptr;
+    return started;
   }
   // The start line, read a byte at a time so nothing after it is taken from the stream: what
-  // follows is the command's (or the runner's diagnostics, for a channel).
+  // follows is the command's (or the runner's diagnostics, for a channel). An exec's stdout is
+  // read meanwhile: the engine copies the command's stdout and stderr to the CLI independently,
+  // so its first output can overtake the start line, and a CLI blocked on a full stdout pipe
+  // would never write the start line. A channel's stdout is the runner's protocol, which says
+  // nothing before it is asked.
   const auto deadline = Clock::now() + kExecStartTimeout;
   std::string before, line;
-  bool started = false, timed_out = false;
-  for (;;) {
+  bool seen = false, timed_out = false, out_open = !channel, err_open = true;
+  while (!seen) {
     const auto now = Clock::now();
     if (now >= deadline) {
       timed_out = true;
       break;
     }
-    pollfd p{child->err_fd(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, 50);
-    char c = 0;
-    const ssize_t n = ::read(child->err_fd(), &c, 1);
-    if (n == 1) {
-      if (c != '\n') {
-        line.push_back(c);
-        if (line.size() > 4096) before += std::exchange(line, {});
-        continue;
-      }
-      if (line == kExecStarted) {
-        started = true;
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (err_open) fds[n++] = {child->err_fd(), POLLIN, 0};
+    if (out_open) fds[n++] = {child->out_fd(), POLLIN, 0};
+    const int ready = n > 0 ? ::poll(fds, n, 50) : 0;
+    if (out_open) {
+      out_open = read_now(child->out_fd(), started.early_out);
+      // Only a running command says that much (a runtime's refusal is a line or two): it has
+      // started, and its session takes the start line off stderr when it comes.
+      if (started.early_out.size() >= kEarlyOutputLimit) {
+        started.start_line_pending = true;
+        started.early_err = before + line;
         break;
       }
-      before += line + "\n";
-      line.clear();
-      continue;
     }
-    if (n == 0) break;  // its stderr ended without the start line
-    if (errno == EINTR) continue;
-    if (ready == 0 && child->poll_exit()) {
+    while (err_open && !seen) {
+      char c = 0;
+      const ssize_t got = ::read(child->err_fd(), &c, 1);
+      if (got == 1) {
+        if (c != '\n') {
+          line.push_back(c);
+          if (line.size() > 4096) before += std::exchange(line, {});
+        } else if (line == kExecStarted) {
+          seen = true;
+        } else {
+          before += line + "\n";
+          line.clear();
+        }
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      if (got == 0) err_open = false;  // its stderr ended without the start line
+      break;
+    }
+    if (!err_open) break;
+    if (!seen && ready == 0 && child->poll_exit()) {
       read_now(child->err_fd(), before);
       break;
     }
   }
-  if (started) return child;
+  if (seen || started.start_line_pending) {
+    started.child = std::move(child);
+    return started;
+  }
   before += line;
   if (timed_out) {
     child->end();
@@ -603,16 +659,16 @@ std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
                                                         ") did not start the command within " +
                                                         std::to_string(kExecStartTimeout.count()) +
                                                         " s");
-    return nullptr;
+    return started;
   }
-  std::string out;
-  read_now(child->out_fd(), out);
+  std::string out = std::move(started.early_out);
+  if (out_open) read_now(child->out_fd(), out);
   const int status = child->end(kExitWait);
   // The runtime could not run the command (runc's "OCI runtime exec failed", exit 126/127):
   // the backend reads that text, as it would through the Engine API.
   if (status == 126 || status == 127) {
     replay = std::make_unique<ReplayedExecSession>(std::move(out), std::move(before), status);
-    return nullptr;
+    return StartedExec{};
   }
   CliRun failed;
   failed.exit_status = status;
@@ -621,7 +677,7 @@ std::unique_ptr<Child> DockerCliEngine::start_exec(const std::string& name,
   if (error.ok())
     error = dc::EngineError::of(
         Kind::kOther, "`" + settings_.docker_binary + " exec` ended before starting the command");
-  return nullptr;
+  return StartedExec{};
 }
 
 std::unique_ptr<dc::ExecSession> DockerCliEngine::exec(const std::string& name,
@@ -629,10 +685,11 @@ std::unique_ptr<dc::ExecSession> DockerCliEngine::exec(const std::string& name,
                                                        dc::EngineError& error) {
   error = dc::EngineError{};
   std::unique_ptr<dc::ExecSession> replay;
-  auto child = start_exec(name, options, false, error, replay);
+  auto started = start_exec(name, options, false, error, replay);
   if (replay) return replay;
-  if (!child) return nullptr;
-  return std::make_unique<CliExecSession>(std::move(child));
+  if (!started.child) return nullptr;
+  return std::make_unique<CliExecSession>(std::move(started.child), std::move(started.early_out),
+                                          started.start_line_pending, std::move(started.early_err));
 }
 
 std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& name,
@@ -640,7 +697,8 @@ std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& 
                                                              dc::EngineError& error) {
   error = dc::EngineError{};
   std::unique_ptr<dc::ExecSession> replay;
-  auto child = start_exec(name, options, true, error, replay);
+  auto started = start_exec(name, options, true, error, replay);
+  auto& child = started.child;
   if (replay) {
     // The runtime could not start the runner ("cannot exec in a stopped state": kNotRunning, so
     // the backend brings the container back).

@@ -102,12 +102,21 @@ class DockerCliEngine final : public docker_common::Engine {
              const std::string* input = nullptr) const;
   // "" (ok) or the classified failure of `r`.
   docker_common::EngineError check(const CliRun& r) const;
-  // Starts `exec` with the start line and waits for it; null with `error`, or a session that
+  // An exec whose command has started: the CLI, and what was read of its streams on the way.
+  struct StartedExec {
+    std::unique_ptr<Child> child;
+    std::string early_out;  // the command's stdout that came before (or instead of) the start line
+    // Set when the command was known to run before its start line came (early_out reached its
+    // bound): early_err holds the stderr read so far, and the start line is still to be taken
+    // off the stream.
+    bool start_line_pending = false;
+    std::string early_err;
+  };
+  // Starts `exec` with the start line and waits for it; no child with `error`, or a session that
   // replays what the runtime said when it could not start the command (exit 126/127).
-  std::unique_ptr<Child> start_exec(const std::string& name,
-                                    const docker_common::ExecOptions& options, bool channel,
-                                    docker_common::EngineError& error,
-                                    std::unique_ptr<docker_common::ExecSession>& replay);
+  StartedExec start_exec(const std::string& name, const docker_common::ExecOptions& options,
+                         bool channel, docker_common::EngineError& error,
+                         std::unique_ptr<docker_common::ExecSession>& replay);
 
   docker_common::DockerSettings settings_;
   ChildLauncher launcher_;

@@ -381,6 +381,31 @@ TEST_F(FakeCli, ExecFailuresBeforeTheStartLineAreTheEnginesWords) {
   EXPECT_EQ(ran->finish(false).code, 1);
 }
 
+// The engine copies a command's stdout and stderr to the CLI independently, so a command's
+// output can overtake the start line; seen under load with Docker 28 (a 60 s hang, then "did not
+// start the command", for commands writing more than a pipe holds at once).
+TEST_F(FakeCli, OutputThatOvertakesTheStartLineIsKeptAndNothingWaitsForIt) {
+  for (const std::size_t bytes : {std::size_t{256} << 10, std::size_t{3} << 20}) {
+    SCOPED_TRACE(bytes);
+    write("exec.sh", "head -c " + std::to_string(bytes) +
+                         " /dev/zero | tr '\\000' a\n"
+                         "printf '%s\\n' " +
+                         kExecStarted + " >&2\necho err >&2\nexit 3\n");
+    dc::ExecOptions options;
+    options.cmd = {"true"};
+    dc::EngineError error;
+    const auto began = std::chrono::steady_clock::now();
+    auto session = engine(settings())->exec("c", options, error);
+    ASSERT_TRUE(session) << error.message;
+    const auto c = drain(*session);
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 20s);
+    EXPECT_EQ(c.out.size(), bytes);
+    EXPECT_EQ(c.out.find_first_not_of('a'), std::string::npos);
+    EXPECT_EQ(c.err, "err\n");  // the start line is never the command's
+    EXPECT_EQ(session->finish(false).code, 3);
+  }
+}
+
 TEST_F(FakeCli, TheRuntimesRefusalIsPlayedBackAsTheCommandsOutput) {
   write("exec.sh",
         "echo 'OCI runtime exec failed: exec failed: cannot exec a container that has stopped: "
