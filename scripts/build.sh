@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Installs missing Debian packages, then configures and builds execmcp into build/ (or $EXECMCP_BUILD_DIR).
 #   scripts/build.sh [--test] [extra cmake args...]
+# Without --test it builds what `cmake --install` installs (the server, its plugins and programs:
+# target execmcp_product); --test adds the test dependencies and builds every target.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
 
 deps_args=()
-if [ "${1:-}" = "--test" ]; then deps_args+=(--test); shift; fi
+targets=(--target execmcp_product)
+if [ "${1:-}" = "--test" ]; then
+  deps_args+=(--test)
+  targets=()
+  shift
+fi
 "$root/scripts/install-deps.sh" "${deps_args[@]}"
 
 jobs="${EXECMCP_JOBS:-$(nproc)}"
@@ -15,5 +22,5 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
 elif [ "$#" -gt 0 ]; then
   cmake "$build_dir" "$@" >&2
 fi
-cmake --build "$build_dir" -j "$jobs" >&2
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}" >&2
 echo "execmcp: built $build_dir/bin/execmcp" >&2

@@ -28,5 +28,7 @@ function(execmcp_add_plugin name)
   endif()
   if(DEFINED EXECMCP_PLUGIN_INSTALL_DIR AND PROJECT_IS_TOP_LEVEL)
     install(TARGETS ${target} LIBRARY DESTINATION "${EXECMCP_PLUGIN_INSTALL_DIR}")
+    # The in-tree build's `execmcp_product` target builds every installed plugin.
+    set_property(GLOBAL APPEND PROPERTY EXECMCP_INSTALLED_PLUGINS ${target})
   endif()
 endfunction()
