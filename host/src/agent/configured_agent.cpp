@@ -395,7 +395,19 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
     }
   };
 
+  // A plugin checks its own settings before it is created (SDK 2.1), so each problem can name
+  // the line the setting was written on.
+  auto settings_ok = [&](const PluginRef& ref, sdk::PluginKind kind) {
+    const auto found = registry.check_settings(ref.plugin, kind, ref.settings.dump());
+    for (const auto& p : found) {
+      const auto source = ref.source_of(p.pointer);
+      problems.push_back(source.location.str() + ": " + source.key_path + ": " + p.message);
+    }
+    return found.empty();
+  };
+
   for (const auto& ref : agent.filters) {
+    if (!settings_ok(ref, sdk::PluginKind::Filter)) continue;
     parts.log_sinks.push_back(std::make_unique<SpdlogSink>(ref.plugin, agent.id));
     sdk::FilterInit init;
     init.agent_id = agent.id;
@@ -425,7 +437,8 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   parts.log_sinks.push_back(std::make_unique<SpdlogSink>(agent.backend.plugin, agent.id));
   init.log = parts.log_sinks.back().get();
   try {
-    parts.backend = registry.create_backend(agent.backend.plugin, init);
+    if (settings_ok(agent.backend, sdk::PluginKind::Backend))
+      parts.backend = registry.create_backend(agent.backend.plugin, init);
   } catch (const std::exception& e) {
     problem(agent.backend, e.what());
   }

@@ -16,6 +16,16 @@ std::string SourceLocation::str() const {
   return file;
 }
 
+SettingSource PluginRef::source_of(const std::string& pointer) const {
+  for (std::string at = pointer;;) {
+    if (const auto it = setting_sources.find(at); it != setting_sources.end()) return it->second;
+    if (at.empty()) break;
+    const auto slash = at.rfind('/');
+    at.resize(slash == std::string::npos ? 0 : slash);
+  }
+  return {location, key_path};
+}
+
 std::string IgnoredKey::str() const {
   return location.str() + ": " + key_path + " (" + why + ")";
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -22,6 +23,12 @@ struct SourceLocation {
   [[nodiscard]] std::string str() const;
 };
 
+// Where one setting was written: the line and key a problem with it is reported at.
+struct SettingSource {
+  SourceLocation location;
+  std::string key_path;  // "agents[0].filters[1].settings.deny[1]", "--allowed-commands"
+};
+
 // A plugin named in the config with the settings it will parse itself.
 struct PluginRef {
   std::string plugin;                                  // descriptor name: "local", "sanitize"
@@ -30,6 +37,13 @@ struct PluginRef {
   SourceLocation location;         // of the settings node (or of the plugin entry when it has none)
   std::string plugin_key_path;     // where the plugin is named, e.g. "agents[0].backend.plugin"
   SourceLocation plugin_location;  // for "no plugin named ..." errors
+  // Where each setting was written, by JSON pointer into `settings` ("/deny/1"), as far as the
+  // reader recorded it (a MassGen key that became a setting names the MassGen key).
+  std::map<std::string, SettingSource> setting_sources;
+
+  // Where a plugin's problem at `pointer` is reported: the recorded source of the pointer or of
+  // the nearest setting that holds it, else the settings node itself.
+  [[nodiscard]] SettingSource source_of(const std::string& pointer) const;
 };
 
 struct ContextPath {

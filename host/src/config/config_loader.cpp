@@ -156,10 +156,7 @@ std::optional<PluginRef> read_plugin_ref(YamlReader& reader, const YAML::Node& n
       if (!reader.expect_map(settings, ref.key_path)) return std::nullopt;
       ref.settings = to_json(settings);
       ref.location = reader.location(settings);
-      if (ref.plugin == "patterns") {
-        reader.check_regex_list(settings["allow"], join_key(ref.key_path, "allow"));
-        reader.check_regex_list(settings["deny"], join_key(ref.key_path, "deny"));
-      }
+      reader.record_sources(settings, "", ref.key_path, ref.setting_sources);
     }
   }
   return ref;

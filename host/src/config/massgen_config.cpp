@@ -99,6 +99,90 @@ void read_packages(YamlReader& reader, const YAML::Node& node, const std::string
   }
 }
 
+// MassGen always checks dangerous commands (sanitize, first), then the allowed and blocked command
+// lists (patterns) when the backend lists any.
+void add_massgen_filters(YamlReader& reader, const YAML::Node& backend,
+                         const std::string& backend_path, AgentConfig& agent) {
+  auto key_path = [&](const char* key) { return join_key(backend_path, key); };
+  PluginRef sanitize;
+  sanitize.plugin = "sanitize";
+  sanitize.key_path = backend_path;
+  sanitize.location = reader.location(backend);
+  sanitize.plugin_key_path = backend_path;
+  sanitize.plugin_location = sanitize.location;
+  agent.filters.push_back(std::move(sanitize));
+
+  PluginRef patterns;
+  patterns.plugin = "patterns";
+  patterns.key_path = backend_path;
+  patterns.location = reader.location(backend);
+  patterns.plugin_key_path = backend_path;
+  patterns.plugin_location = patterns.location;
+  bool has_patterns = false;
+  for (auto [key, setting] : {std::pair{"command_line_allowed_commands", "allow"},
+                              std::pair{"command_line_blocked_commands", "deny"}}) {
+    const auto value = backend[key];
+    if (!value || value.IsNull()) continue;
+    if (auto list = reader.get_string_list(value, key_path(key))) {
+      reader.record_sources(value, std::string("/") + setting, key_path(key),
+                            patterns.setting_sources);
+      patterns.settings[setting] = *list;
+      patterns.location = reader.location(value);
+      has_patterns = true;
+    }
+  }
+  if (has_patterns) agent.filters.push_back(std::move(patterns));
+}
+
+// The command_line_docker_* keys -> the Docker backends' settings (and sudo's sanitize rules).
+void read_massgen_docker_settings(YamlReader& reader, const YAML::Node& backend,
+                                  const std::string& backend_path, const std::string& base_dir,
+                                  AgentConfig& agent, Config& config) {
+  auto key_path = [&](const char* key) { return join_key(backend_path, key); };
+  auto& settings = agent.backend.settings;
+  settings["image"] = kDefaultDockerImage;
+  if (const auto value = backend["command_line_docker_image"]) {
+    if (auto text = reader.get_string(value, key_path("command_line_docker_image")))
+      settings["image"] = *text;
+  }
+  if (const auto value = backend["command_line_docker_memory_limit"]) {
+    if (auto text = reader.get_string(value, key_path("command_line_docker_memory_limit")))
+      settings["memory"] = *text;
+  }
+  if (const auto value = backend["command_line_docker_cpu_limit"]) {
+    if (auto cpus = reader.get_number(value, key_path("command_line_docker_cpu_limit"))) {
+      if (*cpus <= 0) {
+        reader.error(value, key_path("command_line_docker_cpu_limit"),
+                     "expected a number of CPUs > 0, found '" + value.Scalar() + "'");
+      } else {
+        settings["cpus"] = *cpus;
+      }
+    }
+  }
+  if (const auto value = backend["command_line_docker_network_mode"]) {
+    if (auto text = reader.get_string(value, key_path("command_line_docker_network_mode"))) {
+      if (*text == "none" || *text == "bridge" || *text == "host") {
+        settings["network"] = *text;
+      } else {
+        reader.error(value, key_path("command_line_docker_network_mode"),
+                     "expected 'none', 'bridge' or 'host', found '" + *text + "'");
+      }
+    }
+  }
+  if (const auto value = backend["command_line_docker_enable_sudo"]) {
+    auto sudo = reader.get_bool(value, key_path("command_line_docker_enable_sudo"));
+    if (sudo && *sudo) {
+      settings["sudo"] = true;
+      agent.filters.front().settings["allow"] = sudo_rules();
+    }
+  }
+  if (const auto value = backend["command_line_docker_credentials"])
+    read_credentials(reader, value, key_path("command_line_docker_credentials"), base_dir,
+                     settings);
+  if (const auto value = backend["command_line_docker_packages"])
+    read_packages(reader, value, key_path("command_line_docker_packages"), settings, config);
+}
+
 void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
                         const std::string& base_dir, const OrchestratorShared& shared,
                         Config& config) {
@@ -148,34 +232,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
     }
   }
 
-  // MassGen always checks dangerous commands, so sanitize is always first.
-  PluginRef sanitize;
-  sanitize.plugin = "sanitize";
-  sanitize.key_path = backend_path;
-  sanitize.location = reader.location(backend);
-  sanitize.plugin_key_path = backend_path;
-  sanitize.plugin_location = sanitize.location;
-  agent.filters.push_back(std::move(sanitize));
-
-  PluginRef patterns;
-  patterns.plugin = "patterns";
-  patterns.key_path = backend_path;
-  patterns.location = reader.location(backend);
-  patterns.plugin_key_path = backend_path;
-  patterns.plugin_location = patterns.location;
-  bool has_patterns = false;
-  for (auto [key, setting] : {std::pair{"command_line_allowed_commands", "allow"},
-                              std::pair{"command_line_blocked_commands", "deny"}}) {
-    const auto value = backend[key];
-    if (!value || value.IsNull()) continue;
-    if (auto list = reader.get_string_list(value, key_path(key))) {
-      reader.check_regex_list(value, key_path(key));
-      patterns.settings[setting] = *list;
-      patterns.location = reader.location(value);
-      has_patterns = true;
-    }
-  }
-  if (has_patterns) agent.filters.push_back(std::move(patterns));
+  add_massgen_filters(reader, backend, backend_path, agent);
 
   PluginRef& backend_ref = agent.backend;
   backend_ref.key_path = backend_path;
@@ -194,47 +251,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
       settings["venv_path"] = *venv;
   }
   if (mode != "local") {  // both Docker backends read the same settings
-    settings["image"] = kDefaultDockerImage;
-    if (const auto value = backend["command_line_docker_image"]) {
-      if (auto text = reader.get_string(value, key_path("command_line_docker_image")))
-        settings["image"] = *text;
-    }
-    if (const auto value = backend["command_line_docker_memory_limit"]) {
-      if (auto text = reader.get_string(value, key_path("command_line_docker_memory_limit")))
-        settings["memory"] = *text;
-    }
-    if (const auto value = backend["command_line_docker_cpu_limit"]) {
-      if (auto cpus = reader.get_number(value, key_path("command_line_docker_cpu_limit"))) {
-        if (*cpus <= 0) {
-          reader.error(value, key_path("command_line_docker_cpu_limit"),
-                       "expected a number of CPUs > 0, found '" + value.Scalar() + "'");
-        } else {
-          settings["cpus"] = *cpus;
-        }
-      }
-    }
-    if (const auto value = backend["command_line_docker_network_mode"]) {
-      if (auto text = reader.get_string(value, key_path("command_line_docker_network_mode"))) {
-        if (*text == "none" || *text == "bridge" || *text == "host") {
-          settings["network"] = *text;
-        } else {
-          reader.error(value, key_path("command_line_docker_network_mode"),
-                       "expected 'none', 'bridge' or 'host', found '" + *text + "'");
-        }
-      }
-    }
-    if (const auto value = backend["command_line_docker_enable_sudo"]) {
-      auto sudo = reader.get_bool(value, key_path("command_line_docker_enable_sudo"));
-      if (sudo && *sudo) {
-        settings["sudo"] = true;
-        agent.filters.front().settings["allow"] = sudo_rules();
-      }
-    }
-    if (const auto value = backend["command_line_docker_credentials"])
-      read_credentials(reader, value, key_path("command_line_docker_credentials"), base_dir,
-                       settings);
-    if (const auto value = backend["command_line_docker_packages"])
-      read_packages(reader, value, key_path("command_line_docker_packages"), settings, config);
+    read_massgen_docker_settings(reader, backend, backend_path, base_dir, agent, config);
   } else {
     for (const char* key : {"command_line_docker_image", "command_line_docker_memory_limit",
                             "command_line_docker_cpu_limit", "command_line_docker_network_mode",

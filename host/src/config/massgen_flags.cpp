@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include "config/path_expansion.hpp"
-#include "execmcp/plugins/patterns/checked_regex.hpp"
 
 namespace execmcp::host {
 
@@ -201,14 +200,8 @@ std::shared_ptr<const Config> massgen_flags_config(const MassgenFlags& flags,
        {std::tuple{&flags.allowed_commands, "--allowed-commands", "allow"},
         std::tuple{&flags.blocked_commands, "--blocked-commands", "deny"}}) {
     if (list->empty()) continue;
-    for (const auto& pattern : *list) {
-      try {
-        (void)plugins::patterns::compile_checked_regex(pattern);
-      } catch (const std::invalid_argument& e) {
-        problem(flag, "invalid regular expression '" + pattern + "': " + e.what());
-      }
-    }
     patterns.settings[setting] = *list;
+    patterns.setting_sources[std::string("/") + setting] = {agent.location, flag};
   }
   if (!patterns.settings.empty()) agent.filters.push_back(std::move(patterns));
 

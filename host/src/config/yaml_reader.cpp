@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "execmcp/plugins/patterns/checked_regex.hpp"
+#include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::host::config_detail {
 
@@ -142,16 +142,19 @@ void YamlReader::reject_unknown_keys(const YAML::Node& map, std::string_view pat
   }
 }
 
-void YamlReader::check_regex_list(const YAML::Node& list, std::string_view path) {
-  if (!list.IsDefined() || !list.IsSequence())
-    return;  // the type error is reported by whoever reads the list
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].IsScalar()) continue;
-    try {
-      (void)plugins::patterns::compile_checked_regex(list[i].Scalar());
-    } catch (const std::invalid_argument& e) {
-      error(list[i], index_key(path, i),
-            "invalid regular expression '" + list[i].Scalar() + "': " + e.what());
+void YamlReader::record_sources(const YAML::Node& node, const std::string& pointer,
+                                const std::string& key_path,
+                                std::map<std::string, SettingSource>& sources) const {
+  if (!node.IsDefined()) return;
+  sources[pointer] = {location(node), key_path};
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      record_sources(node[i], pointer + "/" + std::to_string(i), index_key(key_path, i), sources);
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      record_sources(entry.second, pointer + "/" + sdk::pointer_token(key), join_key(key_path, key),
+                     sources);
     }
   }
 }

@@ -42,7 +42,11 @@ class YamlReader {
   void reject_unknown_keys(const YAML::Node& map, std::string_view path,
                            std::initializer_list<std::string_view> known);
   // Checks that each entry is a valid ECMAScript regex, as the patterns plugin will compile it.
-  void check_regex_list(const YAML::Node& list, std::string_view path);
+  // Records where `node` and every value inside it were written: `pointer` (RFC 6901, into the
+  // plugin settings it becomes) -> its line and `key_path`.
+  void record_sources(const YAML::Node& node, const std::string& pointer,
+                      const std::string& key_path,
+                      std::map<std::string, SettingSource>& sources) const;
 
  private:
   std::string file_;

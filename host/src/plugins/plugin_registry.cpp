@@ -226,6 +226,24 @@ PluginPtr<Interface> call_factory(const std::shared_ptr<boost::dll::shared_libra
 
 }  // namespace
 
+std::vector<sdk::SettingsProblem> PluginRegistry::check_settings(
+    const std::string& name, sdk::PluginKind kind, const std::string& settings_json) const {
+  std::vector<sdk::SettingsProblem> problems;
+  const auto it = loaded_.find(name);
+  if (it == loaded_.end() || it->second.info.kind != kind) return problems;
+  const auto& library = it->second.library;
+  try {
+    if (!library->has(sdk::kSettingsCheckSymbol)) return problems;
+    auto& check = library->get_alias<sdk::SettingsCheck>(sdk::kSettingsCheckSymbol);
+    check(settings_json, problems);
+  } catch (const std::exception& e) {
+    problems.push_back({"", std::string("the plugin's settings check threw: ") + e.what()});
+  } catch (...) {
+    problems.push_back({"", "the plugin's settings check threw an unknown exception"});
+  }
+  return problems;
+}
+
 PluginPtr<sdk::ExecutorBackend> PluginRegistry::create_backend(const std::string& name,
                                                                const sdk::BackendInit& init) const {
   const auto& loaded = require(name, sdk::PluginKind::Backend);

@@ -11,6 +11,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "execmcp/sdk/plugin.hpp"
+#include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::host {
 
@@ -82,6 +83,12 @@ class PluginRegistry {
   [[nodiscard]] const std::vector<std::string>& errors() const { return errors_; }
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   [[nodiscard]] const PluginInfo* find(const std::string& name) const;
+
+  // The plugin's own check of `settings_json` (SDK 2.1, settings_check.hpp): every problem it
+  // finds, without creating anything. Nothing when the plugin is unknown or of another kind
+  // (create_* says so) or exports no check.
+  std::vector<sdk::SettingsProblem> check_settings(const std::string& name, sdk::PluginKind kind,
+                                                   const std::string& settings_json) const;
 
   // Throw PluginError when the plugin is unknown, of the other kind, or its factory fails.
   PluginPtr<sdk::ExecutorBackend> create_backend(const std::string& name,

@@ -49,23 +49,34 @@ std::string without_leading_dot_star(std::string source) {
   return source;
 }
 
+// What is wrong with one entry of the `key` list ("" when nothing), compiled into `out` when it
+// is fine; `joiner` is how the message follows the entry's name (" " or ": ").
+std::string compile_entry(const std::string& key, const nlohmann::json& item,
+                          std::vector<Pattern>& out, const char*& joiner) {
+  joiner = " ";
+  if (!item.is_string()) return "must be a regular expression (a string)";
+  std::string source = item.get<std::string>();
+  if (source.empty()) return "is empty (it would match anything)";
+  try {
+    std::string compiled = key == "deny" ? without_leading_dot_star(source) : source;
+    out.push_back({source, compile_checked_regex(compiled)});
+  } catch (const std::invalid_argument& e) {
+    joiner = ": ";
+    return "invalid regular expression '" + source + "': " + e.what();
+  }
+  return "";
+}
+
+constexpr const char* kNotAList = "must be a list of regular expressions";
+
 std::vector<Pattern> compile_list(const std::string& key, const nlohmann::json& value) {
-  if (!value.is_array())
-    throw std::invalid_argument("setting '" + key + "' must be a list of regular expressions");
+  if (!value.is_array()) throw std::invalid_argument("setting '" + key + "' " + kNotAList);
   std::vector<Pattern> out;
   for (std::size_t i = 0; i < value.size(); ++i) {
-    const std::string where = "setting '" + key + "[" + std::to_string(i) + "]'";
-    if (!value[i].is_string())
-      throw std::invalid_argument(where + " must be a regular expression (a string)");
-    std::string source = value[i].get<std::string>();
-    if (source.empty()) throw std::invalid_argument(where + " is empty (it would match anything)");
-    try {
-      std::string compiled = key == "deny" ? without_leading_dot_star(source) : source;
-      out.push_back({source, compile_checked_regex(compiled)});
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(where + ": invalid regular expression '" + source +
-                                  "': " + e.what());
-    }
+    const char* joiner = " ";
+    if (auto problem = compile_entry(key, value[i], out, joiner); !problem.empty())
+      throw std::invalid_argument("setting '" + key + "[" + std::to_string(i) + "]'" + joiner +
+                                  problem);
   }
   return out;
 }
@@ -198,6 +209,26 @@ Settings parse_settings(std::string_view settings_json) {
       throw std::invalid_argument("unknown setting '" + key + "' (known: allow, deny)");
   }
   return settings;
+}
+
+void check_settings(const std::string& settings_json, std::vector<sdk::SettingsProblem>& problems) {
+  const auto parsed = plugin_settings::parse_settings_object(settings_json, "patterns");
+  if (!parsed) return;
+  for (const auto& [key, value] : parsed->items()) {
+    const std::string at = "/" + sdk::pointer_token(key);
+    if (key != "allow" && key != "deny") {
+      problems.push_back({at, "unknown setting '" + key + "' (known: allow, deny)"});
+    } else if (!value.is_array()) {
+      problems.push_back({at, kNotAList});
+    } else {
+      std::vector<Pattern> compiled;
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        const char* joiner = " ";
+        if (auto problem = compile_entry(key, value[i], compiled, joiner); !problem.empty())
+          problems.push_back({at + "/" + std::to_string(i), std::move(problem)});
+      }
+    }
+  }
 }
 
 sdk::FilterVerdict judge(std::string_view command_line, const Settings& settings) {

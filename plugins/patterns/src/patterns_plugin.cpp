@@ -4,6 +4,7 @@
 
 #include "execmcp/plugins/patterns/pattern_rules.hpp"
 #include "execmcp/sdk/plugin.hpp"
+#include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::plugins::patterns {
 
@@ -39,3 +40,4 @@ class PatternsFilter final : public sdk::CommandFilter {
 
 EXECMCP_FILTER_PLUGIN(::execmcp::plugins::patterns::PatternsFilter, "patterns", "1.0.0",
                       "Allow and deny lists of regular expressions, judged per simple command")
+EXECMCP_SETTINGS_CHECK(::execmcp::plugins::patterns::check_settings)

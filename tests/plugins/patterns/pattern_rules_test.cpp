@@ -52,6 +52,29 @@ TEST(PatternSettings, InvalidRegexNamesIndexAndError) {
   EXPECT_THAT(settings_error(R"({"allow": ["[a-"]})"), HasSubstr("setting 'allow[0]'"));
 }
 
+// The plugin's settings check (SDK 2.1) finds every problem, each at its JSON pointer, where
+// parse_settings() stops at the first.
+TEST(PatternSettings, TheCheckFindsEveryProblemAtItsPointer) {
+  std::vector<sdk::SettingsProblem> problems;
+  check_settings(R"({"deny": ["ok", "rm (-rf", ""], "allow": [3], "blocked": [], "a/b": 1})",
+                 problems);
+  std::vector<std::string> found;
+  for (const auto& p : problems) found.push_back(p.pointer + " " + p.message);
+  EXPECT_THAT(found, ::testing::UnorderedElementsAre(
+                         HasSubstr("/deny/1 invalid regular expression 'rm (-rf': "),
+                         "/deny/2 is empty (it would match anything)",
+                         "/allow/0 must be a regular expression (a string)",
+                         "/blocked unknown setting 'blocked' (known: allow, deny)",
+                         "/a~1b unknown setting 'a/b' (known: allow, deny)"));
+  problems.clear();
+  check_settings(R"({"deny": ["rm -rf"], "allow": ["ls"]})", problems);
+  EXPECT_TRUE(problems.empty());
+  check_settings(R"({"deny": "rm"})", problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/deny");
+  EXPECT_EQ(problems[0].message, "must be a list of regular expressions");
+}
+
 // Found by the config fuzzer: libstdc++ reads `{3333333333333333333...}` into a long with no
 // overflow check (UBSan: signed integer overflow in regex_compiler.tcc), compiles groups
 // recursively and expands `x{n}` into n copies. Each is refused before std::regex sees it.

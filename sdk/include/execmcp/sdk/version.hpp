@@ -6,9 +6,10 @@ namespace execmcp::sdk {
 // Same major required; a plugin's minor must be <= the host's minor (the host may be newer).
 // 2.0: ExecutorBackend and CommandFilter end with query_interface() (optional capabilities, the
 // last change to their virtual tables); ExecResult::work_dir; PathGrant::protected_paths.
+// 2.1: a plugin may export its own settings check (settings_check.hpp).
 // How the boundary grows from here: docs/plugin-authoring.md, "Versioning".
 inline constexpr unsigned kAbiMajor = 2;
-inline constexpr unsigned kAbiMinor = 0;
+inline constexpr unsigned kAbiMinor = 1;
 
 #define EXECMCP_SDK_STRINGIFY_(x) #x
 #define EXECMCP_SDK_STRINGIFY(x) EXECMCP_SDK_STRINGIFY_(x)

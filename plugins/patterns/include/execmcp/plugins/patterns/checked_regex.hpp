@@ -1,5 +1,5 @@
 // Compiling a regular expression from a config without trusting libstdc++'s std::regex compiler
-// with input it handles badly. Shared by the patterns filter and the host's config check.
+// with input it handles badly. The patterns filter's rules and its settings check use it.
 #pragma once
 
 #include <cstddef>

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "execmcp/sdk/command_filter.hpp"
+#include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::plugins::patterns {
 
@@ -28,6 +29,10 @@ struct Settings {
 // Parses `{"allow": [regex...], "deny": [regex...]}` ("" counts as `{}`). Throws
 // std::invalid_argument naming the key (and index) and what is wrong, regex errors included.
 [[nodiscard]] Settings parse_settings(std::string_view settings_json);
+
+// The plugin's settings check (SDK 2.1): every problem parse_settings() would throw for the first
+// of, each at its JSON pointer ("/deny/1"); invalid JSON throws.
+void check_settings(const std::string& settings_json, std::vector<sdk::SettingsProblem>& problems);
 
 // Deny: a pattern found anywhere (regex_search) in the line, in any simple command as written, or
 // in any simple command's words joined by spaces. Allow (when non-empty): every simple command
