@@ -478,9 +478,9 @@ struct Measured {
   std::unique_ptr<NoticeCount> notices = std::make_unique<NoticeCount>();
 };
 
-int run(int argc, char** argv) {
-  Options opt = parse(argc, argv);
-
+// Leaves out what cannot be measured here (a plugin not built, no engine, no image); false when
+// nothing is left, or the Docker tests are switched off, and the bench is skipped.
+bool choose_backends(Options& opt) {
   // Leave out the backends whose plugin was not built (docker-cli may not exist yet).
   std::set<std::string> not_built;
   for (const auto& k : all_backends()) {
@@ -502,14 +502,14 @@ int run(int argc, char** argv) {
   }
   if (opt.backends.empty()) {
     std::puts("execmcp_docker_bench: skipped: nothing left to measure");
-    return kSkipped;
+    return false;
   }
 
   if (any_docker) {
     const char* gate = std::getenv("EXECMCP_DOCKER_TESTS");
     if (gate != nullptr && std::string(gate) == "0") {
       std::puts("execmcp_docker_bench: skipped (EXECMCP_DOCKER_TESTS=0)");
-      return kSkipped;
+      return false;
     }
     if (spawn_quiet({"docker", "info"}) != 0 ||
         spawn_quiet({"docker", "image", "inspect", opt.image}) != 0) {
@@ -517,9 +517,62 @@ int run(int argc, char** argv) {
           "execmcp_docker_bench: skipped: no Docker engine answers or image %s is missing "
           "(scripts/docker-engine.sh start, docker/build.sh)\n",
           opt.image.c_str());
-      return kSkipped;
+      return false;
     }
   }
+
+  return true;
+}
+
+// One way's calls at one load.
+struct Row {
+  std::vector<double> latencies;
+  double wall = 0;
+};
+
+// Markdown tables: they read in a terminal and go into README.md as they are.
+void print_results(const Options& opt, const std::vector<Way>& ways, const std::vector<int>& loads,
+                   const std::vector<std::vector<Row>>& rows, bool baseline,
+                   const std::vector<std::pair<const BackendKind*, FirstCall>>& firsts,
+                   const std::vector<Measured>& measured, const std::string& load_at_end) {
+  std::printf(
+      "\n| execute(\"true\") | in flight | calls | p50 ms | p99 ms | calls/s | p50 / docker exec "
+      "| calls/s / docker exec |\n|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t l = 0; l < loads.size(); ++l) {
+    const Stats base = baseline ? summarize(rows[l][0].latencies, rows[l][0].wall) : Stats{};
+    for (std::size_t w = 0; w < ways.size(); ++w) {
+      const Stats s = summarize(rows[l][w].latencies, rows[l][w].wall);
+      std::printf("| %s | %d | %zu | %.2f | %.2f | %.1f | %s | %s |\n", ways[w].name.c_str(),
+                  loads[l], s.calls, s.p50, s.p99, s.per_second,
+                  ratio(s.p50, base.p50, "%.3fx").c_str(),
+                  ratio(s.per_second, base.per_second, "%.2fx").c_str());
+    }
+  }
+  if (baseline && opt.backends.count("api-agent") != 0)
+    std::printf("\n(issue 9's target: docker-api agent p50 / docker exec <= 0.1x)\n");
+
+  std::printf(
+      "\nFirst call of a new agent (construct + start() + first execute), median of %d:\n\n",
+      opt.first_calls);
+  std::printf("| backend | total ms | start() ms | first execute ms |\n|---|---|---|---|\n");
+  for (const auto& [kind, f] : firsts)
+    std::printf("| %s | %.1f | %.1f | %.1f |\n", kind->label.c_str(), f.total_ms, f.start_ms,
+                f.execute_ms);
+
+  std::printf("\nload average at the end: %s\n", load_at_end.c_str());
+  std::printf("results with a notice:");
+  for (const auto& m : measured)
+    std::printf(" %s %d of %d;", m.kind->label.c_str(), m.notices->with_notice.load(),
+                m.notices->results.load());
+  std::printf("\n");
+  for (const auto& m : measured)
+    if (!m.notices->first.empty())
+      std::printf("  first notice of %s: %s\n", m.kind->label.c_str(), m.notices->first.c_str());
+}
+
+int run(int argc, char** argv) {
+  Options opt = parse(argc, argv);
+  if (!choose_backends(opt)) return kSkipped;
 
   // Plugins outlive every backend they made (declared first, destroyed last).
   std::map<std::string, std::unique_ptr<Plugin>> plugins;
@@ -584,10 +637,6 @@ int run(int argc, char** argv) {
     drive(w, 1, 5, ignored, ignored_wall);
   }
 
-  struct Row {
-    std::vector<double> latencies;
-    double wall = 0;
-  };
   const std::vector<int> loads = {1, opt.in_flight};
   std::vector<std::vector<Row>> rows(loads.size(), std::vector<Row>(ways.size()));
   for (std::size_t l = 0; l < loads.size(); ++l) {
@@ -609,41 +658,7 @@ int run(int argc, char** argv) {
     firsts.emplace_back(m.kind, first_call(*plugins[m.kind->plugin], opt, *m.kind, ws.path()));
   const std::string load_at_end = load_average();
 
-  // One Markdown table: it reads in a terminal and goes into README.md as it is.
-  const bool baseline = !ctr.empty();
-  std::printf(
-      "\n| execute(\"true\") | in flight | calls | p50 ms | p99 ms | calls/s | p50 / docker exec "
-      "| calls/s / docker exec |\n|---|---|---|---|---|---|---|---|\n");
-  for (std::size_t l = 0; l < loads.size(); ++l) {
-    const Stats base = baseline ? summarize(rows[l][0].latencies, rows[l][0].wall) : Stats{};
-    for (std::size_t w = 0; w < ways.size(); ++w) {
-      const Stats s = summarize(rows[l][w].latencies, rows[l][w].wall);
-      std::printf("| %s | %d | %zu | %.2f | %.2f | %.1f | %s | %s |\n", ways[w].name.c_str(),
-                  loads[l], s.calls, s.p50, s.p99, s.per_second,
-                  ratio(s.p50, base.p50, "%.3fx").c_str(),
-                  ratio(s.per_second, base.per_second, "%.2fx").c_str());
-    }
-  }
-  if (baseline && opt.backends.count("api-agent") != 0)
-    std::printf("\n(issue 9's target: docker-api agent p50 / docker exec <= 0.1x)\n");
-
-  std::printf(
-      "\nFirst call of a new agent (construct + start() + first execute), median of %d:\n\n",
-      opt.first_calls);
-  std::printf("| backend | total ms | start() ms | first execute ms |\n|---|---|---|---|\n");
-  for (const auto& [kind, f] : firsts)
-    std::printf("| %s | %.1f | %.1f | %.1f |\n", kind->label.c_str(), f.total_ms, f.start_ms,
-                f.execute_ms);
-
-  std::printf("\nload average at the end: %s\n", load_at_end.c_str());
-  std::printf("results with a notice:");
-  for (const auto& m : measured)
-    std::printf(" %s %d of %d;", m.kind->label.c_str(), m.notices->with_notice.load(),
-                m.notices->results.load());
-  std::printf("\n");
-  for (const auto& m : measured)
-    if (!m.notices->first.empty())
-      std::printf("  first notice of %s: %s\n", m.kind->label.c_str(), m.notices->first.c_str());
+  print_results(opt, ways, loads, rows, !ctr.empty(), firsts, measured, load_at_end);
   return 0;
 }
 

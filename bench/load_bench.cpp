@@ -528,6 +528,121 @@ void print_latency_row(const char* name, const std::vector<double>& ms, double w
               wall > 0 ? static_cast<double>(p.n) / wall : 0.0);
 }
 
+// What the server looks like after the load: /metrics as a stranger and as agent a00's token sees
+// it, /ready, memory, and how it stops.
+struct EndState {
+  std::size_t metrics_anonymous = 0;
+  std::size_t metrics_token = 0;
+  std::string ready;
+  long hwm_kib = 0;
+  long rss_end_kib = 0;
+  int exit_code = 0;
+  double stop_s = 0;
+  std::uintmax_t log_bytes = 0;
+};
+
+EndState end_state(HttpServerProcess& server, const std::string& token, const std::string& log) {
+  EndState end;
+  try {
+    HttpConnection connection(server.port());
+    end.metrics_anonymous = connection.get("/metrics", {}, 10s).body.size();
+    end.metrics_token =
+        connection.get("/metrics", {{"Authorization", "Bearer " + token}}, 10s).body.size();
+    const HttpResponse r = connection.get("/ready", {}, 10s);
+    end.ready = "HTTP " + std::to_string(r.status) + " " + one_line(r.body, 200);
+  } catch (const std::exception& e) {
+    end.ready = std::string("no answer: ") + e.what();
+  }
+  end.hwm_kib = server.peak_rss_kib();
+  end.rss_end_kib = server.rss_kib();
+  const auto stop_start = Clock::now();
+  end.exit_code = server.stop();
+  end.stop_s = ms_since(stop_start) / 1000.0;
+  std::error_code ec;
+  const auto bytes = fs::file_size(log, ec);
+  end.log_bytes = ec ? 0 : static_cast<std::uintmax_t>(bytes);
+  return end;
+}
+
+// Every client's calls, added up.
+struct Tally {
+  long ok = 0, failed = 0, lost = 0;
+  std::vector<double> by_phase[kPhases];
+  std::string first_problem;
+};
+
+Tally tally(const std::vector<Client>& clients) {
+  Tally t;
+  for (const auto& c : clients) {
+    t.ok += c.ok;
+    t.failed += c.failed;
+    t.lost += c.lost;
+    for (int p = 0; p < kPhases; ++p)
+      t.by_phase[p].insert(t.by_phase[p].end(), c.latencies[p].begin(), c.latencies[p].end());
+    if (t.first_problem.empty()) t.first_problem = c.first_problem;
+  }
+  return t;
+}
+
+void print_latencies(const Tally& t, const double (&wall)[kPhases], const HealthProber& prober,
+                     const FloodStats& flood_stats) {
+  std::printf("\n| %-36s | %6s | %8s | %8s | %8s | %8s |\n", "latency (ms)", "calls", "p50", "p99",
+              "max", "calls/s");
+  std::printf("|%s|%s|%s|%s|%s|%s|\n", std::string(38, '-').c_str(), std::string(8, '-').c_str(),
+              std::string(10, '-').c_str(), std::string(10, '-').c_str(),
+              std::string(10, '-').c_str(), std::string(10, '-').c_str());
+  print_latency_row("first call per client (warm-up)", t.by_phase[kWarmUp], wall[kWarmUp]);
+  print_latency_row("calls, baseline (no flood)", t.by_phase[kBaseline], wall[kBaseline]);
+  print_latency_row("calls, under flood", t.by_phase[kFlood], wall[kFlood]);
+  print_latency_row("/health probe, baseline", prober.latencies(kBaseline), 0);
+  print_latency_row("/health probe, under flood", prober.latencies(kFlood), 0);
+  for (int k = 0; k < kFloodKinds; ++k) {
+    const std::string name = "flood: " + std::string(kFloodNames[k]);
+    print_latency_row(name.c_str(), flood_stats.latencies[k], wall[kFlood]);
+  }
+  std::printf("\n/health probes without an answer or not 200: baseline %ld, flood %ld\n",
+              prober.failed(kBaseline), prober.failed(kFlood));
+  std::printf("flood answers by status class (no answer / 1xx / 2xx / 3xx / 4xx / 5xx):\n");
+  for (int k = 0; k < kFloodKinds; ++k) {
+    const auto& c = flood_stats.by_class[k];
+    std::printf("  %-30s %ld / %ld / %ld / %ld / %ld / %ld\n", kFloodNames[k], c[0], c[1], c[2],
+                c[3], c[4], c[5]);
+  }
+}
+
+void print_end_state(const EndState& end, const RssSampler& rss, bool side_agents) {
+  std::printf(
+      "\nserver RSS: peak %.1f MiB (VmHWM); sampled peak warm-up %.1f, baseline %.1f, flood "
+      "%.1f MiB; %.1f MiB at the end\n",
+      static_cast<double>(end.hwm_kib) / 1024.0,
+      static_cast<double>(rss.peak_kib(kWarmUp)) / 1024.0,
+      static_cast<double>(rss.peak_kib(kBaseline)) / 1024.0,
+      static_cast<double>(rss.peak_kib(kFlood)) / 1024.0,
+      static_cast<double>(end.rss_end_kib) / 1024.0);
+  std::printf("/metrics body at the end: %zu bytes without credentials, %zu with a00's token\n",
+              end.metrics_anonymous, end.metrics_token);
+  std::printf("/ready at the end: %s\n", end.ready.c_str());
+  std::printf("server log: %ju bytes; SIGTERM -> exit %d after %.2f s\n", end.log_bytes,
+              end.exit_code, end.stop_s);
+  if (end.exit_code != 0)
+    std::printf("WARN: the server did not exit 0 within 10 s of SIGTERM (-1: killed)%s\n",
+                side_agents ? "; the side agents' engine sockets never answer (--log FILE shows "
+                              "what it waited for)"
+                            : "");
+}
+
+void print_log_tail(const std::string& log) {
+  std::ifstream in(log);
+  std::string line;
+  std::vector<std::string> tail;
+  while (std::getline(in, line)) {
+    tail.push_back(line);
+    if (tail.size() > 20) tail.erase(tail.begin());
+  }
+  std::fprintf(stderr, "--- the server log's last lines ---\n");
+  for (const auto& l : tail) std::fprintf(stderr, "%s\n", one_line(l, 400).c_str());
+}
+
 int run(const Options& opt) {
   if (!fs::exists(opt.bin))
     throw std::runtime_error("no execmcp binary at " + opt.bin + " (--bin)");
@@ -610,103 +725,26 @@ int run(const Options& opt) {
   for (auto& s : side) s->stop();
   rss.stop();
 
-  // The end state: /metrics as a stranger and as agent a00's token sees it, memory, shutdown.
-  std::size_t metrics_anonymous = 0;
-  std::size_t metrics_token = 0;
-  std::string ready;
-  try {
-    HttpConnection connection(port);
-    metrics_anonymous = connection.get("/metrics", {}, 10s).body.size();
-    metrics_token = connection.get("/metrics", {{"Authorization", "Bearer " + tokens.front()}}, 10s)
-                        .body.size();
-    const HttpResponse r = connection.get("/ready", {}, 10s);
-    ready = "HTTP " + std::to_string(r.status) + " " + one_line(r.body, 200);
-  } catch (const std::exception& e) {
-    ready = std::string("no answer: ") + e.what();
-  }
-  const long hwm = server.peak_rss_kib();
-  const long rss_end = server.rss_kib();
-  const auto stop_start = Clock::now();
-  const int exit_code = server.stop();
-  const double stop_s = ms_since(stop_start) / 1000.0;
-  std::error_code ec;
-  const auto log_bytes = fs::file_size(log, ec);
-
-  long ok = 0, failed = 0, lost = 0;
-  std::vector<double> by_phase[kPhases];
-  std::string first_problem;
-  for (const auto& c : clients) {
-    ok += c.ok;
-    failed += c.failed;
-    lost += c.lost;
-    for (int p = 0; p < kPhases; ++p)
-      by_phase[p].insert(by_phase[p].end(), c.latencies[p].begin(), c.latencies[p].end());
-    if (first_problem.empty()) first_problem = c.first_problem;
-  }
+  const EndState end = end_state(server, tokens.front(), log);
+  const Tally t = tally(clients);
   const long expected = static_cast<long>(clients_total) * (1 + 2L * per_round * opt.rounds);
 
   std::printf("server listening after %.0f ms, port %u\n\n", listen_ms, port);
   std::printf(
       "authenticated execute_command(\"true\") calls: %ld sent, %ld ok, %ld failed, %ld lost\n",
-      expected, ok, failed, lost);
-  if (!first_problem.empty()) std::printf("first problem: %s\n", first_problem.c_str());
-  std::printf("\n| %-36s | %6s | %8s | %8s | %8s | %8s |\n", "latency (ms)", "calls", "p50", "p99",
-              "max", "calls/s");
-  std::printf("|%s|%s|%s|%s|%s|%s|\n", std::string(38, '-').c_str(), std::string(8, '-').c_str(),
-              std::string(10, '-').c_str(), std::string(10, '-').c_str(),
-              std::string(10, '-').c_str(), std::string(10, '-').c_str());
-  print_latency_row("first call per client (warm-up)", by_phase[kWarmUp], wall[kWarmUp]);
-  print_latency_row("calls, baseline (no flood)", by_phase[kBaseline], wall[kBaseline]);
-  print_latency_row("calls, under flood", by_phase[kFlood], wall[kFlood]);
-  print_latency_row("/health probe, baseline", prober.latencies(kBaseline), 0);
-  print_latency_row("/health probe, under flood", prober.latencies(kFlood), 0);
-  for (int k = 0; k < kFloodKinds; ++k) {
-    const std::string name = "flood: " + std::string(kFloodNames[k]);
-    print_latency_row(name.c_str(), flood_stats.latencies[k], wall[kFlood]);
-  }
-  std::printf("\n/health probes without an answer or not 200: baseline %ld, flood %ld\n",
-              prober.failed(kBaseline), prober.failed(kFlood));
-  std::printf("flood answers by status class (no answer / 1xx / 2xx / 3xx / 4xx / 5xx):\n");
-  for (int k = 0; k < kFloodKinds; ++k) {
-    const auto& c = flood_stats.by_class[k];
-    std::printf("  %-30s %ld / %ld / %ld / %ld / %ld / %ld\n", kFloodNames[k], c[0], c[1], c[2],
-                c[3], c[4], c[5]);
-  }
+      expected, t.ok, t.failed, t.lost);
+  if (!t.first_problem.empty()) std::printf("first problem: %s\n", t.first_problem.c_str());
+  print_latencies(t, wall, prober, flood_stats);
   if (!side.empty()) {
     std::printf("side agents (their calls are not counted above):\n");
     for (const auto& s : side) s->print();
   }
-  std::printf(
-      "\nserver RSS: peak %.1f MiB (VmHWM); sampled peak warm-up %.1f, baseline %.1f, flood "
-      "%.1f MiB; %.1f MiB at the end\n",
-      static_cast<double>(hwm) / 1024.0, static_cast<double>(rss.peak_kib(kWarmUp)) / 1024.0,
-      static_cast<double>(rss.peak_kib(kBaseline)) / 1024.0,
-      static_cast<double>(rss.peak_kib(kFlood)) / 1024.0, static_cast<double>(rss_end) / 1024.0);
-  std::printf("/metrics body at the end: %zu bytes without credentials, %zu with a00's token\n",
-              metrics_anonymous, metrics_token);
-  std::printf("/ready at the end: %s\n", ready.c_str());
-  std::printf("server log: %ju bytes; SIGTERM -> exit %d after %.2f s\n",
-              static_cast<std::uintmax_t>(ec ? 0 : log_bytes), exit_code, stop_s);
-  if (exit_code != 0)
-    std::printf("WARN: the server did not exit 0 within 10 s of SIGTERM (-1: killed)%s\n",
-                side_agents ? "; the side agents' engine sockets never answer (--log FILE shows "
-                              "what it waited for)"
-                            : "");
+  print_end_state(end, rss, side_agents);
 
-  const bool all_answered = failed == 0 && lost == 0 && ok == expected;
+  const bool all_answered = t.failed == 0 && t.lost == 0 && t.ok == expected;
   std::printf("\n%s\n", all_answered ? "PASS: every authenticated call was answered correctly"
                                      : "FAIL: authenticated calls failed or were lost");
-  if (!all_answered) {
-    std::ifstream in(log);
-    std::string line;
-    std::vector<std::string> tail;
-    while (std::getline(in, line)) {
-      tail.push_back(line);
-      if (tail.size() > 20) tail.erase(tail.begin());
-    }
-    std::fprintf(stderr, "--- the server log's last lines ---\n");
-    for (const auto& l : tail) std::fprintf(stderr, "%s\n", one_line(l, 400).c_str());
-  }
+  if (!all_answered) print_log_tail(log);
   return all_answered ? 0 : 1;
 }
 

@@ -235,303 +235,365 @@ void SupervisorProgram::shut_down() noexcept {
   stop_locked();
 }
 
-sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
-                               const RunControl& control, int* wait_status_out) {
-  using Clock = std::chrono::steady_clock;
-  const auto started = Clock::now();
-  sdk::ExecResult result;
-  if (wait_status_out != nullptr) *wait_status_out = -1;
-  auto finish = [&]() -> sdk::ExecResult {
-    result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    return std::move(result);
-  };
+namespace {
 
-  Fd out_r, out_w, err_r, err_w, ctrl_r, ctrl_w, status_r, status_w, in_r, in_w;
-  if (!make_pipe(out_r, out_w, result.error) || !make_pipe(err_r, err_w, result.error) ||
-      !make_pipe(ctrl_r, ctrl_w, result.error) || !make_pipe(status_r, status_w, result.error))
-    return finish();
-  if (spec.stdin_data != nullptr) {
-    if (!make_pipe(in_r, in_w, result.error)) return finish();
-  } else {
-    in_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (in_r.get() < 0) {
-      result.error = std::string("cannot open /dev/null: ") + std::strerror(errno);
-      return finish();
-    }
-  }
-  int fds[proto::kFdCountWithSpec];
-  fds[proto::kStdout] = out_w.get();
-  fds[proto::kStderr] = err_w.get();
-  fds[proto::kControl] = ctrl_r.get();
-  fds[proto::kStatus] = status_w.get();
-  fds[proto::kWorkDir] = spec.work_dir_fd;
-  fds[proto::kStdin] = in_r.get();
-  int fd_count = proto::kFdCount;
-  std::string message = encode_spec(spec);
-  Fd spec_fd;
-  if (message.size() - 1 > proto::kInlineSpecMax) {
-    if (auto error = write_spec_file(std::string_view(message).substr(1), spec_fd);
-        !error.empty()) {
-      result.error = error;
-      return finish();
-    }
-    message.resize(1);
-    fds[proto::kSpec] = spec_fd.get();
-    fd_count = proto::kFdCountWithSpec;
-  }
-  if (auto error = supervisor.submit(message, fds, fd_count); !error.empty()) {
-    result.error = error;
-    return finish();
-  }
-  // Only the supervisor may hold these now, so the pipes reach EOF when the command's tree ends.
-  spec_fd.reset();
-  out_w.reset();
-  err_w.reset();
-  ctrl_r.reset();
-  status_w.reset();
-  in_r.reset();
-  set_nonblocking(out_r.get());
-  set_nonblocking(err_r.get());
-  set_nonblocking(status_r.get());
+using Clock = std::chrono::steady_clock;
 
+// One command handed to the supervisor and followed to its end: its pipes, its output and input,
+// the supervisor's report, and the kill (graceful, then forced, then the spare itself).
+// run_supervised() is this class's whole life; each method is one step of its loop.
+class SupervisedCall {
+ public:
+  SupervisedCall(SupervisorProgram& supervisor, const SpawnSpec& spec, const RunControl& control)
+      : supervisor_(supervisor),
+        spec_(spec),
+        control_(control),
+        out_{OutputCapture::of_stdout(result_, control.output_cap, control.sink)},
+        err_{OutputCapture::of_stderr(result_, control.output_cap, control.sink)},
+        start_pending_(static_cast<bool>(control.on_started)),
+        has_deadline_(control.timeout.count() > 0),
+        deadline_(started_ + control.timeout),
+        buf_(std::make_unique_for_overwrite<char[]>(kReadBuffer)) {}
+
+  sdk::ExecResult run(int* wait_status_out) {
+    if (wait_status_out != nullptr) *wait_status_out = -1;
+    if (!submit()) return finish();
+    prepare_streams();
+    follow();
+    const int wait_status = status_int(2);
+    if (wait_status_out != nullptr) *wait_status_out = wait_status;
+    return report(wait_status);
+  }
+
+ private:
   // A stream is open until its pipe's EOF; what it carries goes to its capture.
   struct Stream {
     OutputCapture capture;
     bool open = true;
   };
-  Stream out{OutputCapture::of_stdout(result, control.output_cap, control.sink)};
-  Stream err{OutputCapture::of_stderr(result, control.output_cap, control.sink)};
-  if (!control.retain_output) {
-    out.capture.stream_only();
-    err.capture.stream_only();
+  // Not a std::vector: zero-filling 64 KiB cost more than reading a short command's output.
+  static constexpr std::size_t kReadBuffer = 64 * 1024;
+
+  sdk::ExecResult finish() {
+    result_.duration_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    return std::move(result_);
   }
-  // Standard input, fed in turns with reading the output: a command that stops reading must not
-  // block us.
-  std::string_view stdin_left;
-  if (spec.stdin_data != nullptr) {
-    stdin_left = *spec.stdin_data;
-    if (stdin_left.empty())
-      in_w.reset();
-    else
-      set_nonblocking(in_w.get());
+
+  // Makes the pipes and hands the command and their ends to the supervisor; false with the error.
+  bool submit() {
+    Fd out_w, err_w, ctrl_r, status_w, in_r;
+    if (!make_pipe(out_r_, out_w, result_.error) || !make_pipe(err_r_, err_w, result_.error) ||
+        !make_pipe(ctrl_r, ctrl_w_, result_.error) ||
+        !make_pipe(status_r_, status_w, result_.error))
+      return false;
+    if (spec_.stdin_data != nullptr) {
+      if (!make_pipe(in_r, in_w_, result_.error)) return false;
+    } else {
+      in_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (in_r.get() < 0) {
+        result_.error = std::string("cannot open /dev/null: ") + std::strerror(errno);
+        return false;
+      }
+    }
+    int fds[proto::kFdCountWithSpec];
+    fds[proto::kStdout] = out_w.get();
+    fds[proto::kStderr] = err_w.get();
+    fds[proto::kControl] = ctrl_r.get();
+    fds[proto::kStatus] = status_w.get();
+    fds[proto::kWorkDir] = spec_.work_dir_fd;
+    fds[proto::kStdin] = in_r.get();
+    int fd_count = proto::kFdCount;
+    std::string message = encode_spec(spec_);
+    Fd spec_fd;
+    if (message.size() - 1 > proto::kInlineSpecMax) {
+      if (auto error = write_spec_file(std::string_view(message).substr(1), spec_fd);
+          !error.empty()) {
+        result_.error = error;
+        return false;
+      }
+      message.resize(1);
+      fds[proto::kSpec] = spec_fd.get();
+      fd_count = proto::kFdCountWithSpec;
+    }
+    if (auto error = supervisor_.submit(message, fds, fd_count); !error.empty()) {
+      result_.error = error;
+      return false;
+    }
+    // Only the supervisor holds the other ends now (they close here), so the pipes reach EOF
+    // when the command's tree ends.
+    return true;
   }
-  auto feed_stdin = [&]() {
-    while (in_w.get() >= 0 && !stdin_left.empty()) {
-      const ssize_t n = ::write(in_w.get(), stdin_left.data(), stdin_left.size());
+
+  void prepare_streams() {
+    set_nonblocking(out_r_.get());
+    set_nonblocking(err_r_.get());
+    set_nonblocking(status_r_.get());
+    if (!control_.retain_output) {
+      out_.capture.stream_only();
+      err_.capture.stream_only();
+    }
+    // Standard input, fed in turns with reading the output: a command that stops reading must
+    // not block us.
+    if (spec_.stdin_data != nullptr) {
+      stdin_left_ = *spec_.stdin_data;
+      if (stdin_left_.empty())
+        in_w_.reset();
+      else
+        set_nonblocking(in_w_.get());
+    }
+  }
+
+  void feed_stdin() {
+    while (in_w_.get() >= 0 && !stdin_left_.empty()) {
+      const ssize_t n = ::write(in_w_.get(), stdin_left_.data(), stdin_left_.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
       if (n <= 0) {  // EPIPE: the command closed its input; the rest is dropped
-        in_w.reset();
+        in_w_.reset();
         return;
       }
-      stdin_left.remove_prefix(static_cast<std::size_t>(n));
+      stdin_left_.remove_prefix(static_cast<std::size_t>(n));
     }
-    in_w.reset();  // all written: the command sees end of input
-  };
-  bool status_open = true;
+    in_w_.reset();  // all written: the command sees end of input
+  }
+
   // The status message of supervisor_protocol.hpp: spare pid, shell pid, wait status.
-  char status_buf[3 * sizeof(int)];
-  std::size_t status_len = 0;
-  auto status_int = [&](int index) {
+  [[nodiscard]] int status_int(int index) const {
     int value = -1;
-    if (status_len >= (static_cast<std::size_t>(index) + 1) * sizeof(int))
-      std::memcpy(&value, status_buf + index * sizeof(int), sizeof(int));
+    if (status_len_ >= (static_cast<std::size_t>(index) + 1) * sizeof(int))
+      std::memcpy(&value, status_buf_ + index * sizeof(int), sizeof(int));
     return value;
-  };
+  }
   // Reads what the supervisor has written so far, without waiting.
-  auto read_status = [&]() {
-    while (status_len < sizeof(status_buf)) {
+  void read_status() {
+    while (status_len_ < sizeof(status_buf_)) {
       const ssize_t got =
-          ::read(status_r.get(), status_buf + status_len, sizeof(status_buf) - status_len);
+          ::read(status_r_.get(), status_buf_ + status_len_, sizeof(status_buf_) - status_len_);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) return;  // EOF, or EAGAIN: nothing more yet
-      status_len += static_cast<std::size_t>(got);
+      status_len_ += static_cast<std::size_t>(got);
     }
-  };
-  // Until on_started() was called: the status pipe is read as soon as it has data (not only at its
-  // hang-up) and the output pipes not at all, so no output reaches the sink before it.
-  bool start_pending = static_cast<bool>(control.on_started);
-  auto announce_start = [&]() {
-    if (!start_pending || status_len < 2 * sizeof(int)) return;
-    start_pending = false;
-    if (status_int(1) > 0) control.on_started(status_int(1));
-  };
-  // A graceful end (RunControl::term_grace) was asked for; the kill follows at term_deadline.
-  bool term_sent = false;
-  KillCause term_cause = KillCause::None;
-  Clock::time_point term_deadline;
-  bool kill_sent = false;
-  bool spare_killed = false;  // the kill request went unanswered for kKillGrace
-  Clock::time_point kill_sent_at;
-  auto send_control = [&](char byte) {
-    while (::write(ctrl_w.get(), &byte, 1) < 0 && errno == EINTR) {
+  }
+  // Until on_started() was called: the status pipe is read as soon as it has data (not only at
+  // its hang-up) and the output pipes not at all, so no output reaches the sink before it.
+  void announce_start() {
+    if (!start_pending_ || status_len_ < 2 * sizeof(int)) return;
+    start_pending_ = false;
+    if (status_int(1) > 0) control_.on_started(status_int(1));
+  }
+
+  void send_control(char byte) {
+    while (::write(ctrl_w_.get(), &byte, 1) < 0 && errno == EINTR) {
     }
-    supervisor.wake();
-  };
-  const bool has_deadline = control.timeout.count() > 0;
-  const auto deadline = started + control.timeout;
-  // Not a std::vector: zero-filling 64 KiB cost more than reading a short command's output.
-  constexpr std::size_t kReadBuffer = 64 * 1024;
-  const auto buf = std::make_unique_for_overwrite<char[]>(kReadBuffer);
+    supervisor_.wake();
+  }
+  void send_kill() {
+    send_control(proto::kControlKill);
+    kill_sent_ = true;
+    kill_sent_at_ = Clock::now();
+  }
+
   // The spare that runs the command, as a pidfd so a signal can never reach a process that
   // reused its pid. A command can stop the spare (kill -STOP $PPID) or the program that forks
   // spares; both are sent SIGCONT on every wake, so a stopped one cannot hold the command's
   // report (or the start of a queued command) until the timeout.
-  Fd spare;
-  auto wake_supervisors = [&]() {
+  void wake_supervisors() {
     read_status();
-    if (spare.get() < 0 && status_int(0) > 0) {
-      spare.reset(static_cast<int>(::syscall(SYS_pidfd_open, status_int(0), 0)));
+    if (spare_.get() < 0 && status_int(0) > 0) {
+      spare_.reset(static_cast<int>(::syscall(SYS_pidfd_open, status_int(0), 0)));
       // Opened while the spare still held the status pipe, so while that pid was the spare's.
-      pollfd hup{status_r.get(), 0, 0};
-      if (spare.get() >= 0 && ::poll(&hup, 1, 0) != 0) spare.reset();
+      pollfd hup{status_r_.get(), 0, 0};
+      if (spare_.get() >= 0 && ::poll(&hup, 1, 0) != 0) spare_.reset();
     }
-    if (spare.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare.get(), SIGCONT, nullptr, 0);
-    if (status_int(0) <= 0) supervisor.wake();  // not taken yet: the program may be stopped
-  };
+    if (spare_.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare_.get(), SIGCONT, nullptr, 0);
+    if (status_int(0) <= 0) supervisor_.wake();  // not taken yet: the program may be stopped
+  }
 
-  // Once the supervisor is gone the tree is dead, so the pipes reach EOF at once; if a process
-  // escaped anyway (the supervisor gave up on it), stop waiting for it after a grace period.
-  std::optional<Clock::time_point> pipes_deadline;
-  while (out.open || err.open || status_open) {
-    if (!status_open && !pipes_deadline) pipes_deadline = Clock::now() + std::chrono::seconds(2);
-    if (pipes_deadline && Clock::now() >= *pipes_deadline) {
-      result.notices.push_back("a process of the command kept its output open after it ended");
-      break;
+  // A cancel, a stop or the timeout starts the end: gracefully (RunControl::term_grace) or at
+  // once (a timeout kills at once, as before).
+  void start_kill_when_asked() {
+    if (kill_sent_ || term_sent_) return;
+    const KillCause cause = kill_cause(
+        control_.cancel, control_.stop != nullptr && control_.stop->load(std::memory_order_acquire),
+        has_deadline_ ? std::optional(deadline_) : std::nullopt);
+    record_kill(result_, cause);
+    if (cause == KillCause::None) return;
+    in_w_.reset();
+    const auto grace = control_.term_grace;  // read only now: see RunControl::term_grace
+    if (grace.count() > 0 && cause != KillCause::TimedOut) {
+      send_control(proto::kControlTerminate);
+      term_sent_ = true;
+      term_cause_ = cause;
+      term_deadline_ = Clock::now() + grace;
+    } else {
+      send_kill();
     }
-    if (!kill_sent && !term_sent) {
-      const KillCause cause = kill_cause(
-          control.cancel, control.stop != nullptr && control.stop->load(std::memory_order_acquire),
-          has_deadline ? std::optional(deadline) : std::nullopt);
-      record_kill(result, cause);
-      if (cause != KillCause::None) {
-        in_w.reset();
-        // Read only now: see RunControl::term_grace. A timeout kills at once, as before.
-        const auto grace = control.term_grace;
-        if (grace.count() > 0 && cause != KillCause::TimedOut) {
-          send_control(proto::kControlTerminate);
-          term_sent = true;
-          term_cause = cause;
-          term_deadline = Clock::now() + grace;
-        } else {
-          send_control(proto::kControlKill);
-          kill_sent = true;
-          kill_sent_at = Clock::now();
-        }
-      }
+  }
+
+  // The grace ran out (or the backend stops), a kill went unanswered: each step goes further.
+  // False when nothing more can be done from here and the call is given back.
+  bool escalate_kill() {
+    const bool stopped_since = term_sent_ && term_cause_ == KillCause::Cancelled &&
+                               control_.stop != nullptr &&
+                               control_.stop->load(std::memory_order_acquire);
+    if (term_sent_ && !kill_sent_ && status_open_ &&
+        (Clock::now() >= term_deadline_ || stopped_since))
+      send_kill();  // whatever is left is killed
+    if (status_open_) wake_supervisors();
+    if (status_open_) announce_start();
+    if (kill_sent_ && status_open_ && Clock::now() - kill_sent_at_ > 2 * kKillGrace) {
+      // No pid to act on, or one that ignores SIGKILL in the kernel.
+      result_.error = "the command's supervising process (" + supervisor_.path() +
+                      ") did not answer the kill request; see the server log";
+      return false;
     }
-    const bool stopped_since = term_sent && term_cause == KillCause::Cancelled &&
-                               control.stop != nullptr &&
-                               control.stop->load(std::memory_order_acquire);
-    if (term_sent && !kill_sent && status_open &&
-        (Clock::now() >= term_deadline || stopped_since)) {
-      // The grace ran out (or the backend stops): whatever is left is killed.
-      send_control(proto::kControlKill);
-      kill_sent = true;
-      kill_sent_at = Clock::now();
-    }
-    if (status_open) wake_supervisors();
-    if (status_open) announce_start();
-    if (kill_sent && status_open && Clock::now() - kill_sent_at > 2 * kKillGrace) {
-      // Nothing more can be done from here (no pid to act on, or one that ignores SIGKILL in
-      // the kernel): give the call back rather than wait for ever.
-      result.error = "the command's supervising process (" + supervisor.path() +
-                     ") did not answer the kill request; see the server log";
-      break;
-    }
-    if (kill_sent && !spare_killed && status_open && Clock::now() - kill_sent_at > kKillGrace) {
+    if (kill_sent_ && !spare_killed_ && status_open_ && Clock::now() - kill_sent_at_ > kKillGrace) {
       // Still no report (its own kill takes at most ~10 s): end it and the shell's group here.
-      if (spare.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare.get(), SIGKILL, nullptr, 0);
+      if (spare_.get() >= 0) ::syscall(SYS_pidfd_send_signal, spare_.get(), SIGKILL, nullptr, 0);
       if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
-      result.notices.push_back(
+      result_.notices.push_back(
           "the command's supervising process did not answer the kill "
           "request and was killed");
-      spare_killed = true;
+      spare_killed_ = true;
     }
-    // Wake at least every 50 ms to look at the cancel token and the stop flag; sooner while a
-    // kill request waits for the spare's pid.
-    int wait_ms = kill_sent && spare.get() < 0 ? 5 : 50;
-    if (!kill_sent && !term_sent && has_deadline) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
+    return true;
+  }
+
+  // At least every 50 ms, to look at the cancel token and the stop flag; sooner while a kill
+  // request waits for the spare's pid, or a deadline comes.
+  [[nodiscard]] int wait_ms() const {
+    int wait = kill_sent_ && spare_.get() < 0 ? 5 : 50;
+    auto at_most = [&](Clock::time_point until) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left < wait) wait = left < 0 ? 0 : static_cast<int>(left);
+    };
+    if (!kill_sent_ && !term_sent_ && has_deadline_) at_most(deadline_);
+    if (term_sent_ && !kill_sent_) at_most(term_deadline_);
+    return wait;
+  }
+
+  // A bounded number of reads per wake keeps the other stream and the timers served.
+  void drain_now(int fd, Stream& stream) {
+    for (int i = 0; stream.open && i < 16; ++i) {
+      const ssize_t got = ::read(fd, buf_.get(), kReadBuffer);
+      if (got > 0) {
+        stream.capture.append(std::string_view(buf_.get(), static_cast<std::size_t>(got)));
+        continue;
+      }
+      if (got < 0 && (errno == EINTR)) continue;
+      if (got == 0 || errno != EAGAIN) stream.open = false;
+      return;
     }
-    if (term_sent && !kill_sent) {
-      auto left =
-          std::chrono::ceil<std::chrono::milliseconds>(term_deadline - Clock::now()).count();
-      if (left < wait_ms) wait_ms = left < 0 ? 0 : static_cast<int>(left);
-    }
+  }
+
+  // One wait for the pipes; false once the command is over (or the wait failed).
+  bool poll_once() {
     pollfd pfds[4];
     int n = 0;
     int out_idx = -1, err_idx = -1, status_idx = -1, in_idx = -1;
-    if (in_w.get() >= 0) in_idx = n, pfds[n++] = {in_w.get(), POLLOUT, 0};
-    if (out.open && !start_pending) out_idx = n, pfds[n++] = {out_r.get(), POLLIN, 0};
-    if (err.open && !start_pending) err_idx = n, pfds[n++] = {err_r.get(), POLLIN, 0};
-    // Events 0: only the hang-up wakes us (the pid written early does not), unless the shell's pid
-    // is awaited for on_started().
-    const short status_events = start_pending ? POLLIN : 0;
-    if (status_open) status_idx = n, pfds[n++] = {status_r.get(), status_events, 0};
-    int ready = ::poll(pfds, static_cast<nfds_t>(n), wait_ms);
+    if (in_w_.get() >= 0) in_idx = n, pfds[n++] = {in_w_.get(), POLLOUT, 0};
+    if (out_.open && !start_pending_) out_idx = n, pfds[n++] = {out_r_.get(), POLLIN, 0};
+    if (err_.open && !start_pending_) err_idx = n, pfds[n++] = {err_r_.get(), POLLIN, 0};
+    // Events 0: only the hang-up wakes us (the pid written early does not), unless the shell's
+    // pid is awaited for on_started().
+    const short status_events = start_pending_ ? POLLIN : 0;
+    if (status_open_) status_idx = n, pfds[n++] = {status_r_.get(), status_events, 0};
+    const int ready = ::poll(pfds, static_cast<nfds_t>(n), wait_ms());
     if (ready < 0) {
-      if (errno == EINTR) continue;
-      result.error = std::string("poll failed: ") + std::strerror(errno);
-      break;
+      if (errno == EINTR) return true;
+      result_.error = std::string("poll failed: ") + std::strerror(errno);
+      return false;
     }
-    // A bounded number of reads per wake keeps the other stream and the timers served.
-    auto drain_now = [&](int fd, Stream& stream) {
-      for (int i = 0; stream.open && i < 16; ++i) {
-        ssize_t got = ::read(fd, buf.get(), kReadBuffer);
-        if (got > 0) {
-          stream.capture.append(std::string_view(buf.get(), static_cast<std::size_t>(got)));
-          continue;
-        }
-        if (got < 0 && (errno == EINTR)) continue;
-        if (got == 0 || errno != EAGAIN) stream.open = false;
-        return;
-      }
-    };
     if (in_idx >= 0 && pfds[in_idx].revents != 0) feed_stdin();
-    if (out_idx >= 0 && pfds[out_idx].revents != 0) drain_now(out_r.get(), out);
-    if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r.get(), err);
+    if (out_idx >= 0 && pfds[out_idx].revents != 0) drain_now(out_r_.get(), out_);
+    if (err_idx >= 0 && pfds[err_idx].revents != 0) drain_now(err_r_.get(), err_);
     if (status_idx >= 0 && pfds[status_idx].revents == POLLIN) {
-      read_status();  // only the pids so far (start_pending)
+      read_status();  // only the pids so far (start_pending_)
       announce_start();
     } else if (status_idx >= 0 && pfds[status_idx].revents != 0) {
       // The supervisor is done with the command (or dead): read everything it wrote.
       read_status();
       announce_start();
-      start_pending = false;
-      status_open = false;
-      if (status_len == sizeof(status_buf)) {
+      start_pending_ = false;
+      status_open_ = false;
+      if (status_len_ == sizeof(status_buf_)) {
         // The whole report: the tree is gone, so what the pipes hold is all there will be.
-        drain_now(out_r.get(), out);
-        drain_now(err_r.get(), err);
-        break;
+        drain_now(out_r_.get(), out_);
+        drain_now(err_r_.get(), err_);
+        return false;
       }
+    }
+    return true;
+  }
+
+  // Until the report, the end of every stream, or a give-up. Once the supervisor is gone the tree
+  // is dead, so the pipes reach EOF at once; if a process escaped anyway (the supervisor gave up
+  // on it), stop waiting for it after a grace period.
+  void follow() {
+    std::optional<Clock::time_point> pipes_deadline;
+    while (out_.open || err_.open || status_open_) {
+      if (!status_open_ && !pipes_deadline) pipes_deadline = Clock::now() + std::chrono::seconds(2);
+      if (pipes_deadline && Clock::now() >= *pipes_deadline) {
+        result_.notices.push_back("a process of the command kept its output open after it ended");
+        return;
+      }
+      start_kill_when_asked();
+      if (!escalate_kill() || !poll_once()) return;
     }
   }
 
-  const int wait_status = status_int(2);
-  if (wait_status_out != nullptr) *wait_status_out = wait_status;
-  ctrl_w.reset();
-  in_w.reset();
-  if (status_len < sizeof(status_buf)) {
-    // The supervisor died before reporting (killed from outside): take the group down ourselves.
-    if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
-    if (result.error.empty())
-      result.error = "the command's supervisor process (" + supervisor.path() +
-                     ") ended without reporting; see the server log";
+  sdk::ExecResult report(int wait_status) {
+    ctrl_w_.reset();
+    in_w_.reset();
+    if (status_len_ < sizeof(status_buf_)) {
+      // The supervisor died before reporting (killed from outside): take the group down here.
+      if (status_int(1) > 0) ::kill(-status_int(1), SIGKILL);
+      if (result_.error.empty())
+        result_.error = "the command's supervisor process (" + supervisor_.path() +
+                        ") ended without reporting; see the server log";
+      return finish();
+    }
+    result_.exit_code = wait_status == -1 ? -1 : exit_code_from_status(wait_status);
+    // A command that ended by itself (before the kill landed, or while its spare was stopped) is
+    // reported as it ended. Asked to end gracefully, it ends as it chooses (its trap may exit 0):
+    // still our doing.
+    if (!term_sent_) settle_kill_flags(result_, wait_status);
+    // Only a command that claims success while its input was cut short is an error; one that
+    // failed says why on its stderr.
+    if (!stdin_left_.empty() && result_.exit_code == 0 && !result_.timed_out && !result_.cancelled)
+      result_.error = stdin_shortfall_error(stdin_left_.size());
     return finish();
   }
-  result.exit_code = wait_status == -1 ? -1 : exit_code_from_status(wait_status);
-  // A command that ended by itself (before the kill landed, or while its spare was stopped) is
-  // reported as it ended.
-  // Asked to end gracefully, it ends as it chooses (its trap may exit 0): still our doing.
-  if (!term_sent) settle_kill_flags(result, wait_status);
-  // Only a command that claims success while its input was cut short is an error; one that
-  // failed says why on its stderr.
-  if (!stdin_left.empty() && result.exit_code == 0 && !result.timed_out && !result.cancelled)
-    result.error = stdin_shortfall_error(stdin_left.size());
-  return finish();
+
+  SupervisorProgram& supervisor_;
+  const SpawnSpec& spec_;
+  const RunControl& control_;
+  const Clock::time_point started_ = Clock::now();
+  sdk::ExecResult result_;
+  Fd out_r_, err_r_, ctrl_w_, status_r_, in_w_;
+  Stream out_, err_;
+  std::string_view stdin_left_;
+  bool status_open_ = true;
+  char status_buf_[3 * sizeof(int)] = {};
+  std::size_t status_len_ = 0;
+  bool start_pending_;
+  bool term_sent_ = false;
+  KillCause term_cause_ = KillCause::None;
+  Clock::time_point term_deadline_;
+  bool kill_sent_ = false;
+  bool spare_killed_ = false;  // the kill request went unanswered for kKillGrace
+  Clock::time_point kill_sent_at_;
+  const bool has_deadline_;
+  const Clock::time_point deadline_;
+  const std::unique_ptr<char[]> buf_;
+  Fd spare_;
+};
+
+}  // namespace
+
+sdk::ExecResult run_supervised(SupervisorProgram& supervisor, const SpawnSpec& spec,
+                               const RunControl& control, int* wait_status_out) {
+  return SupervisedCall(supervisor, spec, control).run(wait_status_out);
 }
 
 }  // namespace execmcp::plugins::supervision

@@ -208,60 +208,56 @@ const TokenConfig* Authenticator::match_static(const TokenDigest& digest) const 
   return found;
 }
 
-Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal,
-                                    std::chrono::system_clock::time_point& valid_until) const {
-  const auto& oauth = *config_.oauth;
-  refusal = {401, "invalid_token", ""};
-  const std::string get_new = "; get a new access token from " + oauth.issuer;
+namespace {
 
+// A compact JWS, split at its dots; its header parsed and checked before any key is tried.
+struct JwtParts {
+  std::string_view header_b64, payload_b64;
+  std::string alg, kid;
+  bool has_kid = false;
+};
+
+// "" or why `token` is not a JWS whose header this server accepts.
+std::string check_jwt_header(std::string_view token, JwtParts& parts) {
   const auto first_dot = token.find('.');
   const auto second_dot =
       first_dot == std::string_view::npos ? first_dot : token.find('.', first_dot + 1);
-  if (second_dot == std::string_view::npos || token.find('.', second_dot + 1) != token.npos) {
-    refusal.description = "the bearer token is not one this server knows" + get_new;
-    return {};
-  }
-  const auto header_text = base64url_decode(token.substr(0, first_dot));
+  if (second_dot == std::string_view::npos || token.find('.', second_dot + 1) != token.npos)
+    return "the bearer token is not one this server knows";
+  parts.header_b64 = token.substr(0, first_dot);
+  parts.payload_b64 = token.substr(first_dot + 1, second_dot - first_dot - 1);
+  const auto header_text = base64url_decode(parts.header_b64);
   const auto header = header_text ? nlohmann::json::parse(*header_text, nullptr, false)
                                   : nlohmann::json(nlohmann::json::value_t::discarded);
   if (header.is_discarded() || !header.is_object() || !header.contains("alg") ||
-      !header["alg"].is_string()) {
-    refusal.description = "the access token's header is not valid JSON with an \"alg\"" + get_new;
-    return {};
-  }
-  const std::string alg = header["alg"].get<std::string>();
+      !header["alg"].is_string())
+    return "the access token's header is not valid JSON with an \"alg\"";
+  parts.alg = header["alg"].get<std::string>();
   // The algorithm is checked here, before libjwt sees the token: libjwt 1.10 verifies whatever
   // alg the token names, so an HS256 token keyed with our public key passes jwt_decode (seen with
   // Debian 12's 1.10.2), and its handling of alg "none" has changed between releases.
-  if (alg == "none" || alg.rfind("HS", 0) == 0) {
-    refusal.description = "access tokens signed with '" +
-                          std::string(alg == "none" ? "none" : "HS*") +
-                          "' are not accepted (this server verifies RS256/ES256 signatures with "
-                          "public keys)" +
-                          get_new;
-    return {};
-  }
-  if (header.contains("crit")) {
-    refusal.description =
-        "the access token names critical header extensions this server does "
-        "not understand" +
-        get_new;
-    return {};
-  }
-  if (token.size() == second_dot + 1) {
-    refusal.description = "the access token has no signature" + get_new;
-    return {};
-  }
-  const bool has_kid = header.contains("kid") && header["kid"].is_string();
-  const std::string kid = has_kid ? header["kid"].get<std::string>() : std::string();
-  const jwt_alg_t libjwt_alg = jwt_str_alg(alg.c_str());
+  if (parts.alg == "none" || parts.alg.rfind("HS", 0) == 0)
+    return "access tokens signed with '" + std::string(parts.alg == "none" ? "none" : "HS*") +
+           "' are not accepted (this server verifies RS256/ES256 signatures with public keys)";
+  if (header.contains("crit"))
+    return "the access token names critical header extensions this server does not understand";
+  if (token.size() == second_dot + 1) return "the access token has no signature";
+  parts.has_kid = header.contains("kid") && header["kid"].is_string();
+  if (parts.has_kid) parts.kid = header["kid"].get<std::string>();
+  return "";
+}
 
+// "" when a configured key that may sign tokens of this kid and alg verifies `token`, else why not.
+std::string check_jwt_signature(std::string_view token, const JwtParts& parts,
+                                const std::vector<VerificationKey>& keys) {
+  const jwt_alg_t libjwt_alg = jwt_str_alg(parts.alg.c_str());
   const WipedString token_text(token);
-  std::unique_ptr<jwt_t, JwtFree> verified;
   bool any_candidate = false;
-  for (const auto& key : keys_) {
+  for (const auto& key : keys) {
     // A key without a kid (a PEM file) stands for whatever kid the issuer puts in its tokens.
-    if ((has_kid && !key.kid.empty() && key.kid != kid) || !contains(key.algs, alg)) continue;
+    if ((parts.has_kid && !key.kid.empty() && key.kid != parts.kid) ||
+        !contains(key.algs, parts.alg))
+      continue;
     any_candidate = true;
     jwt_t* raw = nullptr;
     const int rc =
@@ -270,98 +266,106 @@ Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal,
     std::unique_ptr<jwt_t, JwtFree> decoded(raw);
     // libjwt reads the alg from the token itself; insist it verified with the one checked above.
     if (rc == 0 && decoded && libjwt_alg != JWT_ALG_INVAL &&
-        jwt_get_alg(decoded.get()) == libjwt_alg) {
-      verified = std::move(decoded);
-      break;
-    }
+        jwt_get_alg(decoded.get()) == libjwt_alg)
+      return "";
   }
-  if (!any_candidate) {
-    refusal.description = "no key of this server verifies the access token (its " +
-                          std::string(has_kid ? "kid and alg " : "alg ") + header_safe(alg) +
-                          (has_kid ? " match" : " matches") + " no configured key)" + get_new;
-    return {};
-  }
-  if (!verified) {
-    refusal.description = "the access token's signature does not verify" + get_new;
-    return {};
-  }
+  if (!any_candidate)
+    return "no key of this server verifies the access token (its " +
+           std::string(parts.has_kid ? "kid and alg " : "alg ") + header_safe(parts.alg) +
+           (parts.has_kid ? " match" : " matches") + " no configured key)";
+  return "the access token's signature does not verify";
+}
 
-  const auto payload_text =
-      base64url_decode(token.substr(first_dot + 1, second_dot - first_dot - 1));
-  const auto claims = payload_text ? nlohmann::json::parse(*payload_text, nullptr, false)
-                                   : nlohmann::json(nlohmann::json::value_t::discarded);
-  if (claims.is_discarded() || !claims.is_object()) {
-    refusal.description = "the access token's claims are not a JSON object" + get_new;
-    return {};
-  }
-  if (!claims.contains("iss") || claims["iss"] != oauth.issuer) {
-    refusal.description = "the access token was not issued by " + oauth.issuer + get_new;
-    return {};
-  }
-  bool audience_ok = false;
-  if (const auto aud = claims.find("aud"); aud != claims.end()) {
-    if (aud->is_string()) {
-      audience_ok = same_url(aud->get<std::string>(), oauth.audience);
-    } else if (aud->is_array()) {
-      for (const auto& item : *aud)
-        audience_ok =
-            audience_ok || (item.is_string() && same_url(item.get<std::string>(), oauth.audience));
-    }
-  }
-  if (!audience_ok) {
-    refusal.description = "the access token is not meant for this server (its audience must be " +
-                          oauth.audience + "); request it with resource=" + oauth.audience;
-    return {};
-  }
-  const auto now = clock_();
-  const auto exp = claims.find("exp");
-  if (exp == claims.end() || !exp->is_number()) {
-    refusal.description = "the access token has no expiry (exp)" + get_new;
-    return {};
-  }
-  valid_until = numeric_date(*exp) + kLeeway;
-  if (now > valid_until) {
-    refusal.description = "the access token has expired" + get_new;
-    return {};
-  }
-  if (const auto nbf = claims.find("nbf"); nbf != claims.end()) {
-    if (!nbf->is_number() || now + kLeeway < numeric_date(*nbf)) {
-      refusal.description =
-          "the access token is not valid yet (nbf); check the clocks of this "
-          "server and of " +
-          oauth.issuer;
-      return {};
-    }
-  }
+bool audience_matches(const nlohmann::json& claims, const std::string& audience) {
+  const auto aud = claims.find("aud");
+  if (aud == claims.end()) return false;
+  if (aud->is_string()) return same_url(aud->get<std::string>(), audience);
+  if (!aud->is_array()) return false;
+  for (const auto& item : *aud)
+    if (item.is_string() && same_url(item.get<std::string>(), audience)) return true;
+  return false;
+}
 
-  const auto sub = claims.find("sub");
-  if (sub == claims.end() || !sub->is_string() || sub->get_ref<const std::string&>().empty()) {
-    // Without a subject every such token would be one principal, sharing sessions and audit lines.
-    refusal.description =
-        "the access token has no subject (sub): this server needs it to tell users apart; ask "
-        "the administrator of " +
-        oauth.issuer + " to issue tokens with a 'sub' claim";
-    return {};
-  }
-
-  Principal principal;
-  principal.name = subject_principal(sub->get_ref<const std::string&>());
-  const auto agents = claims.find(oauth.agents_claim);
-  if (agents != claims.end() && agents->is_array()) {
-    for (const auto& item : *agents)
-      if (item.is_string()) principal.agents.push_back(item.get<std::string>());
-  } else if (agents != claims.end() && agents->is_string()) {
-    // Space-separated, like the `scope` claim.
-    std::string list = agents->get<std::string>();
+// The agents a token grants: the configured claim, a list or a space-separated string (like
+// `scope`).
+std::vector<std::string> granted_agents(const nlohmann::json& claims, const std::string& claim) {
+  std::vector<std::string> agents;
+  const auto found = claims.find(claim);
+  if (found != claims.end() && found->is_array()) {
+    for (const auto& item : *found)
+      if (item.is_string()) agents.push_back(item.get<std::string>());
+  } else if (found != claims.end() && found->is_string()) {
+    const std::string list = found->get<std::string>();
     std::size_t start = 0;
     while (start < list.size()) {
       const auto end = list.find(' ', start);
       const auto item = list.substr(start, end == std::string::npos ? end : end - start);
-      if (!item.empty()) principal.agents.push_back(item);
+      if (!item.empty()) agents.push_back(item);
       if (end == std::string::npos) break;
       start = end + 1;
     }
   }
+  return agents;
+}
+
+}  // namespace
+
+std::string Authenticator::check_jwt_claims(const nlohmann::json& claims,
+                                            std::chrono::system_clock::time_point& valid_until,
+                                            const std::string& get_new) const {
+  const auto& oauth = *config_.oauth;
+  if (claims.is_discarded() || !claims.is_object())
+    return "the access token's claims are not a JSON object" + get_new;
+  if (!claims.contains("iss") || claims["iss"] != oauth.issuer)
+    return "the access token was not issued by " + oauth.issuer + get_new;
+  if (!audience_matches(claims, oauth.audience))
+    return "the access token is not meant for this server (its audience must be " + oauth.audience +
+           "); request it with resource=" + oauth.audience;
+  const auto now = clock_();
+  const auto exp = claims.find("exp");
+  if (exp == claims.end() || !exp->is_number())
+    return "the access token has no expiry (exp)" + get_new;
+  valid_until = numeric_date(*exp) + kLeeway;
+  if (now > valid_until) return "the access token has expired" + get_new;
+  if (const auto nbf = claims.find("nbf"); nbf != claims.end()) {
+    if (!nbf->is_number() || now + kLeeway < numeric_date(*nbf))
+      return "the access token is not valid yet (nbf); check the clocks of this server and of " +
+             oauth.issuer;
+  }
+  const auto sub = claims.find("sub");
+  if (sub == claims.end() || !sub->is_string() || sub->get_ref<const std::string&>().empty()) {
+    // Without a subject every such token would be one principal, sharing sessions and audit lines.
+    return "the access token has no subject (sub): this server needs it to tell users apart; ask "
+           "the administrator of " +
+           oauth.issuer + " to issue tokens with a 'sub' claim";
+  }
+  return "";
+}
+
+Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal,
+                                    std::chrono::system_clock::time_point& valid_until) const {
+  const auto& oauth = *config_.oauth;
+  refusal = {401, "invalid_token", ""};
+  const std::string get_new = "; get a new access token from " + oauth.issuer;
+  JwtParts parts;
+  if (auto why = check_jwt_header(token, parts); !why.empty()) {
+    refusal.description = why + get_new;
+    return {};
+  }
+  if (auto why = check_jwt_signature(token, parts, keys_); !why.empty()) {
+    refusal.description = why + get_new;
+    return {};
+  }
+  const auto payload_text = base64url_decode(parts.payload_b64);
+  const auto claims = payload_text ? nlohmann::json::parse(*payload_text, nullptr, false)
+                                   : nlohmann::json(nlohmann::json::value_t::discarded);
+  if (auto why = check_jwt_claims(claims, valid_until, get_new); !why.empty()) {
+    refusal.description = why;
+    return {};
+  }
+  Principal principal;
+  principal.name = subject_principal(claims["sub"].get_ref<const std::string&>());
+  principal.agents = granted_agents(claims, oauth.agents_claim);
   if (principal.agents.empty()) {
     refusal = {403, "insufficient_scope",
                "the access token has no '" + oauth.agents_claim +

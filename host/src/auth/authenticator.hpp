@@ -79,6 +79,11 @@ class Authenticator {
   [[nodiscard]] AuthDecision refuse(const Refusal& refusal, std::string_view agent_id,
                                     std::string_view principal_name = {}) const;
   [[nodiscard]] const TokenConfig* match_static(const TokenDigest& digest) const;
+  // "" when a signed token's claims make it valid for this server now (issuer, audience, expiry,
+  // not-before, subject), else why not; sets `valid_until`.
+  [[nodiscard]] std::string check_jwt_claims(const nlohmann::json& claims,
+                                             std::chrono::system_clock::time_point& valid_until,
+                                             const std::string& get_new) const;
   [[nodiscard]] Principal verify_jwt(std::string_view token, Refusal& refusal,
                                      std::chrono::system_clock::time_point& valid_until) const;
   [[nodiscard]] std::optional<Principal> cached_jwt(const TokenDigest& digest) const;
