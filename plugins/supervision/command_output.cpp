@@ -63,15 +63,4 @@ std::string stdin_shortfall_error(std::size_t bytes_left) {
          " bytes left)";
 }
 
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out.push_back(c);
-  }
-  return out + "'";
-}
-
 }  // namespace execmcp::plugins::supervision

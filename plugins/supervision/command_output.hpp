@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "execmcp/common/shell_quote.hpp"
 #include "execmcp/sdk/types.hpp"
 
 namespace execmcp::plugins::supervision {
@@ -63,7 +64,7 @@ int exit_code_from_status(int wait_status);
 // The error of a command that exited 0 without reading `bytes_left` bytes of its input.
 std::string stdin_shortfall_error(std::size_t bytes_left);
 
-// `s` as one word for a POSIX shell, in single quotes.
-std::string shell_quote(std::string_view s);
+// `s` as one word for a POSIX shell, in single quotes (libs/common).
+using common::shell_quote;
 
 }  // namespace execmcp::plugins::supervision

@@ -238,38 +238,6 @@ std::vector<VerificationKey> key_from_pem(const std::string& text, const std::st
 
 }  // namespace
 
-std::optional<std::string> base64url_decode(std::string_view text) {
-  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
-  std::string out;
-  out.reserve(text.size() * 3 / 4 + 3);
-  unsigned buffer = 0;
-  int bits = 0;
-  for (char c : text) {
-    unsigned value = 0;
-    if (c >= 'A' && c <= 'Z') {
-      value = static_cast<unsigned>(c - 'A');
-    } else if (c >= 'a' && c <= 'z') {
-      value = static_cast<unsigned>(c - 'a' + 26);
-    } else if (c >= '0' && c <= '9') {
-      value = static_cast<unsigned>(c - '0' + 52);
-    } else if (c == '-') {
-      value = 62;
-    } else if (c == '_') {
-      value = 63;
-    } else {
-      return std::nullopt;
-    }
-    buffer = (buffer << 6) | value;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  if (bits >= 6) return std::nullopt;  // one leftover character cannot encode a byte
-  return out;
-}
-
 std::vector<VerificationKey> load_verification_keys(const std::string& file) {
   const std::string text = read_keys_file(file);
   const auto first = text.find_first_not_of(" \t\r\n");

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "execmcp/common/base64.hpp"
+
 namespace execmcp::host::auth {
 
 // One public key, as libjwt takes it, with the JWS algorithms it may verify.
@@ -22,6 +24,8 @@ struct VerificationKey {
 std::vector<VerificationKey> load_verification_keys(const std::string& file);
 
 // base64url without padding (RFC 7515 §2); trailing '=' tolerated. nullopt on any other byte.
-std::optional<std::string> base64url_decode(std::string_view text);
+inline std::optional<std::string> base64url_decode(std::string_view text) {
+  return common::base64_decode(text, common::Base64Alphabet::Url);
+}
 
 }  // namespace execmcp::host::auth

@@ -120,19 +120,6 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
 
 }  // namespace
 
-std::string shell_quote(std::string_view word) {
-  std::string quoted = "'";
-  for (char c : word) {
-    if (c == '\'') {
-      quoted += "'\\''";  // close, escaped quote, reopen
-    } else {
-      quoted += c;
-    }
-  }
-  quoted += '\'';
-  return quoted;
-}
-
 std::string build_read_docstring_command(std::string_view python, std::string_view tools_dir,
                                          std::string_view module, std::string_view function) {
   std::string command = shell_quote(python.empty() ? "python3" : python);

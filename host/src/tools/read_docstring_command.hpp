@@ -6,10 +6,12 @@
 
 #include "execmcp/sdk/types.hpp"
 
+#include "execmcp/common/shell_quote.hpp"
+
 namespace execmcp::host::tools {
 
 // Quotes one word for POSIX sh, so it reaches the program as exactly one argv entry.
-[[nodiscard]] std::string shell_quote(std::string_view word);
+using common::shell_quote;
 
 // `python -I -c SCRIPT tools_dir module function`, every part quoted.
 [[nodiscard]] std::string build_read_docstring_command(std::string_view python,

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "execmcp/common/shell_quote.hpp"
+
 namespace execmcp::plugins::shell_syntax::detail {
 namespace {
 
@@ -211,18 +213,6 @@ bool is_git_command_variable(std::string_view name) {
              "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "PAGER", "EDITOR", "VISUAL"});
 }
 
-// Single-quotes a word so that the shell reads it back as exactly one word.
-std::string shell_quote(std::string_view word) {
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
 }  // namespace
 
 // Emits words[from, to) as the command that words[first] (at index `self`) runs.
@@ -258,7 +248,7 @@ int Parser::follow_runner(const std::vector<Word>& words, std::size_t first, int
     if (auto split = env_split_string(words, first)) {
       std::string line = split->first;
       for (std::size_t i = split->second; i < words.size(); ++i)
-        line += " " + shell_quote(words[i].value);
+        line += " " + common::shell_quote(words[i].value);
       recurse(line, Source::ShellString, self);
       return -1;
     }
