@@ -18,6 +18,7 @@
 
 #include "docker_common/attached_container.hpp"
 #include "docker_common/base64.hpp"
+#include "docker_common/container_scripts.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
 #include "docker_common/log_text.hpp"
 #include "docker_common/preinstall.hpp"
@@ -96,127 +97,9 @@ bool pid_alive(long pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-// Kills every process whose environment carries EXECMCP_CALL=<marker>, repeating until a full pass
-// finds none, so children forked during the sweep (a fork bomb) are caught too. Python does it in
-// one process, which still works when the pids limit leaves no room for `grep` forks. The call's
-// wrapper (marker in its argv, not its environment) is killed too: once this sweep runs, the
-// wrapper's own clean-up is moot, and it must not outlive the call that returns after this.
-constexpr const char* kSweepPython = R"PY(
-import os, sys, time
-mark = sys.argv[1].encode()
-want = b"EXECMCP_CALL=" + mark
-me = os.getpid()
-for d in os.listdir("/proc"):
-    if d.isdigit() and int(d) != me:
-        try:
-            with open("/proc/" + d + "/cmdline", "rb") as f:
-                if mark in f.read().split(b"\0"):
-                    os.kill(int(d), 9)
-        except OSError:
-            pass
-end = time.time() + 10
-quiet = 0
-while time.time() < end and quiet < 3:
-    found = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        try:
-            with open("/proc/" + d + "/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if want in env:
-            found += 1
-            try:
-                # The whole group first: a group kill is atomic against fork.
-                with open("/proc/" + d + "/stat", "rb") as f:
-                    pgrp = int(f.read().rsplit(b")", 1)[1].split()[2])
-                if pgrp != os.getpgrp():
-                    os.killpg(pgrp, 9)
-            except (OSError, ValueError, IndexError):
-                pass
-            try:
-                os.kill(int(d), 9)
-            except OSError:
-                pass
-    quiet = 0 if found else quiet + 1
-    time.sleep(0.02)
-
-def zombies():
-    n = 0
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/" + d + "/stat", "rb") as f:
-                    n += b") Z " in f.read()
-            except OSError:
-                pass
-    return n
-
-# Killed processes hold their pids until init reaps them; wait so the pids limit frees.
-while time.time() < end and zombies():
-    time.sleep(0.01)
-if quiet >= 3:
-    print("execmcp-swept")
-)PY";
-
-constexpr const char* kSweepShell =
-    "m=\"EXECMCP_CALL=$1\"; i=0; while [ $i -lt 50 ]; do f=0; "
-    "for d in /proc/[0-9]*; do if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then "
-    "kill -9 \"${d#/proc/}\" 2>/dev/null; f=1; fi; done; [ $f = 0 ] && echo execmcp-swept && "
-    "break; "
-    "i=$((i+1)); done";
-
-// Every command runs under this wrapper: $1 shell, $2 command, $3 call marker. Only the command
-// carries the marker in its environment; when it exits, the wrapper kills whatever it left behind
-// (background jobs, setsid escapees, fork-bomb children) so nothing outlives the call, like the
-// local backend. One grep per pass keeps the common case cheap. If forks keep failing (a fork bomb
-// holds every pid) it says so on stderr and the backend finishes the job from outside.
+// Every command runs under scripts/call_wrapper.sh; when forks keep failing (a fork bomb holds
+// every pid) it says so on stderr and the backend finishes the job from outside.
 constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
-constexpr const char* kWrapper =
-    "sh_=$1; cmd_=$2; mark=$3\n"
-    // The command leads its own process group, so one kill reaches the whole group at once (the
-    // kernel makes a group kill atomic against fork, which a pid-by-pid sweep is not).
-    "EXECMCP_CALL=\"$mark\" setsid \"$sh_\" -c \"$cmd_\" &\n"
-    "pid=$!\n"
-    "wait $pid\n"
-    "rc=$?\n"
-    "kill -9 -$pid 2>/dev/null\n"
-    "read -r l 2>/dev/null < /proc/$$/stat; r=${l##*) }; set -- $r; own=$3\n"
-    "i=0; quiet=0; all=\n"
-    "while [ $i -lt 200 ] && [ $quiet -lt 2 ]; do\n"
-    "  i=$((i+1))\n"
-    // grep also reads the marker from stdin, so its output proves it ran: under an exhausted
-    // pids limit its fork fails, and silence must not read as "nothing left". GNU and busybox grep
-    // both name stdin "(standard input)".
-    "  p=$(grep -lzsF \"EXECMCP_CALL=$mark\" - /proc/[0-9]*/environ <<E\n"
-    "EXECMCP_CALL=$mark\n"
-    "E\n"
-    ")\n"
-    "  case \"$p\" in *\"(standard input)\"*) ;; *) continue ;; esac\n"
-    "  k=; g=\n"
-    "  for f in $p; do case \"$f\" in /proc/*) f=${f#/proc/}; q=${f%/environ}; k=\"$k $q\"\n"
-    "    if read -r l 2>/dev/null < /proc/$q/stat; then r=${l##*) }; set -- $r\n"
-    "      [ \"$3\" != \"$own\" ] && g=\"$g -$3\"; fi ;; esac; done\n"
-    "  if [ -z \"$k\" ]; then quiet=$((quiet+1)); else quiet=0; kill -9 $g $k 2>/dev/null; "
-    "all=\"$all $k\"; fi\n"
-    "done\n"
-    "[ $quiet -ge 2 ] || echo execmcp-sweep-incomplete >&2\n"
-    // Killed processes hold their pids until init reaps them: wait, reading /proc/*/stat with
-    // the `read` builtin (no forks), so the next call is not refused by the pids limit.
-    "n=0\n"
-    "while [ -n \"$all\" ] && [ $n -lt 3000 ]; do\n"
-    "  z=0\n"
-    "  for s in /proc/[0-9]*/stat; do\n"
-    "    read -r l 2>/dev/null < \"$s\" || continue\n"
-    "    case \"$l\" in *\") Z \"*) z=1; break ;; esac\n"
-    "  done\n"
-    "  [ $z = 0 ] && break\n"
-    "  n=$((n+1))\n"
-    "done\n"
-    "exit $rc\n";
-
 // Collects decoded exec output with per-stream caps (draining past the cap) and streams the kept
 // part to the sink, like the local backend.
 class CappedCollector final : public ExecStreamDecoder::Handler {
@@ -755,7 +638,8 @@ std::string ContainerBackend::recover_container(std::vector<std::string>& notice
 
 void ContainerBackend::kill_marked(const std::string& marker) {
   const std::string script = std::string("command -v python3 >/dev/null 2>&1 && exec python3 -c ") +
-                             shell_quote(kSweepPython) + " \"$1\"; " + kSweepShell;
+                             shell_quote(scripts::kSweepPython) + " \"$1\"; " +
+                             scripts::kSweepShell;
   ExecOptions options;
   options.cmd = {"/bin/sh", "-c", script, "execmcp-kill", marker};
   options.user = user();
@@ -1096,7 +980,8 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     const std::string command = prepared_command(request.command);
     ExecSpec spec;
     spec.marker = random_marker();
-    spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
+    spec.cmd = {"/bin/sh", "-c",       scripts::kCallWrapper, "execmcp", settings_.shell,
+                command,   spec.marker};
     spec.shell = settings_.shell;
     spec.command = command;
     spec.work_dir = work_dir;
@@ -1552,7 +1437,8 @@ std::string ContainerBackend::start_background_exec(const std::shared_ptr<Backgr
   if (auto err = engine_->connect(); !err.ok())
     return describe_failure(err, "reaching the engine at " + engine_->describe());
   ExecOptions options;
-  options.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, bg->marker};
+  options.cmd = {"/bin/sh", "-c",      scripts::kCallWrapper, "execmcp", settings_.shell,
+                 command,   bg->marker};
   options.env = env;
   options.user = user();
   options.work_dir = bg->work_dir;
@@ -1606,19 +1492,8 @@ void ContainerBackend::term_marked(const std::string& marker, std::chrono::milli
   // One TERM to each marked process, then passes until none is left or the grace is over.
   const long passes = std::max<long>(1, static_cast<long>(grace.count() / 100));
   ExecSpec spec;
-  spec.cmd = {"/bin/sh",
-              "-c",
-              "m=\"EXECMCP_CALL=$1\"; n=$2; i=0\n"
-              "while :; do f=0\n"
-              "  for d in /proc/[0-9]*; do\n"
-              "    if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then f=1\n"
-              "      [ $i = 0 ] && kill -TERM \"${d#/proc/}\" 2>/dev/null; fi\n"
-              "  done\n"
-              "  [ $f = 0 ] && break; i=$((i+1)); [ $i -ge $n ] && break; sleep 0.1\n"
-              "done",
-              "execmcp-term",
-              marker,
-              std::to_string(passes)};
+  spec.cmd = {"/bin/sh",      "-c",   scripts::kTermMarked,
+              "execmcp-term", marker, std::to_string(passes)};
   spec.work_dir = "/";
   spec.timeout = grace + std::chrono::seconds(15);
   spec.output_cap = 4096;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "docker_common/container_backend.hpp"
+#include "docker_common/container_scripts.hpp"
 #include "docker_common/log_text.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "supervision/command_output.hpp"
@@ -56,26 +57,8 @@ EngineError ContainerBackend::copy_runner() {
 EngineError ContainerBackend::deliver_runner_by_exec() {
   std::string bytes;
   if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
-  // As the exec user, so the file is its own and cleanup() can remove it; a directory of its own
-  // (mode 700) under /tmp, else under $HOME when /tmp is mounted noexec. The program run with no
-  // argument exits 2 (its usage): that proves it can execute there.
-  static constexpr const char* kDeliver =
-      "tag=$1; t=/tmp/.execmcp-$tag; h=${HOME:-/nonexistent}/.execmcp-$tag\n"
-      "put() { mkdir -p \"$1\" 2>/dev/null && chmod 700 \"$1\" 2>/dev/null; }\n"
-      "ok() { \"$1/execmcp-runner\" 2>/dev/null; [ $? = 2 ]; }\n"
-      "src=\n"
-      "for d in \"$t\" \"$h\"; do\n"
-      "  if put \"$d\" && cat > \"$d/execmcp-runner.new\" && chmod 700 \"$d/execmcp-runner.new\" "
-      "&&\n"
-      "     mv -f \"$d/execmcp-runner.new\" \"$d/execmcp-runner\"; then src=$d; break; fi\n"
-      "done\n"
-      "[ -n \"$src\" ] || { echo 'no writable directory (tried /tmp and $HOME)' >&2; exit 1; }\n"
-      "if ok \"$src\"; then echo \"execmcp-at:$src\"; exit 0; fi\n"
-      "if [ \"$src\" = \"$t\" ] && put \"$h\" && cp \"$t/execmcp-runner\" \"$h/execmcp-runner\" && "
-      "ok \"$h\"; then\n"
-      "  rm -rf -- \"$t\"; echo \"execmcp-at:$h\"; exit 0; fi\n"
-      "rm -rf -- \"$t\" \"$h\" 2>/dev/null\n"
-      "echo 'no directory where a program may execute (/tmp and $HOME are noexec)' >&2; exit 1\n";
+  // As the exec user, so the file is its own and cleanup() can remove it (scripts/
+  // deliver_runner.sh says where it goes).
   {  // A stopped container is the call's error, not the runner's fault (no exec-mode fallback).
     std::vector<std::string> unused;
     if (auto why = recover_container(unused); !why.empty())
@@ -85,7 +68,7 @@ EngineError ContainerBackend::deliver_runner_by_exec() {
   for (char c : init_.instance_id.empty() ? std::to_string(::getpid()) : init_.instance_id)
     tag.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '-');
   ExecSpec spec;
-  spec.cmd = {"/bin/sh", "-c", kDeliver, "execmcp-deliver", tag};
+  spec.cmd = {"/bin/sh", "-c", scripts::kDeliverRunner, "execmcp-deliver", tag};
   spec.work_dir = "/";
   spec.stdin_data = std::move(bytes);
   spec.timeout = std::chrono::seconds(120);
