@@ -1,6 +1,7 @@
-// One persistent container per agent, whatever engine drives it: lifecycle and orphan policy,
-// recovery, commands through execmcp-runner or one exec each, the kill sweep, output caps and the
-// file tools. The docker-api and docker-cli plugins are this class over their own Engine.
+// One persistent container per agent, whatever engine drives it: its lifecycle
+// (ContainerLifecycle), commands through execmcp-runner or one exec each, the kill sweep, output
+// caps and the file tools. The docker-api and docker-cli plugins are this class over their own
+// Engine.
 #pragma once
 
 #include <atomic>
@@ -12,13 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "docker_common/container_lifecycle.hpp"
 #include "docker_common/container_spec.hpp"
-#include "docker_common/credentials.hpp"
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/engine.hpp"
-#include "docker_common/preinstall.hpp"
 #include "docker_common/runner_channel.hpp"
-#include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
@@ -96,45 +95,15 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
     bool recover = true;  // bring a stopped container back and run once more
   };
 
-  // Attach mode (`container: NAME`): the container is not ours to create, restart or remove.
-  [[nodiscard]] bool attached() const { return !settings_.container.empty(); }
-  // start() in attach mode: the container must run, show every grant at its path, and have a
-  // non-root user for the commands.
-  std::string start_attached();
+  [[nodiscard]] bool attached() const { return lifecycle_.attached(); }
+  std::string user() { return lifecycle_.user(); }
   // Attach mode's runner delivery: the program sent through an exec's stdin into a private
   // directory under /tmp (else $HOME) that is writable and executable; sets runner_path_.
   EngineError deliver_runner_by_exec();
-  std::string user();
-  std::string prepare_workspace_access();
-  // `preinstall`: sets preinstalled_image_ to the cached image of the lists (building it when it
-  // is not there). "" or why the agent must not start (with preinstall_on_failure: continue, a
-  // failure leaves the base image and becomes pending_notice_ instead).
-  std::string prepare_preinstall();
-  // Builds the image of `plan` on `base` as `tag`: "" and its id in `image_id`, or the failure.
-  std::string build_preinstall(const ImageInfo& base, const PreinstallPlan& plan,
-                               const std::string& key, std::string& image_id);
-  // Every execmcp container on the engine; "" or why they could not be listed.
-  std::string list_managed(std::vector<ContainerInfo>& out);
-  // Removes this host's containers whose owner process is gone, and drops them from `managed`.
-  void remove_orphans(std::vector<ContainerInfo>& managed);
-  // The container spec with every mount source checked (see docs/security.md, Container mounts);
-  // "" or why the container must not start. `managed`: list_managed()'s answer when the caller
-  // has it (null: looked up now).
-  std::string checked_spec(ContainerSpec& spec,
-                           const std::vector<ContainerInfo>* managed = nullptr);
-  // "" when every protected path of a writable grant exists and is the file it was at the first
-  // call (recorded then by device and inode), else why the container must not start.
-  std::string check_protected_paths();
-  // Adds the writable bind sources of every other execmcp container on this engine.
-  std::string add_other_agents_roots(std::vector<WritableRoot>& roots,
-                                     const std::vector<ContainerInfo>* managed);
-  std::string create_and_start(const std::vector<ContainerInfo>* managed = nullptr);
   // Starts a process in the container, bringing the container back once if it is gone or stopped
   // (when `recover`); null and `error` on failure.
   std::unique_ptr<ExecSession> start_exec(const ExecOptions& options, bool recover,
                                           std::vector<std::string>& notices, std::string& error);
-  // Brings back a container that is gone or not running; "" or an error.
-  std::string recover_container(std::vector<std::string>& notices);
   // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
   ExecSpec file_exec(std::vector<std::string> cmd, const sdk::CancelToken* cancel) const;
   // Runs one exec to completion (or timeout/cancel), recovering the container once if needed.
@@ -165,56 +134,41 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
                                                const std::shared_ptr<RunnerChannel>& channel);
   void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
 
-  // True once the container is not running (or gone), false if it still runs after `timeout`.
-  bool wait_stopped(std::chrono::milliseconds timeout);
-  // The container's state; nullopt when the engine did not answer.
-  std::optional<ContainerState> inspect_state();
   // Adds a notice saying who killed a command: the OOM killer, or PID 1 dying from inside.
   void explain_kill(sdk::ExecResult& result);
   void kill_marked(const std::string& marker);
-  void log(sdk::LogLevel level, const std::string& message) const;
-
-  // The `credentials` secrets: read at construction (errors) and again at each start(); given to
-  // each command's environment, never to the container's (see docs/security.md).
-  std::shared_ptr<const SecretEnv> secret_env() const;
-  // Every call's environment, NAME=value: an attached container's `env`, the credentials' secrets,
-  // then the call's own (later wins).
+  void log(sdk::LogLevel level, const std::string& message) const {
+    lifecycle_.log(level, message);
+  }
+  bool wait_stopped(std::chrono::milliseconds timeout) { return lifecycle_.wait_stopped(timeout); }
+  std::optional<ContainerState> inspect_state() { return lifecycle_.inspect_state(); }
   std::vector<std::string> call_env(
-      const std::vector<std::pair<std::string, std::string>>& extra) const;
-  std::string refresh_credentials();
+      const std::vector<std::pair<std::string, std::string>>& extra) const {
+    return lifecycle_.call_env(extra);
+  }
+  [[nodiscard]] bool runner_copied() const {
+    return copied_for_.load() == lifecycle_.incarnation();
+  }
 
-  sdk::BackendInit init_;
-  std::string backend_name_;
-  DockerSettings settings_;
   std::unique_ptr<Engine> engine_;
-  std::string name_;
-  std::string host_name_;
-
-  std::mutex mutex_;  // guards user_ and access_granted_
-  UserChoice user_;   // chosen by prepare_workspace_access()
-  bool access_granted_ = false;
-  std::vector<MountSpec> credential_mounts_;
-  std::mutex preinstall_mutex_;     // guards the two below
-  std::string preinstalled_image_;  // the image id containers are made from; "": agent_image()
-  std::string pending_notice_;      // for the next command's result (preinstall_on_failure)
-  mutable std::mutex secrets_mutex_;
-  std::shared_ptr<const SecretEnv> secret_env_ = std::make_shared<const SecretEnv>();
-  std::mutex recover_mutex_;    // one container recovery at a time
-  std::mutex protected_mutex_;  // guards protected_ids_
-  // Each protected path's (st_dev, st_ino) at the first start of this process.
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> protected_ids_;
+  ContainerLifecycle lifecycle_;
+  // The lifecycle's, under the names the code below has always used.
+  const sdk::BackendInit& init_;
+  const std::string& backend_name_;
+  const DockerSettings& settings_;
+  const std::string& name_;
   std::atomic<std::uint64_t> stop_generation_{0};
-  std::atomic<long> oom_kills_seen_{0};  // the memory cgroup's oom_kill count at our last look
 
-  RunnerDelivery runner_delivery_ = RunnerDelivery::None;
-  std::string runner_host_path_;  // execmcp-runner next to this plugin's directory
-  std::string runner_path_;       // where it runs in the container (guarded by runner_mutex_)
-  std::mutex runner_mutex_;       // guards the three below; held while a channel opens
+  std::string runner_path_;  // where it runs in the container (guarded by runner_mutex_)
+  std::mutex runner_mutex_;  // guards the three below; held while a channel opens
   std::shared_ptr<RunnerChannel> runner_;
   std::chrono::steady_clock::time_point runner_retry_at_{};
   std::string runner_failure_;
-  std::atomic<bool> runner_copied_{false};  // copied into this incarnation of the container
-  std::atomic<int> input_path_{0};          // 1: input reaches the container, -1: never, 0: unknown
+  // The container incarnation execmcp-runner was copied into (ContainerLifecycle::incarnation());
+  // kNotCopied when the volume may have lost it.
+  static constexpr std::uint64_t kNotCopied = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> copied_for_{kNotCopied};
+  std::atomic<int> input_path_{0};  // 1: input reaches the container, -1: never, 0: unknown
 
   std::mutex background_mutex_;  // guards the two below
   std::map<std::uint64_t, std::shared_ptr<Background>> background_;

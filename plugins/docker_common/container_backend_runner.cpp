@@ -47,21 +47,21 @@ EngineError read_runner(const std::string& path, std::string& bytes) {
 EngineError ContainerBackend::copy_runner() {
   if (attached()) return deliver_runner_by_exec();
   std::string bytes;
-  if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
+  if (auto err = read_runner(lifecycle_.runner_host_path(), bytes); !err.ok()) return err;
   const std::string tar = single_file_tar("execmcp-runner", bytes, 0555);
   auto err = engine_->copy_into(name_, kRunnerDir, tar);
-  if (err.ok()) runner_copied_ = true;
+  if (err.ok()) copied_for_ = lifecycle_.incarnation();
   return err;
 }
 
 EngineError ContainerBackend::deliver_runner_by_exec() {
   std::string bytes;
-  if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
+  if (auto err = read_runner(lifecycle_.runner_host_path(), bytes); !err.ok()) return err;
   // As the exec user, so the file is its own and cleanup() can remove it (scripts/
   // deliver_runner.sh says where it goes).
   {  // A stopped container is the call's error, not the runner's fault (no exec-mode fallback).
     std::vector<std::string> unused;
-    if (auto why = recover_container(unused); !why.empty())
+    if (auto why = lifecycle_.recover(unused); !why.empty())
       return EngineError::sentence(Kind::kNotRunning, why);
   }
   std::string tag;
@@ -86,7 +86,7 @@ EngineError ContainerBackend::deliver_runner_by_exec() {
   std::string dir = r.stdout_data.substr(at + 11);
   dir = dir.substr(0, dir.find('\n'));
   runner_path_ = dir + "/execmcp-runner";
-  runner_copied_ = true;
+  copied_for_ = lifecycle_.incarnation();
   return {};
 }
 
@@ -96,8 +96,8 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
   // The engine's and the container's failures are the call's error as they would be for an exec;
   // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
   runner_fault = true;
-  if (runner_delivery_ == RunnerDelivery::None)
-    return "execmcp-runner is missing or not executable at " + runner_host_path_ +
+  if (lifecycle_.runner_delivery() == RunnerDelivery::None)
+    return "execmcp-runner is missing or not executable at " + lifecycle_.runner_host_path() +
            " (it is built and installed with the " + backend_name_ +
            " plugin, in the directory above it)";
   runner_fault = false;
@@ -113,14 +113,13 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
   bool recovered = false;
   auto bring_back = [&]() -> std::string {
     recovered = true;
-    std::lock_guard lock(recover_mutex_);
-    return recover_container(notices);
+    return lifecycle_.recover(notices);
   };
   std::string last_error;
   for (int attempt = 0; attempt < 2;) {
     runner_fault = false;
     // Copied before the runner starts: a container brought back as new has an empty volume.
-    if (runner_delivery_ == RunnerDelivery::Copy && !runner_copied_) {
+    if (lifecycle_.runner_delivery() == RunnerDelivery::Copy && !runner_copied()) {
       if (const auto err = copy_runner(); !err.ok()) {
         if (err.kind == Kind::kNotFound && !recovered) {
           if (auto why = bring_back(); !why.empty()) return why;
@@ -172,8 +171,8 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
       continue;
     }
     // The volume may have lost the program (the container was recreated behind our back).
-    if (runner_delivery_ != RunnerDelivery::Copy) break;
-    runner_copied_ = false;
+    if (lifecycle_.runner_delivery() != RunnerDelivery::Copy) break;
+    copied_for_ = kNotCopied;
   }
   return last_error;
 }
