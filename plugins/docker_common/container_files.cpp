@@ -6,7 +6,6 @@
 
 #include "docker_common/base64.hpp"
 #include "docker_common/mount_source.hpp"
-#include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {
 
