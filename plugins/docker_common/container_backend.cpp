@@ -1,1052 +1,64 @@
-// The container backend: lifecycle, exec with a per-call kill sweep, file tools, over any Engine.
+// The container backend's facade: the ExecutorBackend calls turned into the lifecycle's, the
+// command path's and the files' work, and the background processes' table.
 #include "docker_common/container_backend.hpp"
 
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <optional>
-#include <random>
-#include <stop_token>
-#include <thread>
 
-#include "docker_common/attached_container.hpp"
-#include "docker_common/base64.hpp"
-#include "docker_common/exec_stream_decoder.hpp"
 #include "docker_common/log_text.hpp"
-#include "docker_common/preinstall.hpp"
+#include "docker_common/runner_command_path.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
-#include "supervision/program_path.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Kind = EngineError::Kind;
-namespace sv = supervision;
-using sv::shell_quote;
-
-constexpr const char* kDiskHint =
-    " (the 'disk' setting needs an engine whose storage can bound a container's size: overlay2 "
-    "on xfs mounted with pquota, btrfs or zfs; remove 'disk' or move Docker's data root)";
-constexpr const char* kBuildHint = "build it with docker/build.sh (from the execmcp source tree)";
-
-std::string random_marker() {
-  thread_local std::mt19937_64 rng{
-      std::random_device{}() ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())};
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 2; ++i) {
-    auto v = rng();
-    for (int j = 0; j < 16; ++j, v >>= 4) out.push_back(hex[v & 15]);
-  }
-  return out;
-}
-
-// A short look into the container as one exec of `/bin/sh -c script`: from "/", its output capped,
-// never recovering a stopped container (a probe must not bring it back). A template only because
-// ContainerBackend::ExecSpec is private: callers name it, `probe_spec<ExecSpec>(...)`.
-template <typename Spec>
-Spec probe_spec(std::string script, std::chrono::milliseconds timeout) {
-  Spec spec;
-  spec.cmd = {"/bin/sh", "-c", std::move(script)};
-  spec.work_dir = "/";
-  spec.timeout = timeout;
-  spec.output_cap = 4096;
-  spec.marker = random_marker();
-  spec.recover = false;
-  return spec;
-}
-
-std::string this_host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// How long an install of `preinstall` may take before it is given up.
-constexpr auto kPreinstallTimeout = std::chrono::minutes(30);
-
-// One build per cache key in this process: a second agent with the same lists waits for the first
-// one's image instead of building it again. (Across processes a race builds twice; the last commit
-// holds the tag.)
-std::mutex& preinstall_build_mutex(const std::string& key) {
-  static std::mutex map_mutex;
-  static std::map<std::string, std::unique_ptr<std::mutex>> mutexes;
-  std::lock_guard lock(map_mutex);
-  auto& m = mutexes[key];
-  if (!m) m = std::make_unique<std::mutex>();
-  return *m;
-}
-
-bool pid_alive(long pid) {
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-}
-
-// Kills every process whose environment carries EXECMCP_CALL=<marker>, repeating until a full pass
-// finds none, so children forked during the sweep (a fork bomb) are caught too. Python does it in
-// one process, which still works when the pids limit leaves no room for `grep` forks. The call's
-// wrapper (marker in its argv, not its environment) is killed too: once this sweep runs, the
-// wrapper's own clean-up is moot, and it must not outlive the call that returns after this.
-constexpr const char* kSweepPython = R"PY(
-import os, sys, time
-mark = sys.argv[1].encode()
-want = b"EXECMCP_CALL=" + mark
-me = os.getpid()
-for d in os.listdir("/proc"):
-    if d.isdigit() and int(d) != me:
-        try:
-            with open("/proc/" + d + "/cmdline", "rb") as f:
-                if mark in f.read().split(b"\0"):
-                    os.kill(int(d), 9)
-        except OSError:
-            pass
-end = time.time() + 10
-quiet = 0
-while time.time() < end and quiet < 3:
-    found = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        try:
-            with open("/proc/" + d + "/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if want in env:
-            found += 1
-            try:
-                # The whole group first: a group kill is atomic against fork.
-                with open("/proc/" + d + "/stat", "rb") as f:
-                    pgrp = int(f.read().rsplit(b")", 1)[1].split()[2])
-                if pgrp != os.getpgrp():
-                    os.killpg(pgrp, 9)
-            except (OSError, ValueError, IndexError):
-                pass
-            try:
-                os.kill(int(d), 9)
-            except OSError:
-                pass
-    quiet = 0 if found else quiet + 1
-    time.sleep(0.02)
-
-def zombies():
-    n = 0
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/" + d + "/stat", "rb") as f:
-                    n += b") Z " in f.read()
-            except OSError:
-                pass
-    return n
-
-# Killed processes hold their pids until init reaps them; wait so the pids limit frees.
-while time.time() < end and zombies():
-    time.sleep(0.01)
-if quiet >= 3:
-    print("execmcp-swept")
-)PY";
-
-constexpr const char* kSweepShell =
-    "m=\"EXECMCP_CALL=$1\"; i=0; while [ $i -lt 50 ]; do f=0; "
-    "for d in /proc/[0-9]*; do if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then "
-    "kill -9 \"${d#/proc/}\" 2>/dev/null; f=1; fi; done; [ $f = 0 ] && echo execmcp-swept && "
-    "break; "
-    "i=$((i+1)); done";
-
-// Every command runs under this wrapper: $1 shell, $2 command, $3 call marker. Only the command
-// carries the marker in its environment; when it exits, the wrapper kills whatever it left behind
-// (background jobs, setsid escapees, fork-bomb children) so nothing outlives the call, like the
-// local backend. One grep per pass keeps the common case cheap. If forks keep failing (a fork bomb
-// holds every pid) it says so on stderr and the backend finishes the job from outside.
-constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
-constexpr const char* kWrapper =
-    "sh_=$1; cmd_=$2; mark=$3\n"
-    // The command leads its own process group, so one kill reaches the whole group at once (the
-    // kernel makes a group kill atomic against fork, which a pid-by-pid sweep is not).
-    "EXECMCP_CALL=\"$mark\" setsid \"$sh_\" -c \"$cmd_\" &\n"
-    "pid=$!\n"
-    "wait $pid\n"
-    "rc=$?\n"
-    "kill -9 -$pid 2>/dev/null\n"
-    "read -r l 2>/dev/null < /proc/$$/stat; r=${l##*) }; set -- $r; own=$3\n"
-    "i=0; quiet=0; all=\n"
-    "while [ $i -lt 200 ] && [ $quiet -lt 2 ]; do\n"
-    "  i=$((i+1))\n"
-    // grep also reads the marker from stdin, so its output proves it ran: under an exhausted
-    // pids limit its fork fails, and silence must not read as "nothing left". GNU and busybox grep
-    // both name stdin "(standard input)".
-    "  p=$(grep -lzsF \"EXECMCP_CALL=$mark\" - /proc/[0-9]*/environ <<E\n"
-    "EXECMCP_CALL=$mark\n"
-    "E\n"
-    ")\n"
-    "  case \"$p\" in *\"(standard input)\"*) ;; *) continue ;; esac\n"
-    "  k=; g=\n"
-    "  for f in $p; do case \"$f\" in /proc/*) f=${f#/proc/}; q=${f%/environ}; k=\"$k $q\"\n"
-    "    if read -r l 2>/dev/null < /proc/$q/stat; then r=${l##*) }; set -- $r\n"
-    "      [ \"$3\" != \"$own\" ] && g=\"$g -$3\"; fi ;; esac; done\n"
-    "  if [ -z \"$k\" ]; then quiet=$((quiet+1)); else quiet=0; kill -9 $g $k 2>/dev/null; "
-    "all=\"$all $k\"; fi\n"
-    "done\n"
-    "[ $quiet -ge 2 ] || echo execmcp-sweep-incomplete >&2\n"
-    // Killed processes hold their pids until init reaps them: wait, reading /proc/*/stat with
-    // the `read` builtin (no forks), so the next call is not refused by the pids limit.
-    "n=0\n"
-    "while [ -n \"$all\" ] && [ $n -lt 3000 ]; do\n"
-    "  z=0\n"
-    "  for s in /proc/[0-9]*/stat; do\n"
-    "    read -r l 2>/dev/null < \"$s\" || continue\n"
-    "    case \"$l\" in *\") Z \"*) z=1; break ;; esac\n"
-    "  done\n"
-    "  [ $z = 0 ] && break\n"
-    "  n=$((n+1))\n"
-    "done\n"
-    "exit $rc\n";
-
-// Collects decoded exec output with per-stream caps (draining past the cap) and streams the kept
-// part to the sink, like the local backend.
-class CappedCollector final : public ExecStreamDecoder::Handler {
- public:
-  CappedCollector(sdk::ExecResult& result, std::size_t cap, sdk::OutputSink* sink)
-      : out_(sv::OutputCapture::of_stdout(result, cap, sink)),
-        err_(sv::OutputCapture::of_stderr(result, cap, sink)) {}
-
-  void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
-    if (stream == ExecStreamDecoder::Stream::SystemError) {
-      daemon_error_.append(data);
-      return;
-    }
-    if (stream == ExecStreamDecoder::Stream::Stdout) {
-      out_.append(data);
-      return;
-    }
-    stderr_tail_.append(data);
-    if (stderr_tail_.size() > 64) stderr_tail_.erase(0, stderr_tail_.size() - 64);
-    err_.append(data);
-  }
-
-  [[nodiscard]] const std::string& daemon_error() const { return daemon_error_; }
-  // The last bytes of stderr, kept even past the cap (the wrapper's sentinel lands there).
-  [[nodiscard]] const std::string& stderr_tail() const { return stderr_tail_; }
-
- private:
-  sv::OutputCapture out_;
-  sv::OutputCapture err_;
-  std::string daemon_error_;
-  std::string stderr_tail_;
-};
+using supervision::shell_quote;
 
 }  // namespace
 
 ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string backend_name,
                                    DockerSettings settings, std::unique_ptr<Engine> engine)
-    : init_(init),
-      backend_name_(std::move(backend_name)),
-      settings_(std::move(settings)),
-      engine_(std::move(engine)),
-      name_(settings_.container.empty() ? container_name(init.agent_id, init.instance_id)
-                                        : settings_.container),
-      host_name_(this_host_name()),
-      runner_path_(kRunnerPath) {
-  if (init_.cwd.empty() || init_.cwd.front() != '/')
-    throw std::invalid_argument("the " + backend_name_ +
-                                " backend needs an absolute workspace (cwd)");
-  if (init_.paths.empty()) init_.paths.push_back({init_.cwd, true});
-  // Named files and variables that are missing fail here, when the config is checked, not later.
-  auto credentials = resolve_credentials(settings_.credentials, server_environment());
-  if (!credentials.error.empty()) throw std::invalid_argument(credentials.error);
-  credential_mounts_ = credentials.mounts;
-  settings_.extra_mounts.insert(settings_.extra_mounts.end(), credentials.mounts.begin(),
-                                credentials.mounts.end());
-  secret_env_ = credentials.env;
-  if (auto err = check_preinstall_files(settings_.preinstall); !err.empty())
-    throw std::invalid_argument(err);
-  // Another agent's paths are known only at start() (prepare_preinstall()); this one's are here.
-  if (auto err = check_preinstall_inputs(settings_.preinstall,
-                                         writable_roots(init_, settings_.extra_mounts));
-      !err.empty())
-    throw std::invalid_argument(err);
-  // The container user is chosen at start(): the host may create the workspace after loading us.
-  if (settings_.exec_mode == ExecMode::Agent) {
-    runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
-    // A missing runner is said on each call (then run with one exec each); the container must
-    // still start, so nothing is mounted from a path that is not there.
-    // An attached container was created without our mount: the program is sent in by exec.
-    if (::access(runner_host_path_.c_str(), X_OK) == 0)
-      runner_delivery_ =
-          engine_->sees_host_files() && !attached() ? RunnerDelivery::Bind : RunnerDelivery::Copy;
-  }
-  if (engine_->input_always_arrives()) input_path_ = 1;
-}
+    : engine_(std::move(engine)),
+      lifecycle_(init, std::move(backend_name), std::move(settings), *engine_),
+      exec_(lifecycle_),
+      runner_(lifecycle_.settings().exec_mode == ExecMode::Agent
+                  ? std::make_unique<RunnerCommandPath>(lifecycle_, exec_)
+                  : nullptr),
+      commands_(runner_ ? *runner_ : static_cast<CommandPath&>(exec_)),
+      files_(lifecycle_, commands_, exec_) {}
 
 ContainerBackend::~ContainerBackend() {
   end_all_background(std::chrono::milliseconds(0));  // the host calls cleanup(); just in case
 }
 
-std::shared_ptr<const SecretEnv> ContainerBackend::secret_env() const {
-  std::lock_guard lock(secrets_mutex_);
-  return secret_env_;
-}
-
-std::string ContainerBackend::refresh_credentials() {
-  if (!settings_.credentials.has_env() && credential_mounts_.empty()) return {};
-  auto credentials = resolve_credentials(settings_.credentials, server_environment());
-  if (!credentials.error.empty()) return credentials.error;
-  {
-    std::lock_guard lock(secrets_mutex_);
-    secret_env_ = credentials.env;
-  }
-  // Names and counts only: values never reach a log.
-  std::string names;
-  for (const auto& n : credentials.names) names += (names.empty() ? "" : ", ") + n;
-  log(sdk::LogLevel::Info, "credentials: " + std::to_string(credential_mounts_.size()) +
-                               " read-only mount(s), " + std::to_string(credentials.names.size()) +
-                               " variable(s) given to each command" +
-                               (names.empty() ? "" : " (" + names + ")"));
-  // The container user reads them with its own uid (a name set in 'user' is not checked here).
-  const std::string u = user();
-  try {
-    std::size_t used = 0;
-    const auto uid = static_cast<uid_t>(std::stoul(u, &used));
-    gid_t gid = uid;
-    if (used < u.size() && u[used] == ':') gid = static_cast<gid_t>(std::stoul(u.substr(used + 1)));
-    return check_credentials_readable(credential_mounts_, uid, gid);
-  } catch (const std::exception&) {
-    return {};
-  }
-}
-
-std::string ContainerBackend::user() {
-  std::lock_guard lock(mutex_);
-  return user_.user;
-}
-
-void ContainerBackend::log(sdk::LogLevel level, const std::string& message) const {
-  // Every message may carry bytes from a container or the engine: bounded and escaped here, so a
-  // log line of ours can never be a flood or a forged line (fields are bounded where they join).
-  if (init_.log != nullptr)  // the host prefixes plugin and agent
-    init_.log->log(level, log_text(message, kLogMessageMax));
-}
-
-std::string ContainerBackend::prepare_workspace_access() {
-  std::lock_guard lock(mutex_);
-  if (access_granted_) return {};
-  // Attach mode chose its user at start() and grants nothing: the files are the container's
-  // owner's business, and an ACL would change the host for a container we do not manage.
-  if (attached()) return "container " + name_ + " has not been checked: start() must come first";
-  try {
-    user_ = choose_container_user(settings_.user, init_.cwd);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  if (!user_.grant_acl) {
-    access_granted_ = true;
-    return {};
-  }
-  // The container runs as uid 1000 while the files belong to root: grant 1000 an ACL (rwX on
-  // writable grants, r-X on read-only ones) instead of changing anyone's ownership.
-  for (const auto& grant : init_.paths) {
-    if (auto err = grant_acl_recursive(grant.path, kImageUid, grant.writable); !err.empty())
-      return "cannot give the container user (uid 1000) access to '" + grant.path + "': " + err +
-             "; set the backend's 'user' setting or make the workspace owned by a non-root user";
-  }
-  if (!init_.temp_workspace.empty()) grant_acl_recursive(init_.temp_workspace, kImageUid, false);
-  access_granted_ = true;
-  return {};
-}
-
-void ContainerBackend::remove_orphans(std::vector<ContainerInfo>& managed) {
-  std::erase_if(managed, [&](const ContainerInfo& c) {
-    const auto host = c.labels.find(kLabelOwnerHost);
-    if (host == c.labels.end() || host->second != host_name_) return false;
-    const auto it = c.labels.find(kLabelOwnerPid);
-    const std::string pid_text = it == c.labels.end() ? std::string() : it->second;
-    long pid = 0;
-    try {
-      pid = std::stol(pid_text);
-    } catch (...) {
-      pid = 0;
-    }
-    if (pid_alive(pid) || c.id.empty()) return false;
-    const auto del = engine_->remove(c.id);
-    log(sdk::LogLevel::Info,
-        "removed orphan container " + c.id.substr(0, 12) + " (owner pid " + pid_text + " is gone)" +
-            (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + log_text(del.message)));
-    return del.ok() || del.kind == Kind::kNotFound;
-  });
-}
-
-std::string ContainerBackend::checked_spec(ContainerSpec& spec,
-                                           const std::vector<ContainerInfo>* managed) {
-  spec = make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
-  {
-    std::lock_guard lock(preinstall_mutex_);
-    if (!preinstalled_image_.empty()) spec.image = preinstalled_image_;
-  }
-  spec.runner = runner_delivery_;
-  spec.runner_source = runner_host_path_;
-  // A protection never lapses: each protected path must be there, and be what it was at this
-  // process's first start.
-  if (auto err = check_protected_paths(); !err.empty()) return err;
-  // The tools, skills and temp dirs are optional extras: one that does not exist (yet) is left
-  // out rather than failing the agent. Workspace and context paths must exist (Docker says so).
-  std::erase_if(spec.mounts, [&](const MountSpec& m) {
-    const bool optional = m.target == "/tools" || m.target == "/skills" ||
-                          m.target == kSkillsHomeTarget ||
-                          (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
-    std::error_code ec;
-    if (!optional || std::filesystem::exists(m.source, ec)) return false;
-    log(sdk::LogLevel::Info,
-        "not mounting " + m.source + " at " + m.target + ": it does not exist");
-    return true;
-  });
-  // Checked before every start, not once: the engine resolves each source again at each start,
-  // and an agent may have changed a path since the last one.
-  std::vector<WritableRoot> others;
-  if (auto err = add_other_agents_roots(others, managed); !err.empty()) return err;
-  auto roots = writable_roots(init_, settings_.extra_mounts);
-  roots.insert(roots.end(), others.begin(), others.end());
-  for (const auto& m : spec.mounts) {
-    // A protected path (and a directory on the way to one) lies in this agent's writable grant
-    // by definition; its container is gone while this check and the engine's mount run, so only
-    // the symlink check and the other agents' paths apply to it.
-    const bool own = is_protected_mount(init_, m) || is_protected_parent_mount(init_, m);
-    if (auto err = check_mount_source(m.source, own ? others : roots); !err.empty()) return err;
-  }
-  return {};
-}
-
-std::string ContainerBackend::check_protected_paths() {
-  std::lock_guard lock(protected_mutex_);
-  for (const auto& g : init_.paths) {
-    if (!g.writable) continue;
-    for (const auto& p : g.protected_paths) {
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) != 0) {
-        const int e = errno;
-        return "protected path '" + p + "' " +
-               (e == ENOENT ? std::string("does not exist")
-                            : "cannot be read: " + std::string(std::strerror(e))) +
-               ", so the container cannot mount it read-only, and execmcp does not start an agent "
-               "without its protection (it existed when the config was checked: was it moved or "
-               "deleted, perhaps by an agent?). Put it back, or remove it from protected_paths";
-      }
-      const auto id = std::make_pair(static_cast<std::uint64_t>(st.st_dev),
-                                     static_cast<std::uint64_t>(st.st_ino));
-      const auto [at, first] = protected_ids_.emplace(p, id);
-      if (!first && at->second != id)
-        return "protected path '" + p +
-               "' is another file than at this agent's first container start (it was moved or "
-               "replaced since), so execmcp does not start the container again: check the file, "
-               "then restart the server to protect it as it is now";
-    }
-  }
-  return {};
-}
-
-std::string ContainerBackend::list_managed(std::vector<ContainerInfo>& out) {
-  if (auto err = engine_->list({{kLabelManaged, "true"}}, out); !err.ok())
-    return describe_failure(err,
-                            "listing the other agents' containers (to check the mount sources)");
-  return {};
-}
-
-std::string ContainerBackend::add_other_agents_roots(std::vector<WritableRoot>& roots,
-                                                     const std::vector<ContainerInfo>* managed) {
-  std::vector<ContainerInfo> fresh;
-  if (managed == nullptr) {
-    if (auto err = list_managed(fresh); !err.empty()) return err;
-    managed = &fresh;
-  }
-  for (const auto& c : *managed) {
-    if (c.name == name_) continue;  // our own, from an earlier start: the same grants as ours
-    const auto it = c.labels.find(kLabelAgent);
-    const std::string agent = it == c.labels.end() ? std::string() : it->second;
-    for (const auto& m : c.mounts) {
-      if (!m.writable || m.type != "bind") continue;
-      roots.push_back({m.source, "agent '" + agent + "' (container " + c.name + ")"});
-    }
-  }
-  return {};
-}
-
-std::string ContainerBackend::create_and_start(const std::vector<ContainerInfo>* managed) {
-  ContainerSpec spec;
-  if (auto err = checked_spec(spec, managed); !err.empty()) return err;
-  const std::string disk_hint = settings_.disk_bytes ? std::string(kDiskHint) : std::string();
-  bool removed_stale = false, rebuilt = false;
-  for (;;) {
-    const auto err = engine_->create(spec);
-    if (err.ok()) break;
-    if (err.kind == Kind::kImageMissing && !rebuilt && !settings_.preinstall.empty() &&
-        spec.image != agent_image(settings_)) {
-      // The preinstall image went away since start() (e.g. `docker image prune -a`): build it
-      // again rather than leave the agent without a container.
-      rebuilt = true;
-      log(sdk::LogLevel::Warn, "preinstall image " + spec.image + " is gone; building it again");
-      if (auto e = prepare_preinstall(); !e.empty()) return e;
-      if (auto e = checked_spec(spec, managed); !e.empty()) return e;
-      continue;
-    }
-    if (err.kind == Kind::kImageMissing)
-      return "image '" + spec.image + "' not found: " + kBuildHint;
-    if (err.kind == Kind::kConflict && !removed_stale) {
-      // A stale container holds our name (e.g. left by a previous run with our instance id).
-      removed_stale = true;
-      engine_->remove(name_);
-      continue;
-    }
-    return describe_failure(err, "creating container '" + name_ + "'") +
-           (err.complete ? "" : disk_hint);
-  }
-  oom_kills_seen_ = 0;     // a new memory cgroup counts from zero
-  runner_copied_ = false;  // a new runner volume is empty
-  if (const auto err = engine_->start(name_); !err.ok())
-    return describe_failure(err, "starting container '" + name_ + "'") +
-           (err.complete ? "" : disk_hint);
-  std::string reason;
-  {
-    std::lock_guard lock(mutex_);
-    reason = user_.reason;
-  }
-  log(sdk::LogLevel::Info,
-      "container " + name_ + " running as user " + user() + " (" + reason + ")");
-  return {};
-}
-
-std::string ContainerBackend::start_attached() {
-  if (auto err = engine_->connect(); !err.ok())
-    return describe_failure(err, "reaching the engine at " + engine_->describe());
-  ContainerInfo info;
-  if (const auto err = engine_->inspect(name_, info); err.kind == Kind::kNotFound) {
-    return attached_not_running(name_);
-  } else if (!err.ok()) {
-    return describe_failure(err, "inspecting container '" + name_ + "'");
-  }
-  if (!info.state.running) return attached_not_running(name_);
-  std::string error;
-  const std::string chosen = attached_user(name_, settings_.user, info.user, error);
-  if (chosen.empty()) return error;
-  if (auto err = check_attached_mounts(name_, init_.paths, info.mounts,
-                                       settings_.attach_accept_writable_context);
-      !err.empty())
-    return err;
-  // Its read-only mount of a protected path is only worth something if the path is still there.
-  if (auto err = check_protected_paths(); !err.empty()) return err;
-  {
-    std::lock_guard lock(mutex_);
-    user_ = {chosen, false,
-             settings_.user.empty() ? "the container's own user" : "the 'user' setting"};
-    access_granted_ = true;
-  }
-  // A user name (or uid) that is root inside the container is refused too: ask the container.
-  const auto r = run_exec_once(probe_spec<ExecSpec>(
-      "while read -r k v r; do [ \"$k\" = Uid: ] && echo \"uid=$v\" && break; done "
-      "< /proc/self/status",
-      std::chrono::seconds(30)));
-  const auto at = r.stdout_data.find("uid=");
-  const std::string uid = at == std::string::npos
-                              ? ""
-                              : r.stdout_data.substr(at + 4, r.stdout_data.find('\n', at) - at - 4);
-  if (!r.error.empty() || uid.empty() || uid == "0") {
-    std::lock_guard lock(mutex_);
-    access_granted_ = false;
-    if (uid == "0")
-      return "user '" + chosen + "' is root (uid 0) in container " + name_ +
-             ", and execmcp never runs commands as root: set 'user' to a non-root user";
-    return "cannot run a command as user '" + chosen + "' in container " + name_ + ": " +
-           (r.error.empty() ? trimmed(r.stderr_data + r.stdout_data) : r.error);
-  }
-  log(sdk::LogLevel::Info, "attached to container " + name_ +
-                               " (not managed by execmcp), running "
-                               "commands as user " +
-                               chosen + " (uid " + uid + ")");
-  return {};
-}
-
 std::string ContainerBackend::start() {
+  auto err = lifecycle_.start();
+  if (!err.empty() || !lifecycle_.attached()) return err;
   try {
-    if (attached()) return start_attached();
-    if (auto err = engine_->connect(); !err.ok())
-      return describe_failure(err, "reaching the engine at " + engine_->describe());
-    if (auto err = engine_->check_image(settings_.image); !err.ok()) {
-      if (err.kind == Kind::kImageMissing)
-        return "image '" + settings_.image + "' not found: " + kBuildHint;
-      return describe_failure(err, "inspecting image '" + settings_.image + "'");
-    }
-    if (!settings_.preinstall.empty())
-      if (auto err = prepare_preinstall(); !err.empty()) return err;
-    // Every execmcp container on the engine, looked up once for the whole start (each engine call
-    // is a CLI run for docker-cli, over SSH a handshake each).
-    std::vector<ContainerInfo> managed;
-    if (auto err = list_managed(managed); !err.empty()) return err;
-    // Before the ACL grant too: that would otherwise follow a symlinked workspace.
-    ContainerSpec unused;
-    if (auto err = checked_spec(unused, &managed); !err.empty()) return err;
-    if (auto err = prepare_workspace_access(); !err.empty()) return err;
-    if (auto err = refresh_credentials(); !err.empty()) return err;
-    remove_orphans(managed);
-    if (engine_->remove(name_).ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
-    return create_and_start(&managed);
+    // A user name (or uid) that is root inside the container is refused too: ask the container.
+    return lifecycle_.accept_attached_user(
+        exec_.probe(kAttachedUidProbe, std::chrono::seconds(30)));
   } catch (const std::exception& e) {
-    return backend_name_ + " start failed: " + e.what();
+    return lifecycle_.backend_name() + " start failed: " + e.what();
   }
 }
 
-std::string ContainerBackend::prepare_preinstall() {
-  const std::string base_ref = agent_image(settings_);
-  ImageInfo base;
-  if (auto err = engine_->image_info(base_ref, base); !err.ok()) {
-    if (err.kind == Kind::kImageMissing) return "image '" + base_ref + "' not found: " + kBuildHint;
-    return describe_failure(err, "inspecting image '" + base_ref + "'");
-  }
-  // The install runs its local files as root: none may lie where an agent (this one or another
-  // running now) can write, checked again at each build as mount sources are at each start.
-  std::vector<WritableRoot> roots;
-  if (auto err = add_other_agents_roots(roots, nullptr); !err.empty()) return err;
-  const auto own = writable_roots(init_, settings_.extra_mounts);
-  roots.insert(roots.end(), own.begin(), own.end());
-  if (auto err = check_preinstall_inputs(settings_.preinstall, roots); !err.empty()) return err;
-  const auto plan = plan_preinstall(settings_.preinstall);
-  if (!plan.error.empty()) return plan.error;  // a file the config names: never "continue"
-  const std::string key = preinstall_key(base.id, plan);
-  const std::string tag = cache_tag(key);
-  std::string image_id, failure;
-  {
-    std::lock_guard build(preinstall_build_mutex(key));
-    ImageInfo cached;
-    const auto looked = engine_->image_info(tag, cached);
-    if (looked.ok() && cached.labels[kLabelCacheKey] == key) {
-      image_id = cached.id;
-      log(sdk::LogLevel::Info, "preinstall: using the cached image " + tag + " (" + image_id + ")");
-    } else if (!looked.ok() && looked.kind != Kind::kImageMissing) {
-      failure = describe_failure(looked, "inspecting image '" + tag + "'");
-    } else {
-      failure = build_preinstall(base, plan, key, image_id);
-    }
-  }
-  if (failure.empty()) {
-    std::lock_guard lock(preinstall_mutex_);
-    preinstalled_image_ = image_id;
-    pending_notice_.clear();
-    return {};
-  }
-  if (!settings_.preinstall.continue_on_failure) return failure;
-  // preinstall_on_failure: continue. The agent runs without its packages, and is told so.
-  log(sdk::LogLevel::Warn,
-      failure + "\n(preinstall_on_failure: continue: starting from " + base_ref + ")");
-  std::lock_guard lock(preinstall_mutex_);
-  preinstalled_image_.clear();
-  pending_notice_ = failure + "\nThe container was started from '" + base_ref +
-                    "' without these packages (preinstall_on_failure: continue).";
-  return {};
+void ContainerBackend::stop() noexcept {
+  commands_.stop();
+  end_all_background(std::chrono::milliseconds(0));
 }
 
-std::string ContainerBackend::build_preinstall(const ImageInfo& base, const PreinstallPlan& plan,
-                                               const std::string& key, std::string& image_id) {
-  InstallSpec spec;
-  spec.name = kInstallNamePrefix + key.substr(0, 16) + "-" + random_marker().substr(0, 8);
-  spec.image = base.id;
-  // Root for the package managers; no "0:0" over an image whose user is root already, so that the
-  // commit keeps its user as it was (the engine takes an empty one from the container).
-  spec.user = base.user.empty() ? "" : "0:0";
-  spec.cmd = {"/bin/sh", "-eu", "-c", "export HOME=/root\n" + preinstall_script(plan)};
-  spec.network = settings_.network;
-  spec.memory_bytes = settings_.memory_bytes;
-  spec.pids_limit = settings_.pids_limit;
-  log(sdk::LogLevel::Info,
-      "preinstall: building " + cache_tag(key) + " from " + base.id + " in container " + spec.name);
-  if (auto err = engine_->create_install(spec); !err.ok())
-    return describe_failure(err, "creating the preinstall container '" + spec.name + "'");
-  struct Remover {
-    Engine& engine;
-    const std::string& name;
-    ~Remover() { engine.remove(name); }
-  } remover{*engine_, spec.name};
-  if (!plan.files.empty())
-    if (auto err = engine_->copy_into(spec.name, "/", preinstall_tar(plan)); !err.ok())
-      return describe_failure(err, "copying preinstall's local files into '" + spec.name + "'");
-  if (auto err = engine_->start(spec.name); !err.ok())
-    return describe_failure(err, "starting the preinstall container '" + spec.name + "'");
-  const bool ended = engine_->wait_stopped(spec.name, kPreinstallTimeout);
-  std::string log_text;
-  engine_->logs(spec.name, log_text);
-  if (!ended)
-    return "preinstall did not finish within " +
-           std::to_string(std::chrono::minutes(kPreinstallTimeout).count()) + " minutes; " +
-           preinstall_failure(log_text, -1);
-  ContainerInfo info;
-  if (auto err = engine_->inspect(spec.name, info); !err.ok())
-    return describe_failure(err, "inspecting the preinstall container '" + spec.name + "'");
-  if (info.state.exit_code != 0) return preinstall_failure(log_text, info.state.exit_code);
-  CommitOptions commit;
-  commit.repo = kCacheRepo;
-  commit.tag = key.substr(0, 16);
-  commit.user = base.user;
-  commit.cmd = base.cmd;
-  commit.entrypoint = base.entrypoint;
-  commit.labels = {{kLabelCacheKey, key},
-                   {kLabelCacheBase, base.id},
-                   {kLabelCacheLists, lists_label(settings_.preinstall)}};
-  if (auto err = engine_->commit(spec.name, commit, image_id); !err.ok())
-    return describe_failure(err, "committing the preinstall container '" + spec.name + "'");
-  log(sdk::LogLevel::Info, "preinstall: built " + cache_tag(key) + " (" + image_id + ")");
-  return {};
-}
-
-std::string ContainerBackend::recover_container(std::vector<std::string>& notices) {
-  if (auto err = engine_->connect(); !err.ok())
-    return describe_failure(err, "reaching the engine at " + engine_->describe());
-  if (attached()) {  // never started, created or removed by us: only looked at
-    ContainerInfo info;
-    const auto looked = engine_->inspect(name_, info);
-    if (looked.ok() && info.state.running) return {};
-    if (looked.ok() || looked.kind == Kind::kNotFound) return attached_not_running(name_);
-    return describe_failure(looked, "inspecting container '" + name_ + "'");
-  }
-  if (auto err = prepare_workspace_access(); !err.empty()) return err;
-  ContainerInfo info;
-  const auto looked = engine_->inspect(name_, info);
-  if (looked.ok()) {
-    if (info.state.running) return {};
-    // A restart mounts the sources again, following whatever they are now: check them first.
-    ContainerSpec spec;
-    if (auto err = checked_spec(spec); !err.empty()) {
-      engine_->remove(name_);
-      return err;
-    }
-    oom_kills_seen_ = 0;
-    if (engine_->start(name_).ok()) {
-      notices.push_back("container was recreated: " + name_ +
-                        " had stopped and was started again (" +
-                        (settings_.writable_rootfs
-                             ? "files outside the mounted paths were kept"
-                             : "files outside the mounted paths were lost: /tmp, /var/tmp and "
-                               "$HOME are tmpfs") +
-                        ")");
-      log(sdk::LogLevel::Warn, "container " + name_ + " was not running; restarted it");
-      return {};
-    }
-    engine_->remove(name_);
-  } else if (looked.kind != Kind::kNotFound) {
-    return describe_failure(looked, "inspecting container '" + name_ + "'");
-  }
-  if (auto err = create_and_start(); !err.empty()) return err;
-  notices.push_back("container was recreated: " + name_ +
-                    " was gone and a fresh one was created (files outside the mounted paths "
-                    "were lost)");
-  log(sdk::LogLevel::Warn, "container " + name_ + " was gone; recreated it");
-  return {};
-}
-
-void ContainerBackend::kill_marked(const std::string& marker) {
-  const std::string script = std::string("command -v python3 >/dev/null 2>&1 && exec python3 -c ") +
-                             shell_quote(kSweepPython) + " \"$1\"; " + kSweepShell;
-  ExecOptions options;
-  options.cmd = {"/bin/sh", "-c", script, "execmcp-kill", marker};
-  options.user = user();
-  if (attached() && options.user.empty()) return;  // nothing ran: start() never chose a user
-  // A fork bomb can hold every pid for a moment, so the sweep's own exec may fail: retry.
-  const auto give_up = Clock::now() + std::chrono::seconds(15);
-  while (Clock::now() < give_up) {
-    EngineError error;
-    auto session = engine_->exec(name_, options, error);
-    if (!session && (error.kind == Kind::kNotFound || error.kind == Kind::kNotRunning ||
-                     error.kind == Kind::kUnreachable))
-      return;  // no container, no processes
-    if (session) {
-      // Success is the sweep's own word on stdout: an exec that could not even start (no pid
-      // left for it) must not count.
-      sdk::ExecResult sweep;
-      CappedCollector collector(sweep, 4096, nullptr);
-      const auto end = Clock::now() + std::chrono::seconds(15);
-      while (Clock::now() < end) {
-        const auto rs = session->read(std::chrono::milliseconds(200), collector);
-        if (rs.eof || !rs.error.empty()) break;
-      }
-      session.reset();  // its exit code says nothing: the sweep's word on stdout does
-      if (sweep.stdout_data.find("execmcp-swept") != std::string::npos) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  log(sdk::LogLevel::Warn,
-      "could not confirm that every process of call " + marker + " was killed");
-}
-
-std::string ContainerBackend::check_input_path() {
-  if (input_path_ != 0) return input_path_ > 0 ? "" : kNoUpgrade;
-  ExecOptions options;
-  options.cmd = {"true"};
-  options.attach_stdin = true;
-  options.work_dir = "/";
-  options.user = user();
-  std::vector<std::string> notices;
-  std::string error;
-  auto session = start_exec(options, true, notices, error);
-  if (!session) return error;
-  input_path_ = session->carries_input() ? 1 : -1;
-  if (input_path_ < 0) log(sdk::LogLevel::Warn, kNoUpgrade);
-  return input_path_ > 0 ? "" : kNoUpgrade;
-}
-
-std::unique_ptr<ExecSession> ContainerBackend::start_exec(const ExecOptions& options, bool recover,
-                                                          std::vector<std::string>& notices,
-                                                          std::string& error) {
-  if (attached() && options.user.empty()) {  // the container's default user may be root
-    error = "container " + name_ + " has not been checked yet: the backend did not start";
-    return nullptr;
-  }
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    EngineError err;
-    auto session = engine_->exec(name_, options, err);
-    if (session) return session;
-    if ((err.kind == Kind::kNotFound || err.kind == Kind::kNotRunning) && attempt == 0 && recover) {
-      std::lock_guard lock(recover_mutex_);
-      if (error = recover_container(notices); !error.empty()) return nullptr;
-      continue;
-    }
-    error = describe_failure(err, "creating the exec");
-    return nullptr;
-  }
-  error = "creating the exec failed";
-  return nullptr;
-}
-
-sdk::ExecResult ContainerBackend::run_exec_once(const ExecSpec& spec) {
-  const auto started = Clock::now();
-  sdk::ExecResult result;
-  auto finish = [&]() -> sdk::ExecResult {
-    result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    return std::move(result);
-  };
-  const std::uint64_t generation = stop_generation_.load();
-
-  if (auto err = engine_->connect(); !err.ok()) {
-    result.error = describe_failure(err, "reaching the engine at " + engine_->describe());
-    return finish();
-  }
-  if (spec.stdin_data) {
-    // Input that cannot arrive would leave `cat >` with an empty file: refuse before it runs.
-    if (auto err = check_input_path(); !err.empty()) {
-      result.error = err;
-      return finish();
-    }
-  }
-  ExecOptions options;
-  options.cmd = spec.cmd;
-  options.env = spec.env;
-  options.user = user();
-  options.work_dir = spec.work_dir;
-  options.attach_stdin = spec.stdin_data.has_value();
-  std::string error;
-  auto session = start_exec(options, spec.recover, result.notices, error);
-  if (!session) {
-    result.error = error;
-    return finish();
-  }
-  // Stdin is fed in turns with reading the output: a command that stops reading (it failed, e.g.
-  // ENOSPC or EROFS) must not block us, and its stderr must still be read.
-  std::string stdin_error;
-  std::string_view stdin_left;
-  bool stdin_open = false;
-  if (spec.stdin_data) {
-    stdin_left = *spec.stdin_data;
-    stdin_open = true;
-    if (stdin_left.empty()) {
-      session->close_stdin();
-      stdin_open = false;
-    }
-  }
-
-  CappedCollector collector(result, spec.output_cap, spec.sink);
-  const bool has_deadline = spec.timeout.count() > 0;
-  const auto deadline = started + spec.timeout;
-  bool killed = false;
-  Clock::time_point drain_until{};
-  for (;;) {
-    if (!killed) {
-      const auto cause = sv::kill_cause(spec.cancel, stop_generation_.load() != generation,
-                                        has_deadline ? std::optional(deadline) : std::nullopt);
-      sv::record_kill(result, cause);
-      if (cause != sv::KillCause::None) {
-        killed = true;
-        kill_marked(spec.marker);
-        drain_until = Clock::now() + std::chrono::seconds(2);
-      }
-    } else if (Clock::now() >= drain_until) {
-      break;  // something outside our marker still holds the stream open; stop waiting
-    }
-    auto wait = std::chrono::milliseconds(50);
-    if (stdin_open && !killed) {
-      auto w = session->write_some(stdin_left, std::chrono::milliseconds(20));
-      stdin_left.remove_prefix(w.bytes);
-      if (!w.error.empty()) {
-        stdin_error = w.error;
-        stdin_open = false;
-      } else if (stdin_left.empty()) {
-        session->close_stdin();
-        stdin_open = false;
-      }
-      wait = std::chrono::milliseconds(stdin_open ? 1 : 50);
-    }
-    const auto rs = session->read(wait, collector);
-    if (!rs.error.empty()) {
-      if (!killed) result.error = rs.error;
-      break;
-    }
-    if (rs.eof) break;
-  }
-  const auto exit = session->finish(killed);
-  session.reset();
-  if (stdin_open && stdin_error.empty()) stdin_error = sv::stdin_shortfall_error(stdin_left.size());
-  if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
-    const std::string_view sentinel = kSweepIncomplete;
-    if (std::string_view(result.stderr_data).ends_with(sentinel))
-      result.stderr_data.resize(result.stderr_data.size() - sentinel.size());
-    if (!killed) kill_marked(spec.marker);
-  }
-  if (!collector.daemon_error().empty() && result.error.empty())
-    result.error = "Docker reported an error: " + collector.daemon_error();
-  if (exit.code) result.exit_code = *exit.code;
-  // The stream ended and the engine cannot say how the command ended: it went away (restarted or
-  // stopped) while the command ran, and whatever output came is all there is.
-  if (!exit.engine_answered && !killed && result.error.empty()) result.error = kLostDocker;
-  // Only a command that claims success while its input was cut short is an error here; one that
-  // failed says why on its stderr.
-  if (!stdin_error.empty() && result.error.empty() && result.exit_code == 0)
-    result.error = stdin_error;
-  return finish();
-}
-
-namespace {
-
-// The engine created the exec but runc found the container's init gone: the command never ran.
-bool exec_never_ran(const sdk::ExecResult& r) {
-  for (const std::string_view says : {"OCI runtime exec failed", "cannot exec in a stopped state"})
-    if (r.exit_code == 126 && (r.stdout_data.find(says) != std::string::npos ||
-                               r.stderr_data.find(says) != std::string::npos))
-      return true;
-  return false;
-}
-
-// The "oom_kill N" count of the container's memory cgroup (v2 memory.events, v1 oom_control).
-std::optional<long> parse_oom_kills(const std::string& text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = std::min(text.find('\n', pos), text.size());
-    const std::string_view line(text.data() + pos, end - pos);
-    if (line.starts_with("oom_kill ")) {
-      try {
-        return std::stol(std::string(line.substr(9)));
-      } catch (...) {
-        return std::nullopt;
-      }
-    }
-    pos = end + 1;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-sdk::ExecResult ContainerBackend::run_exec(const ExecSpec& spec) {
-  auto result = run_exec_once(spec);
-  if (!spec.recover || !exec_never_ran(result) || !wait_stopped(std::chrono::seconds(5)))
-    return result;
-  // The container stopped between our last look and this exec (its PID 1 was killed from
-  // inside): bring it back and run the command, which never started, once more.
-  std::vector<std::string> notices;
-  {
-    std::lock_guard lock(recover_mutex_);
-    if (auto err = recover_container(notices); !err.empty()) {
-      sdk::ExecResult failed;
-      failed.error = err;
-      failed.duration_seconds = result.duration_seconds;
-      return failed;
-    }
-  }
-  auto again = run_exec_once(spec);
-  again.notices.insert(again.notices.begin(), notices.begin(), notices.end());
-  return again;
-}
-
-bool ContainerBackend::wait_stopped(std::chrono::milliseconds timeout) {
-  return engine_->wait_stopped(name_, timeout);
-}
-
-std::optional<ContainerState> ContainerBackend::inspect_state() {
-  ContainerInfo info;
-  const auto err = engine_->inspect(name_, info);
-  if (err.kind == Kind::kNotFound) return ContainerState{};
-  if (!err.ok()) return std::nullopt;
-  return info.state;
-}
-
-void ContainerBackend::explain_kill(sdk::ExecResult& result) {
-  const auto looked = inspect_state();
-  if (!looked) {
-    // The engine stopped answering as the command died: it went away (stopped or restarted) and
-    // took the command with it. The exit status is the engine client's (a docker CLI child
-    // exits 137 when its engine goes), not the command's.
-    if (result.error.empty()) result.error = kLostDocker;
-    return;
-  }
-  auto state = *looked;
-  std::optional<long> oom_kills;
-  if (state.exists && state.running) {
-    // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
-    // says nothing while the container runs, so read the memory cgroup's own count.
-    auto r = run_exec_once(probe_spec<ExecSpec>(
-        "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
-        "2>/dev/null; true",
-        std::chrono::seconds(10)));
-    if (r.error.empty() && r.exit_code == 0) {
-      oom_kills = parse_oom_kills(r.stdout_data);
-    } else if (wait_stopped(std::chrono::seconds(5))) {
-      state = inspect_state().value_or(ContainerState{});  // it was dying when we looked
-    }
-  }
-  if (state.exists && !state.running) {
-    result.notices.push_back(
-        "the container stopped during the command (its PID 1 exited with code " +
-        std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
-        "): something killed it from inside; " +
-        (attached() ? "execmcp does not manage attached containers: start it again"
-                    : "the next call starts it again"));
-    return;
-  }
-  if (result.exit_code != 137 || !oom_kills) return;
-  const long before = oom_kills_seen_.exchange(*oom_kills);
-  if (*oom_kills > before) {
-    result.notices.push_back(
-        "the command was killed by the kernel's out-of-memory killer (exit 137): the container "
-        "reached its memory limit" +
-        (settings_.memory_bytes
-             ? " (" + std::to_string(*settings_.memory_bytes / (1024 * 1024)) + " MiB)"
-             : std::string()));
-  } else {
-    result.notices.push_back(
-        "the command was killed with SIGKILL (exit 137), not by the out-of-memory killer");
-  }
+void ContainerBackend::cleanup() noexcept {
+  stop();
+  // The runner ends with its channel (and its commands with it) before the container goes.
+  commands_.close();
+  lifecycle_.remove_container();
 }
 
 std::string ContainerBackend::resolve_work_dir(const std::string& requested,
                                                std::string& path) const {
-  const auto resolved = sdk::resolve_inside(requested, init_.cwd, init_.paths, sdk::Access::Read);
+  const auto& init = lifecycle_.init();
+  const auto resolved = sdk::resolve_inside(requested, init.cwd, init.paths, sdk::Access::Read);
   if (!resolved.error.empty()) return "work_dir refused: " + resolved.error;
   // Grants are mounted at their host paths, so the host can tell; runc would silently create
   // a missing working directory instead of failing.
@@ -1058,27 +70,14 @@ std::string ContainerBackend::resolve_work_dir(const std::string& requested,
   return {};
 }
 
-std::vector<std::string> ContainerBackend::call_env(
-    const std::vector<std::pair<std::string, std::string>>& extra) const {
-  std::vector<std::string> env;
-  // A container we create has `env` in its config; an attached one gets it with each call.
-  if (attached())
-    for (const auto& [k, v] : settings_.env) env.push_back(k + "=" + v);
-  // The secrets go with each call (the runner's stream, the exec's Env, the CLI child's
-  // environment), never into the container's config: `docker inspect` cannot show them.
-  const auto secrets = secret_env();
-  env.insert(env.end(), secrets->begin(), secrets->end());
-  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
-  return env;
-}
-
 std::string ContainerBackend::prepared_command(const std::string& request_command) const {
+  const auto& settings = lifecycle_.settings();
   std::string command = request_command;
-  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + command;
-  if (!settings_.venv_path.empty()) {
-    const std::string venv = settings_.venv_path.front() == '/'
-                                 ? settings_.venv_path
-                                 : init_.cwd + "/" + settings_.venv_path;
+  if (!settings.command_prefix.empty()) command = settings.command_prefix + " " + command;
+  if (!settings.venv_path.empty()) {
+    const std::string venv = settings.venv_path.front() == '/'
+                                 ? settings.venv_path
+                                 : lifecycle_.init().cwd + "/" + settings.venv_path;
     command = "export PATH=" + shell_quote(venv + "/bin") +
               ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
   }
@@ -1087,365 +86,58 @@ std::string ContainerBackend::prepared_command(const std::string& request_comman
 
 sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
   try {
-    std::string work_dir;
-    if (auto err = resolve_work_dir(request.work_dir, work_dir); !err.empty()) {
+    ContainerCommand command;
+    if (auto err = resolve_work_dir(request.work_dir, command.work_dir); !err.empty()) {
       sdk::ExecResult result;
       result.error = err;
       return result;
     }
-    const std::string command = prepared_command(request.command);
-    ExecSpec spec;
-    spec.marker = random_marker();
-    spec.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, spec.marker};
-    spec.shell = settings_.shell;
-    spec.command = command;
-    spec.work_dir = work_dir;
-    spec.env = call_env(request.env);
-    spec.timeout = request.timeout;
-    spec.output_cap = request.output_cap;
-    spec.sink = request.sink;
-    spec.cancel = request.cancel;
-    auto result = run(spec);
-    {
-      std::lock_guard lock(preinstall_mutex_);
-      if (!pending_notice_.empty()) {
-        result.notices.insert(result.notices.begin(), pending_notice_);
-        pending_notice_.clear();
-      }
-    }
+    command.agent_command = true;
+    command.shell = lifecycle_.settings().shell;
+    command.script = prepared_command(request.command);
+    command.marker = random_marker();
+    command.env = lifecycle_.call_env(request.env);
+    command.timeout = request.timeout;
+    command.output_cap = request.output_cap;
+    command.sink = request.sink;
+    command.cancel = request.cancel;
+    auto result = commands_.run(command);
+    if (auto notice = lifecycle_.take_pending_notice(); !notice.empty())
+      result.notices.insert(result.notices.begin(), std::move(notice));
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
         (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0))
-      explain_kill(result);
+      exec_.explain_kill(result);
     return result;
   } catch (const std::exception& e) {
     sdk::ExecResult result;
-    result.error = backend_name_ + ": " + e.what();
+    result.error = lifecycle_.backend_name() + ": " + e.what();
     return result;
   }
 }
 
-ContainerBackend::ExecSpec ContainerBackend::file_exec(std::vector<std::string> cmd,
-                                                       const sdk::CancelToken* cancel) const {
-  ExecSpec spec;
-  spec.cancel = cancel;
-  spec.marker = random_marker();
-  // `cmd` is {shell, "-c", script, $0, $1...}; on the runner the arguments become `set --`.
-  spec.shell = cmd.at(0);
-  spec.command = "set --";
-  for (std::size_t i = 4; i < cmd.size(); ++i) spec.command += " " + shell_quote(cmd[i]);
-  spec.command += "\n" + cmd.at(2);
-  spec.cmd = std::move(cmd);
-  spec.work_dir = init_.cwd;
-  spec.env = {std::string(kMarkerVar) + "=" + spec.marker};
-  return spec;
-}
-
-namespace {
-
-// Prologue of the file tools' scripts: anything but a regular file (a directory, FIFO, socket or
-// device, also behind a symlink) is refused before it is opened, since opening a FIFO blocks
-// until a peer comes. Should one be swapped in after the check, the exec's timeout and the call's
-// cancel still end it.
-constexpr const char* kRefuseSpecialFile =
-    "if [ -e \"$1\" ] && [ ! -f \"$1\" ]; then "
-    "if [ -d \"$1\" ]; then echo \"'$1' is a directory\" >&2; exit 21; fi; "
-    "echo \"'$1' is not a regular file (a FIFO, socket or device)\" >&2; exit 22; fi; ";
-
-constexpr const char* kCancelledBeforeStart = "the call was cancelled before it started";
-
-bool cancelled_before_start(const sdk::CancelToken* cancel) {
-  return cancel != nullptr && cancel->cancel_requested();
-}
-
-// Why a file exec that ran failed: its stderr without the trailing newlines, else its exit code.
-std::string file_exec_failure(const char* verb, const std::string& path, const sdk::ExecResult& r) {
-  std::string msg = r.stderr_data;
-  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-  return std::string("cannot ") + verb + " '" + path +
-         "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
-}
-
-}  // namespace
-
 sdk::FileReadResult ContainerBackend::read_file(const sdk::FileReadRequest& request) {
-  sdk::FileReadResult out;
-  if (cancelled_before_start(request.cancel)) {
-    out.error = kCancelledBeforeStart;
-    return out;
-  }
-  try {
-    // Read one byte more than allowed to learn whether the file is larger.
-    const std::size_t max_bytes = std::min<std::size_t>(request.max_bytes, std::size_t{1} << 40);
-    const std::string limit = std::to_string(max_bytes + 1);
-    ExecSpec spec = file_exec(
-        {"/bin/sh", "-c", std::string(kRefuseSpecialFile) + "exec head -c " + limit + " -- \"$1\"",
-         "execmcp-read", request.path},
-        request.cancel);
-    spec.timeout = std::chrono::seconds(60);
-    spec.output_cap = max_bytes + 1;
-    auto r = run(spec);
-    if (!r.error.empty()) {
-      out.error = r.error;
-    } else if (r.exit_code != 0) {
-      out.error = file_exec_failure("read", request.path, r);
-    } else {
-      out.data = std::move(r.stdout_data);
-      if (out.data.size() > max_bytes) {
-        out.data.resize(max_bytes);
-        out.truncated = true;
-      }
-    }
-  } catch (const std::exception& e) {
-    out.error = backend_name_ + ": " + e.what();
-  }
-  return out;
-}
-
-std::string ContainerBackend::protected_refusal(const std::string& requested) const {
-  const std::string path =
-      (std::filesystem::path(init_.cwd) / requested).lexically_normal().string();
-  for (const auto& g : init_.paths)
-    if (g.writable)
-      for (const auto& p : g.protected_paths)
-        if (path == p || path_within(path, p))
-          return "cannot write '" + requested + "': '" + path + "' is protected (" + p +
-                 "): read-only for this agent";
-  return {};
+  return files_.read_file(request);
 }
 
 sdk::FileWriteResult ContainerBackend::write_file(const sdk::FileWriteRequest& request) {
-  sdk::FileWriteResult out;
-  if (cancelled_before_start(request.cancel)) {
-    out.error = kCancelledBeforeStart;  // before the exec: `cat >` would truncate the file at once
-    return out;
-  }
-  try {
-    // The read-only mounts enforce protected paths whatever the path; named here first, so the
-    // agent reads why rather than the file system's "Read-only file system".
-    if (auto refusal = protected_refusal(request.path); !refusal.empty()) {
-      out.error = refusal;
-      return out;
-    }
-    // No input can reach the container this way (a proxy that refuses upgrades): the bytes go in
-    // arguments instead.
-    if (check_input_path() == kNoUpgrade) return write_file_in_pieces(request);
-    // Bytes go through the exec's stdin, so any byte value survives; the container's mounts and
-    // user decide whether the write is allowed (a read-only context path fails with EROFS).
-    ExecSpec spec = file_exec({"/bin/sh", "-c",
-                               std::string(kRefuseSpecialFile) +
-                                   "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\"",
-                               "execmcp-write", request.path},
-                              request.cancel);
-    spec.stdin_data = request.data;
-    spec.timeout = std::chrono::seconds(120);
-    spec.output_cap = 64 * 1024;
-    auto r = run(spec);
-    if (!r.error.empty()) {
-      out.error = r.error;
-    } else if (r.exit_code != 0) {
-      out.error = file_exec_failure("write", request.path, r);
-    } else {
-      out.bytes_written = request.data.size();
-    }
-  } catch (const std::exception& e) {
-    out.error = backend_name_ + ": " + e.what();
-  }
-  return out;
-}
-
-sdk::FileWriteResult ContainerBackend::write_file_in_pieces(const sdk::FileWriteRequest& request) {
-  // Each piece is appended to a scratch file beside the target; the last copies it over the
-  // target in place (as `cat >` does: the file keeps its inode and mode) and removes it. 48 KiB is
-  // 64 KiB of base64, well under the 128 KiB one argument may hold.
-  constexpr std::size_t kPiece = 48 * 1024;
-  const std::string scratch = ".execmcp-write-" + random_marker();
-  sdk::FileWriteResult out;
-  std::size_t at = 0;
-  bool first = true;
-  for (;;) {
-    const std::size_t n = std::min(kPiece, request.data.size() - at);
-    const std::string piece = base64_encode(std::string_view(request.data).substr(at, n));
-    at += n;
-    const bool last = at >= request.data.size();
-    std::string script = kRefuseSpecialFile;
-    script += "t=\"$1$2\"; ";
-    if (first) script += "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && : > \"$t\" || exit; ";
-    script += "printf %s \"$3\" | base64 -d >> \"$t\" || { rm -f -- \"$t\"; exit 1; }; ";
-    if (last) script += "cat -- \"$t\" > \"$1\"; rc=$?; rm -f -- \"$t\"; exit $rc";
-    ExecSpec spec = file_exec(
-        {"/bin/sh", "-c", script, "execmcp-write", request.path, scratch, piece}, request.cancel);
-    spec.timeout = std::chrono::seconds(120);
-    spec.output_cap = 64 * 1024;
-    auto r = run_exec(spec);
-    if (!r.error.empty() || r.exit_code != 0) {
-      out.error = !r.error.empty() ? r.error : file_exec_failure("write", request.path, r);
-      if (!first || !last) {  // leave no scratch file behind
-        ExecSpec rm = file_exec(
-            {"/bin/sh", "-c", "rm -f -- \"$1$2\"", "execmcp-write", request.path, scratch},
-            nullptr);
-        rm.timeout = std::chrono::seconds(30);
-        run_exec(rm);
-      }
-      return out;
-    }
-    if (last) break;
-    first = false;
-  }
-  out.bytes_written = request.data.size();
-  return out;
-}
-
-void ContainerBackend::stop() noexcept {
-  stop_generation_.fetch_add(1);
-  end_all_background(std::chrono::milliseconds(0));
-}
-
-void ContainerBackend::cleanup() noexcept {
-  try {
-    stop();
-    {
-      // The runner ends with its channel (and its commands with it) before the container goes.
-      std::lock_guard lock(runner_mutex_);
-      runner_.reset();
-    }
-    if (attached()) {
-      // The container stays as it was: only what we put there goes (our calls died with the
-      // runner's channel; stop() ended the rest).
-      std::string dir;
-      {
-        std::lock_guard lock(runner_mutex_);
-        if (runner_path_ != kRunnerPath) dir = runner_path_.substr(0, runner_path_.rfind('/'));
-      }
-      if (!dir.empty() && engine_->connect().ok()) {
-        ExecSpec rm;
-        rm.cmd = {"/bin/sh", "-c", "rm -rf -- \"$1\"", "execmcp-cleanup", dir};
-        rm.work_dir = "/";
-        rm.timeout = std::chrono::seconds(15);
-        rm.output_cap = 4096;
-        rm.marker = random_marker();
-        rm.recover = false;
-        run_exec_once(rm);
-      }
-      return;
-    }
-    if (!engine_->connect().ok()) return;
-    std::string text;
-    if (!init_.log_dir.empty() && engine_->logs(name_, text).ok()) {
-      std::error_code ec;
-      std::filesystem::create_directories(init_.log_dir, ec);
-      const std::string file = init_.log_dir + "/" + name_ + ".log";
-      std::ofstream f(file, std::ios::binary | std::ios::trunc);
-      f << text;
-      if (!f) log(sdk::LogLevel::Warn, "cannot write container log to " + file);
-    }
-    const auto del = engine_->remove(name_);
-    if (!del.ok() && del.kind != Kind::kNotFound)
-      log(sdk::LogLevel::Warn, log_text(describe_failure(del, "removing container " + name_)));
-  } catch (...) {
-    // cleanup never throws; the host may call it from a signal path.
-  }
+  return files_.write_file(request);
 }
 
 sdk::BackendTraits ContainerBackend::traits() const {
+  const auto& init = lifecycle_.init();
   sdk::BackendTraits t;
   std::error_code ec;
-  // Mounted (or visible) only when it exists (see checked_spec()).
-  t.tools_dir = !init_.tools_dir.empty() && std::filesystem::exists(init_.tools_dir, ec)
-                    ? container_tools_dir(init_)
+  // Mounted (or visible) only when it exists (see ContainerLifecycle::checked_spec()).
+  t.tools_dir = !init.tools_dir.empty() && std::filesystem::exists(init.tools_dir, ec)
+                    ? container_tools_dir(init)
                     : "";
   // An attached container mounts nothing of ours: the tools are visible only inside a grant.
-  if (attached() && t.tools_dir == "/tools") t.tools_dir.clear();
+  if (lifecycle_.attached() && t.tools_dir == "/tools") t.tools_dir.clear();
   t.python = "python3";
   t.isolated = true;
   return t;
 }
-
-// ---- background processes ------------------------------------------------------------------
-// In agent mode a background process is a call on the runner's channel that keeps no output and
-// has no deadline; its frames reach the host's observer on the channel's I/O thread (no thread
-// of ours per process). In exec mode (or when the runner cannot start) it is one exec, read by a
-// jthread. Either way it carries its own EXECMCP_CALL marker, so the sweep can end it from outside.
-
-namespace {
-
-constexpr const char* kAgentLost = "the container's agent ended; the process was killed with it";
-// How long a started process may take to report its pid before the start is given up.
-constexpr auto kPidTimeout = std::chrono::seconds(30);
-// How long a kill request may go unanswered (past its grace) before the sweep ends it.
-constexpr auto kBackgroundKillGrace = std::chrono::seconds(15);
-
-// An exit status as the shell saw it: 128+N for a signal when we killed it.
-sdk::BackgroundExit exit_of(int code, bool killed) {
-  sdk::BackgroundExit exit;
-  exit.killed = killed;
-  if (killed && code > 128 && code < 128 + 65) {
-    exit.signal = code - 128;
-  } else {
-    exit.exit_code = code;
-  }
-  return exit;
-}
-
-}  // namespace
-
-struct ContainerBackend::Background {
-  std::uint64_t id = 0;
-  sdk::BackgroundObserver* observer = nullptr;
-  std::string marker;
-  std::string work_dir;
-  std::weak_ptr<RunnerChannel> channel;  // agent mode: dies with the runner, ending the process
-  std::shared_ptr<RunnerCall> call;
-  std::atomic<long> pid{0};
-  std::atomic<bool> terminating{false};
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool ended = false;       // on_exit() returned (or the start failed and none comes)
-  std::string start_error;  // the runner ended the call before its shell existed
-  bool via_exec = false;    // exec mode: set before its thread starts
-  std::jthread thread;      // exec mode: reads the exec; last member, joined first
-
-  // Tells the host (unless the process never started) and marks the end, exactly once.
-  void finish(const sdk::BackgroundExit& exit, const std::string& never_started) noexcept {
-    if (pid.load() != 0 || via_exec) observer->on_exit(exit);
-    std::lock_guard lock(mutex);
-    if (pid.load() == 0 && !via_exec) start_error = never_started;
-    ended = true;
-    cv.notify_all();
-  }
-  bool wait_ended(std::chrono::milliseconds wait) {
-    std::unique_lock lock(mutex);
-    return cv.wait_for(lock, wait, [&] { return ended; });
-  }
-};
-
-// Turns a runner call's frames into the host observer's calls.
-class ContainerBackend::BackgroundRelay final : public RunnerCallObserver {
- public:
-  explicit BackgroundRelay(Background* bg) : bg_(bg) {}
-  void on_pid(long pid) noexcept override { bg_->pid = pid; }
-  void on_output(sdk::StreamKind kind, std::string_view bytes) noexcept override {
-    if (bg_->pid.load() != 0) bg_->observer->on_output(kind, bytes);
-  }
-  void on_end(const supervision::runner::DoneReport* report,
-              const std::string& lost) noexcept override {
-    if (report == nullptr) {
-      sdk::BackgroundExit exit;
-      exit.killed = bg_->terminating.load();
-      exit.error = kAgentLost;
-      return bg_->finish(exit, lost);
-    }
-    const bool ours = report->killed || bg_->terminating.load();
-    auto exit = exit_of(report->exit_code, ours || report->signalled);
-    exit.killed = ours;
-    if (!report->error.empty()) exit.error = report->error;
-    bg_->finish(exit,
-                report->error.empty() ? "the process ended before it started" : report->error);
-  }
-
- private:
-  Background* bg_;  // outlives every call: erased only once `ended`
-};
 
 void* ContainerBackend::query_interface(std::string_view id) noexcept {
   if (id == sdk::kBackgroundProcessesId)
@@ -1465,202 +157,38 @@ sdk::BackgroundStarted ContainerBackend::start_background(
       started.error = err;
       return started;
     }
-    auto bg = std::make_shared<Background>();
-    bg->observer = observer;
-    bg->marker = random_marker();
-    bg->work_dir = started.work_dir;
-    std::vector<std::string> env = call_env(request.env);
-    {
-      std::lock_guard lock(background_mutex_);
-      bg->id = next_background_id_++;
-      // Finished ones are forgotten here: their on_exit() has returned.
-      std::erase_if(background_, [](const auto& entry) {
-        std::lock_guard l(entry.second->mutex);
-        return entry.second->ended;
-      });
-      background_.emplace(bg->id, bg);
-    }
-    auto forget = [&](std::string error) {
-      std::lock_guard lock(background_mutex_);
+    auto bg = background_.add(observer, random_marker(), started.work_dir);
+    long pid = 0;
+    if (auto err = commands_.start_background(bg, lifecycle_.settings().shell,
+                                              prepared_command(request.command),
+                                              lifecycle_.call_env(request.env), pid);
+        !err.empty()) {
       background_.erase(bg->id);
-      started.error = std::move(error);
-      started.id = 0;
+      started.error = std::move(err);
       return started;
-    };
-
-    std::shared_ptr<RunnerChannel> channel;
-    if (settings_.exec_mode == ExecMode::Agent) {
-      std::vector<std::string> notices;
-      std::string why;
-      bool runner_fault = true;
-      channel = runner_channel(notices, why, runner_fault);
-      if (!channel && !runner_fault) return forget(why);
-      if (!channel)
-        log(sdk::LogLevel::Warn,
-            "background process runs with one docker exec: the in-container "
-            "agent could not start (" +
-                log_text(why) + ")");
-    }
-    if (!channel) {
-      if (auto err = start_background_exec(bg, prepared_command(request.command), env);
-          !err.empty())
-        return forget(err);
-      started.id = bg->id;
-      return started;
-    }
-    supervision::runner::RunSpec run;
-    run.output_cap = 0;
-    run.retain_output = false;
-    run.work_dir = started.work_dir;
-    run.shell = settings_.shell;
-    run.command = prepared_command(request.command);
-    run.env = env;
-    run.env.push_back(std::string(kMarkerVar) + "=" + bg->marker);
-    std::string error;
-    auto call = channel->start(run, nullptr, error, std::make_shared<BackgroundRelay>(bg.get()));
-    if (!call) return forget(error);
-    bg->channel = channel;
-    bg->call = call;
-    if (call->wait_pid(kPidTimeout) == 0) {
-      if (call->claim_end()) {  // never reported running: ended here, quietly
-        channel->forget(*call);
-        channel->kill(*call);
-        kill_marked(bg->marker);
-        return forget("the background process did not report that it runs within " +
-                      std::to_string(kPidTimeout.count()) + " s");
-      }
-      bg->wait_ended(std::chrono::hours(1));
-      if (bg->pid.load() == 0) {
-        std::lock_guard lock(bg->mutex);
-        return forget(bg->start_error.empty() ? "the background process did not start"
-                                              : bg->start_error);
-      }
     }
     started.id = bg->id;
-    started.pid = bg->pid.load() != 0 ? bg->pid.load() : call->wait_pid(std::chrono::seconds(0));
+    started.pid = pid;
     return started;
   } catch (const std::exception& e) {
     started.id = 0;
-    started.error = backend_name_ + ": " + e.what();
+    started.error = lifecycle_.backend_name() + ": " + e.what();
     return started;
   }
-}
-
-std::string ContainerBackend::start_background_exec(const std::shared_ptr<Background>& bg,
-                                                    const std::string& command,
-                                                    const std::vector<std::string>& env) {
-  if (auto err = engine_->connect(); !err.ok())
-    return describe_failure(err, "reaching the engine at " + engine_->describe());
-  ExecOptions options;
-  options.cmd = {"/bin/sh", "-c", kWrapper, "execmcp", settings_.shell, command, bg->marker};
-  options.env = env;
-  options.user = user();
-  options.work_dir = bg->work_dir;
-  std::vector<std::string> notices;
-  std::string error;
-  std::shared_ptr<ExecSession> session = start_exec(options, true, notices, error);
-  if (!session) return error;
-  bg->via_exec = true;
-  Background* raw = bg.get();  // the thread is joined before *raw goes
-  bg->thread = std::jthread([raw, session](std::stop_token stop) {
-    struct Forward final : ExecStreamDecoder::Handler {
-      Background* bg = nullptr;
-      std::string daemon_error;
-      void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
-        if (stream == ExecStreamDecoder::Stream::Stdout)
-          bg->observer->on_output(sdk::StreamKind::Stdout, data);
-        else if (stream == ExecStreamDecoder::Stream::Stderr)
-          bg->observer->on_output(sdk::StreamKind::Stderr, data);
-        else if (stream == ExecStreamDecoder::Stream::SystemError && daemon_error.size() < 1024)
-          daemon_error.append(data.substr(0, 1024));
-      }
-    } forward;
-    forward.bg = raw;
-    std::string lost;
-    std::optional<Clock::time_point> give_up;
-    for (;;) {
-      const auto rs = session->read(std::chrono::milliseconds(200), forward);
-      if (!rs.error.empty()) {
-        lost = rs.error;
-        break;
-      }
-      if (rs.eof || stop.stop_requested()) break;
-      // Killed by the sweep: something outside the marker may still hold the stream open.
-      if (raw->terminating.load() && !give_up) give_up = Clock::now() + std::chrono::seconds(10);
-      if (give_up && Clock::now() > *give_up) break;
-    }
-    const bool killed = raw->terminating.load();
-    const auto ended = session->finish(killed);
-    sdk::BackgroundExit exit = ended.code ? exit_of(*ended.code, killed) : sdk::BackgroundExit{};
-    exit.killed = killed;
-    if (!lost.empty() && !killed) exit.error = lost;
-    if (!forward.daemon_error.empty() && exit.error.empty())
-      exit.error = "Docker reported an error: " + forward.daemon_error;
-    if (!ended.engine_answered && !killed && exit.error.empty()) exit.error = kLostDocker;
-    raw->finish(exit, {});
-  });
-  return {};
-}
-
-void ContainerBackend::term_marked(const std::string& marker, std::chrono::milliseconds grace) {
-  // One TERM to each marked process, then passes until none is left or the grace is over.
-  const long passes = std::max<long>(1, static_cast<long>(grace.count() / 100));
-  ExecSpec spec;
-  spec.cmd = {"/bin/sh",
-              "-c",
-              "m=\"EXECMCP_CALL=$1\"; n=$2; i=0\n"
-              "while :; do f=0\n"
-              "  for d in /proc/[0-9]*; do\n"
-              "    if grep -qxzF \"$m\" \"$d/environ\" 2>/dev/null; then f=1\n"
-              "      [ $i = 0 ] && kill -TERM \"${d#/proc/}\" 2>/dev/null; fi\n"
-              "  done\n"
-              "  [ $f = 0 ] && break; i=$((i+1)); [ $i -ge $n ] && break; sleep 0.1\n"
-              "done",
-              "execmcp-term",
-              marker,
-              std::to_string(passes)};
-  spec.work_dir = "/";
-  spec.timeout = grace + std::chrono::seconds(15);
-  spec.output_cap = 4096;
-  spec.marker = random_marker();
-  spec.recover = false;
-  run_exec_once(spec);
 }
 
 void ContainerBackend::terminate_background(std::uint64_t id,
                                             std::chrono::milliseconds grace) noexcept {
   try {
-    std::shared_ptr<Background> bg;
-    {
-      std::lock_guard lock(background_mutex_);
-      const auto it = background_.find(id);
-      if (it == background_.end()) return;
-      bg = it->second;
-    }
+    const auto bg = background_.find(id);
+    if (!bg) return;
     if (grace.count() < 0) grace = std::chrono::milliseconds(0);
     if (!bg->wait_ended(std::chrono::milliseconds(0))) {
       bg->terminating = true;
-      if (auto channel = bg->channel.lock(); channel && bg->call) {
-        channel->kill(*bg->call, grace);
-        if (!bg->wait_ended(grace + kBackgroundKillGrace)) {
-          // The runner did not answer: end the process from outside, and tell the host here.
-          channel->forget(*bg->call);
-          kill_marked(bg->marker);
-          if (bg->call->claim_end()) {
-            sdk::BackgroundExit exit;
-            exit.killed = true;
-            exit.signal = SIGKILL;
-            bg->finish(exit, {});
-          }
-        }
-      } else if (bg->via_exec) {
-        if (grace.count() > 0) term_marked(bg->marker, grace);
-        kill_marked(bg->marker);
-      }
+      commands_.terminate_background(*bg, grace);
       // The end is on its way (the channel's loss or the exec's end): wait for its on_exit().
       bg->wait_ended(std::chrono::minutes(2));
     }
-    std::lock_guard lock(background_mutex_);
     background_.erase(id);
   } catch (...) {
     // never throws
@@ -1668,13 +196,8 @@ void ContainerBackend::terminate_background(std::uint64_t id,
 }
 
 void ContainerBackend::end_all_background(std::chrono::milliseconds grace) noexcept {
-  std::vector<std::uint64_t> ids;
-  {
-    std::lock_guard lock(background_mutex_);
-    for (const auto& [id, bg] : background_) ids.push_back(id);
-  }
   // One at a time: each terminate is a kill frame (agent mode) or a sweep exec (exec mode).
-  for (auto id : ids) terminate_background(id, grace);
+  for (auto id : background_.ids()) terminate_background(id, grace);
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -1,43 +1,25 @@
-// One persistent container per agent, whatever engine drives it: lifecycle and orphan policy,
-// recovery, commands through execmcp-runner or one exec each, the kill sweep, output caps and the
-// file tools. The docker-api and docker-cli plugins are this class over their own Engine.
+// One persistent container per agent, whatever engine drives it: the facade that wires the
+// container's lifecycle (container_lifecycle.hpp), the way commands reach it (command_path.hpp:
+// through execmcp-runner or one exec each), its files (container_files.hpp) and its background
+// processes into an sdk::ExecutorBackend. The docker-api and docker-cli plugins are this class
+// over their own Engine.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "docker_common/container_spec.hpp"
-#include "docker_common/credentials.hpp"
+#include "docker_common/command_path.hpp"
+#include "docker_common/container_background.hpp"
+#include "docker_common/container_files.hpp"
+#include "docker_common/container_lifecycle.hpp"
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/engine.hpp"
-#include "docker_common/preinstall.hpp"
-#include "docker_common/runner_channel.hpp"
-#include "docker_common/workspace_access.hpp"
+#include "docker_common/exec_command_path.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
 namespace execmcp::plugins::docker_common {
-
-// The environment variable that marks every process of one call (for the kill sweep).
-inline constexpr const char* kMarkerVar = "EXECMCP_CALL";
-
-// Why nothing can be sent to a process in the container over this engine connection.
-inline constexpr const char* kNoUpgrade =
-    "this engine connection cannot carry input to a process in the container: Docker's exec "
-    "stream came back as HTTP 200, not 101 Switching Protocols, so bytes sent after the request "
-    "never arrive (a proxy in between refuses to upgrade a request with a body, as HAProxy 2.4 to "
-    "3.0 does; see docs/deployment.md)";
-
-// A call whose stream ended while the engine stopped answering.
-inline constexpr const char* kLostDocker =
-    "lost Docker during the command (was the engine restarted or stopped?): its exit code is "
-    "unknown, and it may not have finished; the next call starts the container again";
 
 class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProcesses {
  public:
@@ -59,166 +41,26 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   // Offers sdk::BackgroundProcesses (kBackgroundProcessesId).
   [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
 
-  // --- background processes (the end of container_backend.cpp) ---
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                           sdk::BackgroundObserver* observer) noexcept override;
   void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
 
  private:
-  struct Background;
-  class BackgroundRelay;
   // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
   void end_all_background(std::chrono::milliseconds grace) noexcept;
-  // One process per exec (exec_mode exec, or when the runner cannot start).
-  std::string start_background_exec(const std::shared_ptr<Background>& bg,
-                                    const std::string& command,
-                                    const std::vector<std::string>& env);
-  // SIGTERM to every process marked with `marker`, then up to `grace` for them to exit.
-  void term_marked(const std::string& marker, std::chrono::milliseconds grace);
   // work_dir resolved inside the grants and existing; "" or why it is refused.
-  // A refusal naming the protected path `requested` lies at or beneath, as written; "" otherwise.
-  [[nodiscard]] std::string protected_refusal(const std::string& requested) const;
   std::string resolve_work_dir(const std::string& requested, std::string& path) const;
   // The command as the shell gets it: command_prefix and venv_path applied.
   std::string prepared_command(const std::string& command) const;
-  struct ExecSpec {
-    std::vector<std::string> cmd;  // as one exec
-    std::string shell;             // as one call on execmcp-runner: `<shell> -c <command>`
-    std::string command;
-    std::string work_dir;
-    std::vector<std::string> env;
-    std::optional<std::string> stdin_data;
-    std::chrono::milliseconds timeout{0};  // 0: none
-    std::size_t output_cap = sdk::kDefaultOutputCap;
-    sdk::OutputSink* sink = nullptr;
-    const sdk::CancelToken* cancel = nullptr;
-    std::string marker;   // EXECMCP_CALL value, for the kill sweep
-    bool recover = true;  // bring a stopped container back and run once more
-  };
 
-  // Attach mode (`container: NAME`): the container is not ours to create, restart or remove.
-  [[nodiscard]] bool attached() const { return !settings_.container.empty(); }
-  // start() in attach mode: the container must run, show every grant at its path, and have a
-  // non-root user for the commands.
-  std::string start_attached();
-  // Attach mode's runner delivery: the program sent through an exec's stdin into a private
-  // directory under /tmp (else $HOME) that is writable and executable; sets runner_path_.
-  EngineError deliver_runner_by_exec();
-  std::string user();
-  std::string prepare_workspace_access();
-  // `preinstall`: sets preinstalled_image_ to the cached image of the lists (building it when it
-  // is not there). "" or why the agent must not start (with preinstall_on_failure: continue, a
-  // failure leaves the base image and becomes pending_notice_ instead).
-  std::string prepare_preinstall();
-  // Builds the image of `plan` on `base` as `tag`: "" and its id in `image_id`, or the failure.
-  std::string build_preinstall(const ImageInfo& base, const PreinstallPlan& plan,
-                               const std::string& key, std::string& image_id);
-  // Every execmcp container on the engine; "" or why they could not be listed.
-  std::string list_managed(std::vector<ContainerInfo>& out);
-  // Removes this host's containers whose owner process is gone, and drops them from `managed`.
-  void remove_orphans(std::vector<ContainerInfo>& managed);
-  // The container spec with every mount source checked (see docs/security.md, Container mounts);
-  // "" or why the container must not start. `managed`: list_managed()'s answer when the caller
-  // has it (null: looked up now).
-  std::string checked_spec(ContainerSpec& spec,
-                           const std::vector<ContainerInfo>* managed = nullptr);
-  // "" when every protected path of a writable grant exists and is the file it was at the first
-  // call (recorded then by device and inode), else why the container must not start.
-  std::string check_protected_paths();
-  // Adds the writable bind sources of every other execmcp container on this engine.
-  std::string add_other_agents_roots(std::vector<WritableRoot>& roots,
-                                     const std::vector<ContainerInfo>* managed);
-  std::string create_and_start(const std::vector<ContainerInfo>* managed = nullptr);
-  // Starts a process in the container, bringing the container back once if it is gone or stopped
-  // (when `recover`); null and `error` on failure.
-  std::unique_ptr<ExecSession> start_exec(const ExecOptions& options, bool recover,
-                                          std::vector<std::string>& notices, std::string& error);
-  // Brings back a container that is gone or not running; "" or an error.
-  std::string recover_container(std::vector<std::string>& notices);
-  // An exec for read_file / write_file: `cmd` in the agent's cwd, marked for the kill sweep.
-  ExecSpec file_exec(std::vector<std::string> cmd, const sdk::CancelToken* cancel) const;
-  // Runs one exec to completion (or timeout/cancel), recovering the container once if needed.
-  sdk::ExecResult run_exec(const ExecSpec& spec);
-  sdk::ExecResult run_exec_once(const ExecSpec& spec);
-  // "" when input reaches processes in the container over this engine (checked once, with a
-  // harmless exec, unless the engine or the runner's start already told), else kNoUpgrade.
-  std::string check_input_path();
-  // write_file over a path that carries no input: base64 pieces in the arguments of execs.
-  sdk::FileWriteResult write_file_in_pieces(const sdk::FileWriteRequest& request);
-  // Runs one call the way exec_mode says: through execmcp-runner (falling back to run_exec, with a
-  // notice, when it cannot start) or as one exec.
-  sdk::ExecResult run(const ExecSpec& spec);
-
-  // --- execmcp-runner, the agent in the container (container_backend_runner.cpp) ---
-  // The live channel, started or re-established on demand; null with `why` when it cannot start,
-  // and `runner_fault` true when the runner is at fault (not the engine or the container).
-  std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices, std::string& why,
-                                                bool& runner_fault);
-  std::string open_runner_channel(std::vector<std::string>& notices,
-                                  std::shared_ptr<RunnerChannel>& out, bool& runner_fault);
-  // Puts execmcp-runner into the container's runner volume (engines that cannot see host files).
-  EngineError copy_runner();
-  // Runs the call on the channel; nullopt when the channel broke before the runner took the call
-  // (so the command never ran). A channel that broke, or whose runner stopped answering, is
-  // dropped, so the next call starts a new runner.
-  std::optional<sdk::ExecResult> run_on_runner(const ExecSpec& spec,
-                                               const std::shared_ptr<RunnerChannel>& channel);
-  void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
-
-  // True once the container is not running (or gone), false if it still runs after `timeout`.
-  bool wait_stopped(std::chrono::milliseconds timeout);
-  // The container's state; nullopt when the engine did not answer.
-  std::optional<ContainerState> inspect_state();
-  // Adds a notice saying who killed a command: the OOM killer, or PID 1 dying from inside.
-  void explain_kill(sdk::ExecResult& result);
-  void kill_marked(const std::string& marker);
-  void log(sdk::LogLevel level, const std::string& message) const;
-
-  // The `credentials` secrets: read at construction (errors) and again at each start(); given to
-  // each command's environment, never to the container's (see docs/security.md).
-  std::shared_ptr<const SecretEnv> secret_env() const;
-  // Every call's environment, NAME=value: an attached container's `env`, the credentials' secrets,
-  // then the call's own (later wins).
-  std::vector<std::string> call_env(
-      const std::vector<std::pair<std::string, std::string>>& extra) const;
-  std::string refresh_credentials();
-
-  sdk::BackendInit init_;
-  std::string backend_name_;
-  DockerSettings settings_;
+  // Declared in the order they depend on each other (and are destroyed in reverse).
   std::unique_ptr<Engine> engine_;
-  std::string name_;
-  std::string host_name_;
-
-  std::mutex mutex_;  // guards user_ and access_granted_
-  UserChoice user_;   // chosen by prepare_workspace_access()
-  bool access_granted_ = false;
-  std::vector<MountSpec> credential_mounts_;
-  std::mutex preinstall_mutex_;     // guards the two below
-  std::string preinstalled_image_;  // the image id containers are made from; "": agent_image()
-  std::string pending_notice_;      // for the next command's result (preinstall_on_failure)
-  mutable std::mutex secrets_mutex_;
-  std::shared_ptr<const SecretEnv> secret_env_ = std::make_shared<const SecretEnv>();
-  std::mutex recover_mutex_;    // one container recovery at a time
-  std::mutex protected_mutex_;  // guards protected_ids_
-  // Each protected path's (st_dev, st_ino) at the first start of this process.
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> protected_ids_;
-  std::atomic<std::uint64_t> stop_generation_{0};
-  std::atomic<long> oom_kills_seen_{0};  // the memory cgroup's oom_kill count at our last look
-
-  RunnerDelivery runner_delivery_ = RunnerDelivery::None;
-  std::string runner_host_path_;  // execmcp-runner next to this plugin's directory
-  std::string runner_path_;       // where it runs in the container (guarded by runner_mutex_)
-  std::mutex runner_mutex_;       // guards the three below; held while a channel opens
-  std::shared_ptr<RunnerChannel> runner_;
-  std::chrono::steady_clock::time_point runner_retry_at_{};
-  std::string runner_failure_;
-  std::atomic<bool> runner_copied_{false};  // copied into this incarnation of the container
-  std::atomic<int> input_path_{0};          // 1: input reaches the container, -1: never, 0: unknown
-
-  std::mutex background_mutex_;  // guards the two below
-  std::map<std::uint64_t, std::shared_ptr<Background>> background_;
-  std::uint64_t next_background_id_ = 1;
+  ContainerLifecycle lifecycle_;
+  ExecCommandPath exec_;
+  std::unique_ptr<CommandPath> runner_;  // exec_mode agent only
+  CommandPath& commands_;                // runner_ or exec_
+  ContainerFiles files_;
+  BackgroundTable background_;
 };
 
 }  // namespace execmcp::plugins::docker_common

@@ -1,6 +1,6 @@
 // The `preinstall` setting as data: the local files it names, the cache key of the image it makes,
 // the install script, and the bodies that create the install container and commit it. No engine
-// here: ContainerBackend::preinstalled_image() drives the build.
+// here: ContainerLifecycle::prepare_preinstall() drives the build.
 #pragma once
 
 #include <array>

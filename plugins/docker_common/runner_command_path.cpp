@@ -1,13 +1,15 @@
-// The container backend's calls through execmcp-runner, its agent inside the container: starting
-// and re-establishing the runner's channel, delivering the program, running a call on it, and
-// falling back to one exec per call when the runner cannot start. See docs/docker-backend.md.
+// Commands through execmcp-runner: the channel, the program's delivery, one call on it, and the
+// fallback to one exec per call. See docs/docker-backend.md.
+#include "docker_common/runner_command_path.hpp"
+
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <fstream>
 #include <sstream>
 
-#include "docker_common/container_backend.hpp"
+#include "docker_common/container_scripts.hpp"
 #include "docker_common/log_text.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "supervision/command_output.hpp"
@@ -41,103 +43,134 @@ EngineError read_runner(const std::string& path, std::string& bytes) {
   return {};
 }
 
+// How long a started background process may take to report its pid before the start is given up.
+constexpr auto kPidTimeout = std::chrono::seconds(30);
+// How long a background kill request may go unanswered (past its grace) before the sweep ends it.
+constexpr auto kBackgroundKillGrace = std::chrono::seconds(15);
+
+// The runner's own form of a call: `<shell> -c <command>`, a script's arguments set with `set --`.
+std::string runner_form(const ContainerCommand& c) {
+  if (c.agent_command) return c.script;
+  std::string command = "set --";
+  for (const auto& arg : c.args) command += " " + sv::shell_quote(arg);
+  return command + "\n" + c.script;
+}
+
+// Turns a runner call's frames into the host observer's calls.
+class BackgroundRelay final : public RunnerCallObserver {
+ public:
+  explicit BackgroundRelay(BackgroundProcess* bg) : bg_(bg) {}
+  void on_pid(long pid) noexcept override { bg_->pid = pid; }
+  void on_output(sdk::StreamKind kind, std::string_view bytes) noexcept override {
+    if (bg_->pid.load() != 0) bg_->observer->on_output(kind, bytes);
+  }
+  void on_end(const supervision::runner::DoneReport* report,
+              const std::string& lost) noexcept override {
+    if (report == nullptr) {
+      sdk::BackgroundExit exit;
+      exit.killed = bg_->terminating.load();
+      exit.error = kAgentLost;
+      return bg_->finish(exit, lost);
+    }
+    const bool ours = report->killed || bg_->terminating.load();
+    auto exit = exit_of(report->exit_code, ours || report->signalled);
+    exit.killed = ours;
+    if (!report->error.empty()) exit.error = report->error;
+    bg_->finish(exit,
+                report->error.empty() ? "the process ended before it started" : report->error);
+  }
+
+ private:
+  BackgroundProcess* bg_;  // outlives every call: erased only once `ended`
+};
+
 }  // namespace
 
-EngineError ContainerBackend::copy_runner() {
-  if (attached()) return deliver_runner_by_exec();
+RunnerCommandPath::RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback)
+    : lifecycle_(lifecycle),
+      exec_(fallback),
+      engine_(lifecycle.engine()),
+      runner_path_(kRunnerPath) {}
+
+EngineError RunnerCommandPath::copy_runner() {
+  if (lifecycle_.attached()) return deliver_runner_by_exec();
   std::string bytes;
-  if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
+  if (auto err = read_runner(lifecycle_.runner_host_path(), bytes); !err.ok()) return err;
   const std::string tar = single_file_tar("execmcp-runner", bytes, 0555);
-  auto err = engine_->copy_into(name_, kRunnerDir, tar);
-  if (err.ok()) runner_copied_ = true;
+  auto err = engine_.copy_into(lifecycle_.name(), kRunnerDir, tar);
+  if (err.ok()) copied_for_ = lifecycle_.incarnation();
   return err;
 }
 
-EngineError ContainerBackend::deliver_runner_by_exec() {
+EngineError RunnerCommandPath::deliver_runner_by_exec() {
   std::string bytes;
-  if (auto err = read_runner(runner_host_path_, bytes); !err.ok()) return err;
-  // As the exec user, so the file is its own and cleanup() can remove it; a directory of its own
-  // (mode 700) under /tmp, else under $HOME when /tmp is mounted noexec. The program run with no
-  // argument exits 2 (its usage): that proves it can execute there.
-  static constexpr const char* kDeliver =
-      "tag=$1; t=/tmp/.execmcp-$tag; h=${HOME:-/nonexistent}/.execmcp-$tag\n"
-      "put() { mkdir -p \"$1\" 2>/dev/null && chmod 700 \"$1\" 2>/dev/null; }\n"
-      "ok() { \"$1/execmcp-runner\" 2>/dev/null; [ $? = 2 ]; }\n"
-      "src=\n"
-      "for d in \"$t\" \"$h\"; do\n"
-      "  if put \"$d\" && cat > \"$d/execmcp-runner.new\" && chmod 700 \"$d/execmcp-runner.new\" "
-      "&&\n"
-      "     mv -f \"$d/execmcp-runner.new\" \"$d/execmcp-runner\"; then src=$d; break; fi\n"
-      "done\n"
-      "[ -n \"$src\" ] || { echo 'no writable directory (tried /tmp and $HOME)' >&2; exit 1; }\n"
-      "if ok \"$src\"; then echo \"execmcp-at:$src\"; exit 0; fi\n"
-      "if [ \"$src\" = \"$t\" ] && put \"$h\" && cp \"$t/execmcp-runner\" \"$h/execmcp-runner\" && "
-      "ok \"$h\"; then\n"
-      "  rm -rf -- \"$t\"; echo \"execmcp-at:$h\"; exit 0; fi\n"
-      "rm -rf -- \"$t\" \"$h\" 2>/dev/null\n"
-      "echo 'no directory where a program may execute (/tmp and $HOME are noexec)' >&2; exit 1\n";
+  if (auto err = read_runner(lifecycle_.runner_host_path(), bytes); !err.ok()) return err;
+  // As the exec user, so the file is its own and close() can remove it (scripts/
+  // deliver_runner.sh says where it goes).
   {  // A stopped container is the call's error, not the runner's fault (no exec-mode fallback).
     std::vector<std::string> unused;
-    if (auto why = recover_container(unused); !why.empty())
+    if (auto why = lifecycle_.recover(unused); !why.empty())
       return EngineError::sentence(Kind::kNotRunning, why);
   }
   std::string tag;
-  for (char c : init_.instance_id.empty() ? std::to_string(::getpid()) : init_.instance_id)
+  const std::string& instance_id = lifecycle_.init().instance_id;
+  for (char c : instance_id.empty() ? std::to_string(::getpid()) : instance_id)
     tag.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '-');
-  ExecSpec spec;
-  spec.cmd = {"/bin/sh", "-c", kDeliver, "execmcp-deliver", tag};
+  ContainerCommand spec;
+  spec.script = scripts::kDeliverRunner;
+  spec.name = "execmcp-deliver";
+  spec.args = {tag};
   spec.work_dir = "/";
   spec.stdin_data = std::move(bytes);
   spec.timeout = std::chrono::seconds(120);
   spec.output_cap = 4096;
   spec.marker = "execmcp-deliver-" + tag;
   spec.recover = false;
-  const auto r = run_exec(spec);
+  const auto r = exec_.run(spec);
   const auto at = r.stdout_data.find("execmcp-at:");
   if (!r.error.empty() || r.exit_code != 0 || at == std::string::npos) {
     std::string said = r.error.empty() ? r.stderr_data : r.error;
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
-    return EngineError::sentence(Kind::kOther, "cannot put execmcp-runner into container " + name_ +
-                                                   ": " + said.substr(0, 1024));
+    return EngineError::sentence(Kind::kOther, "cannot put execmcp-runner into container " +
+                                                   lifecycle_.name() + ": " + said.substr(0, 1024));
   }
   std::string dir = r.stdout_data.substr(at + 11);
   dir = dir.substr(0, dir.find('\n'));
   runner_path_ = dir + "/execmcp-runner";
-  runner_copied_ = true;
+  copied_for_ = lifecycle_.incarnation();
   return {};
 }
 
-std::string ContainerBackend::open_runner_channel(std::vector<std::string>& notices,
-                                                  std::shared_ptr<RunnerChannel>& out,
-                                                  bool& runner_fault) {
+std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& notices,
+                                                   std::shared_ptr<RunnerChannel>& out,
+                                                   bool& runner_fault) {
   // The engine's and the container's failures are the call's error as they would be for an exec;
   // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
   runner_fault = true;
-  if (runner_delivery_ == RunnerDelivery::None)
-    return "execmcp-runner is missing or not executable at " + runner_host_path_ +
-           " (it is built and installed with the " + backend_name_ +
+  if (lifecycle_.runner_delivery() == RunnerDelivery::None)
+    return "execmcp-runner is missing or not executable at " + lifecycle_.runner_host_path() +
+           " (it is built and installed with the " + lifecycle_.backend_name() +
            " plugin, in the directory above it)";
   runner_fault = false;
-  if (auto err = engine_->connect(); !err.ok())
-    return describe_failure(err, "reaching the engine at " + engine_->describe());
+  if (auto err = lifecycle_.connect(); !err.empty()) return err;
   ExecOptions options;
-  if (attached() && user().empty())
-    return "container " + name_ + " has not been checked yet: the backend did not start";
+  if (lifecycle_.attached() && lifecycle_.user().empty())
+    return "container " + lifecycle_.name() +
+           " has not been checked yet: the backend did not start";
   options.attach_stdin = true;
   options.work_dir = "/";
-  options.user = user();
+  options.user = lifecycle_.user();
   // The container is brought back at most once per opening.
   bool recovered = false;
   auto bring_back = [&]() -> std::string {
     recovered = true;
-    std::lock_guard lock(recover_mutex_);
-    return recover_container(notices);
+    return lifecycle_.recover(notices);
   };
   std::string last_error;
   for (int attempt = 0; attempt < 2;) {
     runner_fault = false;
     // Copied before the runner starts: a container brought back as new has an empty volume.
-    if (runner_delivery_ == RunnerDelivery::Copy && !runner_copied_) {
+    if (lifecycle_.runner_delivery() == RunnerDelivery::Copy && !runner_copied()) {
       if (const auto err = copy_runner(); !err.ok()) {
         if (err.kind == Kind::kNotFound && !recovered) {
           if (auto why = bring_back(); !why.empty()) return why;
@@ -149,7 +182,7 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
     }
     options.cmd = {runner_path_, rp::kChannelArg};  // attach mode: where it was delivered
     EngineError err;
-    auto ends = engine_->open_channel(name_, options, err);
+    auto ends = engine_.open_channel(lifecycle_.name(), options, err);
     if (!ends) {
       if ((err.kind == Kind::kNotFound || err.kind == Kind::kNotRunning) && !recovered) {
         if (auto why = bring_back(); !why.empty()) return why;
@@ -157,21 +190,22 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
       }
       if (err.kind == Kind::kNoInput) {  // the runner would never hear from us
         runner_fault = true;
-        input_path_ = -1;
+        exec_.note_input_path(false);
         return kNoUpgrade;
       }
       return describe_failure(err, "creating the exec");
     }
     runner_fault = true;
-    input_path_ = 1;
+    exec_.note_input_path(true);
     auto channel = std::make_shared<RunnerChannel>(
         std::move(*ends), [this](sdk::LogLevel level, const std::string& line) {
-          log(level, "execmcp-runner in " + name_ + ": " + line);
+          lifecycle_.log(level, "execmcp-runner in " + lifecycle_.name() + ": " + line);
         });
     last_error = channel->wait_ready(kHelloTimeout);
     if (last_error.empty()) {
       out = std::move(channel);
-      log(sdk::LogLevel::Info, "execmcp-runner is ready in container " + name_);
+      lifecycle_.log(sdk::LogLevel::Info,
+                     "execmcp-runner is ready in container " + lifecycle_.name());
       return {};
     }
     ++attempt;
@@ -179,9 +213,9 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
     // stopped state", "is not running"): not the runner's fault. Once it has stopped, the next
     // attempt brings it back.
     const bool stopping = last_error.find("stopped state") != std::string::npos ||
-                          !inspect_state().value_or(ContainerState{}).running;
+                          !lifecycle_.inspect_state().value_or(ContainerState{}).running;
     if (attempt == 1 && stopping) {
-      wait_stopped(std::chrono::seconds(5));
+      lifecycle_.wait_stopped(std::chrono::seconds(5));
       if (auto why = bring_back(); !why.empty()) {
         runner_fault = false;
         return why;
@@ -189,24 +223,24 @@ std::string ContainerBackend::open_runner_channel(std::vector<std::string>& noti
       continue;
     }
     // The volume may have lost the program (the container was recreated behind our back).
-    if (runner_delivery_ != RunnerDelivery::Copy) break;
-    runner_copied_ = false;
+    if (lifecycle_.runner_delivery() != RunnerDelivery::Copy) break;
+    copied_for_ = kNotCopied;
   }
   return last_error;
 }
 
-std::shared_ptr<RunnerChannel> ContainerBackend::runner_channel(std::vector<std::string>& notices,
-                                                                std::string& why,
-                                                                bool& runner_fault) {
+std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std::string>& notices,
+                                                                 std::string& why,
+                                                                 bool& runner_fault) {
   std::lock_guard lock(runner_mutex_);
   runner_fault = true;
   if (runner_ && runner_->alive()) return runner_;
   if (runner_) {
-    log(sdk::LogLevel::Warn, "execmcp-runner in " + name_ + " is gone (" +
-                                 log_text(runner_->failure()) + "); starting it again");
+    lifecycle_.log(sdk::LogLevel::Warn, "execmcp-runner in " + lifecycle_.name() + " is gone (" +
+                                            log_text(runner_->failure()) + "); starting it again");
     runner_.reset();
   }
-  if (input_path_ < 0) {  // a property of the way to the engine: no use trying again
+  if (exec_.input_never_arrives()) {  // a property of the way to the engine: no use trying again
     why = kNoUpgrade;
     return nullptr;
   }
@@ -220,20 +254,21 @@ std::shared_ptr<RunnerChannel> ContainerBackend::runner_channel(std::vector<std:
     if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again
     runner_failure_ = why;
     runner_retry_at_ = Clock::now() + kRetryPause;
-    log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + name_ + ": " + log_text(why) +
-                                 "; commands run with one exec each for now");
+    lifecycle_.log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + lifecycle_.name() +
+                                            ": " + log_text(why) +
+                                            "; commands run with one exec each for now");
     return nullptr;
   }
   return runner_;
 }
 
-void ContainerBackend::drop_runner(const std::shared_ptr<RunnerChannel>& channel) {
+void RunnerCommandPath::drop_runner(const std::shared_ptr<RunnerChannel>& channel) {
   std::lock_guard lock(runner_mutex_);
   if (runner_ == channel) runner_.reset();
 }
 
-std::optional<sdk::ExecResult> ContainerBackend::run_on_runner(
-    const ExecSpec& spec, const std::shared_ptr<RunnerChannel>& shared) {
+std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
+    const ContainerCommand& spec, const std::shared_ptr<RunnerChannel>& shared) {
   RunnerChannel& channel = *shared;
   const auto started = Clock::now();
   const std::uint64_t generation = stop_generation_.load();
@@ -242,7 +277,7 @@ std::optional<sdk::ExecResult> ContainerBackend::run_on_runner(
   run.output_cap = spec.output_cap;
   run.work_dir = spec.work_dir;
   run.shell = spec.shell;
-  run.command = spec.command;
+  run.command = runner_form(spec);
   run.env = spec.env;
   run.env.push_back(std::string(kMarkerVar) + "=" + spec.marker);
   std::string error;
@@ -277,7 +312,7 @@ std::optional<sdk::ExecResult> ContainerBackend::run_on_runner(
     } else if (Clock::now() - kill_sent_at > kKillGrace) {
       // The runner did not answer (stopped, or starved): end the command from outside.
       channel.forget(*call);
-      kill_marked(spec.marker);
+      exec_.kill_marked(spec.marker);
       result.notices.push_back(
           "execmcp-runner did not answer the kill request in time; the command's processes "
           "were killed from outside, and the next call starts a new runner");
@@ -307,7 +342,7 @@ std::optional<sdk::ExecResult> ContainerBackend::run_on_runner(
   } else if (const auto& done = call->done(); done && done->not_run) {
     // The container is going down: sent again once it has stopped and is brought back.
     drop_runner(shared);
-    wait_stopped(std::chrono::seconds(5));
+    lifecycle_.wait_stopped(std::chrono::seconds(5));
     return std::nullopt;
   } else if (done) {
     result.exit_code = done->exit_code;
@@ -324,24 +359,23 @@ std::optional<sdk::ExecResult> ContainerBackend::run_on_runner(
     // command, perhaps this one), or the container stopped. The command ran; how it ended is
     // unknown (exit code -1), and what is left of it is found by its marker.
     ContainerInfo info;
-    if (engine_->inspect(name_, info).kind == Kind::kUnreachable) {
+    if (engine_.inspect(lifecycle_.name(), info).kind == Kind::kUnreachable) {
       result.error = kLostDocker;
     } else {
-      kill_marked(spec.marker);
+      exec_.kill_marked(spec.marker);
       result.exit_code = -1;
       result.notices.push_back(
           "execmcp-runner, the agent in the container, ended during the command (" + call->lost() +
           "): a command may have killed it, or the container stopped; the command's exit code "
           "is unknown, and the next call starts a new runner");
-      explain_kill(result);  // says whether the container stopped
+      exec_.explain_kill(result);  // says whether the container stopped
     }
   }
   result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;
 }
 
-sdk::ExecResult ContainerBackend::run(const ExecSpec& spec) {
-  if (settings_.exec_mode == ExecMode::Exec) return run_exec(spec);
+sdk::ExecResult RunnerCommandPath::run(const ContainerCommand& spec) {
   std::vector<std::string> notices;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string why;
@@ -354,7 +388,7 @@ sdk::ExecResult ContainerBackend::run(const ExecSpec& spec) {
       return failed;
     }
     if (!channel) {
-      auto result = run_exec(spec);
+      auto result = exec_.run(spec);
       notices.push_back("the in-container agent (execmcp-runner) could not start (" + why +
                         "); this call ran with one docker exec instead");
       result.notices.insert(result.notices.begin(), notices.begin(), notices.end());
@@ -371,6 +405,102 @@ sdk::ExecResult ContainerBackend::run(const ExecSpec& spec) {
   failed.error = "execmcp-runner's channel broke twice before it could take the call";
   failed.notices = std::move(notices);
   return failed;
+}
+
+std::string RunnerCommandPath::start_background(const std::shared_ptr<BackgroundProcess>& bg,
+                                                const std::string& shell,
+                                                const std::string& command,
+                                                const std::vector<std::string>& env, long& pid) {
+  pid = 0;
+  std::vector<std::string> notices;
+  std::string why;
+  bool runner_fault = true;
+  auto channel = runner_channel(notices, why, runner_fault);
+  if (!channel && !runner_fault) return why;
+  if (!channel) {
+    lifecycle_.log(sdk::LogLevel::Warn,
+                   "background process runs with one docker exec: the in-container "
+                   "agent could not start (" +
+                       log_text(why) + ")");
+    return exec_.start_background(bg, shell, command, env, pid);
+  }
+  supervision::runner::RunSpec run;
+  run.output_cap = 0;
+  run.retain_output = false;
+  run.work_dir = bg->work_dir;
+  run.shell = shell;
+  run.command = command;
+  run.env = env;
+  run.env.push_back(std::string(kMarkerVar) + "=" + bg->marker);
+  std::string error;
+  auto call = channel->start(run, nullptr, error, std::make_shared<BackgroundRelay>(bg.get()));
+  if (!call) return error;
+  bg->channel = channel;
+  bg->call = call;
+  if (call->wait_pid(kPidTimeout) == 0) {
+    if (call->claim_end()) {  // never reported running: ended here, quietly
+      channel->forget(*call);
+      channel->kill(*call);
+      exec_.kill_marked(bg->marker);
+      return "the background process did not report that it runs within " +
+             std::to_string(kPidTimeout.count()) + " s";
+    }
+    bg->wait_ended(std::chrono::hours(1));
+    if (bg->pid.load() == 0) {
+      std::lock_guard lock(bg->mutex);
+      return bg->start_error.empty() ? "the background process did not start" : bg->start_error;
+    }
+  }
+  pid = bg->pid.load() != 0 ? bg->pid.load() : call->wait_pid(std::chrono::seconds(0));
+  return {};
+}
+
+void RunnerCommandPath::terminate_background(BackgroundProcess& bg,
+                                             std::chrono::milliseconds grace) {
+  auto channel = bg.channel.lock();
+  if (!channel || !bg.call) return exec_.terminate_background(bg, grace);
+  channel->kill(*bg.call, grace);
+  if (bg.wait_ended(grace + kBackgroundKillGrace)) return;
+  // The runner did not answer: end the process from outside, and tell the host here.
+  channel->forget(*bg.call);
+  exec_.kill_marked(bg.marker);
+  if (bg.call->claim_end()) {
+    sdk::BackgroundExit exit;
+    exit.killed = true;
+    exit.signal = SIGKILL;
+    bg.finish(exit, {});
+  }
+}
+
+void RunnerCommandPath::stop() noexcept {
+  stop_generation_.fetch_add(1);
+  exec_.stop();
+}
+
+void RunnerCommandPath::close() noexcept {
+  try {
+    std::string dir;
+    {
+      std::lock_guard lock(runner_mutex_);
+      runner_.reset();
+      if (runner_path_ != kRunnerPath) dir = runner_path_.substr(0, runner_path_.rfind('/'));
+    }
+    // An attached container stays as it was: only what we put there goes (our calls died with the
+    // runner's channel; stop() ended the rest).
+    if (!lifecycle_.attached() || dir.empty() || !lifecycle_.connect().empty()) return;
+    ContainerCommand rm;
+    rm.script = "rm -rf -- \"$1\"";
+    rm.name = "execmcp-cleanup";
+    rm.args = {dir};
+    rm.work_dir = "/";
+    rm.timeout = std::chrono::seconds(15);
+    rm.output_cap = 4096;
+    rm.marker = random_marker();
+    rm.recover = false;
+    exec_.run_once(rm);
+  } catch (...) {
+    // cleanup never throws; the host may call it from a signal path.
+  }
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,38 @@
+// The file tools in the agent's container (read_file, write_file) on top of a command path: the
+// container's mounts and user decide what is allowed, as for a command.
+#pragma once
+
+#include <string>
+
+#include "docker_common/command_path.hpp"
+#include "docker_common/container_lifecycle.hpp"
+#include "docker_common/exec_command_path.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+class ContainerFiles {
+ public:
+  // `commands` runs the file calls; `exec` knows whether input reaches the container and writes
+  // in pieces when it does not. All three outlive this object.
+  ContainerFiles(ContainerLifecycle& lifecycle, CommandPath& commands, ExecCommandPath& exec)
+      : lifecycle_(lifecycle), commands_(commands), exec_(exec) {}
+
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request);
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request);
+
+ private:
+  // A call for read_file / write_file: `script` ($0 `name`) with `args` in the agent's cwd, marked
+  // for the kill sweep.
+  ContainerCommand file_call(std::string name, std::string script, std::vector<std::string> args,
+                             const sdk::CancelToken* cancel) const;
+  // A refusal naming the protected path `requested` lies at or beneath, as written; "" otherwise.
+  [[nodiscard]] std::string protected_refusal(const std::string& requested) const;
+  // write_file over a path that carries no input: base64 pieces in the arguments of execs.
+  sdk::FileWriteResult write_file_in_pieces(const sdk::FileWriteRequest& request);
+
+  ContainerLifecycle& lifecycle_;
+  CommandPath& commands_;
+  ExecCommandPath& exec_;
+};
+
+}  // namespace execmcp::plugins::docker_common

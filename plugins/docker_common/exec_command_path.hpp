@@ -1,0 +1,64 @@
+// Commands as one exec each (exec_mode: exec, and the runner's fallback): an agent's command runs
+// under the sweep wrapper (scripts/call_wrapper.sh); a kill, a timeout or a cancel ends every
+// process of the call with the kill sweep (scripts/sweep.py, scripts/sweep.sh). Also the probes
+// the backend makes (who killed a command, an attached container's user), always as one exec.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "docker_common/command_path.hpp"
+#include "docker_common/container_lifecycle.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+class ExecCommandPath final : public CommandPath {
+ public:
+  explicit ExecCommandPath(ContainerLifecycle& lifecycle);
+
+  // Runs one exec to completion (or timeout/cancel), recovering the container once if needed:
+  // also when runc found its init gone (the command never ran).
+  sdk::ExecResult run(const ContainerCommand& command) override;
+  std::string start_background(const std::shared_ptr<BackgroundProcess>& bg,
+                               const std::string& shell, const std::string& command,
+                               const std::vector<std::string>& env, long& pid) override;
+  void terminate_background(BackgroundProcess& bg, std::chrono::milliseconds grace) override;
+  void stop() noexcept override { stop_generation_.fetch_add(1); }
+  void close() noexcept override {}
+
+  // One exec, without the second try of run().
+  sdk::ExecResult run_once(const ContainerCommand& command);
+  // A short look into the container: `/bin/sh -c script` from "/", output capped, never
+  // recovering a stopped container (a probe must not bring it back).
+  sdk::ExecResult probe(std::string script, std::chrono::milliseconds timeout);
+  // Kills every process marked with `marker` (the kill sweep), retrying while a fork bomb holds
+  // every pid.
+  void kill_marked(const std::string& marker);
+  // Adds a notice saying who killed a command: the OOM killer, or PID 1 dying from inside.
+  void explain_kill(sdk::ExecResult& result);
+  // "" when input reaches processes in the container over this engine (checked once, with a
+  // harmless exec, unless the engine or the runner's start already told), else kNoUpgrade.
+  std::string check_input_path();
+  // What the runner's start learned about input: it arrives (`carries`), or never will.
+  void note_input_path(bool carries) { input_path_ = carries ? 1 : -1; }
+  [[nodiscard]] bool input_never_arrives() const { return input_path_.load() < 0; }
+
+ private:
+  // Starts a process in the container, bringing the container back once if it is gone or stopped
+  // (when `recover`); null and `error` on failure.
+  std::unique_ptr<ExecSession> start_exec(const ExecOptions& options, bool recover,
+                                          std::vector<std::string>& notices, std::string& error);
+  // SIGTERM to every process marked with `marker`, then up to `grace` for them to exit.
+  void term_marked(const std::string& marker, std::chrono::milliseconds grace);
+
+  ContainerLifecycle& lifecycle_;
+  Engine& engine_;
+  std::atomic<std::uint64_t> stop_generation_{0};
+  std::atomic<int> input_path_{0};  // 1: input reaches the container, -1: never, 0: unknown
+};
+
+}  // namespace execmcp::plugins::docker_common

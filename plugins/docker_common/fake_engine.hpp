@@ -1,0 +1,209 @@
+// An in-memory Engine for tests of what sits above it (the container lifecycle, the exec path):
+// containers and images in maps, every mutating call recorded, failures switched on by a test.
+// Not thread-safe; header-only, so no plugin links it.
+#pragma once
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "docker_common/engine.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+class FakeEngine final : public Engine {
+ public:
+  // What one exec prints and how it ends (FakeEngine::exec_results, used in order; when none is
+  // left, an exec prints nothing and exits 0).
+  struct ExecResult {
+    std::string stdout_data;
+    std::string stderr_data;
+    int exit_code = 0;
+  };
+
+  // --- the engine's state, set and read by tests ---
+  bool reachable = true;
+  std::set<std::string> images;
+  std::map<std::string, ContainerInfo> containers;  // by name
+  // The next create() of each name fails with kConflict this many times.
+  int conflicts_on_create = 0;
+  std::deque<ExecResult> exec_results;
+  // Each exec() removes the container first, as if it went away just as the call came.
+  bool vanish_on_exec = false;
+  // Every call that changes something, in order: "create NAME", "start NAME", "remove NAME",
+  // "exec NAME".
+  std::vector<std::string> calls;
+  // The last spec create() took.
+  ContainerSpec last_spec;
+
+  [[nodiscard]] std::size_t count(const std::string& call) const {
+    return static_cast<std::size_t>(std::count(calls.begin(), calls.end(), call));
+  }
+  // A container as the engine would list it.
+  ContainerInfo& add_container(const std::string& name, bool running,
+                               std::map<std::string, std::string> labels = {}) {
+    auto& c = containers[name];
+    c.id = "id-" + name;
+    c.name = name;
+    c.labels = std::move(labels);
+    c.state.exists = true;
+    c.state.running = running;
+    return c;
+  }
+
+  // --- Engine ---
+  [[nodiscard]] std::string describe() const override { return "fake://engine"; }
+  [[nodiscard]] bool sees_host_files() const override { return true; }
+  EngineError connect() override {
+    return reachable ? EngineError{}
+                     : EngineError::of(EngineError::Kind::kUnreachable,
+                                       "cannot reach the engine at fake://engine");
+  }
+  EngineError check_image(const std::string& image) override {
+    if (auto err = connect(); !err.ok()) return err;
+    if (!images.contains(image))
+      return EngineError::of(EngineError::Kind::kImageMissing, "no such image: " + image);
+    return {};
+  }
+  EngineError image_info(const std::string& image, ImageInfo& out) override {
+    if (auto err = check_image(image); !err.ok()) return err;
+    out = ImageInfo{};
+    out.id = "sha256:" + image;
+    return {};
+  }
+  EngineError create_install(const InstallSpec&) override {
+    return EngineError::of(EngineError::Kind::kOther, "not faked");
+  }
+  EngineError commit(const std::string&, const CommitOptions&, std::string&) override {
+    return EngineError::of(EngineError::Kind::kOther, "not faked");
+  }
+  EngineError list(const std::map<std::string, std::string>& labels,
+                   std::vector<ContainerInfo>& out) override {
+    if (auto err = connect(); !err.ok()) return err;
+    out.clear();
+    for (const auto& [name, c] : containers) {
+      const bool all = std::all_of(labels.begin(), labels.end(), [&](const auto& l) {
+        const auto it = c.labels.find(l.first);
+        return it != c.labels.end() && it->second == l.second;
+      });
+      if (all) out.push_back(c);
+    }
+    return {};
+  }
+  EngineError inspect(const std::string& name, ContainerInfo& out) override {
+    if (auto err = connect(); !err.ok()) return err;
+    const auto* c = find(name);
+    if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    out = *c;
+    return {};
+  }
+  EngineError create(const ContainerSpec& spec) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("create " + spec.name);
+    if (conflicts_on_create > 0) {
+      --conflicts_on_create;
+      return EngineError::of(EngineError::Kind::kConflict, "name in use");
+    }
+    if (containers.contains(spec.name))
+      return EngineError::of(EngineError::Kind::kConflict, "name in use");
+    if (!images.contains(spec.image))
+      return EngineError::of(EngineError::Kind::kImageMissing, "no such image");
+    last_spec = spec;
+    add_container(spec.name, false, spec.labels);
+    return {};
+  }
+  EngineError start(const std::string& name) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("start " + name);
+    auto* c = find(name);
+    if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    c->state.running = true;
+    return {};
+  }
+  EngineError remove(const std::string& name_or_id) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("remove " + name_or_id);
+    auto* c = find(name_or_id);
+    if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    containers.erase(c->name);
+    return {};
+  }
+  bool wait_stopped(const std::string& name, std::chrono::milliseconds) override {
+    const auto* c = find(name);
+    return c == nullptr || !c->state.running;
+  }
+  EngineError copy_into(const std::string&, const std::string&, const std::string&) override {
+    return {};
+  }
+  EngineError logs(const std::string&, std::string& text) override {
+    text.clear();
+    return {};
+  }
+
+  std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions&,
+                                    EngineError& error) override {
+    if (error = connect(); !error.ok()) return nullptr;
+    calls.push_back("exec " + name);
+    if (vanish_on_exec) containers.erase(name);
+    const auto* c = find(name);
+    if (c == nullptr) {
+      error = EngineError::of(EngineError::Kind::kNotFound, "no such container");
+      return nullptr;
+    }
+    if (!c->state.running) {
+      error = EngineError::of(EngineError::Kind::kNotRunning, "container is not running");
+      return nullptr;
+    }
+    ExecResult r;
+    if (!exec_results.empty()) {
+      r = exec_results.front();
+      exec_results.pop_front();
+    }
+    return std::make_unique<Session>(std::move(r));
+  }
+  std::optional<ChannelEnds> open_channel(const std::string&, const ExecOptions&,
+                                          EngineError& error) override {
+    error = EngineError::of(EngineError::Kind::kOther, "not faked");
+    return std::nullopt;
+  }
+  [[nodiscard]] bool input_always_arrives() const override { return true; }
+
+ private:
+  // Finds a container by name or id.
+  ContainerInfo* find(const std::string& name_or_id) {
+    if (auto it = containers.find(name_or_id); it != containers.end()) return &it->second;
+    for (auto& [name, c] : containers)
+      if (c.id == name_or_id) return &c;
+    return nullptr;
+  }
+
+  // Hands its output over at the first read, then ends.
+  class Session final : public ExecSession {
+   public:
+    explicit Session(ExecResult result) : result_(std::move(result)) {}
+    ReadStatus read(std::chrono::milliseconds, ExecStreamDecoder::Handler& handler) override {
+      if (!result_.stdout_data.empty())
+        handler.on_payload(ExecStreamDecoder::Stream::Stdout, result_.stdout_data);
+      if (!result_.stderr_data.empty())
+        handler.on_payload(ExecStreamDecoder::Stream::Stderr, result_.stderr_data);
+      result_.stdout_data.clear();
+      result_.stderr_data.clear();
+      return {true, {}};
+    }
+    WriteStatus write_some(std::string_view data, std::chrono::milliseconds) override {
+      return {data.size(), {}};
+    }
+    void close_stdin() override {}
+    [[nodiscard]] bool carries_input() const override { return true; }
+    Exit finish(bool) override { return {result_.exit_code, true}; }
+
+   private:
+    ExecResult result_;
+  };
+};
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,76 @@
+// Commands through execmcp-runner, the agent in the container (exec_mode: agent): starting and
+// re-establishing the runner's channel, delivering the program, running a call on it, and falling
+// back to one exec per call (ExecCommandPath) when the runner cannot start. See
+// docs/docker-backend.md.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "docker_common/command_path.hpp"
+#include "docker_common/container_lifecycle.hpp"
+#include "docker_common/exec_command_path.hpp"
+#include "docker_common/runner_channel.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+class RunnerCommandPath final : public CommandPath {
+ public:
+  // `fallback` runs what the runner cannot (and the sweeps); both outlive this object.
+  RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback);
+
+  // Through the runner (falling back to one exec, with a notice, when it cannot start).
+  sdk::ExecResult run(const ContainerCommand& command) override;
+  std::string start_background(const std::shared_ptr<BackgroundProcess>& bg,
+                               const std::string& shell, const std::string& command,
+                               const std::vector<std::string>& env, long& pid) override;
+  void terminate_background(BackgroundProcess& bg, std::chrono::milliseconds grace) override;
+  void stop() noexcept override;
+  // The runner ends with its channel (and its commands with it); in attach mode the program we
+  // delivered is removed too.
+  void close() noexcept override;
+
+ private:
+  // The live channel, started or re-established on demand; null with `why` when it cannot start,
+  // and `runner_fault` true when the runner is at fault (not the engine or the container).
+  std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices, std::string& why,
+                                                bool& runner_fault);
+  std::string open_runner_channel(std::vector<std::string>& notices,
+                                  std::shared_ptr<RunnerChannel>& out, bool& runner_fault);
+  // Puts execmcp-runner into the container's runner volume (engines that cannot see host files).
+  EngineError copy_runner();
+  // Attach mode's runner delivery: the program sent through an exec's stdin into a private
+  // directory under /tmp (else $HOME) that is writable and executable; sets runner_path_.
+  EngineError deliver_runner_by_exec();
+  // Runs the call on the channel; nullopt when the channel broke before the runner took the call
+  // (so the command never ran). A channel that broke, or whose runner stopped answering, is
+  // dropped, so the next call starts a new runner.
+  std::optional<sdk::ExecResult> run_on_runner(const ContainerCommand& command,
+                                               const std::shared_ptr<RunnerChannel>& channel);
+  void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
+  [[nodiscard]] bool runner_copied() const {
+    return copied_for_.load() == lifecycle_.incarnation();
+  }
+
+  ContainerLifecycle& lifecycle_;
+  ExecCommandPath& exec_;
+  Engine& engine_;
+  std::atomic<std::uint64_t> stop_generation_{0};
+  std::string runner_path_;  // where it runs in the container (guarded by runner_mutex_)
+  std::mutex runner_mutex_;  // guards the three below; held while a channel opens
+  std::shared_ptr<RunnerChannel> runner_;
+  std::chrono::steady_clock::time_point runner_retry_at_{};
+  std::string runner_failure_;
+  // The container incarnation execmcp-runner was copied into (ContainerLifecycle::incarnation());
+  // kNotCopied when the volume may have lost it.
+  static constexpr std::uint64_t kNotCopied = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> copied_for_{kNotCopied};
+};
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,241 @@
+// Tests of ContainerLifecycle's decisions against FakeEngine: what is created, started, recovered
+// and removed, and what is never touched (attach mode, live owners' containers).
+#include "docker_common/container_lifecycle.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "docker_common/fake_engine.hpp"
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
+}
+
+// A pid no process has: a child that was reaped.
+long dead_pid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+class ContainerLifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/execmcp-lifecycle-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    workspace_ = pattern;
+    init_.agent_id = "agent";
+    init_.instance_id = "unit";
+    init_.cwd = workspace_;
+    settings_.user = "1000:1000";  // no ACL on the workspace
+    settings_.exec_mode = ExecMode::Exec;
+    engine_.images.insert(settings_.image);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(workspace_, ec);
+  }
+
+  ContainerLifecycle make() { return ContainerLifecycle(init_, "docker-test", settings_, engine_); }
+  // A container of another execmcp process on this host (owner `pid`), or of another host.
+  void add_managed(const std::string& name, long pid, const std::string& host) {
+    engine_.add_container(
+        name, true,
+        {{kLabelManaged, "true"}, {kLabelOwnerHost, host}, {kLabelOwnerPid, std::to_string(pid)}});
+  }
+
+  std::string workspace_;
+  sdk::BackendInit init_;
+  DockerSettings settings_;
+  FakeEngine engine_;
+};
+
+TEST_F(ContainerLifecycleTest, StartCreatesAndStartsAMissingContainer) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  const std::string name = lifecycle.name();
+  EXPECT_EQ(engine_.count("create " + name), 1u);
+  EXPECT_EQ(engine_.count("start " + name), 1u);
+  ASSERT_TRUE(engine_.containers.contains(name));
+  EXPECT_TRUE(engine_.containers[name].state.running);
+  EXPECT_EQ(engine_.last_spec.user, "1000:1000");
+  EXPECT_EQ(lifecycle.user(), "1000:1000");
+  EXPECT_EQ(lifecycle.incarnation(), 1u);
+}
+
+TEST_F(ContainerLifecycleTest, AMissingImageIsAnErrorThatSaysHowToBuildIt) {
+  engine_.images.clear();
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "image '" + settings_.image + "' not found")) << err;
+  EXPECT_TRUE(has(err, "docker/build.sh")) << err;
+  EXPECT_TRUE(engine_.calls.empty());
+}
+
+TEST_F(ContainerLifecycleTest, AnUnreachableEngineIsNamedInTheError) {
+  engine_.reachable = false;
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_EQ(err, "cannot reach the engine at fake://engine");
+  EXPECT_TRUE(engine_.calls.empty());
+}
+
+TEST_F(ContainerLifecycleTest, AStaleContainerWithOurNameIsReplaced) {
+  auto lifecycle = make();
+  engine_.add_container(lifecycle.name(), false);
+  ASSERT_EQ(lifecycle.start(), "");
+  const std::vector<std::string> want = {"remove " + lifecycle.name(), "create " + lifecycle.name(),
+                                         "start " + lifecycle.name()};
+  EXPECT_EQ(engine_.calls, want);
+}
+
+TEST_F(ContainerLifecycleTest, ANameConflictRemovesTheHolderOnceAndCreatesAgain) {
+  auto lifecycle = make();
+  engine_.conflicts_on_create = 1;
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_EQ(engine_.count("create " + lifecycle.name()), 2u);
+  EXPECT_TRUE(engine_.containers[lifecycle.name()].state.running);
+
+  // A name that stays taken is an error after one removal, not a loop.
+  auto again = ContainerLifecycle(init_, "docker-test", settings_, engine_);
+  engine_.containers.clear();
+  engine_.calls.clear();
+  engine_.conflicts_on_create = 5;
+  const auto err = again.start();
+  EXPECT_TRUE(has(err, "creating container '" + again.name() + "'")) << err;
+  EXPECT_EQ(engine_.count("create " + again.name()), 2u);
+}
+
+TEST_F(ContainerLifecycleTest, OrphansOfADeadOwnerAreRemovedAndLiveOnesKept) {
+  const long dead = dead_pid();
+  add_managed("orphan", dead, host_name());
+  add_managed("alive", static_cast<long>(getpid()), host_name());
+  add_managed("elsewhere", dead, "another-host");
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_FALSE(engine_.containers.contains("orphan"));
+  EXPECT_EQ(engine_.count("remove id-orphan"), 1u);
+  EXPECT_TRUE(engine_.containers.contains("alive"));
+  EXPECT_TRUE(engine_.containers.contains("elsewhere"));  // not this host's to judge
+}
+
+TEST_F(ContainerLifecycleTest, RecoverStartsAStoppedContainerWithANotice) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  engine_.containers[lifecycle.name()].state.running = false;
+  engine_.calls.clear();
+  std::vector<std::string> notices;
+  ASSERT_EQ(lifecycle.recover(notices), "");
+  EXPECT_EQ(engine_.calls, std::vector<std::string>{"start " + lifecycle.name()});
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_TRUE(has(notices[0], "had stopped and was started again")) << notices[0];
+  EXPECT_EQ(lifecycle.incarnation(), 1u);  // the same container: its runner volume is kept
+}
+
+TEST_F(ContainerLifecycleTest, RecoverCreatesAGoneContainerWithANotice) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  engine_.containers.erase(lifecycle.name());
+  engine_.calls.clear();
+  std::vector<std::string> notices;
+  ASSERT_EQ(lifecycle.recover(notices), "");
+  EXPECT_EQ(engine_.count("create " + lifecycle.name()), 1u);
+  EXPECT_TRUE(engine_.containers[lifecycle.name()].state.running);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_TRUE(has(notices[0], "was gone and a fresh one was created")) << notices[0];
+  EXPECT_EQ(lifecycle.incarnation(), 2u);
+}
+
+TEST_F(ContainerLifecycleTest, RecoverLeavesARunningContainerAlone) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  engine_.calls.clear();
+  std::vector<std::string> notices;
+  EXPECT_EQ(lifecycle.recover(notices), "");
+  EXPECT_TRUE(engine_.calls.empty());
+  EXPECT_TRUE(notices.empty());
+}
+
+TEST_F(ContainerLifecycleTest, RemoveContainerRemovesOurs) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  lifecycle.remove_container();
+  EXPECT_FALSE(engine_.containers.contains(lifecycle.name()));
+}
+
+class AttachedLifecycleTest : public ContainerLifecycleTest {
+ protected:
+  void SetUp() override {
+    ContainerLifecycleTest::SetUp();
+    settings_.container = "theirs";
+    settings_.user.clear();
+    auto& c = engine_.add_container("theirs", true);
+    c.user = "1000:1000";
+    c.mounts = {{"bind", workspace_, workspace_, true}};
+  }
+};
+
+TEST_F(AttachedLifecycleTest, StartChecksTheContainerAndNeverCreatesOrRemoves) {
+  auto lifecycle = make();
+  EXPECT_TRUE(lifecycle.attached());
+  EXPECT_EQ(lifecycle.name(), "theirs");
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_EQ(lifecycle.user(), "1000:1000");
+  sdk::ExecResult probe;
+  probe.stdout_data = "uid=1000\n";
+  EXPECT_EQ(lifecycle.accept_attached_user(probe), "");
+  lifecycle.remove_container();
+  EXPECT_TRUE(engine_.calls.empty());  // nothing created, started or removed
+  EXPECT_TRUE(engine_.containers.contains("theirs"));
+}
+
+TEST_F(AttachedLifecycleTest, AUserThatIsRootInsideIsRefused) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  sdk::ExecResult probe;
+  probe.stdout_data = "uid=0\n";
+  const auto err = lifecycle.accept_attached_user(probe);
+  EXPECT_TRUE(has(err, "is root (uid 0) in container theirs")) << err;
+}
+
+TEST_F(AttachedLifecycleTest, AStoppedContainerIsNeverStartedByUs) {
+  engine_.containers["theirs"].state.running = false;
+  auto lifecycle = make();
+  auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "container theirs is not running")) << err;
+  std::vector<std::string> notices;
+  err = lifecycle.recover(notices);
+  EXPECT_TRUE(has(err, "container theirs is not running")) << err;
+  engine_.containers.erase("theirs");
+  err = lifecycle.recover(notices);
+  EXPECT_TRUE(has(err, "container theirs is not running")) << err;
+  EXPECT_TRUE(engine_.calls.empty());
+  EXPECT_TRUE(notices.empty());
+}
+
+TEST_F(AttachedLifecycleTest, AGrantTheContainerDoesNotShowIsRefused) {
+  engine_.containers["theirs"].mounts.clear();
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "'" + workspace_ + "'")) << err;
+  EXPECT_TRUE(engine_.calls.empty());
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_common
