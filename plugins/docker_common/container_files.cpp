@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "docker_common/base64.hpp"
 #include "docker_common/mount_source.hpp"
+#include "execmcp/common/base64.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -146,7 +146,7 @@ sdk::FileWriteResult ContainerFiles::write_file_in_pieces(const sdk::FileWriteRe
   bool first = true;
   for (;;) {
     const std::size_t n = std::min(kPiece, request.data.size() - at);
-    const std::string piece = base64_encode(std::string_view(request.data).substr(at, n));
+    const std::string piece = common::base64_encode(std::string_view(request.data).substr(at, n));
     at += n;
     const bool last = at >= request.data.size();
     std::string script = kRefuseSpecialFile;

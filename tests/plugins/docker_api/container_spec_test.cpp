@@ -1,8 +1,8 @@
 // Tests for the container spec: name sanitizing, labels, mounts, limits and the create body.
 #include "docker_common/container_spec.hpp"
 
-#include "docker_common/base64.hpp"
 #include "docker_common/tar_archive.hpp"
+#include "execmcp/common/base64.hpp"
 
 #include <gtest/gtest.h>
 
@@ -242,12 +242,12 @@ namespace execmcp::plugins::docker_common {
 namespace {
 
 TEST(Base64, EncodesEveryLengthWithPadding) {
-  EXPECT_EQ(base64_encode(""), "");
-  EXPECT_EQ(base64_encode("f"), "Zg==");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_EQ(base64_encode("foo"), "Zm9v");
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode(std::string("\xff\x00\x80", 3)), "/wCA");
+  EXPECT_EQ(common::base64_encode(""), "");
+  EXPECT_EQ(common::base64_encode("f"), "Zg==");
+  EXPECT_EQ(common::base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(common::base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(common::base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(common::base64_encode(std::string("\xff\x00\x80", 3)), "/wCA");
 }
 
 TEST(SingleFileTar, HeaderFieldsChecksumAndPadding) {
