@@ -11,11 +11,11 @@
 
 #include "agent/lazy_agent.hpp"
 #include "auth/authenticator.hpp"
-#include "http/http_server.hpp"
-#include "mcp/http_endpoint.hpp"
 #include "mcp/mcp_service.hpp"
 #include "mcp/metrics.hpp"
 #include "mcp/stop_signals.hpp"
+#include "transport/http/http_endpoint.hpp"
+#include "transport/http/http_server.hpp"
 
 namespace execmcp::host::server {
 namespace {

@@ -1,0 +1,814 @@
+// MCP over Streamable HTTP (see http_endpoint.hpp): routing, credentials, the two eras of the
+// transport (2025-era sessions; 2026-07-28 stateless requests), JSON or SSE answers.
+#include "transport/http/http_endpoint.hpp"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "mcp/protocol.hpp"
+#include "mcp/utf8.hpp"
+
+namespace execmcp::host::mcp {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kMcpPrefix = "/mcp/";
+constexpr const char* kResourceMetadataPath = "/.well-known/oauth-protected-resource";
+constexpr const char* kResourceMetadataPrefix = "/.well-known/oauth-protected-resource/";
+
+http::Headers json_headers() {
+  return {{"content-type", "application/json"}};
+}
+
+std::string json_body(const json& value) {
+  return serialize_message(value);
+}
+
+// A short JSON body for an HTTP-level refusal: what went wrong and what to do.
+std::string problem(const std::string& error, const std::string& description) {
+  return json_body(json{{"error", error}, {"error_description", description}});
+}
+
+std::string trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+std::string header_value(const http::HttpRequest& request, std::string_view name) {
+  const std::string* value = request.header(name);
+  return value == nullptr ? std::string() : trimmed(*value);
+}
+
+bool contains_token(const std::string& header, std::string_view token) {
+  std::string lower = header;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find(token) != std::string::npos;
+}
+
+// Decodes standard base64 (with or without padding); nullopt on a character outside it.
+std::optional<std::string> base64_decode(std::string_view text) {
+  std::string out;
+  unsigned value = 0;
+  int bits = 0;
+  for (char c : text) {
+    int digit;
+    if (c >= 'A' && c <= 'Z') {
+      digit = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      digit = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      digit = c - '0' + 52;
+    } else if (c == '+') {
+      digit = 62;
+    } else if (c == '/') {
+      digit = 63;
+    } else if (c == '=') {
+      break;
+    } else {
+      return std::nullopt;
+    }
+    value = (value << 6) | static_cast<unsigned>(digit);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((value >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+// 2026-07-28 lets a header value travel as `=?base64?...?=`: compare the decoded value.
+std::string decoded_header(const std::string& value) {
+  if (value.size() >= 12 && value.starts_with("=?base64?") && value.ends_with("?=")) {
+    if (auto decoded = base64_decode(std::string_view(value).substr(9, value.size() - 11)))
+      return *decoded;
+  }
+  return value;
+}
+
+std::string new_session_id() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n <= 0) throw std::runtime_error("getrandom failed");
+    got += static_cast<std::size_t>(n);
+  }
+  std::string id;
+  char hex[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    id += hex;
+  }
+  return id;
+}
+
+// The HTTP status for an answer: 200, except what the transport page gives its own status (a
+// refused revision or header 400, an unknown method 404 in 2026-07-28) and a full server.
+int status_for(const json& message, bool stateless) {
+  const auto error = message.find("error");
+  if (error == message.end()) return 200;
+  const int code = error->value("code", 0);
+  if (code == kServerBusy) {
+    const auto data = error->find("data");
+    const bool agent_limit =
+        data != error->end() && data->is_object() && data->value("limit", std::string()) == "agent";
+    return agent_limit ? 429 : 503;
+  }
+  if (!stateless) return 200;
+  if (code == protocol::kHeaderMismatch || code == protocol::kUnsupportedProtocolVersion ||
+      code == protocol::kMissingRequiredClientCapability)
+    return 400;
+  if (code == rpc_error::kMethodNotFound) return 404;
+  return 200;
+}
+
+std::string outcome_of(const json& message) {
+  if (message.contains("error")) {
+    return message["error"].value("code", 0) == kServerBusy ? "busy" : "rpc_error";
+  }
+  const auto result = message.find("result");
+  if (result != message.end() && result->value("isError", false)) return "error";
+  return "ok";
+}
+
+}  // namespace
+
+// A 2025-era session: minted by initialize, bound to the credential and agent that opened it.
+struct HttpEndpoint::LegacySession {
+  std::string id;
+  std::string principal;
+  std::string agent_id;
+  std::string protocol_version;
+  std::string client;
+  std::chrono::steady_clock::time_point last_used;
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<CallState>> calls;  // key: JSON-RPC id.dump()
+};
+
+// One POST's answer: a JSON body, or an SSE stream once progress flows. Progress (the ticker's
+// thread) and the result (a worker) may race; the mutex keeps their order and the choice of form.
+class HttpEndpoint::Reply {
+ public:
+  Reply(std::shared_ptr<http::HttpExchange> exchange, bool stateless, Metrics& metrics)
+      : exchange_(std::move(exchange)), stateless_(stateless), metrics_(metrics) {}
+
+  void progress(const json& notification) {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    if (!streaming_) {
+      exchange_->start_stream({{"cache-control", "no-cache"}, {"x-accel-buffering", "no"}});
+      streaming_ = true;
+    }
+    exchange_->send_event(serialize_message(notification), true);
+  }
+
+  void final(const json& message) {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    outcome_ = outcome_of(message);
+    if (streaming_) {
+      exchange_->send_event(serialize_message(message), false);
+      exchange_->end_stream();
+      metrics_.http_request(200);
+      return;
+    }
+    const int status = status_for(message, stateless_);
+    metrics_.http_request(status);
+    http::Headers headers = json_headers();
+    if (status == 429 || status == 503) headers.emplace_back("retry-after", "1");
+    exchange_->respond(status, std::move(headers), serialize_message(message));
+  }
+
+  // The call ended without a response (the client cancelled it, which MCP answers with nothing):
+  // end the HTTP response all the same, as an event stream with no message in it, so a client
+  // still waiting on this POST is not left hanging.
+  void abandon() {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    if (exchange_->peer_gone()) return;  // 2026-07-28: the client closed the stream to cancel
+    if (!streaming_) exchange_->start_stream({{"cache-control", "no-cache"}});
+    exchange_->end_stream();
+  }
+
+  std::string outcome() {
+    std::lock_guard lock(mutex_);
+    return outcome_.empty() ? "cancelled" : outcome_;
+  }
+
+ private:
+  std::shared_ptr<http::HttpExchange> exchange_;
+  const bool stateless_;
+  Metrics& metrics_;
+  std::mutex mutex_;
+  bool streaming_ = false;
+  bool done_ = false;
+  std::string outcome_;
+};
+
+HttpEndpoint::HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents,
+                           Authorize authorize, Metrics& metrics, HttpEndpointOptions options)
+    : service_(service),
+      agents_(std::move(agents)),
+      authorize_(std::move(authorize)),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+HttpEndpoint::~HttpEndpoint() {
+  cancel_all();
+  wait_idle(std::chrono::seconds(30));
+}
+
+void HttpEndpoint::cancel_all() {
+  std::lock_guard lock(mutex_);
+  stopping_ = true;
+  for (auto& [key, state] : in_flight_) state->cancel.request_cancel();
+}
+
+bool HttpEndpoint::wait_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty(); });
+}
+
+const std::vector<HttpEndpoint::RouteEntry>& HttpEndpoint::route_table() {
+  static const std::vector<RouteEntry> table{
+      {{"/health"}, &HttpEndpoint::serve_health},
+      {{"/ready"}, &HttpEndpoint::serve_ready},
+      {{"/metrics"}, &HttpEndpoint::serve_metrics},
+      {{kResourceMetadataPath}, &HttpEndpoint::serve_resource_metadata},
+      {{kResourceMetadataPrefix, true}, &HttpEndpoint::serve_resource_metadata},
+      {{kMcpPrefix, true}, &HttpEndpoint::serve_mcp},
+  };
+  return table;
+}
+
+std::vector<HttpEndpoint::Route> HttpEndpoint::routes() {
+  std::vector<Route> out;
+  for (const auto& entry : route_table()) out.push_back(entry.route);
+  return out;
+}
+
+void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange) {
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  try {
+    for (const auto& [route, serve] : route_table()) {
+      if (route.prefix ? path.starts_with(route.path) : path == route.path) {
+        (this->*serve)(path, request, exchange);
+        return;
+      }
+    }
+    metrics_.http_request(404);
+    exchange->respond(404, json_headers(),
+                      problem("not_found", "no such path; MCP is served at /mcp/<agent id>"));
+  } catch (const std::exception& e) {
+    spdlog::error("http: {} {} failed: {}", request.method, sanitize_utf8(path), e.what());
+    metrics_.http_request(500);
+    exchange->respond(500, json_headers(), problem("internal_error", "the server failed"));
+  }
+}
+
+bool HttpEndpoint::is_get(const http::HttpRequest& request,
+                          const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (request.method == "GET" || request.method == "HEAD") return true;
+  metrics_.http_request(405);
+  exchange->respond(405, {{"allow", "GET"}}, {});
+  return false;
+}
+
+void HttpEndpoint::serve_health(const std::string& /*path*/, http::HttpRequest& request,
+                                const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (!is_get(request, exchange)) return;
+  metrics_.http_request(200);
+  exchange->respond(200, json_headers(), json_body(json{{"status", "ok"}}));
+}
+
+void HttpEndpoint::serve_resource_metadata(const std::string& /*path*/,
+                                           http::HttpRequest& /*request*/,
+                                           const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (options_.protected_resource_metadata.empty()) {
+    metrics_.http_request(404);
+    exchange->respond(404, json_headers(), problem("not_found", "this server does not use OAuth"));
+    return;
+  }
+  metrics_.http_request(200);
+  exchange->respond(200, json_headers(), options_.protected_resource_metadata);
+}
+
+void HttpEndpoint::serve_mcp(const std::string& path, http::HttpRequest& request,
+                             const std::shared_ptr<http::HttpExchange>& exchange) {
+  handle_mcp(path.substr(std::string_view(kMcpPrefix).size()), request, exchange);
+}
+
+std::optional<std::set<std::string>> HttpEndpoint::visible_agents(
+    const http::HttpRequest& request) const {
+  std::set<std::string> all;
+  for (const auto& [id, entry] : agents_) all.insert(id);
+  if (!authorize_) return all;  // no authentication: /mcp lets anyone use every agent too
+  if (request.header("authorization") == nullptr || agents_.empty()) return std::nullopt;
+  // One verification, whatever the number of agents: the decision lists what the credential may
+  // use (a 403 for this agent still says who it is).
+  const AccessDecision access = authorize_(request, agents_.begin()->first);
+  if (!access.allowed && access.status != 403) return std::nullopt;
+  std::set<std::string> out;
+  for (const auto& id : access.agents) {
+    if (id == "*") return all;
+    if (all.contains(id)) out.insert(id);
+  }
+  if (access.allowed) out.insert(agents_.begin()->first);
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+void HttpEndpoint::serve_ready(const std::string& /*path*/, http::HttpRequest& request,
+                               const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (!is_get(request, exchange)) return;
+  // Side-effect free: each agent's last known state (an atomic), never a start. An agent starts
+  // on its first call (or with serve --start-all), not because someone asked whether it could.
+  static constexpr const char* kNames[] = {"not started", "starting", "started", "failed"};
+  std::size_t counts[4] = {};
+  const auto visible = visible_agents(request);
+  json states = json::object();
+  for (const auto& [id, entry] : agents_) {
+    const AgentState state = entry.state ? entry.state() : AgentState::kStarted;
+    ++counts[static_cast<int>(state)];
+    if (visible && visible->contains(id)) states[id] = kNames[static_cast<int>(state)];
+  }
+  const bool ready = counts[static_cast<int>(AgentState::kFailed)] == 0;
+  // Without credentials a fixed vocabulary: no agent id, no path, no error text (the log has it).
+  json body{{"status", ready ? "ready" : "not ready"},
+            {"agents",
+             {{"started", counts[static_cast<int>(AgentState::kStarted)]},
+              {"starting", counts[static_cast<int>(AgentState::kStarting)]},
+              {"not_started", counts[static_cast<int>(AgentState::kNotStarted)]},
+              {"failed", counts[static_cast<int>(AgentState::kFailed)]}}}};
+  if (visible) body["agent_states"] = std::move(states);
+  const int status = ready ? 200 : 503;
+  metrics_.http_request(status);
+  exchange->respond(status, json_headers(), json_body(body));
+}
+
+void HttpEndpoint::serve_metrics(const std::string& /*path*/, http::HttpRequest& request,
+                                 const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (!is_get(request, exchange)) return;
+  const auto visible = visible_agents(request);
+  std::string text;
+  if (!visible) {
+    text = metrics_.render_public();
+  } else {
+    const bool all = visible->size() == agents_.size();
+    text =
+        metrics_.render([&](const std::string& agent) { return all || visible->contains(agent); });
+  }
+  metrics_.http_request(200);
+  exchange->respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
+                    std::move(text));
+}
+
+void HttpEndpoint::handle_mcp(const std::string& agent_id, http::HttpRequest& request,
+                              const std::shared_ptr<http::HttpExchange>& exchange) {
+  auto refuse = [&](int status, http::Headers headers, std::string body) {
+    metrics_.http_request(status);
+    exchange->respond(status, std::move(headers), std::move(body));
+  };
+  // The agent is the URL's, and the credentials must be good for it.
+  AccessDecision access;
+  if (authorize_) {
+    access = authorize_(request, agent_id);
+  } else {
+    access.allowed = true;
+    access.principal = "anonymous";
+  }
+  if (!access.allowed) {
+    http::Headers headers = access.headers;
+    headers.emplace_back("content-type", "application/json");
+    return refuse(access.status, std::move(headers), access.body);
+  }
+  const auto agent = agents_.find(agent_id);
+  if (agent == agents_.end()) {
+    return refuse(404, json_headers(),
+                  problem("unknown_agent", "this server has no agent '" +
+                                               sanitize_utf8(agent_id.substr(0, 64)) +
+                                               "'; MCP is served at /mcp/<agent id>"));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return refuse(503, {{"retry-after", "5"}, {"content-type", "application/json"}},
+                    problem("shutting_down", "the server is shutting down; retry shortly"));
+    }
+  }
+  if (request.method == "DELETE") return handle_delete(access, request, exchange);
+  if (request.method != "POST") {
+    return refuse(405, {{"allow", "POST, DELETE"}, {"content-type", "application/json"}},
+                  problem("method_not_allowed",
+                          "MCP takes POST (and DELETE to end a 2025-era session); this server "
+                          "opens no GET stream"));
+  }
+  const std::string content_type = header_value(request, "content-type");
+  if (!contains_token(content_type, "application/json")) {
+    return refuse(415, json_headers(),
+                  problem("unsupported_media_type",
+                          "send the JSON-RPC message with Content-Type: application/json"));
+  }
+  DecodedMessage decoded = decode_message(request.body, options_.limits);
+  if (auto* error = std::get_if<ErrorReply>(&decoded)) {
+    return refuse(400, json_headers(), json_body(make_error_response(error->id, error->error)));
+  }
+  if (auto* ignored = std::get_if<Ignored>(&decoded)) {
+    if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) {
+      return refuse(400, json_headers(),
+                    problem("empty_body", "POST one JSON-RPC request or notification"));
+    }
+    spdlog::debug("http: {}", ignored->why);
+    return refuse(202, {}, {});
+  }
+  if (auto* notification = std::get_if<Notification>(&decoded)) {
+    return handle_legacy_notification(access, request, *notification, exchange);
+  }
+  Request rpc = std::move(std::get<Request>(decoded));
+  const std::string header_version = header_value(request, "mcp-protocol-version");
+  protocol::MetaOutcome meta = protocol::read_request_meta(rpc.params);
+  auto rpc_refuse = [&](int status, const RpcError& error) {
+    refuse(status, json_headers(), json_body(make_error_response(rpc.id, error)));
+  };
+  // The header must agree with the body before the body's revision is judged: a mismatch is
+  // -32020 even when the body names a revision we do not speak.
+  if (const auto* meta_object = rpc.params.is_object() ? &rpc.params : nullptr;
+      meta_object != nullptr && !header_version.empty()) {
+    const auto raw = meta_object->find("_meta");
+    if (raw != meta_object->end() && raw->is_object()) {
+      const auto version = raw->find(protocol::kMetaProtocolVersion);
+      if (version != raw->end() && version->is_string() &&
+          version->get_ref<const std::string&>() != header_version) {
+        return rpc_refuse(
+            400, RpcError{protocol::kHeaderMismatch,
+                          "Header mismatch: MCP-Protocol-Version header '" +
+                              sanitize_utf8(header_version.substr(0, 64)) +
+                              "' does not match _meta's '" +
+                              sanitize_utf8(version->get<std::string>().substr(0, 64)) + "'"});
+      }
+    }
+  }
+  if (auto* error = std::get_if<protocol::MetaError>(&meta)) return rpc_refuse(400, error->error);
+  if (std::holds_alternative<protocol::NoMeta>(meta)) {
+    if (header_version == protocol::kStateless) {
+      return rpc_refuse(400,
+                        RpcError{rpc_error::kInvalidParams,
+                                 std::string("Invalid params: the MCP-Protocol-Version "
+                                             "header says 2026-07-28 but params._meta has no '") +
+                                     protocol::kMetaProtocolVersion + "'"});
+    }
+    return handle_legacy(agent_id, access, request, std::move(rpc), exchange);
+  }
+  // 2026-07-28: the request says everything; the headers must agree with the body.
+  const auto& stateless = std::get<protocol::StatelessMeta>(meta);
+  if (header_version != stateless.version) {
+    return rpc_refuse(400,
+                      RpcError{protocol::kHeaderMismatch,
+                               header_version.empty()
+                                   ? "Header mismatch: the MCP-Protocol-Version header is "
+                                     "missing (expected '" +
+                                         stateless.version + "')"
+                                   : "Header mismatch: MCP-Protocol-Version header '" +
+                                         sanitize_utf8(header_version.substr(0, 64)) +
+                                         "' does not match _meta's '" + stateless.version + "'"});
+  }
+  const std::string method_header = header_value(request, "mcp-method");
+  if (method_header != rpc.method) {
+    return rpc_refuse(400, RpcError{protocol::kHeaderMismatch,
+                                    "Header mismatch: Mcp-Method header '" +
+                                        sanitize_utf8(method_header.substr(0, 64)) +
+                                        "' does not match the body's method '" + rpc.method + "'"});
+  }
+  CallerContext caller{agent->second.agent, access.principal, stateless.version, stateless.client};
+  if (rpc.method == "server/discover") {
+    RpcOutcome outcome = service_.discover(caller);
+    return refuse(200, json_headers(),
+                  json_body(make_result_response(rpc.id, std::get<json>(std::move(outcome)))));
+  }
+  if (rpc.method == "tools/list") {
+    RpcOutcome outcome = service_.tools_list(caller);
+    return refuse(200, json_headers(),
+                  json_body(make_result_response(rpc.id, std::get<json>(std::move(outcome)))));
+  }
+  if (rpc.method == "tools/call") {
+    const auto name = rpc.params.find("name");
+    const std::string body_name =
+        name != rpc.params.end() && name->is_string() ? name->get<std::string>() : std::string();
+    const std::string name_header = decoded_header(header_value(request, "mcp-name"));
+    if (name_header != body_name) {
+      return rpc_refuse(400, RpcError{protocol::kHeaderMismatch,
+                                      "Header mismatch: Mcp-Name header '" +
+                                          sanitize_utf8(name_header.substr(0, 128)) +
+                                          "' does not match the tool name '" +
+                                          sanitize_utf8(body_name.substr(0, 128)) + "'"});
+    }
+    return start_call(std::move(caller), std::move(rpc), request, exchange, nullptr, true);
+  }
+  rpc_refuse(404, RpcError{rpc_error::kMethodNotFound,
+                           "Method not found: " + sanitize_utf8(rpc.method.substr(0, 64)) +
+                               " (MCP " + protocol::kStateless +
+                               " here serves server/discover, tools/list and tools/call)"});
+}
+
+void HttpEndpoint::handle_legacy(const std::string& agent_id, const AccessDecision& access,
+                                 http::HttpRequest& request, Request rpc,
+                                 const std::shared_ptr<http::HttpExchange>& exchange) {
+  auto reply = [&](int status, http::Headers headers, const json& message) {
+    metrics_.http_request(status);
+    exchange->respond(status, std::move(headers), json_body(message));
+  };
+  Agent* agent = agents_.at(agent_id).agent;
+  if (rpc.method == "initialize") {
+    CallerContext caller{agent, access.principal, {}, {}};
+    RpcOutcome outcome = service_.initialize(rpc, caller);
+    if (auto* error = std::get_if<RpcError>(&outcome)) {
+      return reply(200, json_headers(), make_error_response(rpc.id, *error));
+    }
+    auto session = std::make_shared<LegacySession>();
+    session->id = new_session_id();
+    session->principal = access.principal;
+    session->agent_id = agent_id;
+    session->protocol_version = caller.protocol_version;
+    session->client = caller.client;
+    session->last_used = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(mutex_);
+      expire_sessions_locked();
+      std::string why;
+      if (const int status = make_room_locked(access.principal, why); status != 0) {
+        metrics_.http_request(status);
+        exchange->respond(status, {{"retry-after", "60"}, {"content-type", "application/json"}},
+                          problem("too_many_sessions", why));
+        return;
+      }
+      sessions_[session->id] = session;
+    }
+    http::Headers headers = json_headers();
+    headers.emplace_back("mcp-session-id", session->id);
+    return reply(200, std::move(headers),
+                 make_result_response(rpc.id, std::get<json>(std::move(outcome))));
+  }
+  auto session = find_session(access, agent_id, request, exchange);
+  if (!session) return;
+  const std::string header_version = header_value(request, "mcp-protocol-version");
+  if (!header_version.empty() &&
+      (header_version == protocol::kStateless || !protocol::is_supported(header_version))) {
+    return reply(
+        400, json_headers(),
+        make_error_response(rpc.id, RpcError{rpc_error::kInvalidRequest,
+                                             "Unsupported MCP-Protocol-Version header '" +
+                                                 sanitize_utf8(header_version.substr(0, 64)) +
+                                                 "' for this session (negotiated " +
+                                                 session->protocol_version + ")"}));
+  }
+  CallerContext caller{agent, access.principal, session->protocol_version, session->client};
+  if (rpc.method == "ping")
+    return reply(200, json_headers(), make_result_response(rpc.id, json::object()));
+  if (rpc.method == "tools/list" || rpc.method == "server/discover") {
+    RpcOutcome outcome =
+        rpc.method == "tools/list" ? service_.tools_list(caller) : service_.discover(caller);
+    return reply(200, json_headers(),
+                 make_result_response(rpc.id, std::get<json>(std::move(outcome))));
+  }
+  if (rpc.method == "tools/call") {
+    return start_call(std::move(caller), std::move(rpc), request, exchange, session, false);
+  }
+  reply(200, json_headers(),
+        make_error_response(
+            rpc.id, RpcError{rpc_error::kMethodNotFound,
+                             "Method not found: " + sanitize_utf8(rpc.method.substr(0, 64))}));
+}
+
+void HttpEndpoint::handle_legacy_notification(const AccessDecision& access,
+                                              const http::HttpRequest& request,
+                                              const Notification& notification,
+                                              const std::shared_ptr<http::HttpExchange>& exchange) {
+  // 2026-07-28 defines no notification a client posts over HTTP (closing the stream cancels).
+  if (notification.method == "notifications/cancelled" && request.header("mcp-session-id")) {
+    std::shared_ptr<LegacySession> session;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = sessions_.find(header_value(request, "mcp-session-id"));
+      if (it != sessions_.end() && it->second->principal == access.principal) session = it->second;
+    }
+    const auto id = notification.params.find("requestId");
+    if (session && id != notification.params.end()) {
+      std::lock_guard lock(session->mutex);
+      if (const auto call = session->calls.find(id->dump()); call != session->calls.end()) {
+        spdlog::info("mcp: client cancelled call {} in session {}", id->dump().substr(0, 64),
+                     session->id.substr(0, 8));
+        call->second->cancelled_by_client.store(true);
+        call->second->cancel.request_cancel();
+      }
+    }
+  }
+  metrics_.http_request(202);
+  exchange->respond(202, {}, {});
+}
+
+void HttpEndpoint::handle_delete(const AccessDecision& access, const http::HttpRequest& request,
+                                 const std::shared_ptr<http::HttpExchange>& exchange) {
+  const std::string id = header_value(request, "mcp-session-id");
+  std::shared_ptr<LegacySession> session;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = sessions_.find(id);
+    if (it != sessions_.end() && it->second->principal == access.principal) {
+      session = it->second;
+      sessions_.erase(it);
+    }
+  }
+  if (!session) {
+    metrics_.http_request(404);
+    exchange->respond(404, json_headers(),
+                      problem("unknown_session", "no such session (it may have ended already)"));
+    return;
+  }
+  {
+    std::lock_guard lock(session->mutex);
+    for (auto& [key, call] : session->calls) call->cancel.request_cancel();
+  }
+  metrics_.http_request(204);
+  exchange->respond(204, {}, {});
+}
+
+std::shared_ptr<HttpEndpoint::LegacySession> HttpEndpoint::find_session(
+    const AccessDecision& access, const std::string& agent_id, const http::HttpRequest& request,
+    const std::shared_ptr<http::HttpExchange>& exchange) {
+  const std::string id = header_value(request, "mcp-session-id");
+  auto answer = [&](int status, const std::string& error, const std::string& description) {
+    metrics_.http_request(status);
+    exchange->respond(status, json_headers(), problem(error, description));
+  };
+  if (id.empty()) {
+    answer(400, "missing_session",
+           "send the Mcp-Session-Id header that initialize returned, or use MCP 2026-07-28 "
+           "(params._meta carries the protocol version; no session needed)");
+    return nullptr;
+  }
+  std::lock_guard lock(mutex_);
+  expire_sessions_locked();
+  const auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    answer(404, "unknown_session", "no such session (it ended or expired): initialize again");
+    return nullptr;
+  }
+  if (it->second->principal != access.principal || it->second->agent_id != agent_id) {
+    answer(403, "forbidden", "this session was opened with other credentials or for another agent");
+    return nullptr;
+  }
+  it->second->last_used = std::chrono::steady_clock::now();
+  return it->second;
+}
+
+int HttpEndpoint::make_room_locked(const std::string& principal, std::string& why) {
+  // Each principal's sessions, and its oldest one with no call in flight.
+  struct Holder {
+    std::size_t count = 0;
+    std::shared_ptr<LegacySession> oldest_idle;
+  };
+  std::unordered_map<std::string, Holder> holders;
+  for (const auto& [id, session] : sessions_) {
+    Holder& holder = holders[session->principal];
+    ++holder.count;
+    bool idle;
+    {
+      std::lock_guard session_lock(session->mutex);
+      idle = session->calls.empty();
+    }
+    if (idle && (!holder.oldest_idle || session->last_used < holder.oldest_idle->last_used))
+      holder.oldest_idle = session;
+  }
+  auto end_session = [&](const std::shared_ptr<LegacySession>& session, const char* reason) {
+    spdlog::debug("mcp: session {} of '{}' ended: {}", session->id.substr(0, 8), session->principal,
+                  reason);
+    sessions_.erase(session->id);
+  };
+  Holder& mine = holders[principal];
+  if (mine.count >= options_.max_sessions_per_principal) {
+    if (!mine.oldest_idle) {
+      why = "these credentials have " + std::to_string(mine.count) +
+            " open sessions, each with a call in progress; end one with DELETE, wait for a call "
+            "to finish, or use MCP 2026-07-28, which needs none";
+      return 429;
+    }
+    end_session(mine.oldest_idle, "its principal opened one more than its share");
+    return 0;
+  }
+  if (sessions_.size() < options_.max_sessions) return 0;
+  // The server is full: whoever holds the most sessions (this principal on a tie) gives up its
+  // oldest idle one, so one principal cannot keep the others out.
+  const Holder* victim = nullptr;
+  std::size_t victim_rank = 0;
+  for (const auto& [name, holder] : holders) {
+    if (!holder.oldest_idle) continue;
+    const std::size_t rank = 2 * holder.count + (name == principal ? 1 : 0);
+    if (victim == nullptr || rank > victim_rank) {
+      victim = &holder;
+      victim_rank = rank;
+    }
+  }
+  if (victim == nullptr) {
+    why = "this server has " + std::to_string(sessions_.size()) +
+          " open sessions, each with a call in progress; end one with DELETE or use MCP "
+          "2026-07-28, which needs none";
+    return 503;
+  }
+  end_session(victim->oldest_idle, "the server was full and its principal held the most");
+  return 0;
+}
+
+void HttpEndpoint::expire_sessions_locked() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    bool idle = now - it->second->last_used > options_.session_idle;
+    if (idle) {
+      std::lock_guard session_lock(it->second->mutex);
+      idle = it->second->calls.empty();
+    }
+    it = idle ? sessions_.erase(it) : std::next(it);
+  }
+}
+
+void HttpEndpoint::start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
+                              const std::shared_ptr<http::HttpExchange>& exchange,
+                              std::shared_ptr<LegacySession> session, bool cancel_on_disconnect) {
+  auto state = std::make_shared<CallState>();
+  const std::string key = rpc.id.dump();
+  if (session) {
+    std::lock_guard lock(session->mutex);
+    if (!session->calls.emplace(key, state).second) {
+      metrics_.http_request(400);
+      exchange->respond(400, json_headers(),
+                        json_body(make_error_response(
+                            nullptr, RpcError{rpc_error::kInvalidRequest,
+                                              "Invalid request: id " + key.substr(0, 64) +
+                                                  " is already in use by a call in progress"})));
+      return;
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    in_flight_[state.get()] = state;
+    if (stopping_) state->cancel.request_cancel();
+  }
+  const bool stateless = caller.protocol_version == protocol::kStateless;
+  auto reply = std::make_shared<Reply>(exchange, stateless, metrics_);
+  const bool sse = contains_token(header_value(request, "accept"), "text/event-stream");
+  const auto started = std::chrono::steady_clock::now();
+  const std::string agent_id = caller.agent->id();
+  const std::string principal = caller.principal;
+  // Labelled by the tool it resolves to: a made-up name must not add a series to /metrics.
+  const auto name = rpc.params.find("name");
+  const std::string tool = service_.tool_label(
+      *caller.agent, name != rpc.params.end() && name->is_string() ? name->get<std::string>() : "");
+  metrics_.call_started();
+  if (cancel_on_disconnect) {
+    // 2026-07-28: closing the response stream cancels the request (and kills its process tree).
+    exchange->on_peer_gone([state] {
+      state->cancelled_by_client.store(true);
+      state->cancel.request_cancel();
+    });
+  }
+  Responder responder(rpc.id, "tools/call",
+                      [reply](const json& message) { reply->final(message); });
+  McpService::ToolCall call{
+      std::move(caller),
+      std::move(rpc),
+      std::move(responder),
+      state,
+      sse ? McpService::SendProgress([reply](const json& n) { reply->progress(n); })
+          : McpService::SendProgress(),
+      {},
+      [session, key] {
+        if (!session) return;
+        std::lock_guard lock(session->mutex);
+        session->calls.erase(key);
+      },
+      [this, state, reply, started, agent_id, principal, tool] {
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        reply->abandon();  // no-op unless the call ended without a response (cancelled)
+        metrics_.call_finished(agent_id, principal, tool, reply->outcome(), seconds);
+        std::lock_guard lock(mutex_);
+        in_flight_.erase(state.get());
+        if (in_flight_.empty()) idle_cv_.notify_all();
+      }};
+  service_.call_tool(std::move(call));
+}
+
+}  // namespace execmcp::host::mcp

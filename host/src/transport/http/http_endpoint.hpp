@@ -1,0 +1,158 @@
+// MCP over Streamable HTTP for many agents: the routes /mcp/<agent>, /health, /ready, /metrics and
+// the OAuth protected-resource metadata, on top of the shared McpService.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/agent.hpp"
+#include "mcp/json_rpc.hpp"
+#include "mcp/mcp_service.hpp"
+#include "mcp/metrics.hpp"
+#include "transport/http/http_exchange.hpp"
+
+namespace execmcp::host::mcp {
+
+// Who a request is, decided from its credentials for one agent (the one in its URL).
+struct AccessDecision {
+  bool allowed = false;
+  std::string principal;  // the token's name or the JWT's subject; logged and audited
+  int status = 401;       // when refused: 401 (who are you?) or 403 (not for this agent)
+  http::Headers headers;  // e.g. WWW-Authenticate
+  std::string body;       // says what to do
+  // The agents these credentials may use ({"*"}: every agent), when they are valid (also on a
+  // 403). Decides what /ready and /metrics show; empty: only the agent asked about.
+  std::vector<std::string> agents;
+};
+using Authorize =
+    std::function<AccessDecision(const http::HttpRequest& request, const std::string& agent_id)>;
+
+// Where an agent's backend is, for GET /ready and /metrics. Read on an HTTP I/O thread: it must
+// never wait on a backend (LazyAgent::state() reads an atomic) and never start one.
+using AgentState = host::AgentState;
+using AgentStateReader = std::function<AgentState()>;
+
+struct HttpEndpointOptions {
+  MessageLimits limits;
+  std::size_t max_sessions = 1024;  // 2025-era sessions alive at once
+  // One principal's sessions: past it, its own oldest idle session ends (or it gets 429 when all
+  // are busy). When all max_sessions are taken, the principal holding the most loses its oldest
+  // idle one, so no principal can lock the others out.
+  std::size_t max_sessions_per_principal = 32;
+  std::chrono::seconds session_idle{3600};
+  // JSON for GET /.well-known/oauth-protected-resource (empty: 404).
+  std::string protected_resource_metadata;
+};
+
+class HttpEndpoint {
+ public:
+  struct AgentEntry {
+    Agent* agent = nullptr;
+    AgentStateReader state;  // may be empty: always started
+  };
+
+  HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents, Authorize authorize,
+               Metrics& metrics, HttpEndpointOptions options = {});
+  ~HttpEndpoint();  // cancel_all()
+  HttpEndpoint(const HttpEndpoint&) = delete;
+  HttpEndpoint& operator=(const HttpEndpoint&) = delete;
+
+  // The HttpHandler: never blocks (tool calls run on the service's workers; /ready and /metrics
+  // read atomics and snapshots, never a backend).
+  void handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange);
+
+  // A path handle() serves: `path` itself, or (prefix) every path that starts with it; anything
+  // else is 404. Public so that a test walks every route without credentials: whatever a route
+  // does for a stranger must stay cheap, bounded and away from the backends.
+  struct Route {
+    std::string_view path;
+    bool prefix = false;
+  };
+  [[nodiscard]] static std::vector<Route> routes();
+
+  // Cancels every call in flight (shutdown) and refuses new ones with 503.
+  void cancel_all();
+  // Waits until no call is in flight or `timeout` passed; true when none is.
+  bool wait_idle(std::chrono::milliseconds timeout);
+
+ private:
+  struct LegacySession;
+  class Reply;
+
+  // One route's handler; `path` is the target without its query.
+  using Serve = void (HttpEndpoint::*)(const std::string& path, http::HttpRequest& request,
+                                       const std::shared_ptr<http::HttpExchange>& exchange);
+  struct RouteEntry {
+    Route route;
+    Serve serve;
+  };
+  // The routes and their handlers, in match order: the one table handle() and routes() read.
+  static const std::vector<RouteEntry>& route_table();
+
+  // GET or HEAD; anything else is answered 405 here (the probes take nothing else).
+  bool is_get(const http::HttpRequest& request,
+              const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_health(const std::string& path, http::HttpRequest& request,
+                    const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_resource_metadata(const std::string& path, http::HttpRequest& request,
+                               const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_mcp(const std::string& path, http::HttpRequest& request,
+                 const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_mcp(const std::string& agent_id, http::HttpRequest& request,
+                  const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_legacy(const std::string& agent_id, const AccessDecision& access,
+                     http::HttpRequest& request, Request rpc,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_legacy_notification(const AccessDecision& access, const http::HttpRequest& request,
+                                  const Notification& notification,
+                                  const std::shared_ptr<http::HttpExchange>& exchange);
+  void handle_delete(const AccessDecision& access, const http::HttpRequest& request,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  void start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
+                  const std::shared_ptr<http::HttpExchange>& exchange,
+                  std::shared_ptr<LegacySession> session, bool cancel_on_disconnect);
+  void serve_ready(const std::string& path, http::HttpRequest& request,
+                   const std::shared_ptr<http::HttpExchange>& exchange);
+  void serve_metrics(const std::string& path, http::HttpRequest& request,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  // The agents whose details (ids, states, principals) this request may see: those its valid
+  // credentials may use, every agent when the server has no authentication, else none (nullopt:
+  // the fixed vocabulary only).
+  std::optional<std::set<std::string>> visible_agents(const http::HttpRequest& request) const;
+  // Makes room for one more session of `principal` (mutex_ held), ending an idle session if need
+  // be. Returns 0, or the HTTP status to refuse with (429: this principal, 503: the server) and
+  // why.
+  int make_room_locked(const std::string& principal, std::string& why);
+  // The session named by the request's Mcp-Session-Id for this principal and agent; else the
+  // exchange was answered (400/403/404) and nullptr returned.
+  std::shared_ptr<LegacySession> find_session(const AccessDecision& access,
+                                              const std::string& agent_id,
+                                              const http::HttpRequest& request,
+                                              const std::shared_ptr<http::HttpExchange>& exchange);
+  void expire_sessions_locked();
+
+  McpService& service_;
+  const std::map<std::string, AgentEntry> agents_;
+  const Authorize authorize_;
+  Metrics& metrics_;
+  const HttpEndpointOptions options_;
+
+  std::mutex mutex_;
+  std::condition_variable idle_cv_;
+  std::unordered_map<std::string, std::shared_ptr<LegacySession>> sessions_;
+  // Every call in flight (legacy or stateless), for shutdown.
+  std::unordered_map<const CallState*, std::shared_ptr<CallState>> in_flight_;
+  bool stopping_ = false;
+};
+
+}  // namespace execmcp::host::mcp
