@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -152,9 +153,8 @@ struct HttpEndpoint::LegacySession {
   std::string agent_id;
   std::string protocol_version;
   std::string client;
-  std::chrono::steady_clock::time_point last_used;
-  std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<CallState>> calls;  // key: JSON-RPC id.dump()
+  std::chrono::steady_clock::time_point last_used;  // guarded by the endpoint's mutex_
+  CallTable calls;                                  // key: JSON-RPC id.dump()
 };
 
 // One POST's answer: a JSON body, or an SSE stream once progress flows. Progress (the ticker's
@@ -189,6 +189,7 @@ class HttpEndpoint::Reply {
     metrics_.http_request(status);
     http::Headers headers = json_headers();
     if (status == 429 || status == 503) headers.emplace_back("retry-after", "1");
+    for (auto& header : extra_headers_) headers.push_back(std::move(header));
     exchange_->respond(status, std::move(headers), serialize_message(message));
   }
 
@@ -204,6 +205,12 @@ class HttpEndpoint::Reply {
     exchange_->end_stream();
   }
 
+  // Before the response: a header it carries (initialize's Mcp-Session-Id).
+  void add_header(std::string name, std::string value) {
+    std::lock_guard lock(mutex_);
+    extra_headers_.emplace_back(std::move(name), std::move(value));
+  }
+
   std::string outcome() {
     std::lock_guard lock(mutex_);
     return outcome_.empty() ? "cancelled" : outcome_;
@@ -217,11 +224,12 @@ class HttpEndpoint::Reply {
   bool streaming_ = false;
   bool done_ = false;
   std::string outcome_;
+  http::Headers extra_headers_;
 };
 
 HttpEndpoint::HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents,
                            Authorize authorize, Metrics& metrics, HttpEndpointOptions options)
-    : service_(service),
+    : router_(service),
       agents_(std::move(agents)),
       authorize_(std::move(authorize)),
       metrics_(metrics),
@@ -233,14 +241,11 @@ HttpEndpoint::~HttpEndpoint() {
 }
 
 void HttpEndpoint::cancel_all() {
-  std::lock_guard lock(mutex_);
-  stopping_ = true;
-  for (auto& [key, state] : in_flight_) state->cancel.request_cancel();
+  calls_.cancel_all();
 }
 
 bool HttpEndpoint::wait_idle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mutex_);
-  return idle_cv_.wait_for(lock, timeout, [this] { return in_flight_.empty(); });
+  return calls_.wait_idle(timeout);
 }
 
 const std::vector<HttpEndpoint::RouteEntry>& HttpEndpoint::route_table() {
@@ -377,12 +382,29 @@ void HttpEndpoint::serve_metrics(const std::string& /*path*/, http::HttpRequest&
                     std::move(text));
 }
 
+void HttpEndpoint::refuse(const std::shared_ptr<http::HttpExchange>& exchange, int status,
+                          http::Headers headers, std::string body) {
+  metrics_.http_request(status);
+  exchange->respond(status, std::move(headers), std::move(body));
+}
+
 void HttpEndpoint::handle_mcp(const std::string& agent_id, http::HttpRequest& request,
                               const std::shared_ptr<http::HttpExchange>& exchange) {
-  auto refuse = [&](int status, http::Headers headers, std::string body) {
-    metrics_.http_request(status);
-    exchange->respond(status, std::move(headers), std::move(body));
-  };
+  const std::optional<AccessDecision> access = admit(agent_id, request, exchange);
+  if (!access || !accept_method(*access, request, exchange) ||
+      !accept_media_type(request, exchange))
+    return;
+  std::optional<Request> rpc = read_request(*access, request, exchange);
+  if (!rpc) return;
+  const protocol::MetaOutcome meta = protocol::read_request_meta(rpc->params);
+  if (!headers_agree(request, *rpc, meta, exchange)) return;
+  route(agent_id, *access, request, std::move(*rpc),
+        std::holds_alternative<protocol::StatelessMeta>(meta), exchange);
+}
+
+std::optional<AccessDecision> HttpEndpoint::admit(
+    const std::string& agent_id, const http::HttpRequest& request,
+    const std::shared_ptr<http::HttpExchange>& exchange) {
   // The agent is the URL's, and the credentials must be good for it.
   AccessDecision access;
   if (authorize_) {
@@ -394,230 +416,201 @@ void HttpEndpoint::handle_mcp(const std::string& agent_id, http::HttpRequest& re
   if (!access.allowed) {
     http::Headers headers = access.headers;
     headers.emplace_back("content-type", "application/json");
-    return refuse(access.status, std::move(headers), access.body);
+    refuse(exchange, access.status, std::move(headers), access.body);
+    return std::nullopt;
   }
-  const auto agent = agents_.find(agent_id);
-  if (agent == agents_.end()) {
-    return refuse(404, json_headers(),
-                  problem("unknown_agent", "this server has no agent '" +
-                                               sanitize_utf8(agent_id.substr(0, 64)) +
-                                               "'; MCP is served at /mcp/<agent id>"));
+  if (!agents_.contains(agent_id)) {
+    refuse(exchange, 404, json_headers(),
+           problem("unknown_agent", "this server has no agent '" +
+                                        sanitize_utf8(agent_id.substr(0, 64)) +
+                                        "'; MCP is served at /mcp/<agent id>"));
+    return std::nullopt;
   }
-  {
-    std::lock_guard lock(mutex_);
-    if (stopping_) {
-      return refuse(503, {{"retry-after", "5"}, {"content-type", "application/json"}},
-                    problem("shutting_down", "the server is shutting down; retry shortly"));
-    }
+  if (calls_.stopping()) {
+    refuse(exchange, 503, {{"retry-after", "5"}, {"content-type", "application/json"}},
+           problem("shutting_down", "the server is shutting down; retry shortly"));
+    return std::nullopt;
   }
-  if (request.method == "DELETE") return handle_delete(access, request, exchange);
-  if (request.method != "POST") {
-    return refuse(405, {{"allow", "POST, DELETE"}, {"content-type", "application/json"}},
-                  problem("method_not_allowed",
-                          "MCP takes POST (and DELETE to end a 2025-era session); this server "
-                          "opens no GET stream"));
+  return access;
+}
+
+bool HttpEndpoint::accept_method(const AccessDecision& access, const http::HttpRequest& request,
+                                 const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (request.method == "POST") return true;
+  if (request.method == "DELETE") {
+    handle_delete(access, request, exchange);
+    return false;
   }
-  const std::string content_type = header_value(request, "content-type");
-  if (!contains_token(content_type, "application/json")) {
-    return refuse(415, json_headers(),
-                  problem("unsupported_media_type",
-                          "send the JSON-RPC message with Content-Type: application/json"));
-  }
+  refuse(exchange, 405, {{"allow", "POST, DELETE"}, {"content-type", "application/json"}},
+         problem("method_not_allowed",
+                 "MCP takes POST (and DELETE to end a 2025-era session); this server "
+                 "opens no GET stream"));
+  return false;
+}
+
+bool HttpEndpoint::accept_media_type(const http::HttpRequest& request,
+                                     const std::shared_ptr<http::HttpExchange>& exchange) {
+  if (contains_token(header_value(request, "content-type"), "application/json")) return true;
+  refuse(exchange, 415, json_headers(),
+         problem("unsupported_media_type",
+                 "send the JSON-RPC message with Content-Type: application/json"));
+  return false;
+}
+
+std::optional<Request> HttpEndpoint::read_request(
+    const AccessDecision& access, const http::HttpRequest& request,
+    const std::shared_ptr<http::HttpExchange>& exchange) {
   DecodedMessage decoded = decode_message(request.body, options_.limits);
   if (auto* error = std::get_if<ErrorReply>(&decoded)) {
-    return refuse(400, json_headers(), json_body(make_error_response(error->id, error->error)));
+    refuse(exchange, 400, json_headers(), json_body(make_error_response(error->id, error->error)));
+    return std::nullopt;
   }
   if (auto* ignored = std::get_if<Ignored>(&decoded)) {
     if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return refuse(400, json_headers(),
-                    problem("empty_body", "POST one JSON-RPC request or notification"));
+      refuse(exchange, 400, json_headers(),
+             problem("empty_body", "POST one JSON-RPC request or notification"));
+      return std::nullopt;
     }
     spdlog::debug("http: {}", ignored->why);
-    return refuse(202, {}, {});
+    refuse(exchange, 202, {}, {});
+    return std::nullopt;
   }
   if (auto* notification = std::get_if<Notification>(&decoded)) {
-    return handle_legacy_notification(access, request, *notification, exchange);
-  }
-  Request rpc = std::move(std::get<Request>(decoded));
-  const std::string header_version = header_value(request, "mcp-protocol-version");
-  protocol::MetaOutcome meta = protocol::read_request_meta(rpc.params);
-  auto rpc_refuse = [&](int status, const RpcError& error) {
-    refuse(status, json_headers(), json_body(make_error_response(rpc.id, error)));
-  };
-  // The header must agree with the body before the body's revision is judged: a mismatch is
-  // -32020 even when the body names a revision we do not speak.
-  if (const auto* meta_object = rpc.params.is_object() ? &rpc.params : nullptr;
-      meta_object != nullptr && !header_version.empty()) {
-    const auto raw = meta_object->find("_meta");
-    if (raw != meta_object->end() && raw->is_object()) {
-      const auto version = raw->find(protocol::kMetaProtocolVersion);
-      if (version != raw->end() && version->is_string() &&
-          version->get_ref<const std::string&>() != header_version) {
-        return rpc_refuse(
-            400, RpcError{protocol::kHeaderMismatch,
-                          "Header mismatch: MCP-Protocol-Version header '" +
-                              sanitize_utf8(header_version.substr(0, 64)) +
-                              "' does not match _meta's '" +
-                              sanitize_utf8(version->get<std::string>().substr(0, 64)) + "'"});
-      }
-    }
-  }
-  if (auto* error = std::get_if<protocol::MetaError>(&meta)) return rpc_refuse(400, error->error);
-  if (std::holds_alternative<protocol::NoMeta>(meta)) {
-    if (header_version == protocol::kStateless) {
-      return rpc_refuse(400,
-                        RpcError{rpc_error::kInvalidParams,
-                                 std::string("Invalid params: the MCP-Protocol-Version "
-                                             "header says 2026-07-28 but params._meta has no '") +
-                                     protocol::kMetaProtocolVersion + "'"});
-    }
-    return handle_legacy(agent_id, access, request, std::move(rpc), exchange);
-  }
-  // 2026-07-28: the request says everything; the headers must agree with the body.
-  const auto& stateless = std::get<protocol::StatelessMeta>(meta);
-  if (header_version != stateless.version) {
-    return rpc_refuse(400,
-                      RpcError{protocol::kHeaderMismatch,
-                               header_version.empty()
-                                   ? "Header mismatch: the MCP-Protocol-Version header is "
-                                     "missing (expected '" +
-                                         stateless.version + "')"
-                                   : "Header mismatch: MCP-Protocol-Version header '" +
-                                         sanitize_utf8(header_version.substr(0, 64)) +
-                                         "' does not match _meta's '" + stateless.version + "'"});
-  }
-  const std::string method_header = header_value(request, "mcp-method");
-  if (method_header != rpc.method) {
-    return rpc_refuse(400, RpcError{protocol::kHeaderMismatch,
-                                    "Header mismatch: Mcp-Method header '" +
-                                        sanitize_utf8(method_header.substr(0, 64)) +
-                                        "' does not match the body's method '" + rpc.method + "'"});
-  }
-  CallerContext caller{agent->second.agent, access.principal, stateless.version, stateless.client};
-  if (rpc.method == "server/discover") {
-    RpcOutcome outcome = service_.discover(caller);
-    return refuse(200, json_headers(),
-                  json_body(make_result_response(rpc.id, std::get<json>(std::move(outcome)))));
-  }
-  if (rpc.method == "tools/list") {
-    RpcOutcome outcome = service_.tools_list(caller);
-    return refuse(200, json_headers(),
-                  json_body(make_result_response(rpc.id, std::get<json>(std::move(outcome)))));
-  }
-  if (rpc.method == "tools/call") {
-    const auto name = rpc.params.find("name");
-    const std::string body_name =
-        name != rpc.params.end() && name->is_string() ? name->get<std::string>() : std::string();
-    const std::string name_header = decoded_header(header_value(request, "mcp-name"));
-    if (name_header != body_name) {
-      return rpc_refuse(400, RpcError{protocol::kHeaderMismatch,
-                                      "Header mismatch: Mcp-Name header '" +
-                                          sanitize_utf8(name_header.substr(0, 128)) +
-                                          "' does not match the tool name '" +
-                                          sanitize_utf8(body_name.substr(0, 128)) + "'"});
-    }
-    return start_call(std::move(caller), std::move(rpc), request, exchange, nullptr, true);
-  }
-  rpc_refuse(404, RpcError{rpc_error::kMethodNotFound,
-                           "Method not found: " + sanitize_utf8(rpc.method.substr(0, 64)) +
-                               " (MCP " + protocol::kStateless +
-                               " here serves server/discover, tools/list and tools/call)"});
-}
-
-void HttpEndpoint::handle_legacy(const std::string& agent_id, const AccessDecision& access,
-                                 http::HttpRequest& request, Request rpc,
-                                 const std::shared_ptr<http::HttpExchange>& exchange) {
-  auto reply = [&](int status, http::Headers headers, const json& message) {
-    metrics_.http_request(status);
-    exchange->respond(status, std::move(headers), json_body(message));
-  };
-  Agent* agent = agents_.at(agent_id).agent;
-  if (rpc.method == "initialize") {
-    CallerContext caller{agent, access.principal, {}, {}};
-    RpcOutcome outcome = service_.initialize(rpc, caller);
-    if (auto* error = std::get_if<RpcError>(&outcome)) {
-      return reply(200, json_headers(), make_error_response(rpc.id, *error));
-    }
-    auto session = std::make_shared<LegacySession>();
-    session->id = new_session_id();
-    session->principal = access.principal;
-    session->agent_id = agent_id;
-    session->protocol_version = caller.protocol_version;
-    session->client = caller.client;
-    session->last_used = std::chrono::steady_clock::now();
-    {
-      std::lock_guard lock(mutex_);
-      expire_sessions_locked();
-      std::string why;
-      if (const int status = make_room_locked(access.principal, why); status != 0) {
-        metrics_.http_request(status);
-        exchange->respond(status, {{"retry-after", "60"}, {"content-type", "application/json"}},
-                          problem("too_many_sessions", why));
-        return;
-      }
-      sessions_[session->id] = session;
-    }
-    http::Headers headers = json_headers();
-    headers.emplace_back("mcp-session-id", session->id);
-    return reply(200, std::move(headers),
-                 make_result_response(rpc.id, std::get<json>(std::move(outcome))));
-  }
-  auto session = find_session(access, agent_id, request, exchange);
-  if (!session) return;
-  const std::string header_version = header_value(request, "mcp-protocol-version");
-  if (!header_version.empty() &&
-      (header_version == protocol::kStateless || !protocol::is_supported(header_version))) {
-    return reply(
-        400, json_headers(),
-        make_error_response(rpc.id, RpcError{rpc_error::kInvalidRequest,
-                                             "Unsupported MCP-Protocol-Version header '" +
-                                                 sanitize_utf8(header_version.substr(0, 64)) +
-                                                 "' for this session (negotiated " +
-                                                 session->protocol_version + ")"}));
-  }
-  CallerContext caller{agent, access.principal, session->protocol_version, session->client};
-  if (rpc.method == "ping")
-    return reply(200, json_headers(), make_result_response(rpc.id, json::object()));
-  if (rpc.method == "tools/list" || rpc.method == "server/discover") {
-    RpcOutcome outcome =
-        rpc.method == "tools/list" ? service_.tools_list(caller) : service_.discover(caller);
-    return reply(200, json_headers(),
-                 make_result_response(rpc.id, std::get<json>(std::move(outcome))));
-  }
-  if (rpc.method == "tools/call") {
-    return start_call(std::move(caller), std::move(rpc), request, exchange, session, false);
-  }
-  reply(200, json_headers(),
-        make_error_response(
-            rpc.id, RpcError{rpc_error::kMethodNotFound,
-                             "Method not found: " + sanitize_utf8(rpc.method.substr(0, 64))}));
-}
-
-void HttpEndpoint::handle_legacy_notification(const AccessDecision& access,
-                                              const http::HttpRequest& request,
-                                              const Notification& notification,
-                                              const std::shared_ptr<http::HttpExchange>& exchange) {
-  // 2026-07-28 defines no notification a client posts over HTTP (closing the stream cancels).
-  if (notification.method == "notifications/cancelled" && request.header("mcp-session-id")) {
+    // 2026-07-28 defines no notification a client posts over HTTP (closing the stream cancels);
+    // a 2025-era session's notifications reach its own calls only.
     std::shared_ptr<LegacySession> session;
-    {
+    if (request.header("mcp-session-id")) {
       std::lock_guard lock(mutex_);
       const auto it = sessions_.find(header_value(request, "mcp-session-id"));
       if (it != sessions_.end() && it->second->principal == access.principal) session = it->second;
     }
-    const auto id = notification.params.find("requestId");
-    if (session && id != notification.params.end()) {
-      std::lock_guard lock(session->mutex);
-      if (const auto call = session->calls.find(id->dump()); call != session->calls.end()) {
-        spdlog::info("mcp: client cancelled call {} in session {}", id->dump().substr(0, 64),
-                     session->id.substr(0, 8));
-        call->second->cancelled_by_client.store(true);
-        call->second->cancel.request_cancel();
+    McpRouter::notify(*notification, session ? &session->calls : nullptr);
+    refuse(exchange, 202, {}, {});
+    return std::nullopt;
+  }
+  return std::move(std::get<Request>(decoded));
+}
+
+bool HttpEndpoint::headers_agree(const http::HttpRequest& request, const Request& rpc,
+                                 const protocol::MetaOutcome& meta,
+                                 const std::shared_ptr<http::HttpExchange>& exchange) {
+  const std::string header_version = header_value(request, "mcp-protocol-version");
+  auto mismatch = [&](const RpcError& error) {
+    refuse(exchange, 400, json_headers(), json_body(make_error_response(rpc.id, error)));
+    return false;
+  };
+  // The header must agree with the body before the body's revision is judged: a mismatch is
+  // -32020 even when the body names a revision we do not speak.
+  if (rpc.params.is_object() && !header_version.empty()) {
+    const auto raw = rpc.params.find("_meta");
+    if (raw != rpc.params.end() && raw->is_object()) {
+      const auto version = raw->find(protocol::kMetaProtocolVersion);
+      if (version != raw->end() && version->is_string() &&
+          version->get_ref<const std::string&>() != header_version) {
+        return mismatch(RpcError{
+            protocol::kHeaderMismatch,
+            "Header mismatch: MCP-Protocol-Version header '" +
+                sanitize_utf8(header_version.substr(0, 64)) + "' does not match _meta's '" +
+                sanitize_utf8(version->get<std::string>().substr(0, 64)) + "'"});
       }
     }
   }
-  metrics_.http_request(202);
-  exchange->respond(202, {}, {});
+  if (const auto* error = std::get_if<protocol::MetaError>(&meta)) return mismatch(error->error);
+  if (std::holds_alternative<protocol::NoMeta>(meta)) {
+    if (header_version != protocol::kStateless) return true;
+    return mismatch(RpcError{rpc_error::kInvalidParams,
+                             std::string("Invalid params: the MCP-Protocol-Version "
+                                         "header says 2026-07-28 but params._meta has no '") +
+                                 protocol::kMetaProtocolVersion + "'"});
+  }
+  // 2026-07-28: the request says everything; the headers must agree with the body.
+  const auto& stateless = std::get<protocol::StatelessMeta>(meta);
+  if (header_version != stateless.version) {
+    return mismatch(RpcError{protocol::kHeaderMismatch,
+                             header_version.empty()
+                                 ? "Header mismatch: the MCP-Protocol-Version header is "
+                                   "missing (expected '" +
+                                       stateless.version + "')"
+                                 : "Header mismatch: MCP-Protocol-Version header '" +
+                                       sanitize_utf8(header_version.substr(0, 64)) +
+                                       "' does not match _meta's '" + stateless.version + "'"});
+  }
+  const std::string method_header = header_value(request, "mcp-method");
+  if (method_header != rpc.method) {
+    return mismatch(RpcError{protocol::kHeaderMismatch,
+                             "Header mismatch: Mcp-Method header '" +
+                                 sanitize_utf8(method_header.substr(0, 64)) +
+                                 "' does not match the body's method '" + rpc.method + "'"});
+  }
+  if (rpc.method != "tools/call") return true;
+  const auto name = rpc.params.find("name");
+  const std::string body_name =
+      name != rpc.params.end() && name->is_string() ? name->get<std::string>() : std::string();
+  const std::string name_header = decoded_header(header_value(request, "mcp-name"));
+  if (name_header == body_name) return true;
+  return mismatch(RpcError{
+      protocol::kHeaderMismatch,
+      "Header mismatch: Mcp-Name header '" + sanitize_utf8(name_header.substr(0, 128)) +
+          "' does not match the tool name '" + sanitize_utf8(body_name.substr(0, 128)) + "'"});
+}
+
+void HttpEndpoint::route(const std::string& agent_id, const AccessDecision& access,
+                         http::HttpRequest& request, Request rpc, bool stateless,
+                         const std::shared_ptr<http::HttpExchange>& exchange) {
+  McpRouter::Context context;
+  context.caller = CallerContext{agents_.at(agent_id).agent, access.principal, {}, {}};
+  std::shared_ptr<LegacySession> session;
+  if (!stateless && rpc.method != McpRouter::kInitialize) {
+    session = find_session(access, agent_id, request, exchange);
+    if (!session) return;
+    const std::string header_version = header_value(request, "mcp-protocol-version");
+    if (!header_version.empty() &&
+        (header_version == protocol::kStateless || !protocol::is_supported(header_version))) {
+      return refuse(exchange, 400, json_headers(),
+                    json_body(make_error_response(
+                        rpc.id, RpcError{rpc_error::kInvalidRequest,
+                                         "Unsupported MCP-Protocol-Version header '" +
+                                             sanitize_utf8(header_version.substr(0, 64)) +
+                                             "' for this session (negotiated " +
+                                             session->protocol_version + ")"})));
+    }
+    context.caller.protocol_version = session->protocol_version;
+    context.caller.client = session->client;
+  }
+  auto reply = std::make_shared<Reply>(exchange, stateless, metrics_);
+  Responder responder(rpc.id, rpc.method, [reply](const json& message) { reply->final(message); });
+  context.keep_session = [&](const CallerContext& negotiated) {
+    return open_session(agent_id, access, negotiated, *reply, exchange);
+  };
+  context.start_call = [&](const Request& call, const CallerContext& caller) {
+    return start_call(call, caller, request, exchange, session, reply, stateless);
+  };
+  router_.handle(std::move(rpc), std::move(responder), std::move(context));
+}
+
+bool HttpEndpoint::open_session(const std::string& agent_id, const AccessDecision& access,
+                                const CallerContext& negotiated, Reply& reply,
+                                const std::shared_ptr<http::HttpExchange>& exchange) {
+  auto session = std::make_shared<LegacySession>();
+  session->id = new_session_id();
+  session->principal = access.principal;
+  session->agent_id = agent_id;
+  session->protocol_version = negotiated.protocol_version;
+  session->client = negotiated.client;
+  session->last_used = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    expire_sessions_locked();
+    std::string why;
+    if (const int status = make_room_locked(access.principal, why); status != 0) {
+      refuse(exchange, status, {{"retry-after", "60"}, {"content-type", "application/json"}},
+             problem("too_many_sessions", why));
+      return false;
+    }
+    sessions_[session->id] = session;
+  }
+  reply.add_header("mcp-session-id", session->id);
+  return true;
 }
 
 void HttpEndpoint::handle_delete(const AccessDecision& access, const http::HttpRequest& request,
@@ -638,10 +631,7 @@ void HttpEndpoint::handle_delete(const AccessDecision& access, const http::HttpR
                       problem("unknown_session", "no such session (it may have ended already)"));
     return;
   }
-  {
-    std::lock_guard lock(session->mutex);
-    for (auto& [key, call] : session->calls) call->cancel.request_cancel();
-  }
+  session->calls.cancel_all();
   metrics_.http_request(204);
   exchange->respond(204, {}, {});
 }
@@ -685,11 +675,7 @@ int HttpEndpoint::make_room_locked(const std::string& principal, std::string& wh
   for (const auto& [id, session] : sessions_) {
     Holder& holder = holders[session->principal];
     ++holder.count;
-    bool idle;
-    {
-      std::lock_guard session_lock(session->mutex);
-      idle = session->calls.empty();
-    }
+    const bool idle = session->calls.empty();
     if (idle && (!holder.oldest_idle || session->last_used < holder.oldest_idle->last_used))
       holder.oldest_idle = session;
   }
@@ -735,80 +721,58 @@ int HttpEndpoint::make_room_locked(const std::string& principal, std::string& wh
 void HttpEndpoint::expire_sessions_locked() {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = sessions_.begin(); it != sessions_.end();) {
-    bool idle = now - it->second->last_used > options_.session_idle;
-    if (idle) {
-      std::lock_guard session_lock(it->second->mutex);
-      idle = it->second->calls.empty();
-    }
+    const bool idle =
+        now - it->second->last_used > options_.session_idle && it->second->calls.empty();
     it = idle ? sessions_.erase(it) : std::next(it);
   }
 }
 
-void HttpEndpoint::start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
-                              const std::shared_ptr<http::HttpExchange>& exchange,
-                              std::shared_ptr<LegacySession> session, bool cancel_on_disconnect) {
+std::optional<CallHooks> HttpEndpoint::start_call(
+    const Request& rpc, const CallerContext& caller, const http::HttpRequest& request,
+    const std::shared_ptr<http::HttpExchange>& exchange,
+    const std::shared_ptr<LegacySession>& session, const std::shared_ptr<Reply>& reply,
+    bool stateless) {
   auto state = std::make_shared<CallState>();
   const std::string key = rpc.id.dump();
-  if (session) {
-    std::lock_guard lock(session->mutex);
-    if (!session->calls.emplace(key, state).second) {
-      metrics_.http_request(400);
-      exchange->respond(400, json_headers(),
-                        json_body(make_error_response(
-                            nullptr, RpcError{rpc_error::kInvalidRequest,
-                                              "Invalid request: id " + key.substr(0, 64) +
-                                                  " is already in use by a call in progress"})));
-      return;
-    }
+  if (session && !session->calls.add(key, state)) {
+    refuse(exchange, 400, json_headers(),
+           json_body(make_error_response(
+               nullptr, RpcError{rpc_error::kInvalidRequest,
+                                 "Invalid request: id " + key.substr(0, 64) +
+                                     " is already in use by a call in progress"})));
+    return std::nullopt;
   }
-  {
-    std::lock_guard lock(mutex_);
-    in_flight_[state.get()] = state;
-    if (stopping_) state->cancel.request_cancel();
-  }
-  const bool stateless = caller.protocol_version == protocol::kStateless;
-  auto reply = std::make_shared<Reply>(exchange, stateless, metrics_);
+  // The endpoint's table is for shutdown only: keyed by the state, unique while it lives.
+  const std::string own_key = std::to_string(reinterpret_cast<std::uintptr_t>(state.get()));
+  calls_.add(own_key, state);
   const bool sse = contains_token(header_value(request, "accept"), "text/event-stream");
   const auto started = std::chrono::steady_clock::now();
   const std::string agent_id = caller.agent->id();
   const std::string principal = caller.principal;
   // Labelled by the tool it resolves to: a made-up name must not add a series to /metrics.
   const auto name = rpc.params.find("name");
-  const std::string tool = service_.tool_label(
+  const std::string tool = router_.service().tool_label(
       *caller.agent, name != rpc.params.end() && name->is_string() ? name->get<std::string>() : "");
   metrics_.call_started();
-  if (cancel_on_disconnect) {
+  if (stateless) {
     // 2026-07-28: closing the response stream cancels the request (and kills its process tree).
-    exchange->on_peer_gone([state] {
-      state->cancelled_by_client.store(true);
-      state->cancel.request_cancel();
-    });
+    exchange->on_peer_gone([state] { state->cancel_by_client(); });
   }
-  Responder responder(rpc.id, "tools/call",
-                      [reply](const json& message) { reply->final(message); });
-  McpService::ToolCall call{
-      std::move(caller),
-      std::move(rpc),
-      std::move(responder),
+  return CallHooks{
       state,
       sse ? McpService::SendProgress([reply](const json& n) { reply->progress(n); })
           : McpService::SendProgress(),
       {},
-      [session, key] {
-        if (!session) return;
-        std::lock_guard lock(session->mutex);
-        session->calls.erase(key);
+      [session, key, state] {
+        if (session) session->calls.done(key, *state);
       },
-      [this, state, reply, started, agent_id, principal, tool] {
+      [this, state, own_key, reply, started, agent_id, principal, tool] {
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         reply->abandon();  // no-op unless the call ended without a response (cancelled)
         metrics_.call_finished(agent_id, principal, tool, reply->outcome(), seconds);
-        std::lock_guard lock(mutex_);
-        in_flight_.erase(state.get());
-        if (in_flight_.empty()) idle_cv_.notify_all();
+        calls_.done(own_key, *state);
       }};
-  service_.call_tool(std::move(call));
 }
 
 }  // namespace execmcp::host::mcp

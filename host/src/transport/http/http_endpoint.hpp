@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "agent/agent.hpp"
+#include "mcp/call_table.hpp"
 #include "mcp/json_rpc.hpp"
+#include "mcp/mcp_router.hpp"
 #include "mcp/mcp_service.hpp"
 #include "mcp/metrics.hpp"
+#include "mcp/protocol.hpp"
 #include "transport/http/http_exchange.hpp"
 
 namespace execmcp::host::mcp {
@@ -108,19 +111,43 @@ class HttpEndpoint {
                                const std::shared_ptr<http::HttpExchange>& exchange);
   void serve_mcp(const std::string& path, http::HttpRequest& request,
                  const std::shared_ptr<http::HttpExchange>& exchange);
+  // POST or DELETE /mcp/<agent>, in steps; each step that refuses answers the exchange itself.
   void handle_mcp(const std::string& agent_id, http::HttpRequest& request,
                   const std::shared_ptr<http::HttpExchange>& exchange);
-  void handle_legacy(const std::string& agent_id, const AccessDecision& access,
-                     http::HttpRequest& request, Request rpc,
+  // Credentials good for the URL's agent, an agent by that name, a server not shutting down.
+  std::optional<AccessDecision> admit(const std::string& agent_id, const http::HttpRequest& request,
+                                      const std::shared_ptr<http::HttpExchange>& exchange);
+  // POST goes on; DELETE ends a 2025-era session here; anything else is 405.
+  bool accept_method(const AccessDecision& access, const http::HttpRequest& request,
                      const std::shared_ptr<http::HttpExchange>& exchange);
-  void handle_legacy_notification(const AccessDecision& access, const http::HttpRequest& request,
-                                  const Notification& notification,
-                                  const std::shared_ptr<http::HttpExchange>& exchange);
+  bool accept_media_type(const http::HttpRequest& request,
+                         const std::shared_ptr<http::HttpExchange>& exchange);
+  // The body as a request; a notification is handled here (202).
+  std::optional<Request> read_request(const AccessDecision& access,
+                                      const http::HttpRequest& request,
+                                      const std::shared_ptr<http::HttpExchange>& exchange);
+  // The MCP-Protocol-Version, Mcp-Method and Mcp-Name headers agree with the body.
+  bool headers_agree(const http::HttpRequest& request, const Request& rpc,
+                     const protocol::MetaOutcome& meta,
+                     const std::shared_ptr<http::HttpExchange>& exchange);
+  // To the router: with the 2025-era session's revision, or as a 2026-07-28 request.
+  void route(const std::string& agent_id, const AccessDecision& access, http::HttpRequest& request,
+             Request rpc, bool stateless, const std::shared_ptr<http::HttpExchange>& exchange);
+  // initialize answered: a new session for this principal and agent; false when refused (answered).
+  bool open_session(const std::string& agent_id, const AccessDecision& access,
+                    const CallerContext& negotiated, Reply& reply,
+                    const std::shared_ptr<http::HttpExchange>& exchange);
   void handle_delete(const AccessDecision& access, const http::HttpRequest& request,
                      const std::shared_ptr<http::HttpExchange>& exchange);
-  void start_call(CallerContext caller, Request rpc, const http::HttpRequest& request,
-                  const std::shared_ptr<http::HttpExchange>& exchange,
-                  std::shared_ptr<LegacySession> session, bool cancel_on_disconnect);
+  // tools/call: the call joins the session's table (nullopt when its id is in use: answered 400)
+  // and the endpoint's, metrics follow it, and (2026-07-28) a closed stream cancels it.
+  std::optional<CallHooks> start_call(const Request& rpc, const CallerContext& caller,
+                                      const http::HttpRequest& request,
+                                      const std::shared_ptr<http::HttpExchange>& exchange,
+                                      const std::shared_ptr<LegacySession>& session,
+                                      const std::shared_ptr<Reply>& reply, bool stateless);
+  void refuse(const std::shared_ptr<http::HttpExchange>& exchange, int status,
+              http::Headers headers, std::string body);
   void serve_ready(const std::string& path, http::HttpRequest& request,
                    const std::shared_ptr<http::HttpExchange>& exchange);
   void serve_metrics(const std::string& path, http::HttpRequest& request,
@@ -141,18 +168,16 @@ class HttpEndpoint {
                                               const std::shared_ptr<http::HttpExchange>& exchange);
   void expire_sessions_locked();
 
-  McpService& service_;
+  McpRouter router_;
   const std::map<std::string, AgentEntry> agents_;
   const Authorize authorize_;
   Metrics& metrics_;
   const HttpEndpointOptions options_;
 
   std::mutex mutex_;
-  std::condition_variable idle_cv_;
   std::unordered_map<std::string, std::shared_ptr<LegacySession>> sessions_;
-  // Every call in flight (legacy or stateless), for shutdown.
-  std::unordered_map<const CallState*, std::shared_ptr<CallState>> in_flight_;
-  bool stopping_ = false;
+  // Every call in flight (legacy or stateless), for shutdown: keyed by its state's address.
+  CallTable calls_;
 };
 
 }  // namespace execmcp::host::mcp

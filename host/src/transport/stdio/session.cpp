@@ -1,4 +1,4 @@
-// The MCP session: method table, version negotiation, tool calls on workers, cancellation.
+// The stdio MCP session: reading, the negotiated revision, tool calls on workers, shutdown.
 #include "transport/stdio/session.hpp"
 
 #include <algorithm>
@@ -19,12 +19,6 @@ namespace {
 // Set on the reader thread when it handed reading over and ran a tool call itself.
 thread_local bool t_reader_handed_off = false;
 
-RpcError not_in_stateless(const std::string& method) {
-  return RpcError{rpc_error::kMethodNotFound,
-                  "Method not found: " + method + " is not part of MCP " + protocol::kStateless +
-                      " (requests name their revision in _meta; use server/discover)"};
-}
-
 }  // namespace
 
 ServiceOptions service_options(const ServerOptions& options) {
@@ -37,20 +31,20 @@ ServiceOptions service_options(const ServerOptions& options) {
 }
 
 Session::Session(Agent& agent, Transport& transport, ServerOptions options)
-    : Session(agent, transport, options, std::make_unique<McpService>(service_options(options))) {}
+    : Session(agent, transport, options, nullptr,
+              std::make_unique<McpService>(service_options(options))) {}
 
 Session::Session(Agent& agent, Transport& transport, ServerOptions options, McpService& service)
-    : Session(agent, transport, std::move(options), std::unique_ptr<McpService>()) {
-  service_ = &service;
-}
+    : Session(agent, transport, std::move(options), &service, nullptr) {}
 
-Session::Session(Agent& agent, Transport& transport, ServerOptions options,
+Session::Session(Agent& agent, Transport& transport, ServerOptions options, McpService* shared,
                  std::unique_ptr<McpService> owned)
     : agent_(agent),
       transport_(transport),
       options_(std::move(options)),
       owned_service_(std::move(owned)),
-      service_(owned_service_.get()),
+      service_(shared != nullptr ? shared : owned_service_.get()),
+      router_(*service_),
       dispatcher_([this](const json& message) { send(message); }, options_.limits),
       outbox_(
           transport,
@@ -63,43 +57,27 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options,
 }
 
 Session::~Session() {
-  cancel_all();
+  calls_.cancel_all();
   transport_.close();
   {
     std::unique_lock lock(input_mutex_);
     input_ended_cv_.wait(lock, [this] { return threads_reading_ == 0; });
   }
-  wait_for_calls();
+  calls_.wait_idle();
   if (owned_service_) owned_service_->shutdown();
   outbox_.stop(std::chrono::milliseconds(0));
 }
 
 void Session::register_handlers() {
-  dispatcher_.on_request("initialize", [this](const Request& r) { return handle_initialize(r); });
-  dispatcher_.on_request("server/discover", [this](const Request& r) -> RpcOutcome {
-    CallerContext caller;
-    if (auto error = caller_for(r, caller)) return std::move(*error);
-    return service_->discover(caller);
-  });
-  dispatcher_.on_request("ping", [this](const Request& r) -> RpcOutcome {
-    CallerContext caller;
-    if (auto error = caller_for(r, caller)) return std::move(*error);
-    if (caller.protocol_version == protocol::kStateless) return not_in_stateless(r.method);
-    return json::object();
-  });
-  dispatcher_.on_request("tools/list", [this](const Request& r) -> RpcOutcome {
-    CallerContext caller;
-    if (auto error = caller_for(r, caller)) return std::move(*error);
-    return service_->tools_list(caller);
-  });
-  dispatcher_.on_deferred_request("tools/call", [this](Request r, Responder responder) {
-    handle_tools_call(std::move(r), std::move(responder));
-  });
-  dispatcher_.on_notification("notifications/initialized", [](const Notification&) {
-    spdlog::debug("mcp: client reports initialized");
-  });
-  dispatcher_.on_notification("notifications/cancelled",
-                              [this](const Notification& n) { handle_cancelled(n); });
+  for (const std::string& method : McpRouter::request_methods()) {
+    dispatcher_.on_deferred_request(method, [this](Request r, Responder responder) {
+      route(std::move(r), std::move(responder));
+    });
+  }
+  for (const std::string& method : McpRouter::notification_methods()) {
+    dispatcher_.on_notification(method,
+                                [this](const Notification& n) { McpRouter::notify(n, &calls_); });
+  }
 }
 
 int Session::run() {
@@ -120,8 +98,8 @@ int Session::run() {
   } else {
     spdlog::info("mcp: end of input; shutting down");
   }
-  if (!finishing) cancel_all();
-  wait_for_calls();  // every call answers promptly: backends honour the cancel token
+  if (!finishing) calls_.cancel_all();
+  calls_.wait_idle();  // every call answers promptly: backends honour the cancel token
   if (owned_service_) owned_service_->shutdown();
   // The responses are queued; a client that does not read them gets shutdown_grace, no more.
   outbox_.stop(write_failed_.load() ? std::chrono::milliseconds(0) : options_.shutdown_grace);
@@ -151,7 +129,7 @@ void Session::read_messages() {
     if (std::exchange(t_reader_handed_off, false)) return;  // another thread reads now
   }
   // Before this thread goes back to the pool, where it could start a queued call.
-  if (!finishing_calls()) cancel_all();
+  if (!finishing_calls()) calls_.cancel_all();
   std::lock_guard lock(input_mutex_);
   input_ended_ = true;
   input_ended_cv_.notify_all();
@@ -163,7 +141,7 @@ bool Session::finishing_calls() const {
 
 void Session::request_stop() {
   stop_requested_.store(true);
-  cancel_all();  // also reaches calls left to finish after the end of input
+  calls_.cancel_all();  // also reaches calls left to finish after the end of input
   transport_.close();
 }
 
@@ -180,114 +158,43 @@ void Session::on_peer_gone() {
   transport_.close();  // ends reading; run() then cancels the calls and shuts down
 }
 
-std::optional<RpcError> Session::caller_for(const Request& request, CallerContext& caller) {
+void Session::route(Request request, Responder responder) {
+  McpRouter::Context context;
   {
     std::lock_guard lock(caller_mutex_);
-    caller = caller_;
+    context.caller = caller_;
   }
-  protocol::MetaOutcome meta = protocol::read_request_meta(request.params);
-  if (auto* error = std::get_if<protocol::MetaError>(&meta)) return std::move(error->error);
-  if (auto* stateless = std::get_if<protocol::StatelessMeta>(&meta)) {
-    // 2026-07-28: this request alone says which revision and client it is; nothing carries over.
-    caller.protocol_version = stateless->version;
-    caller.client = stateless->client;
-    return std::nullopt;
-  }
-  if (caller.protocol_version.empty() && !warned_no_initialize_.exchange(true)) {
-    spdlog::warn(
-        "mcp: {} before initialize (and without a protocol version in _meta); serving "
-        "it anyway",
-        request.method);
-  }
-  return std::nullopt;
+  context.keep_session =
+      [this, again = !context.caller.protocol_version.empty()](const CallerContext& negotiated) {
+        if (again) spdlog::warn("mcp: initialize received twice");
+        std::lock_guard lock(caller_mutex_);
+        caller_ = negotiated;
+        return true;
+      };
+  context.start_call = [this](const Request& r, const CallerContext&) { return start_call(r); };
+  context.warned_before_initialize = &warned_no_initialize_;
+  router_.handle(std::move(request), std::move(responder), std::move(context));
 }
 
-RpcOutcome Session::handle_initialize(const Request& request) {
-  // A request that names 2026-07-28 in _meta is served by that revision, which has no handshake.
-  if (!std::holds_alternative<protocol::NoMeta>(protocol::read_request_meta(request.params)))
-    return not_in_stateless(request.method);
-  CallerContext caller;
-  {
-    std::lock_guard lock(caller_mutex_);
-    caller = caller_;
-  }
-  const bool again = !caller.protocol_version.empty();
-  RpcOutcome outcome = service_->initialize(request, caller);
-  if (std::holds_alternative<json>(outcome)) {
-    if (again) spdlog::warn("mcp: initialize received twice");
-    std::lock_guard lock(caller_mutex_);
-    caller_ = caller;
-  }
-  return outcome;
-}
-
-void Session::handle_tools_call(Request request, Responder responder) {
-  CallerContext caller;
-  if (auto error = caller_for(request, caller)) {
-    responder.reply(std::move(*error));
-    return;
-  }
+std::optional<CallHooks> Session::start_call(const Request& request) {
   auto state = std::make_shared<CallState>();
   const std::string key = request.id.dump();
-  {
-    std::lock_guard lock(calls_mutex_);
-    // The dispatcher never runs two requests with one id at once.
-    calls_.insert_or_assign(key, state);
-    ++open_calls_;
-    if (shutting_down_) state->cancel.request_cancel();
+  if (!calls_.add(key, state)) {
+    // The dispatcher runs no two requests with one id at once, and the id is released before
+    // its response goes out: never reached.
+    send(make_error_response(nullptr, RpcError{rpc_error::kInvalidRequest,
+                                               "Invalid request: id " + key.substr(0, 64) +
+                                                   " is already in use by a call in progress"}));
+    return std::nullopt;
   }
-  McpService::ToolCall call{std::move(caller),
-                            std::move(request),
-                            std::move(responder),
-                            state,
-                            [this](const json& n) { send_progress(n); },
-                            [this] {
-                              if (!service_->submit_if_idle([this] { read_messages(); }))
-                                return false;
-                              t_reader_handed_off = true;
-                              return true;
-                            },
-                            [this, key] {
-                              std::lock_guard lock(calls_mutex_);
-                              calls_.erase(key);
-                            },
-                            [this] {
-                              std::lock_guard lock(calls_mutex_);
-                              if (--open_calls_ == 0) calls_done_cv_.notify_all();
-                            }};
-  service_->call_tool(std::move(call));
-}
-
-void Session::wait_for_calls() {
-  std::unique_lock lock(calls_mutex_);
-  calls_done_cv_.wait(lock, [this] { return open_calls_ == 0; });
-}
-
-void Session::handle_cancelled(const Notification& notification) {
-  const auto id = notification.params.find("requestId");
-  if (id == notification.params.end() || !is_request_id(*id)) {
-    spdlog::warn("mcp: notifications/cancelled without a valid requestId; ignored");
-    return;
-  }
-  std::shared_ptr<CallState> call;
-  {
-    std::lock_guard lock(calls_mutex_);
-    if (const auto it = calls_.find(id->dump()); it != calls_.end()) call = it->second;
-  }
-  const std::string reason = sanitize_utf8(string_member(notification.params, "reason"));
-  if (!call) {
-    spdlog::debug("mcp: cancel for id {} which is not running; ignored", id->dump());
-    return;
-  }
-  spdlog::info("mcp: client cancelled call {}{}{}", id->dump(), reason.empty() ? "" : ": ", reason);
-  call->cancelled_by_client.store(true);
-  call->cancel.request_cancel();
-}
-
-void Session::cancel_all() {
-  std::lock_guard lock(calls_mutex_);
-  shutting_down_ = true;
-  for (auto& [id, call] : calls_) call->cancel.request_cancel();
+  return CallHooks{state, [this](const json& n) { send_progress(n); },
+                   [this] {
+                     if (!service_->submit_if_idle([this] { read_messages(); })) return false;
+                     t_reader_handed_off = true;
+                     return true;
+                   },
+                   [this, key, state] { calls_.release(key, *state); },
+                   [this, key, state] { calls_.done(key, *state); }};
 }
 
 }  // namespace execmcp::host::mcp

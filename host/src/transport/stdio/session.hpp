@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "agent/agent.hpp"
+#include "mcp/call_table.hpp"
 #include "mcp/json_rpc.hpp"
+#include "mcp/mcp_router.hpp"
 #include "mcp/mcp_service.hpp"
 #include "mcp/progress_reporter.hpp"
 #include "mcp/worker_pool.hpp"
@@ -25,8 +27,9 @@ namespace execmcp::host::mcp {
 // The stdio service's limits, from the serve options.
 [[nodiscard]] ServiceOptions service_options(const ServerOptions& options);
 
-// One client on one newline-delimited stream (stdio), for one agent. One thread at a time reads
-// requests and answers ping, initialize, server/discover, tools/list and cancellation itself. For
+// One client on one newline-delimited stream (stdio), for one agent: framing, the revision its
+// initialize negotiated, its calls; the methods are the router's. One thread at a time reads
+// requests and answers every method but tools/call itself (through the router). For
 // tools/call it hands the reading over to an idle thread of the service's pool and runs the call
 // itself, so a call starts without waiting for another thread to wake up; with no idle thread the
 // call is queued instead and the reader keeps reading. The service's limits apply (its pool has
@@ -55,7 +58,7 @@ class Session {
   void request_stop();
 
  private:
-  Session(Agent& agent, Transport& transport, ServerOptions options,
+  Session(Agent& agent, Transport& transport, ServerOptions options, McpService* shared,
           std::unique_ptr<McpService> owned);
 
   void read_messages();          // the reader's loop; returns at end of input or after a hand-off
@@ -64,20 +67,17 @@ class Session {
   void send_progress(const nlohmann::json& message);  // may be dropped when the client lags
   void on_peer_gone();
   void register_handlers();
-  // The caller of one request: the session's agent and negotiated revision, or the revision the
-  // request names in _meta. An error when _meta names a revision we do not speak.
-  std::optional<RpcError> caller_for(const Request& request, CallerContext& caller);
-  RpcOutcome handle_initialize(const Request& request);
-  void handle_tools_call(Request request, Responder responder);
-  void handle_cancelled(const Notification& notification);
-  void cancel_all();
-  void wait_for_calls();  // until every call handed to the service has been answered
+  // Hands one request to the router with what this session knows: its agent and revision.
+  void route(Request request, Responder responder);
+  // tools/call: the call joins calls_; it hands reading over when it can run on this thread.
+  std::optional<CallHooks> start_call(const Request& request);
 
   Agent& agent_;
   Transport& transport_;
   const ServerOptions options_;
   std::unique_ptr<McpService> owned_service_;
   McpService* service_;
+  McpRouter router_;
   Dispatcher dispatcher_;
 
   std::atomic<bool> stop_requested_{false};
@@ -87,11 +87,9 @@ class Session {
   std::mutex caller_mutex_;
   CallerContext caller_;  // guarded by caller_mutex_; protocol_version set by initialize
 
-  std::mutex calls_mutex_;
-  std::condition_variable calls_done_cv_;
-  std::unordered_map<std::string, std::shared_ptr<CallState>> calls_;  // key: id.dump()
-  std::size_t open_calls_ = 0;  // handed to the service and not answered yet
-  bool shutting_down_ = false;  // guarded by calls_mutex_
+  // Calls handed to the service and not answered yet, by id (what notifications/cancelled
+  // reaches); shutdown cancels them all and waits for their answers.
+  CallTable calls_;
 
   std::mutex input_mutex_;
   std::condition_variable input_ended_cv_;
