@@ -248,56 +248,21 @@ bool HttpEndpoint::wait_idle(std::chrono::milliseconds timeout) {
   return calls_.wait_idle(timeout);
 }
 
-const std::vector<HttpEndpoint::RouteEntry>& HttpEndpoint::route_table() {
-  static const std::vector<RouteEntry> table{
-      {{"/health"}, &HttpEndpoint::serve_health},
-      {{"/ready"}, &HttpEndpoint::serve_ready},
-      {{"/metrics"}, &HttpEndpoint::serve_metrics},
-      {{kResourceMetadataPath}, &HttpEndpoint::serve_resource_metadata},
-      {{kResourceMetadataPrefix, true}, &HttpEndpoint::serve_resource_metadata},
-      {{kMcpPrefix, true}, &HttpEndpoint::serve_mcp},
+void HttpEndpoint::add_routes(http::RouteTable& routes) {
+  auto metadata = [this](const std::string& path, http::HttpRequest& request,
+                         const std::shared_ptr<http::HttpExchange>& exchange) {
+    serve_resource_metadata(path, request, exchange);
   };
-  return table;
+  routes.add({kResourceMetadataPath}, metadata);
+  routes.add({kResourceMetadataPrefix, true}, metadata);
+  routes.add({kMcpPrefix, true}, [this](const std::string& path, http::HttpRequest& request,
+                                        const std::shared_ptr<http::HttpExchange>& exchange) {
+    serve_mcp(path, request, exchange);
+  });
 }
 
-std::vector<HttpEndpoint::Route> HttpEndpoint::routes() {
-  std::vector<Route> out;
-  for (const auto& entry : route_table()) out.push_back(entry.route);
-  return out;
-}
-
-void HttpEndpoint::handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange) {
-  const std::string path = request.target.substr(0, request.target.find('?'));
-  try {
-    for (const auto& [route, serve] : route_table()) {
-      if (route.prefix ? path.starts_with(route.path) : path == route.path) {
-        (this->*serve)(path, request, exchange);
-        return;
-      }
-    }
-    metrics_.http_request(404);
-    exchange->respond(404, json_headers(),
-                      problem("not_found", "no such path; MCP is served at /mcp/<agent id>"));
-  } catch (const std::exception& e) {
-    spdlog::error("http: {} {} failed: {}", request.method, sanitize_utf8(path), e.what());
-    metrics_.http_request(500);
-    exchange->respond(500, json_headers(), problem("internal_error", "the server failed"));
-  }
-}
-
-bool HttpEndpoint::is_get(const http::HttpRequest& request,
-                          const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (request.method == "GET" || request.method == "HEAD") return true;
-  metrics_.http_request(405);
-  exchange->respond(405, {{"allow", "GET"}}, {});
-  return false;
-}
-
-void HttpEndpoint::serve_health(const std::string& /*path*/, http::HttpRequest& request,
-                                const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (!is_get(request, exchange)) return;
-  metrics_.http_request(200);
-  exchange->respond(200, json_headers(), json_body(json{{"status", "ok"}}));
+std::string HttpEndpoint::not_found_body() {
+  return problem("not_found", "no such path; MCP is served at /mcp/<agent id>");
 }
 
 void HttpEndpoint::serve_resource_metadata(const std::string& /*path*/,
@@ -315,71 +280,6 @@ void HttpEndpoint::serve_resource_metadata(const std::string& /*path*/,
 void HttpEndpoint::serve_mcp(const std::string& path, http::HttpRequest& request,
                              const std::shared_ptr<http::HttpExchange>& exchange) {
   handle_mcp(path.substr(std::string_view(kMcpPrefix).size()), request, exchange);
-}
-
-std::optional<std::set<std::string>> HttpEndpoint::visible_agents(
-    const http::HttpRequest& request) const {
-  std::set<std::string> all;
-  for (const auto& [id, entry] : agents_) all.insert(id);
-  if (!authorize_) return all;  // no authentication: /mcp lets anyone use every agent too
-  if (request.header("authorization") == nullptr || agents_.empty()) return std::nullopt;
-  // One verification, whatever the number of agents: the decision lists what the credential may
-  // use (a 403 for this agent still says who it is).
-  const AccessDecision access = authorize_(request, agents_.begin()->first);
-  if (!access.allowed && access.status != 403) return std::nullopt;
-  std::set<std::string> out;
-  for (const auto& id : access.agents) {
-    if (id == "*") return all;
-    if (all.contains(id)) out.insert(id);
-  }
-  if (access.allowed) out.insert(agents_.begin()->first);
-  if (out.empty()) return std::nullopt;
-  return out;
-}
-
-void HttpEndpoint::serve_ready(const std::string& /*path*/, http::HttpRequest& request,
-                               const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (!is_get(request, exchange)) return;
-  // Side-effect free: each agent's last known state (an atomic), never a start. An agent starts
-  // on its first call (or with serve --start-all), not because someone asked whether it could.
-  static constexpr const char* kNames[] = {"not started", "starting", "started", "failed"};
-  std::size_t counts[4] = {};
-  const auto visible = visible_agents(request);
-  json states = json::object();
-  for (const auto& [id, entry] : agents_) {
-    const AgentState state = entry.state ? entry.state() : AgentState::kStarted;
-    ++counts[static_cast<int>(state)];
-    if (visible && visible->contains(id)) states[id] = kNames[static_cast<int>(state)];
-  }
-  const bool ready = counts[static_cast<int>(AgentState::kFailed)] == 0;
-  // Without credentials a fixed vocabulary: no agent id, no path, no error text (the log has it).
-  json body{{"status", ready ? "ready" : "not ready"},
-            {"agents",
-             {{"started", counts[static_cast<int>(AgentState::kStarted)]},
-              {"starting", counts[static_cast<int>(AgentState::kStarting)]},
-              {"not_started", counts[static_cast<int>(AgentState::kNotStarted)]},
-              {"failed", counts[static_cast<int>(AgentState::kFailed)]}}}};
-  if (visible) body["agent_states"] = std::move(states);
-  const int status = ready ? 200 : 503;
-  metrics_.http_request(status);
-  exchange->respond(status, json_headers(), json_body(body));
-}
-
-void HttpEndpoint::serve_metrics(const std::string& /*path*/, http::HttpRequest& request,
-                                 const std::shared_ptr<http::HttpExchange>& exchange) {
-  if (!is_get(request, exchange)) return;
-  const auto visible = visible_agents(request);
-  std::string text;
-  if (!visible) {
-    text = metrics_.render_public();
-  } else {
-    const bool all = visible->size() == agents_.size();
-    text =
-        metrics_.render([&](const std::string& agent) { return all || visible->contains(agent); });
-  }
-  metrics_.http_request(200);
-  exchange->respond(200, {{"content-type", "text/plain; version=0.0.4; charset=utf-8"}},
-                    std::move(text));
 }
 
 void HttpEndpoint::refuse(const std::shared_ptr<http::HttpExchange>& exchange, int status,

@@ -1,5 +1,6 @@
-// MCP over Streamable HTTP for many agents: the routes /mcp/<agent>, /health, /ready, /metrics and
-// the OAuth protected-resource metadata, on top of the shared McpService.
+// MCP over Streamable HTTP for many agents: the routes /mcp/<agent> and the OAuth
+// protected-resource metadata, on the HTTP server's route table, over the shared router. (The
+// server's probes, /health, /ready and /metrics, are server/probes.*.)
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "mcp/metrics.hpp"
 #include "mcp/protocol.hpp"
 #include "transport/http/http_exchange.hpp"
+#include "transport/http/http_routes.hpp"
 
 namespace execmcp::host::mcp {
 
@@ -40,8 +42,8 @@ struct AccessDecision {
 using Authorize =
     std::function<AccessDecision(const http::HttpRequest& request, const std::string& agent_id)>;
 
-// Where an agent's backend is, for GET /ready and /metrics. Read on an HTTP I/O thread: it must
-// never wait on a backend (LazyAgent::state() reads an atomic) and never start one.
+// Where an agent's backend is, for the probes (GET /ready and /metrics). Read on an HTTP I/O
+// thread: it must never wait on a backend (LazyAgent::state() reads an atomic) and never start one.
 using AgentState = host::AgentState;
 using AgentStateReader = std::function<AgentState()>;
 
@@ -61,7 +63,7 @@ class HttpEndpoint {
  public:
   struct AgentEntry {
     Agent* agent = nullptr;
-    AgentStateReader state;  // may be empty: always started
+    AgentStateReader state;  // for the probes; may be empty: always started
   };
 
   HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents, Authorize authorize,
@@ -70,18 +72,11 @@ class HttpEndpoint {
   HttpEndpoint(const HttpEndpoint&) = delete;
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
-  // The HttpHandler: never blocks (tool calls run on the service's workers; /ready and /metrics
-  // read atomics and snapshots, never a backend).
-  void handle(http::HttpRequest request, std::shared_ptr<http::HttpExchange> exchange);
-
-  // A path handle() serves: `path` itself, or (prefix) every path that starts with it; anything
-  // else is 404. Public so that a test walks every route without credentials: whatever a route
-  // does for a stranger must stay cheap, bounded and away from the backends.
-  struct Route {
-    std::string_view path;
-    bool prefix = false;
-  };
-  [[nodiscard]] static std::vector<Route> routes();
+  // Adds /mcp/<agent> and the OAuth metadata to `routes`. Their handlers never block (tool calls
+  // run on the service's workers). The endpoint must outlive the table's use.
+  void add_routes(http::RouteTable& routes);
+  // The body of the table's 404: where MCP is served.
+  [[nodiscard]] static std::string not_found_body();
 
   // Cancels every call in flight (shutdown) and refuses new ones with 503.
   void cancel_all();
@@ -92,21 +87,6 @@ class HttpEndpoint {
   struct LegacySession;
   class Reply;
 
-  // One route's handler; `path` is the target without its query.
-  using Serve = void (HttpEndpoint::*)(const std::string& path, http::HttpRequest& request,
-                                       const std::shared_ptr<http::HttpExchange>& exchange);
-  struct RouteEntry {
-    Route route;
-    Serve serve;
-  };
-  // The routes and their handlers, in match order: the one table handle() and routes() read.
-  static const std::vector<RouteEntry>& route_table();
-
-  // GET or HEAD; anything else is answered 405 here (the probes take nothing else).
-  bool is_get(const http::HttpRequest& request,
-              const std::shared_ptr<http::HttpExchange>& exchange);
-  void serve_health(const std::string& path, http::HttpRequest& request,
-                    const std::shared_ptr<http::HttpExchange>& exchange);
   void serve_resource_metadata(const std::string& path, http::HttpRequest& request,
                                const std::shared_ptr<http::HttpExchange>& exchange);
   void serve_mcp(const std::string& path, http::HttpRequest& request,
@@ -148,14 +128,6 @@ class HttpEndpoint {
                                       const std::shared_ptr<Reply>& reply, bool stateless);
   void refuse(const std::shared_ptr<http::HttpExchange>& exchange, int status,
               http::Headers headers, std::string body);
-  void serve_ready(const std::string& path, http::HttpRequest& request,
-                   const std::shared_ptr<http::HttpExchange>& exchange);
-  void serve_metrics(const std::string& path, http::HttpRequest& request,
-                     const std::shared_ptr<http::HttpExchange>& exchange);
-  // The agents whose details (ids, states, principals) this request may see: those its valid
-  // credentials may use, every agent when the server has no authentication, else none (nullopt:
-  // the fixed vocabulary only).
-  std::optional<std::set<std::string>> visible_agents(const http::HttpRequest& request) const;
   // Makes room for one more session of `principal` (mutex_ held), ending an idle session if need
   // be. Returns 0, or the HTTP status to refuse with (429: this principal, 503: the server) and
   // why.

@@ -2,6 +2,7 @@
 // Covers both eras of Streamable HTTP, credentials and sessions, cancel on disconnect, SSE
 // progress, limits and the plain routes.
 #include "transport/http/http_endpoint.hpp"
+#include "server/probes.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,31 +36,35 @@ class HttpEndpointTest : public ::testing::Test {
     std::map<std::string, HttpEndpoint::AgentEntry> agents;
     agents["agent_a"] = {&agent_a_, {}};
     agents["agent_b"] = {&agent_b_, [] { return AgentState::kFailed; }};
-    endpoint_ = std::make_unique<HttpEndpoint>(
-        service_, agents,
-        [](const http::HttpRequest& request, const std::string& agent) {
-          AccessDecision access;
-          const std::string* token = request.header("authorization");
-          if (token == nullptr) {
-            access.status = 401;
-            access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
-            access.body = R"({"error":"invalid_token"})";
-          } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
-            access.allowed = true;
-            access.principal = token->substr(7);
-            access.agents = {*token == "Bearer bob" ? "agent_a" : "*"};
-          } else if (*token == "Bearer bob") {
-            access.status = 403;
-            access.principal = "bob";
-            access.agents = {"agent_a"};
-            access.body = R"({"error":"insufficient_scope"})";
-          } else {
-            access.status = 401;
-            access.body = R"({"error":"invalid_token"})";
-          }
-          return access;
-        },
-        metrics_, std::move(endpoint_options));
+    routes_.reset();
+    probes_.reset();
+    const Authorize authorize = [](const http::HttpRequest& request, const std::string& agent) {
+      AccessDecision access;
+      const std::string* token = request.header("authorization");
+      if (token == nullptr) {
+        access.status = 401;
+        access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
+        access.body = R"({"error":"invalid_token"})";
+      } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
+        access.allowed = true;
+        access.principal = token->substr(7);
+        access.agents = {*token == "Bearer bob" ? "agent_a" : "*"};
+      } else if (*token == "Bearer bob") {
+        access.status = 403;
+        access.principal = "bob";
+        access.agents = {"agent_a"};
+        access.body = R"({"error":"insufficient_scope"})";
+      } else {
+        access.status = 401;
+        access.body = R"({"error":"invalid_token"})";
+      }
+      return access;
+    };
+    endpoint_ = std::make_unique<HttpEndpoint>(service_, agents, authorize, metrics_,
+                                               std::move(endpoint_options));
+    probes_ = std::make_unique<server::Probes>(agents, authorize, metrics_);
+    routes_ =
+        std::make_unique<http::RouteTable>(server::server_routes(*endpoint_, *probes_, metrics_));
   }
   static ServiceOptions options() {
     ServiceOptions options;
@@ -67,7 +72,10 @@ class HttpEndpointTest : public ::testing::Test {
     options.max_calls_per_agent = 2;
     return options;
   }
-  ~HttpEndpointTest() override { endpoint_.reset(); }
+  ~HttpEndpointTest() override {
+    routes_.reset();
+    endpoint_.reset();
+  }
 
   std::shared_ptr<FakeExchange> post(const std::string& agent, const json& body,
                                      http::Headers headers, bool wait = true) {
@@ -78,7 +86,7 @@ class HttpEndpointTest : public ::testing::Test {
     request.headers.emplace_back("content-type", "application/json");
     request.body = body.dump();
     auto exchange = std::make_shared<FakeExchange>();
-    endpoint_->handle(std::move(request), exchange);
+    routes_->handle(std::move(request), exchange);
     if (wait) {
       EXPECT_TRUE(exchange->wait()) << "no answer to " << body.dump();
     }
@@ -120,6 +128,9 @@ class HttpEndpointTest : public ::testing::Test {
   Metrics metrics_;
   McpService service_;
   std::unique_ptr<HttpEndpoint> endpoint_;
+  // As serve --http has them: the endpoint's routes beside the server's probes.
+  std::unique_ptr<server::Probes> probes_;
+  std::unique_ptr<http::RouteTable> routes_;
 };
 
 TEST_F(HttpEndpointTest, StatelessToolCallAnswersJsonWithResultType) {
@@ -246,7 +257,7 @@ TEST_F(HttpEndpointTest, LegacySessionsAreMintedAndBoundToTheirCredential) {
   del.target = "/mcp/agent_a";
   del.headers = {{"authorization", "Bearer bob"}, {"mcp-session-id", session}};
   auto deleted = std::make_shared<FakeExchange>();
-  endpoint_->handle(del, deleted);
+  routes_->handle(del, deleted);
   ASSERT_TRUE(deleted->wait());
   EXPECT_EQ(deleted->status(), 204);
   exchange = post("agent_a", list, {{"authorization", "Bearer bob"}, {"mcp-session-id", session}});
@@ -331,7 +342,7 @@ TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
     request.target = target;
     request.headers = std::move(headers);
     auto exchange = std::make_shared<FakeExchange>();
-    endpoint_->handle(request, exchange);
+    routes_->handle(request, exchange);
     EXPECT_TRUE(exchange->wait());
     return exchange;
   };
@@ -350,7 +361,7 @@ TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
   text.headers = {{"authorization", "Bearer alice"}, {"content-type", "text/plain"}};
   text.body = "{}";
   auto exchange = std::make_shared<FakeExchange>();
-  endpoint_->handle(text, exchange);
+  routes_->handle(text, exchange);
   EXPECT_EQ(exchange->status(), 415);
 
   auto bad = post("agent_a", json::array(), {{"authorization", "Bearer alice"}});
@@ -368,14 +379,14 @@ TEST_F(HttpEndpointTest, PlainRoutesAndWrongRequests) {
             std::string::npos);
 }
 
-std::shared_ptr<FakeExchange> get_route(HttpEndpoint& endpoint, const std::string& target,
+std::shared_ptr<FakeExchange> get_route(http::RouteTable& routes, const std::string& target,
                                         http::Headers headers = {}) {
   http::HttpRequest request;
   request.method = "GET";
   request.target = target;
   request.headers = std::move(headers);
   auto exchange = std::make_shared<FakeExchange>();
-  endpoint.handle(request, exchange);
+  routes.handle(request, exchange);
   EXPECT_TRUE(exchange->wait()) << target;
   return exchange;
 }
@@ -384,15 +395,15 @@ std::shared_ptr<FakeExchange> get_route(HttpEndpoint& endpoint, const std::strin
 // paths, socket paths, preinstall log tails). Now: counts only; credentials add the states of
 // the agents they may use.
 TEST_F(HttpEndpointTest, ReadyWithoutCredentialsSaysOnlyAFixedVocabulary) {
-  auto anonymous = get_route(*endpoint_, "/ready");
+  auto anonymous = get_route(*routes_, "/ready");
   EXPECT_EQ(anonymous->status(), 503) << "agent_b failed";
   EXPECT_EQ(anonymous->body(), json::parse(R"({"status":"not ready","agents":{"started":1,
             "starting":0,"not_started":0,"failed":1}})"));
-  auto wrong = get_route(*endpoint_, "/ready", {{"authorization", "Bearer mallory"}});
+  auto wrong = get_route(*routes_, "/ready", {{"authorization", "Bearer mallory"}});
   EXPECT_FALSE(wrong->body().contains("agent_states")) << wrong->body().dump();
-  auto bob = get_route(*endpoint_, "/ready", {{"authorization", "Bearer bob"}});
+  auto bob = get_route(*routes_, "/ready", {{"authorization", "Bearer bob"}});
   EXPECT_EQ(bob->body()["agent_states"], json::parse(R"({"agent_a":"started"})"));
-  auto alice = get_route(*endpoint_, "/ready", {{"authorization", "Bearer alice"}});
+  auto alice = get_route(*routes_, "/ready", {{"authorization", "Bearer alice"}});
   EXPECT_EQ(alice->body()["agent_states"],
             json::parse(R"({"agent_a":"started","agent_b":"failed"})"));
 }
@@ -425,7 +436,7 @@ TEST_F(HttpEndpointTest, MetricsWithoutCredentialsNameNoAgentAndNoPrincipal) {
   (void)post("agent_a", call(1, "echo hi"), modern_headers("tools/call", "execute_command"));
   (void)post("agent_b", call(2, "echo hi"), modern_headers("tools/call", "execute_command"));
   ASSERT_TRUE(endpoint_->wait_idle(kWait));
-  const std::string anonymous = get_route(*endpoint_, "/metrics")->raw_body();
+  const std::string anonymous = get_route(*routes_, "/metrics")->raw_body();
   EXPECT_EQ(anonymous.find("agent_"), std::string::npos) << anonymous;
   EXPECT_EQ(anonymous.find("alice"), std::string::npos) << anonymous;
   EXPECT_NE(anonymous.find("execmcp_tool_calls_by_tool_total{tool=\"execute_command\","
@@ -433,11 +444,11 @@ TEST_F(HttpEndpointTest, MetricsWithoutCredentialsNameNoAgentAndNoPrincipal) {
             std::string::npos)
       << anonymous;
   const std::string bob =
-      get_route(*endpoint_, "/metrics", {{"authorization", "Bearer bob"}})->raw_body();
+      get_route(*routes_, "/metrics", {{"authorization", "Bearer bob"}})->raw_body();
   EXPECT_NE(bob.find("{agent=\"agent_a\",principal=\"alice\""), std::string::npos) << bob;
   EXPECT_EQ(bob.find("agent_b"), std::string::npos) << "not an agent bob may use: " << bob;
   const std::string alice =
-      get_route(*endpoint_, "/metrics", {{"authorization", "Bearer alice"}})->raw_body();
+      get_route(*routes_, "/metrics", {{"authorization", "Bearer alice"}})->raw_body();
   EXPECT_NE(alice.find("{agent=\"agent_b\",principal=\"alice\""), std::string::npos) << alice;
 }
 

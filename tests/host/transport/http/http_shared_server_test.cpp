@@ -11,6 +11,7 @@
 #include "agent/lazy_agent.hpp"
 #include "fake_exchange.hpp"
 #include "mcp/protocol.hpp"
+#include "server/probes.hpp"
 #include "transport/http/http_endpoint.hpp"
 
 namespace execmcp::host::mcp {
@@ -51,27 +52,29 @@ class SharedServerTest : public ::testing::Test {
       return std::vector<std::pair<std::string, double>>{{"slow", slow_.started()},
                                                          {"healthy", healthy_.started()}};
     });
-    endpoint_ = std::make_unique<HttpEndpoint>(
-        service_, agents,
-        [](const http::HttpRequest& request, const std::string&) {
-          AccessDecision access;
-          const std::string* token = request.header("authorization");
-          if (token != nullptr && *token == "Bearer alice") {
-            access.allowed = true;
-            access.principal = "alice";
-            access.agents = {"*"};
-          } else {
-            access.status = 401;
-            access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
-            access.body = R"({"error":"invalid_token"})";
-          }
-          return access;
-        },
-        metrics_);
+    const Authorize authorize = [](const http::HttpRequest& request, const std::string&) {
+      AccessDecision access;
+      const std::string* token = request.header("authorization");
+      if (token != nullptr && *token == "Bearer alice") {
+        access.allowed = true;
+        access.principal = "alice";
+        access.agents = {"*"};
+      } else {
+        access.status = 401;
+        access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
+        access.body = R"({"error":"invalid_token"})";
+      }
+      return access;
+    };
+    endpoint_ = std::make_unique<HttpEndpoint>(service_, agents, authorize, metrics_);
+    probes_ = std::make_unique<server::Probes>(agents, authorize, metrics_);
+    routes_ =
+        std::make_unique<http::RouteTable>(server::server_routes(*endpoint_, *probes_, metrics_));
   }
   ~SharedServerTest() override {
     slow_gate_->open("gave up");  // the start that waited ends, so its worker can be joined
     for (auto& handler : handlers_) handler.wait();
+    routes_.reset();
     endpoint_.reset();
     service_.shutdown();
   }
@@ -86,7 +89,7 @@ class SharedServerTest : public ::testing::Test {
     http_request.body = std::move(body);
     auto exchange = std::make_shared<FakeExchange>();
     handlers_.push_back(std::async(std::launch::async, [this, http_request, exchange] {
-      endpoint_->handle(http_request, exchange);
+      routes_->handle(http_request, exchange);
     }));
     return exchange;
   }
@@ -125,6 +128,9 @@ class SharedServerTest : public ::testing::Test {
   Metrics metrics_;
   McpService service_;
   std::unique_ptr<HttpEndpoint> endpoint_;
+  // As serve --http has them: the endpoint's routes beside the server's probes.
+  std::unique_ptr<server::Probes> probes_;
+  std::unique_ptr<http::RouteTable> routes_;
   std::shared_ptr<FakeExchange> slow_call_;
   // Declared last: destroyed first, and only once the gate is open (see the destructor).
   std::vector<std::future<void>> handlers_;
@@ -210,7 +216,7 @@ TEST_F(SharedServerTest, EveryRouteWithoutCredentialsIsBoundedAndTouchesNoBacken
   // Every route the endpoint has (a new one joins by itself), below and beside it, and paths it
   // does not have; every method; no credentials or wrong ones.
   std::vector<std::string> targets{"/", "/nowhere", "/mcp", "/ready/x", "/metricsx"};
-  for (const auto& route : HttpEndpoint::routes()) {
+  for (const auto& route : routes_->routes()) {
     const std::string path(route.path);
     if (route.prefix) {
       for (const char* below : {"", "slow", "healthy", "no_such_agent", "slow/x"})
