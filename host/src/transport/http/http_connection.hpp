@@ -1,5 +1,5 @@
-// Internal to host/src/http (included by its .cpp files only, never by other rooms): one HTTP
-// connection's state machine, the exchange it hands to the handler, and what they share with
+// Internal to host/src/transport/http (included by its .cpp files only, never by other rooms): one
+// HTTP connection's state machine, the exchange it hands to the handler, and what they share with
 // the server.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The seam between the HTTP server (host/src/http) and what serves its routes (MCP, health,
-// metrics): one request in, one response or one event stream out, from any thread.
+// The seam between the HTTP server (host/src/transport/http) and what serves its routes (MCP,
+// health, metrics): one request in, one response or one event stream out, from any thread.
 #pragma once
 
 #include <functional>
