@@ -954,8 +954,8 @@ TEST_F(HttpServerTest, ABindErrorNamesTheAddress) {
 // The limits table of docs/architecture.md ("HTTP server"), one row per limit, keyed by its
 // option (or, for a row without one, its first column).
 std::vector<std::string> documented_limits() {
-  const auto doc = tests::read_text(std::filesystem::path(__FILE__).parent_path() / ".." / ".." /
-                                    ".." / ".." / "docs" / "architecture.md");
+  const auto doc =
+      tests::read_text(std::filesystem::path(EXECMCP_SOURCE_DIR) / "docs" / "architecture.md");
   const auto section = doc.find("\n## HTTP server\n");
   const auto table = doc.find("\n| limit | option |", section);
   if (section == std::string::npos || table == std::string::npos) return {};
