@@ -4,8 +4,8 @@
 
 #include "cli/commands.hpp"
 
-#if defined(EXECMCP_HAVE_MCP) && __has_include("mcp/stdio_server.hpp")
-#include "mcp/stdio_server.hpp"
+#if defined(EXECMCP_HAVE_MCP) && __has_include("transport/stdio/stdio_server.hpp")
+#include "transport/stdio/stdio_server.hpp"
 #define EXECMCP_WITH_MCP 1
 #endif
 #if defined(EXECMCP_HAVE_HTTP) && __has_include("server/http_serve.hpp")

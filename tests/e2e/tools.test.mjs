@@ -235,6 +235,21 @@ describe('tools over the MCP SDK client (local backend)', () => {
     );
   });
 
+  test("a client's own argument (Gemini CLI's wait_for_previous) is ignored with a notice", async () => {
+    const r = await client.callTool({
+      name: 'execute_command',
+      arguments: { command: 'echo hi', wait_for_previous: true },
+    });
+    assert.equal(r.isError, false, JSON.stringify(r));
+    assert.equal(r.structuredContent.stdout, 'hi\n');
+    assert.match(r.content.at(-1).text, /ignored the argument 'wait_for_previous'/);
+    const wrongType = await client.callTool({
+      name: 'execute_command',
+      arguments: { command: 'echo hi', timeout: 'soon', wait_for_previous: true },
+    });
+    assert.equal(wrongType.isError, true, 'a known argument of the wrong type is still an error');
+  });
+
   test('ping answers', async () => {
     assert.deepEqual(await client.ping(), {});
   });

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/utf8.hpp"
+#include "tools/tool_arguments.hpp"
 
 namespace execmcp::host::mcp {
 
@@ -19,10 +20,12 @@ std::size_t clamp_limit(std::size_t limit) {
   return std::clamp<std::size_t>(limit, 1, 1024);
 }
 
-json to_call_result(const tools::ToolResult& result) {
-  json reply{
-      {"content", json::array({json{{"type", "text"}, {"text", sanitize_utf8(result.text)}}})},
-      {"isError", result.is_error}};
+// `notice` (may be empty) follows the tool's text as a content block of its own, so the tool's
+// text and structuredContent stay exactly what the tool made.
+json to_call_result(const tools::ToolResult& result, const std::string& notice = {}) {
+  json content = json::array({json{{"type", "text"}, {"text", sanitize_utf8(result.text)}}});
+  if (!notice.empty()) content.push_back(json{{"type", "text"}, {"text", notice}});
+  json reply{{"content", std::move(content)}, {"isError", result.is_error}};
   if (!result.structured.is_null()) reply["structuredContent"] = result.structured;
   return reply;
 }
@@ -324,27 +327,33 @@ void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
       ScopeExit unregister([&] {
         if (progress) ticker_.remove(progress.get());
       });
-      const json no_arguments = json::object();
       const auto args = call.request.params.find("arguments");
-      const json& arguments =
-          args == call.request.params.end() || args->is_null() ? no_arguments : *args;
+      // For every tool alike: what its schema does not declare is set aside with a notice.
+      tools::UndeclaredArguments arguments = tools::set_aside_undeclared(
+          tool.input_schema,
+          args == call.request.params.end() || args->is_null() ? json::object() : *args);
+      std::string notice;
+      if (!arguments.ignored.empty()) {
+        notice = tools::ignored_arguments_notice(tool.name, tool.input_schema, arguments.ignored);
+        spdlog::debug("mcp: {}: {}", tool.name, notice);
+      }
       tools::ToolContext context{*call.caller.agent, progress.get(), &call.state->cancel,
                                  call.caller.principal};
-      tools::ToolOutcome result = tool.run(arguments, context);
+      tools::ToolOutcome result = tool.run(arguments.kept, context);
       if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
         std::string message =
             "Invalid arguments for tool " + tool.name + ": " + sanitize_utf8(bad->message);
         // Since 2025-11-25 input validation errors are tool results the model can read and act
         // on; before, they were protocol errors.
         if (protocol::at_least(call.caller.protocol_version, "2025-11-25")) {
-          outcome = finish_result(to_call_result(tools::ToolResult{message, nullptr, true}),
+          outcome = finish_result(to_call_result(tools::ToolResult{message, nullptr, true}, notice),
                                   call.caller, false);
         } else {
           outcome = RpcError{rpc_error::kInvalidParams, std::move(message)};
         }
       } else {
-        outcome =
-            finish_result(to_call_result(std::get<tools::ToolResult>(result)), call.caller, false);
+        outcome = finish_result(to_call_result(std::get<tools::ToolResult>(result), notice),
+                                call.caller, false);
       }
       // Progress always precedes the response; a cancelled call gets neither.
       if (progress && !call.state->cancelled_by_client.load()) progress->finish();

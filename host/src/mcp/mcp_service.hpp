@@ -1,5 +1,6 @@
-// What every transport shares: the MCP methods (initialize, server/discover, tools/list,
-// tools/call) for any agent and caller, the tool-call workers and the limits on them.
+// What every transport shares: what the MCP methods (initialize, server/discover, tools/list,
+// tools/call) do for any agent and caller, the tool-call workers and the limits on them. Which
+// method a request is, and in which revision, is the router's (mcp_router.hpp).
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 
 #include "agent/agent.hpp"
 #include "execmcp/sdk/types.hpp"
+#include "mcp/call_table.hpp"
 #include "mcp/json_rpc.hpp"
 #include "mcp/progress_reporter.hpp"
 #include "mcp/protocol.hpp"
@@ -36,13 +38,6 @@ struct CallerContext {
   std::string principal;         // "stdio", or the name of the token / JWT subject
   std::string protocol_version;  // negotiated (initialize) or this request's _meta
   std::string client;            // "name version" when the client said, for logs
-};
-
-// One tools/call in progress: what a cancel reaches. The transport keeps it in its own table,
-// keyed by the request id, so one client's ids can never reach another client's calls.
-struct CallState {
-  sdk::CancelToken cancel;
-  std::atomic<bool> cancelled_by_client{false};
 };
 
 struct ServiceOptions {

@@ -11,11 +11,12 @@
 
 #include "agent/lazy_agent.hpp"
 #include "auth/authenticator.hpp"
-#include "http/http_server.hpp"
-#include "mcp/http_endpoint.hpp"
 #include "mcp/mcp_service.hpp"
 #include "mcp/metrics.hpp"
 #include "mcp/stop_signals.hpp"
+#include "server/probes.hpp"
+#include "transport/http/http_endpoint.hpp"
+#include "transport/http/http_server.hpp"
 
 namespace execmcp::host::server {
 namespace {
@@ -137,7 +138,9 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
       return access;
     };
   }
-  mcp::HttpEndpoint endpoint(service, std::move(entries), authorize, metrics, endpoint_options);
+  mcp::HttpEndpoint endpoint(service, entries, authorize, metrics, endpoint_options);
+  Probes probes(entries, authorize, metrics);
+  const http::RouteTable routes = server_routes(endpoint, probes, metrics);
 
   http::HttpServerOptions http_options;
   http_options.address = listen->address;
@@ -148,9 +151,9 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
   http_options.tls_key_file = request.tls_key_file;
   http_options.allowed_origins = server_config.allowed_origins;
   http_options.allowed_hosts = server_config.allowed_hosts;
-  http::HttpServer http_server(http_options, [&endpoint](http::HttpRequest http_request,
-                                                         std::shared_ptr<http::HttpExchange> ex) {
-    endpoint.handle(std::move(http_request), std::move(ex));
+  http::HttpServer http_server(http_options, [&routes](http::HttpRequest http_request,
+                                                       std::shared_ptr<http::HttpExchange> ex) {
+    routes.handle(std::move(http_request), std::move(ex));
   });
   metrics.add_gauge("execmcp_http_connections_open", "HTTP connections open.", "server",
                     [&http_server] {

@@ -21,8 +21,8 @@ json input_schema() {
     "type": "object",
     "properties": {
       "command": {"type": "string", "description": "Shell command to run (sh -c)."},
-      "timeout": {"type": "number", "exclusiveMinimum": 0,
-                  "description": "Timeout in seconds; default: the agent's configured timeout."},
+      "timeout": {"type": "number", "minimum": 0,
+                  "description": "Timeout in seconds, more than 0; default: the agent's configured timeout."},
       "work_dir": {"type": "string",
                    "description": "Working directory (absolute, or relative to the workspace); default: the workspace."}
     },

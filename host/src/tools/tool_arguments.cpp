@@ -1,10 +1,63 @@
-// Strict tools/call argument reading (see tool_arguments.hpp).
+// Reading tools/call arguments (see tool_arguments.hpp).
 #include "tools/tool_arguments.hpp"
 
 #include <cmath>
 #include <limits>
 
+#include "mcp/utf8.hpp"
+
 namespace execmcp::host::tools {
+
+namespace {
+
+constexpr std::size_t kNamesShown = 8;
+constexpr std::size_t kNameBytesShown = 64;
+
+std::string shown_name(const std::string& name) {
+  return mcp::sanitize_utf8(name.size() > kNameBytesShown ? name.substr(0, kNameBytesShown) + "..."
+                                                          : name);
+}
+
+}  // namespace
+
+UndeclaredArguments set_aside_undeclared(const nlohmann::json& input_schema,
+                                         const nlohmann::json& arguments) {
+  UndeclaredArguments out;
+  const auto properties = input_schema.find("properties");
+  const auto additional = input_schema.find("additionalProperties");
+  // Only a schema that lists its arguments and admits no others says what is undeclared.
+  const bool closed = properties != input_schema.end() && properties->is_object() &&
+                      additional != input_schema.end() && *additional == false;
+  if (!arguments.is_object() || !closed) {
+    out.kept = arguments;  // the tool reads it all (and says what is wrong with it)
+    return out;
+  }
+  for (const auto& [key, value] : arguments.items()) {
+    if (properties->contains(key)) {
+      out.kept[key] = value;
+    } else {
+      out.ignored.push_back(key);
+    }
+  }
+  return out;
+}
+
+std::string ignored_arguments_notice(const std::string& tool, const nlohmann::json& input_schema,
+                                     const std::vector<std::string>& ignored) {
+  std::string names;
+  for (std::size_t i = 0; i < ignored.size() && i < kNamesShown; ++i) {
+    names += (i == 0 ? "'" : ", '") + shown_name(ignored[i]) + "'";
+  }
+  if (ignored.size() > kNamesShown)
+    names += " and " + std::to_string(ignored.size() - kNamesShown) + " more";
+  std::string takes;
+  if (const auto properties = input_schema.find("properties");
+      properties != input_schema.end() && properties->is_object()) {
+    for (const auto& [key, value] : properties->items()) takes += (takes.empty() ? "" : ", ") + key;
+  }
+  return "Notice: ignored the argument" + std::string(ignored.size() == 1 ? " " : "s ") + names +
+         ", which " + tool + " does not take (it takes: " + (takes.empty() ? "none" : takes) + ").";
+}
 
 ToolArguments::ToolArguments(const nlohmann::json& arguments,
                              std::initializer_list<std::string_view> known)

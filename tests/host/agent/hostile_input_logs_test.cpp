@@ -19,10 +19,10 @@
 #include "agent/configured_agent.hpp"
 #include "agent/fake_background_backend.hpp"
 #include "agent/spdlog_sink.hpp"
-#include "mcp/memory_transport.hpp"
-#include "mcp/session.hpp"
 #include "mcp/utf8.hpp"
 #include "test_support.hpp"
+#include "transport/stdio/memory_transport.hpp"
+#include "transport/stdio/session.hpp"
 
 namespace execmcp::host {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "http/http_test_client.hpp"
 #include "test_support.hpp"
+#include "transport/http/http_test_client.hpp"
 
 extern char** environ;
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fake_agent.hpp"
-#include "mcp/memory_transport.hpp"
-#include "mcp/session.hpp"
+#include "transport/stdio/memory_transport.hpp"
+#include "transport/stdio/session.hpp"
 
 namespace execmcp::host::mcp {
 namespace {

@@ -5,9 +5,9 @@
 #include <future>
 
 #include "fake_agent.hpp"
-#include "mcp/memory_transport.hpp"
 #include "mcp/protocol.hpp"
-#include "mcp/session.hpp"
+#include "transport/stdio/memory_transport.hpp"
+#include "transport/stdio/session.hpp"
 
 namespace execmcp::host::mcp {
 namespace {

@@ -1,0 +1,173 @@
+// The MCP router (see mcp_router.hpp): one table of methods for every transport.
+#include "mcp/mcp_router.hpp"
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "mcp/protocol.hpp"
+#include "mcp/utf8.hpp"
+
+namespace execmcp::host::mcp {
+
+using nlohmann::json;
+
+// One request method: the revisions that have it, and its handler.
+struct McpRouter::Method {
+  std::string_view name;
+  bool stateless;  // part of 2026-07-28 (every method is part of the handshake revisions)
+  bool resolves;   // served in a resolved revision; initialize negotiates one instead
+  void (McpRouter::*handle)(Request& request, Responder& responder, Context& context);
+};
+
+namespace {
+
+constexpr std::string_view kCancelled = "notifications/cancelled";
+constexpr std::string_view kInitialized = "notifications/initialized";
+
+RpcError not_in_stateless(const std::string& method) {
+  return RpcError{rpc_error::kMethodNotFound,
+                  "Method not found: " + sanitize_utf8(method.substr(0, 64)) +
+                      " is not part of MCP " + protocol::kStateless +
+                      " (requests name their revision in _meta; use server/discover)"};
+}
+
+}  // namespace
+
+const std::vector<McpRouter::Method>& McpRouter::table() {
+  // Adding a method is adding a line here (and its handler).
+  static const std::vector<Method> methods{
+      {kInitialize, false, false, &McpRouter::initialize},
+      {"ping", false, true, &McpRouter::ping},
+      {"server/discover", true, true, &McpRouter::discover},
+      {"tools/list", true, true, &McpRouter::tools_list},
+      {"tools/call", true, true, &McpRouter::call_tool},
+  };
+  return methods;
+}
+
+std::vector<std::string> McpRouter::request_methods() {
+  std::vector<std::string> out;
+  for (const Method& method : table()) out.emplace_back(method.name);
+  return out;
+}
+
+std::vector<std::string> McpRouter::notification_methods() {
+  return {std::string(kInitialized), std::string(kCancelled)};
+}
+
+std::optional<RpcError> McpRouter::resolve_revision(const Request& request, CallerContext& caller) {
+  protocol::MetaOutcome meta = protocol::read_request_meta(request.params);
+  if (auto* error = std::get_if<protocol::MetaError>(&meta)) return std::move(error->error);
+  if (auto* stateless = std::get_if<protocol::StatelessMeta>(&meta)) {
+    // 2026-07-28: this request alone says which revision and client it is; nothing carries over.
+    caller.protocol_version = stateless->version;
+    caller.client = stateless->client;
+  }
+  return std::nullopt;
+}
+
+void McpRouter::handle(Request request, Responder responder, Context context) {
+  const Method* method = nullptr;
+  for (const Method& candidate : table()) {
+    if (candidate.name == request.method) method = &candidate;
+  }
+  if (method != nullptr && !method->resolves) {
+    return (this->*method->handle)(request, responder, context);
+  }
+  if (auto error = resolve_revision(request, context.caller)) {
+    return responder.reply(std::move(*error));
+  }
+  const bool stateless = context.caller.protocol_version == protocol::kStateless;
+  if (method == nullptr) {
+    std::vector<std::string_view> names;
+    for (const Method& candidate : table()) {
+      if (candidate.stateless) names.push_back(candidate.name);
+    }
+    std::string served;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      served += i == 0 ? "" : (i + 1 == names.size() ? " and " : ", ");
+      served += names[i];
+    }
+    return responder.reply(RpcError{
+        rpc_error::kMethodNotFound,
+        "Method not found: " + sanitize_utf8(request.method.substr(0, 64)) +
+            (stateless
+                 ? std::string(" (MCP ") + protocol::kStateless + " here serves " + served + ")"
+                 : std::string())});
+  }
+  if (stateless && !method->stateless) return responder.reply(not_in_stateless(request.method));
+  if (context.caller.protocol_version.empty() && context.warned_before_initialize != nullptr &&
+      !context.warned_before_initialize->exchange(true)) {
+    spdlog::warn(
+        "mcp: {} before initialize (and without a protocol version in _meta); serving it anyway",
+        request.method);
+  }
+  (this->*method->handle)(request, responder, context);
+}
+
+void McpRouter::initialize(Request& request, Responder& responder, Context& context) {
+  // A request that names a revision in _meta is served by that revision, which has no handshake.
+  if (!std::holds_alternative<protocol::NoMeta>(protocol::read_request_meta(request.params)))
+    return responder.reply(not_in_stateless(request.method));
+  CallerContext caller = context.caller;
+  RpcOutcome outcome = service_.initialize(request, caller);
+  if (std::holds_alternative<json>(outcome) && context.keep_session &&
+      !context.keep_session(caller)) {
+    return responder.drop("answered by the transport");
+  }
+  responder.reply(std::move(outcome));
+}
+
+void McpRouter::ping(Request& /*request*/, Responder& responder, Context& /*context*/) {
+  responder.reply(json::object());
+}
+
+void McpRouter::discover(Request& /*request*/, Responder& responder, Context& context) {
+  responder.reply(service_.discover(context.caller));
+}
+
+void McpRouter::tools_list(Request& /*request*/, Responder& responder, Context& context) {
+  responder.reply(service_.tools_list(context.caller));
+}
+
+void McpRouter::call_tool(Request& request, Responder& responder, Context& context) {
+  std::optional<CallHooks> hooks;
+  if (context.start_call) {
+    hooks = context.start_call(request, context.caller);
+    if (!hooks) return responder.drop("answered by the transport");
+  } else {
+    hooks = CallHooks{std::make_shared<CallState>(), {}, {}, {}, {}};
+  }
+  service_.call_tool(McpService::ToolCall{
+      std::move(context.caller), std::move(request), std::move(responder), std::move(hooks->state),
+      std::move(hooks->send_progress), std::move(hooks->run_here), std::move(hooks->finished),
+      std::move(hooks->answered)});
+}
+
+void McpRouter::notify(const Notification& notification, CallTable* calls) {
+  if (notification.method == kInitialized) {
+    spdlog::debug("mcp: client reports initialized");
+    return;
+  }
+  if (notification.method != kCancelled) {
+    spdlog::debug("mcp: ignoring notification {}",
+                  sanitize_utf8(notification.method.substr(0, 64)));
+    return;
+  }
+  const auto id = notification.params.find("requestId");
+  if (id == notification.params.end() || !is_request_id(*id)) {
+    spdlog::warn("mcp: notifications/cancelled without a valid requestId; ignored");
+    return;
+  }
+  const std::string key = id->dump();
+  if (calls == nullptr || !calls->cancel(key)) {
+    spdlog::debug("mcp: cancel for id {} which is not running; ignored", key.substr(0, 64));
+    return;
+  }
+  const std::string reason = sanitize_utf8(string_member(notification.params, "reason"));
+  spdlog::info("mcp: client cancelled call {}{}{}", key.substr(0, 64), reason.empty() ? "" : ": ",
+               reason);
+}
+
+}  // namespace execmcp::host::mcp
