@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +19,7 @@
 #include "agent/spdlog_sink.hpp"
 #include "auth/http_policy.hpp"
 #include "cli/arguments.hpp"
+#include "common/signal_service.hpp"
 #include "config/config.hpp"
 #include "config/massgen_flags.hpp"
 #include "plugins/plugin_registry.hpp"
@@ -74,44 +76,15 @@ std::string program_path() {
   return ec ? std::string("execmcp") : path.string();
 }
 
-// SIGINT or SIGTERM while the agent starts (a Docker backend creates its container then) is noted
-// rather than fatal, so the agent can be shut down, its container removed, once start() returns. A
-// second one ends the program at once.
-volatile std::sig_atomic_t g_start_signal = 0;
-extern "C" void on_start_signal(int signal_number) {
-  if (g_start_signal != 0) {
-    std::signal(signal_number, SIG_DFL);
-    std::raise(signal_number);
-    return;
-  }
-  g_start_signal = signal_number;
-}
-
-class StartSignals {
- public:
-  StartSignals()
-      : old_int_((g_start_signal = 0, std::signal(SIGINT, on_start_signal))),
-        old_term_(std::signal(SIGTERM, on_start_signal)) {}
-  ~StartSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-  }
-  StartSignals(const StartSignals&) = delete;
-  StartSignals& operator=(const StartSignals&) = delete;
-
- private:
-  void (*old_int_)(int);
-  void (*old_term_)(int);
-};
-
-// When StartSignals noted a signal (during the start, or since): stops the agent and returns the
+// When the signals noted one (while the agent started, or since): stops the agent and returns the
 // exit code, 128 + the signal.
-std::optional<int> stop_if_signalled(ConfiguredAgent& agent) {
-  if (g_start_signal == 0) return std::nullopt;
+std::optional<int> stop_if_signalled(const SignalService& signals, ConfiguredAgent& agent) {
+  const int signal_number = signals.noted();
+  if (signal_number == 0) return std::nullopt;
   spdlog::info("execmcp: {} while agent '{}' was starting; stopping it",
-               g_start_signal == SIGINT ? "SIGINT" : "SIGTERM", agent.id());
+               signal_number == SIGINT ? "SIGINT" : "SIGTERM", agent.id());
   agent.shutdown();
-  return 128 + g_start_signal;
+  return 128 + signal_number;
 }
 
 // With --strict, each MassGen key read but not acted on as an error; empty otherwise.
@@ -177,14 +150,14 @@ std::vector<std::unique_ptr<ConfiguredAgent>> build_agents(
 }
 
 // Loads the config, scans plugins, builds and starts the selected agent (not started when a
-// signal arrived first); nullptr after printing the reason when any of that fails. Call it with a
-// StartSignals alive and stop_if_signalled() after.
-std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
+// signal arrived first); nullptr after printing the reason when any of that fails. Call
+// stop_if_signalled() after.
+std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args, const SignalService& signals,
                                                std::shared_ptr<const Config>& config) {
   try {
     config = load_config_logged(args);
     auto agent = std::move(build_agents(*config, {&config->select_agent(args.agent_id)}, args)[0]);
-    if (g_start_signal == 0) agent->start();
+    if (signals.noted() == 0) agent->start();
     return agent;
   } catch (const ConfigError& e) {
     print_problems(e.problems());
@@ -220,7 +193,8 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
     std::cerr << "error: this execmcp was built without the HTTP server\n";
     return 1;
   }
-  StartSignals signals;  // until the server installs its own handlers
+  // Until the server installs its own handlers, and again while the agents stop.
+  SignalService signals(SignalService::Mode::kNoteFirst);
   std::shared_ptr<const Config> config;
   std::vector<std::unique_ptr<ConfiguredAgent>> agents;
   try {
@@ -240,7 +214,7 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
     }
     agents = build_agents(*config, selected, args);
     for (auto& agent : agents) {
-      if (args.start_all && g_start_signal == 0) agent->start();
+      if (args.start_all && signals.noted() == 0) agent->start();
     }
     spdlog::info("execmcp: serving {} agent(s) over HTTP: {}", agents.size(), join(ids, ", "));
   } catch (const ConfigError& e) {
@@ -253,8 +227,8 @@ int command_serve_http(const Arguments& args, const HttpServeFunction& serve_htt
   std::vector<ConfiguredAgent*> served;
   for (auto& agent : agents) served.push_back(agent.get());
   int code = 1;
-  if (g_start_signal != 0) {
-    code = 128 + g_start_signal;
+  if (signals.noted() != 0) {
+    code = 128 + signals.noted();
   } else {
     try {
       ServeRequest request = serve_request(args);
@@ -276,9 +250,10 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
     std::cerr << "error: this execmcp was built without the MCP server\n";
     return 1;
   }
-  StartSignals signals;  // until the server installs its own handlers
+  // Until the server installs its own handlers, and again while the agent stops.
+  SignalService signals(SignalService::Mode::kNoteFirst);
   std::shared_ptr<const Config> config;
-  auto agent = prepare_agent(args, config);
+  auto agent = prepare_agent(args, signals, config);
   if (!agent) return 1;
   const std::string filters = join(agent->filter_names(), ", ");
   if (args.massgen) {
@@ -294,7 +269,7 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
         program_path(), config->source_file, agent->id());
   }
   ServeRequest request = serve_request(args);
-  if (auto code = stop_if_signalled(*agent)) return *code;
+  if (auto code = stop_if_signalled(signals, *agent)) return *code;
   int code = 1;
   try {
     code = serve(*agent, request);
@@ -306,32 +281,31 @@ int command_serve(const Arguments& args, const ServeFunction& serve) {
   return code;
 }
 
-sdk::CancelToken* g_exec_cancel = nullptr;
-extern "C" void on_exec_signal(int) {
-  if (g_exec_cancel != nullptr) g_exec_cancel->request_cancel();
+// Runs the command; SIGINT/SIGTERM meanwhile cancel it (the agent stops after, as usual).
+ExecuteOutcome execute_cancellable(ConfiguredAgent& agent, const ExecuteArgs& exec) {
+  sdk::CancelToken cancel;
+  const SignalService signals(SignalService::Mode::kForward);
+  std::thread watcher([&] { signals.watch([&] { cancel.request_cancel(); }); });
+  ExecuteOutcome outcome = agent.execute(exec, nullptr, &cancel);
+  signals.wake();
+  watcher.join();
+  return outcome;
 }
 
 int command_exec(const Arguments& args) {
-  StartSignals signals;  // until the command's own handlers below
+  // Until the command runs, and again while the agent stops.
+  SignalService signals(SignalService::Mode::kNoteFirst);
   std::shared_ptr<const Config> config;
-  auto agent = prepare_agent(args, config);
+  auto agent = prepare_agent(args, signals, config);
   if (!agent) return 1;
-  if (auto code = stop_if_signalled(*agent)) return *code;
+  if (auto code = stop_if_signalled(signals, *agent)) return *code;
   ExecuteArgs exec;
   exec.principal = "cli";
   exec.command = join(args.exec_command, " ");
   exec.work_dir = args.work_dir;
   if (args.timeout_seconds)
     exec.timeout = std::chrono::milliseconds(static_cast<long long>(*args.timeout_seconds * 1000));
-
-  sdk::CancelToken cancel;
-  g_exec_cancel = &cancel;
-  auto old_int = std::signal(SIGINT, on_exec_signal);
-  auto old_term = std::signal(SIGTERM, on_exec_signal);
-  const ExecuteOutcome outcome = agent->execute(exec, nullptr, &cancel);
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
-  g_exec_cancel = nullptr;
+  const ExecuteOutcome outcome = execute_cancellable(*agent, exec);
   agent->shutdown();
 
   const auto& result = outcome.result;

@@ -14,9 +14,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/signal_service.hpp"
 #include "mcp/session.hpp"
 #include "mcp/stdio_transport.hpp"
-#include "mcp/stop_signals.hpp"
 
 namespace execmcp::host::mcp {
 namespace {
@@ -62,7 +62,7 @@ class ProtocolFds {
 }  // namespace
 
 int serve_stdio(Agent& agent, const ServerOptions& options) {
-  StopSignals signals;
+  SignalService signals(SignalService::Mode::kForward, SignalService::BrokenPipe::kFailWrite);
   ProtocolFds fds;
   StdioTransport transport(fds.in(), fds.out(), options.limits.max_bytes);
   Session session(agent, transport, options);

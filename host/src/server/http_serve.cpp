@@ -11,11 +11,11 @@
 
 #include "agent/lazy_agent.hpp"
 #include "auth/authenticator.hpp"
+#include "common/signal_service.hpp"
 #include "http/http_server.hpp"
 #include "mcp/http_endpoint.hpp"
 #include "mcp/mcp_service.hpp"
 #include "mcp/metrics.hpp"
-#include "mcp/stop_signals.hpp"
 
 namespace execmcp::host::server {
 namespace {
@@ -158,7 +158,7 @@ int serve_http(const Config& config, const std::vector<ConfiguredAgent*>& agents
                           {"http", static_cast<double>(http_server.stats().open_connections)}};
                     });
 
-  mcp::StopSignals signals;
+  SignalService signals(SignalService::Mode::kForward, SignalService::BrokenPipe::kFailWrite);
   http_server.start();
   spdlog::info("execmcp: listening on {}", url_of(*listen, http_server.port(), tls));
   for (ConfiguredAgent* agent : agents) {
