@@ -130,6 +130,9 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     return fail("unknown command '" + first + "'");
   args.command = first;
 
+  server::ServeOptions& serve = args.serve;
+  bool given_max_concurrent = false;
+  bool given_max_queued = false;
   std::vector<std::string> positional;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     std::string option = argv[i];
@@ -165,7 +168,7 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     if (is_flag(option)) {
       if (has_value) return fail("option " + option + " takes no value");
       if (option == "--start-all") args.start_all = true;
-      if (option == "--insecure-no-auth") args.insecure_no_auth = true;
+      if (option == "--insecure-no-auth") serve.insecure_no_auth = true;
       if (option == "--strict") args.strict = true;
       continue;
     }
@@ -187,18 +190,19 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
             "--http needs ADDR:PORT (e.g. 127.0.0.1:8000, 0.0.0.0:8000, [::1]:8000; "
             "port 0 picks a free one), got '" +
             value + "'");
-      args.http_address = value;
+      serve.http_address = value;
     } else if (option == "--tls-cert") {
-      args.tls_cert_file = value;
+      serve.tls_cert_file = value;
     } else if (option == "--tls-key") {
-      args.tls_key_file = value;
+      serve.tls_key_file = value;
     } else if (option == "--max-connections") {
-      args.max_connections = parse_size(value, 1, 100000);
-      if (!args.max_connections || value.find_first_not_of("0123456789") != std::string::npos)
+      serve.max_connections = parse_size(value, 1, 100000);
+      if (!serve.max_connections || value.find_first_not_of("0123456789") != std::string::npos)
         return fail("--max-connections needs a whole number from 1 to 100000, got '" + value + "'");
     } else if (option == "--max-calls-per-agent") {
-      args.max_calls_per_agent = parse_size(value, 1, 4096);
-      if (!args.max_calls_per_agent || value.find_first_not_of("0123456789") != std::string::npos)
+      const auto calls = parse_size(value, 1, 4096);
+      serve.max_calls_per_agent = calls.value_or(0);
+      if (!calls || value.find_first_not_of("0123456789") != std::string::npos)
         return fail("--max-calls-per-agent needs a whole number from 1 to 4096, got '" + value +
                     "'");
     } else if (option == "--log-level") {
@@ -217,34 +221,40 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
         std::size_t used = 0;
         const long long n = std::stoll(value, &used);
         if (used != value.size() || n < 1 || n > 1024) throw std::invalid_argument(value);
-        args.max_concurrent = static_cast<std::size_t>(n);
+        serve.session.max_concurrent_calls = static_cast<std::size_t>(n);
+        given_max_concurrent = true;
       } catch (const std::exception&) {
         return fail("--max-concurrent needs a whole number from 1 to 1024, got '" + value + "'");
       }
     } else if (option == "--on-eof") {
       if (value != "cancel" && value != "finish")
         return fail("--on-eof must be cancel or finish, got '" + value + "'");
-      args.finish_on_eof = value == "finish";
+      serve.session.finish_calls_on_eof = value == "finish";
     } else if (option == "--max-message-bytes") {
-      args.max_message_bytes = parse_size(value, 1024, 1024ULL * 1024 * 1024);
-      if (!args.max_message_bytes)
+      const auto bytes = parse_size(value, 1024, 1024ULL * 1024 * 1024);
+      if (bytes) serve.session.limits.max_bytes = *bytes;
+      if (!bytes)
         return fail(
             "--max-message-bytes needs a size from 1K to 1G (bytes, or with K, M, G), got '" +
             value + "'");
     } else if (option == "--max-message-values") {
-      args.max_message_values = parse_size(value, 16, 100'000'000);
-      if (!args.max_message_values)
+      const auto values = parse_size(value, 16, 100'000'000);
+      if (values) serve.session.limits.max_values = *values;
+      if (!values)
         return fail("--max-message-values needs a whole number from 16 to 100000000, got '" +
                     value + "'");
     } else if (option == "--max-outbound-bytes") {
-      args.max_outbound_bytes = parse_size(value, 64 * 1024, 4ULL * 1024 * 1024 * 1024);
-      if (!args.max_outbound_bytes)
+      const auto bytes = parse_size(value, 64 * 1024, 4ULL * 1024 * 1024 * 1024);
+      if (bytes) serve.session.max_outbound_bytes = *bytes;
+      if (!bytes)
         return fail(
             "--max-outbound-bytes needs a size from 64K to 4G (bytes, or with K, M, G), got '" +
             value + "'");
     } else if (option == "--max-queued-calls") {
-      args.max_queued_calls = parse_size(value, 0, 4096);
-      if (!args.max_queued_calls || value.find_first_not_of("0123456789") != std::string::npos)
+      const auto queued = parse_size(value, 0, 4096);
+      if (queued) serve.session.max_queued_calls = *queued;
+      given_max_queued = true;
+      if (!queued || value.find_first_not_of("0123456789") != std::string::npos)
         return fail("--max-queued-calls needs a whole number from 0 to 4096, got '" + value + "'");
     } else if (option == "--timeout") {
       try {
@@ -270,7 +280,7 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       return fail(
           "--massgen replaces --config and --agent (the agent comes from MassGen's flags); "
           "put execmcp's own options before --massgen");
-    if (!args.http_address.empty())
+    if (!serve.http_address.empty())
       return fail("--massgen serves one agent on stdio, as MassGen's server does; drop --http");
   }
   if (args.config_file.empty() && args.command != "plugins" && !args.massgen)
@@ -278,23 +288,29 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
                                                : args.command + " needs --config FILE");
   if (args.command == "exec" && args.exec_command.empty())
     return fail("exec needs a command after --");
-  if (args.command == "serve" && args.http_address.empty()) {
+  if (args.command == "serve" && serve.http_address.empty()) {
     if (args.agent_ids.size() > 1)
       return fail(
           "serve over stdio serves one agent; give one --agent, or serve several with "
           "--http ADDR:PORT");
     for (const char* option : {"--tls-cert", "--tls-key"}) {
-      const bool given = std::string(option) == "--tls-cert" ? !args.tls_cert_file.empty()
-                                                             : !args.tls_key_file.empty();
+      const bool given = std::string(option) == "--tls-cert" ? !serve.tls_cert_file.empty()
+                                                             : !serve.tls_key_file.empty();
       if (given) return fail(std::string(option) + " needs --http ADDR:PORT");
     }
-    if (args.start_all || args.insecure_no_auth || args.max_connections || args.max_calls_per_agent)
+    if (args.start_all || serve.insecure_no_auth || serve.max_connections ||
+        serve.max_calls_per_agent != 0)
       return fail(
           "--start-all, --insecure-no-auth, --max-connections and --max-calls-per-agent "
           "need --http ADDR:PORT");
   }
-  if (args.tls_cert_file.empty() != args.tls_key_file.empty())
+  if (serve.tls_cert_file.empty() != serve.tls_key_file.empty())
     return fail("TLS needs both --tls-cert FILE and --tls-key FILE");
+  if (!serve.http_address.empty()) {
+    if (!given_max_concurrent)
+      serve.session.max_concurrent_calls = server::kHttpDefaultMaxConcurrent;
+    if (!given_max_queued) serve.session.max_queued_calls = server::kHttpDefaultMaxQueued;
+  }
   return parsed;
 }
 
