@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/background_types.hpp"
+#include "agent/background_shell_control.hpp"
 
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/types.hpp"
@@ -40,15 +40,6 @@ struct AgentCapabilities {
   bool background = false;  // background shells: the backend offers execmcp.background/1
 };
 
-struct BackgroundStartArgs {
-  std::string command;
-  std::string work_dir;   // empty: the agent's cwd
-  std::string principal;  // who asked, for the audit trail
-};
-
-inline constexpr const char* kNoBackgroundShells =
-    "background shells are not available for this agent (its backend does not offer them)";
-
 // One configured agent: its filter chain, its backend, its limits, its audit log.
 // Thread-safe: the MCP layer calls it from several request threads at once. Never throws on the
 // request path; failures come back inside the outcome / result.
@@ -80,35 +71,9 @@ class Agent {
   // Known without starting the backend (tools/list asks it).
   [[nodiscard]] virtual AgentCapabilities capabilities() const { return {}; }
 
-  // Background shells (MassGen's tools), when capabilities().background. The command passes the
-  // agent's filters like any command; every call writes one audit record.
-  virtual BackgroundStartResult start_background(const BackgroundStartArgs& /*args*/) {
-    BackgroundStartResult result;
-    result.error = kNoBackgroundShells;
-    return result;
-  }
-  virtual BackgroundOutput background_output(const std::string& /*shell_id*/,
-                                             const std::optional<std::string>& /*cursor*/,
-                                             std::optional<std::size_t> /*max_lines*/,
-                                             const std::string& /*principal*/) {
-    BackgroundOutput output;
-    output.error = kNoBackgroundShells;
-    return output;
-  }
-  virtual std::optional<BackgroundShellStatus> background_status(const std::string& /*shell_id*/,
-                                                                 const std::string& /*principal*/) {
-    return std::nullopt;
-  }
-  // Returns once the process tree is gone.
-  virtual BackgroundKillResult kill_background(const std::string& /*shell_id*/,
-                                               const std::string& /*principal*/) {
-    BackgroundKillResult result;
-    result.error = kNoBackgroundShells;
-    return result;
-  }
-  virtual std::vector<BackgroundShellStatus> list_background(const std::string& /*principal*/) {
-    return {};
-  }
+  // Background shells (MassGen's tools), when capabilities().background; nullptr otherwise. Like
+  // sdk::ExecutorBackend::query_interface: asked per call, the answer lives as long as the agent.
+  virtual BackgroundShellControl* background_shells() { return nullptr; }
 };
 
 }  // namespace execmcp::host

@@ -27,6 +27,61 @@ std::string format_seconds(std::chrono::milliseconds value) {
 
 }  // namespace
 
+// Filters the command before background_ starts it, and refuses once the agent shuts down.
+class ConfiguredAgent::Shells final : public BackgroundShellControl {
+ public:
+  explicit Shells(ConfiguredAgent& agent) : agent_(agent) {}
+
+  BackgroundStartResult start(const BackgroundStartArgs& args) override {
+    BackgroundStartResult result;
+    if (const auto denial = agent_.check_filters(args.command, args.work_dir)) {
+      result.error = "Command validation error: " + denial->reason;
+      result.blocked_by = denial->filter;
+      result.rule = denial->rule;
+      AuditRecord record;
+      record.tool = "start_background_shell";
+      record.principal = args.principal;
+      record.command = args.command;
+      record.work_dir = args.work_dir;
+      record.verdict = "blocked:" + denial->filter + "/" + denial->rule;
+      record.reason = denial->reason;
+      sdk::ExecResult nothing;
+      agent_.audit(std::move(record), nothing);
+      return result;
+    }
+    if (agent_.shut_down_.load()) {
+      result.error =
+          "Failed to start background shell: agent '" + agent_.parts_.id + "' is shutting down";
+      return result;
+    }
+    return agent_.background_->start(args.command, args.work_dir, args.principal);
+  }
+
+  BackgroundOutput output(const std::string& shell_id, const std::optional<std::string>& cursor,
+                          std::optional<std::size_t> max_lines,
+                          const std::string& principal) override {
+    BackgroundOutput output = agent_.background_->output(shell_id, cursor, max_lines, principal);
+    output.output_cap = agent_.parts_.output_cap;
+    return output;
+  }
+
+  std::optional<BackgroundShellStatus> status(const std::string& shell_id,
+                                              const std::string& principal) override {
+    return agent_.background_->status(shell_id, principal);
+  }
+
+  BackgroundKillResult kill(const std::string& shell_id, const std::string& principal) override {
+    return agent_.background_->kill(shell_id, principal);
+  }
+
+  std::vector<BackgroundShellStatus> list(const std::string& principal) override {
+    return agent_.background_->list(principal);
+  }
+
+ private:
+  ConfiguredAgent& agent_;
+};
+
 std::string make_instance_id() {
   std::random_device device;
   std::ostringstream out;
@@ -57,6 +112,7 @@ ConfiguredAgent::ConfiguredAgent(Parts parts) : parts_(std::move(parts)) {
                                                      record.instance_id = parts_.instance_id;
                                                      parts_.audit->record(record);
                                                    });
+  shells_ = std::make_unique<Shells>(*this);
 }
 
 ConfiguredAgent::~ConfiguredAgent() {
@@ -297,59 +353,8 @@ AgentCapabilities ConfiguredAgent::capabilities() const {
   return AgentCapabilities{background_ != nullptr};
 }
 
-BackgroundStartResult ConfiguredAgent::start_background(const BackgroundStartArgs& args) {
-  BackgroundStartResult result;
-  if (!background_) {
-    result.error = kNoBackgroundShells;
-    return result;
-  }
-  if (const auto denial = check_filters(args.command, args.work_dir)) {
-    result.error = "Command validation error: " + denial->reason;
-    result.blocked_by = denial->filter;
-    result.rule = denial->rule;
-    AuditRecord record;
-    record.tool = "start_background_shell";
-    record.principal = args.principal;
-    record.command = args.command;
-    record.work_dir = args.work_dir;
-    record.verdict = "blocked:" + denial->filter + "/" + denial->rule;
-    record.reason = denial->reason;
-    sdk::ExecResult nothing;
-    audit(std::move(record), nothing);
-    return result;
-  }
-  if (shut_down_.load()) {
-    result.error = "Failed to start background shell: agent '" + parts_.id + "' is shutting down";
-    return result;
-  }
-  return background_->start(args.command, args.work_dir, args.principal);
-}
-
-BackgroundOutput ConfiguredAgent::background_output(const std::string& shell_id,
-                                                    const std::optional<std::string>& cursor,
-                                                    std::optional<std::size_t> max_lines,
-                                                    const std::string& principal) {
-  if (!background_) return Agent::background_output(shell_id, cursor, max_lines, principal);
-  BackgroundOutput output = background_->output(shell_id, cursor, max_lines, principal);
-  output.output_cap = parts_.output_cap;
-  return output;
-}
-
-std::optional<BackgroundShellStatus> ConfiguredAgent::background_status(
-    const std::string& shell_id, const std::string& principal) {
-  if (!background_) return std::nullopt;
-  return background_->status(shell_id, principal);
-}
-
-BackgroundKillResult ConfiguredAgent::kill_background(const std::string& shell_id,
-                                                      const std::string& principal) {
-  if (!background_) return Agent::kill_background(shell_id, principal);
-  return background_->kill(shell_id, principal);
-}
-
-std::vector<BackgroundShellStatus> ConfiguredAgent::list_background(const std::string& principal) {
-  if (!background_) return {};
-  return background_->list(principal);
+BackgroundShellControl* ConfiguredAgent::background_shells() {
+  return shells_.get();
 }
 
 std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,

@@ -68,16 +68,7 @@ class ConfiguredAgent final : public Agent {
   [[nodiscard]] sdk::BackendTraits traits() const override;
 
   [[nodiscard]] AgentCapabilities capabilities() const override;
-  BackgroundStartResult start_background(const BackgroundStartArgs& args) override;
-  BackgroundOutput background_output(const std::string& shell_id,
-                                     const std::optional<std::string>& cursor,
-                                     std::optional<std::size_t> max_lines,
-                                     const std::string& principal) override;
-  std::optional<BackgroundShellStatus> background_status(const std::string& shell_id,
-                                                         const std::string& principal) override;
-  BackgroundKillResult kill_background(const std::string& shell_id,
-                                       const std::string& principal) override;
-  std::vector<BackgroundShellStatus> list_background(const std::string& principal) override;
+  BackgroundShellControl* background_shells() override;
 
  private:
   struct Denial {
@@ -101,6 +92,9 @@ class ConfiguredAgent final : public Agent {
   std::atomic<bool> started_{false};
   // After parts_: destroyed (all shells ended) before the backend that runs them.
   std::unique_ptr<BackgroundShells> background_;
+  // The agent's side of background_ (filters first, output cap, shutdown); null without it.
+  class Shells;
+  std::unique_ptr<Shells> shells_;
 };
 
 struct AgentBuildOptions {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -23,6 +24,9 @@ class LazyAgent final : public Agent {
   explicit LazyAgent(ConfiguredAgent& agent,
                      std::chrono::milliseconds retry_after = std::chrono::seconds(5),
                      std::size_t max_start_waiters = 4);
+  ~LazyAgent() override;
+  LazyAgent(const LazyAgent&) = delete;
+  LazyAgent& operator=(const LazyAgent&) = delete;
 
   // Starts the backend unless it runs; "" when it does, else why it cannot. Thread safe: one
   // caller starts, up to max_start_waiters - 1 concurrent callers wait for that start.
@@ -45,31 +49,18 @@ class LazyAgent final : public Agent {
 
   // Answered without starting the backend (the capability is known once it is created).
   [[nodiscard]] AgentCapabilities capabilities() const override { return agent_.capabilities(); }
-  // Starts the backend first; the other background calls need no start (no shells before one).
-  BackgroundStartResult start_background(const BackgroundStartArgs& args) override;
-  BackgroundOutput background_output(const std::string& shell_id,
-                                     const std::optional<std::string>& cursor,
-                                     std::optional<std::size_t> max_lines,
-                                     const std::string& principal) override {
-    return agent_.background_output(shell_id, cursor, max_lines, principal);
-  }
-  std::optional<BackgroundShellStatus> background_status(const std::string& shell_id,
-                                                         const std::string& principal) override {
-    return agent_.background_status(shell_id, principal);
-  }
-  BackgroundKillResult kill_background(const std::string& shell_id,
-                                       const std::string& principal) override {
-    return agent_.kill_background(shell_id, principal);
-  }
-  std::vector<BackgroundShellStatus> list_background(const std::string& principal) override {
-    return agent_.list_background(principal);
-  }
+  // The agent's shells, behind a start: starting a shell starts the backend first; the other
+  // calls need none (no shells before one). nullptr when the agent has none.
+  BackgroundShellControl* background_shells() override;
 
  private:
   // The last failure while it is recent (within retry_after_), else "".
   std::string recent_failure();
 
+  class StartingShells;
+
   ConfiguredAgent& agent_;
+  std::unique_ptr<StartingShells> shells_;  // null when agent_ has no shells
   const std::chrono::milliseconds retry_after_;
   const std::size_t max_start_waiters_;
   std::atomic<State> state_{State::kNotStarted};

@@ -62,6 +62,150 @@ bool is_flag(const std::string& option) {
   return option == "--start-all" || option == "--insecure-no-auth" || option == "--strict";
 }
 
+// The serve options given on the command line (--http changes the defaults of the others).
+struct Given {
+  bool max_concurrent = false;
+  bool max_queued = false;
+};
+
+// Stores the value of one option that takes one; the usage error, or "".
+std::string take_value(Arguments& args, Given& given, const std::string& option,
+                       const std::string& value) {
+  server::ServeOptions& serve = args.serve;
+  if (option == "--config") {
+    args.config_file = value;
+  } else if (option == "--agent") {
+    if (args.agent_id.empty()) args.agent_id = value;
+    args.agent_ids.push_back(value);
+  } else if (option == "--http") {
+    const auto colon = value.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == value.size() ||
+        value.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+        value.size() - colon - 1 > 5 || std::stoul(value.substr(colon + 1)) > 65535)
+      return "--http needs ADDR:PORT (e.g. 127.0.0.1:8000, 0.0.0.0:8000, [::1]:8000; "
+             "port 0 picks a free one), got '" +
+             value + "'";
+    serve.http_address = value;
+  } else if (option == "--tls-cert") {
+    serve.tls_cert_file = value;
+  } else if (option == "--tls-key") {
+    serve.tls_key_file = value;
+  } else if (option == "--max-connections") {
+    serve.max_connections = parse_size(value, 1, 100000);
+    if (!serve.max_connections || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--max-connections needs a whole number from 1 to 100000, got '" + value + "'";
+  } else if (option == "--max-calls-per-agent") {
+    const auto calls = parse_size(value, 1, 4096);
+    serve.max_calls_per_agent = calls.value_or(0);
+    if (!calls || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--max-calls-per-agent needs a whole number from 1 to 4096, got '" + value + "'";
+  } else if (option == "--log-level") {
+    static const std::array<const char*, 5> kLevels = {"trace", "debug", "info", "warn", "error"};
+    if (std::find_if(kLevels.begin(), kLevels.end(),
+                     [&](const char* level) { return value == level; }) == kLevels.end())
+      return "--log-level must be one of trace, debug, info, warn, error; got '" + value + "'";
+    args.log_level = value;
+  } else if (option == "--audit-file") {
+    args.audit_file = value;
+  } else if (option == "--work-dir") {
+    args.work_dir = value;
+  } else if (option == "--max-concurrent") {
+    try {
+      std::size_t used = 0;
+      const long long n = std::stoll(value, &used);
+      if (used != value.size() || n < 1 || n > 1024) throw std::invalid_argument(value);
+      serve.session.max_concurrent_calls = static_cast<std::size_t>(n);
+      given.max_concurrent = true;
+    } catch (const std::exception&) {
+      return "--max-concurrent needs a whole number from 1 to 1024, got '" + value + "'";
+    }
+  } else if (option == "--on-eof") {
+    if (value != "cancel" && value != "finish")
+      return "--on-eof must be cancel or finish, got '" + value + "'";
+    serve.session.finish_calls_on_eof = value == "finish";
+  } else if (option == "--max-message-bytes") {
+    const auto bytes = parse_size(value, 1024, 1024ULL * 1024 * 1024);
+    if (bytes) serve.session.limits.max_bytes = *bytes;
+    if (!bytes)
+      return "--max-message-bytes needs a size from 1K to 1G (bytes, or with K, M, G), got '" +
+             value + "'";
+  } else if (option == "--max-message-values") {
+    const auto values = parse_size(value, 16, 100'000'000);
+    if (values) serve.session.limits.max_values = *values;
+    if (!values)
+      return "--max-message-values needs a whole number from 16 to 100000000, got '" + value + "'";
+  } else if (option == "--max-outbound-bytes") {
+    const auto bytes = parse_size(value, 64 * 1024, 4ULL * 1024 * 1024 * 1024);
+    if (bytes) serve.session.max_outbound_bytes = *bytes;
+    if (!bytes)
+      return "--max-outbound-bytes needs a size from 64K to 4G (bytes, or with K, M, G), got '" +
+             value + "'";
+  } else if (option == "--max-queued-calls") {
+    const auto queued = parse_size(value, 0, 4096);
+    if (queued) serve.session.max_queued_calls = *queued;
+    given.max_queued = true;
+    if (!queued || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--max-queued-calls needs a whole number from 0 to 4096, got '" + value + "'";
+  } else if (option == "--timeout") {
+    try {
+      std::size_t used = 0;
+      const double seconds = std::stod(value, &used);
+      if (used != value.size() || !(seconds > 0)) throw std::invalid_argument(value);
+      args.timeout_seconds = seconds;
+    } catch (const std::exception&) {
+      return "--timeout needs a number of seconds > 0, got '" + value + "'";
+    }
+  }
+  return {};
+}
+
+// The rules between options, once every one is read (and --http's defaults); the usage error,
+// or "".
+std::string check_together(Arguments& args, std::vector<std::string>& positional,
+                           const Given& given) {
+  server::ServeOptions& serve = args.serve;
+  if (args.command == "check-config" && args.config_file.empty() && positional.size() == 1) {
+    args.config_file = positional.front();
+    positional.clear();
+  }
+  if (!positional.empty())
+    return "unexpected argument '" + positional.front() + "'" +
+           (args.command == "exec" ? " (put the command after --)" : "");
+  if (args.massgen) {
+    if (!args.config_file.empty() || !args.agent_ids.empty())
+      return "--massgen replaces --config and --agent (the agent comes from MassGen's flags); "
+             "put execmcp's own options before --massgen";
+    if (!serve.http_address.empty())
+      return "--massgen serves one agent on stdio, as MassGen's server does; drop --http";
+  }
+  if (args.config_file.empty() && args.command != "plugins" && !args.massgen)
+    return args.command == "check-config" ? "check-config needs a config FILE"
+                                          : args.command + " needs --config FILE";
+  if (args.command == "exec" && args.exec_command.empty()) return "exec needs a command after --";
+  if (args.command == "serve" && serve.http_address.empty()) {
+    if (args.agent_ids.size() > 1)
+      return "serve over stdio serves one agent; give one --agent, or serve several with "
+             "--http ADDR:PORT";
+    for (const char* option : {"--tls-cert", "--tls-key"}) {
+      const bool present = std::string(option) == "--tls-cert" ? !serve.tls_cert_file.empty()
+                                                               : !serve.tls_key_file.empty();
+      if (present) return std::string(option) + " needs --http ADDR:PORT";
+    }
+    if (args.start_all || serve.insecure_no_auth || serve.max_connections ||
+        serve.max_calls_per_agent != 0)
+      return "--start-all, --insecure-no-auth, --max-connections and --max-calls-per-agent "
+             "need --http ADDR:PORT";
+  }
+  if (serve.tls_cert_file.empty() != serve.tls_key_file.empty())
+    return "TLS needs both --tls-cert FILE and --tls-key FILE";
+  if (!serve.http_address.empty()) {
+    if (!given.max_concurrent)
+      serve.session.max_concurrent_calls = server::kHttpDefaultMaxConcurrent;
+    if (!given.max_queued) serve.session.max_queued_calls = server::kHttpDefaultMaxQueued;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -130,6 +274,7 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     return fail("unknown command '" + first + "'");
   args.command = first;
 
+  Given given;
   std::vector<std::string> positional;
   for (std::size_t i = 1; i < argv.size(); ++i) {
     std::string option = argv[i];
@@ -165,7 +310,7 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
     if (is_flag(option)) {
       if (has_value) return fail("option " + option + " takes no value");
       if (option == "--start-all") args.start_all = true;
-      if (option == "--insecure-no-auth") args.insecure_no_auth = true;
+      if (option == "--insecure-no-auth") args.serve.insecure_no_auth = true;
       if (option == "--strict") args.strict = true;
       continue;
     }
@@ -173,128 +318,11 @@ ParsedArguments parse_arguments(const std::vector<std::string>& argv) {
       if (i + 1 >= argv.size()) return fail("option " + option + " needs a value");
       value = argv[++i];
     }
-    if (option == "--config") {
-      args.config_file = value;
-    } else if (option == "--agent") {
-      if (args.agent_id.empty()) args.agent_id = value;
-      args.agent_ids.push_back(value);
-    } else if (option == "--http") {
-      const auto colon = value.rfind(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == value.size() ||
-          value.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-          value.size() - colon - 1 > 5 || std::stoul(value.substr(colon + 1)) > 65535)
-        return fail(
-            "--http needs ADDR:PORT (e.g. 127.0.0.1:8000, 0.0.0.0:8000, [::1]:8000; "
-            "port 0 picks a free one), got '" +
-            value + "'");
-      args.http_address = value;
-    } else if (option == "--tls-cert") {
-      args.tls_cert_file = value;
-    } else if (option == "--tls-key") {
-      args.tls_key_file = value;
-    } else if (option == "--max-connections") {
-      args.max_connections = parse_size(value, 1, 100000);
-      if (!args.max_connections || value.find_first_not_of("0123456789") != std::string::npos)
-        return fail("--max-connections needs a whole number from 1 to 100000, got '" + value + "'");
-    } else if (option == "--max-calls-per-agent") {
-      args.max_calls_per_agent = parse_size(value, 1, 4096);
-      if (!args.max_calls_per_agent || value.find_first_not_of("0123456789") != std::string::npos)
-        return fail("--max-calls-per-agent needs a whole number from 1 to 4096, got '" + value +
-                    "'");
-    } else if (option == "--log-level") {
-      static const std::array<const char*, 5> kLevels = {"trace", "debug", "info", "warn", "error"};
-      if (std::find_if(kLevels.begin(), kLevels.end(),
-                       [&](const char* level) { return value == level; }) == kLevels.end())
-        return fail("--log-level must be one of trace, debug, info, warn, error; got '" + value +
-                    "'");
-      args.log_level = value;
-    } else if (option == "--audit-file") {
-      args.audit_file = value;
-    } else if (option == "--work-dir") {
-      args.work_dir = value;
-    } else if (option == "--max-concurrent") {
-      try {
-        std::size_t used = 0;
-        const long long n = std::stoll(value, &used);
-        if (used != value.size() || n < 1 || n > 1024) throw std::invalid_argument(value);
-        args.max_concurrent = static_cast<std::size_t>(n);
-      } catch (const std::exception&) {
-        return fail("--max-concurrent needs a whole number from 1 to 1024, got '" + value + "'");
-      }
-    } else if (option == "--on-eof") {
-      if (value != "cancel" && value != "finish")
-        return fail("--on-eof must be cancel or finish, got '" + value + "'");
-      args.finish_on_eof = value == "finish";
-    } else if (option == "--max-message-bytes") {
-      args.max_message_bytes = parse_size(value, 1024, 1024ULL * 1024 * 1024);
-      if (!args.max_message_bytes)
-        return fail(
-            "--max-message-bytes needs a size from 1K to 1G (bytes, or with K, M, G), got '" +
-            value + "'");
-    } else if (option == "--max-message-values") {
-      args.max_message_values = parse_size(value, 16, 100'000'000);
-      if (!args.max_message_values)
-        return fail("--max-message-values needs a whole number from 16 to 100000000, got '" +
-                    value + "'");
-    } else if (option == "--max-outbound-bytes") {
-      args.max_outbound_bytes = parse_size(value, 64 * 1024, 4ULL * 1024 * 1024 * 1024);
-      if (!args.max_outbound_bytes)
-        return fail(
-            "--max-outbound-bytes needs a size from 64K to 4G (bytes, or with K, M, G), got '" +
-            value + "'");
-    } else if (option == "--max-queued-calls") {
-      args.max_queued_calls = parse_size(value, 0, 4096);
-      if (!args.max_queued_calls || value.find_first_not_of("0123456789") != std::string::npos)
-        return fail("--max-queued-calls needs a whole number from 0 to 4096, got '" + value + "'");
-    } else if (option == "--timeout") {
-      try {
-        std::size_t used = 0;
-        const double seconds = std::stod(value, &used);
-        if (used != value.size() || !(seconds > 0)) throw std::invalid_argument(value);
-        args.timeout_seconds = seconds;
-      } catch (const std::exception&) {
-        return fail("--timeout needs a number of seconds > 0, got '" + value + "'");
-      }
-    }
+    if (std::string error = take_value(args, given, option, value); !error.empty())
+      return fail(std::move(error));
   }
-
-  if (args.command == "check-config" && args.config_file.empty() && positional.size() == 1) {
-    args.config_file = positional.front();
-    positional.clear();
-  }
-  if (!positional.empty())
-    return fail("unexpected argument '" + positional.front() + "'" +
-                (args.command == "exec" ? " (put the command after --)" : ""));
-  if (args.massgen) {
-    if (!args.config_file.empty() || !args.agent_ids.empty())
-      return fail(
-          "--massgen replaces --config and --agent (the agent comes from MassGen's flags); "
-          "put execmcp's own options before --massgen");
-    if (!args.http_address.empty())
-      return fail("--massgen serves one agent on stdio, as MassGen's server does; drop --http");
-  }
-  if (args.config_file.empty() && args.command != "plugins" && !args.massgen)
-    return fail(args.command == "check-config" ? "check-config needs a config FILE"
-                                               : args.command + " needs --config FILE");
-  if (args.command == "exec" && args.exec_command.empty())
-    return fail("exec needs a command after --");
-  if (args.command == "serve" && args.http_address.empty()) {
-    if (args.agent_ids.size() > 1)
-      return fail(
-          "serve over stdio serves one agent; give one --agent, or serve several with "
-          "--http ADDR:PORT");
-    for (const char* option : {"--tls-cert", "--tls-key"}) {
-      const bool given = std::string(option) == "--tls-cert" ? !args.tls_cert_file.empty()
-                                                             : !args.tls_key_file.empty();
-      if (given) return fail(std::string(option) + " needs --http ADDR:PORT");
-    }
-    if (args.start_all || args.insecure_no_auth || args.max_connections || args.max_calls_per_agent)
-      return fail(
-          "--start-all, --insecure-no-auth, --max-connections and --max-calls-per-agent "
-          "need --http ADDR:PORT");
-  }
-  if (args.tls_cert_file.empty() != args.tls_key_file.empty())
-    return fail("TLS needs both --tls-cert FILE and --tls-key FILE");
+  if (std::string error = check_together(args, positional, given); !error.empty())
+    return fail(std::move(error));
   return parsed;
 }
 

@@ -1,25 +1,21 @@
-// The execmcp subcommands (serve, exec, check-config, plugins) behind main().
+// The execmcp subcommands behind main(): exec, check-config and plugins here, serve in
+// serve_command.cpp.
 #include "cli/commands.hpp"
 
-#include <unistd.h>
-
-#include <csignal>
+#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
-#include <optional>
+#include <thread>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <boost/dll/runtime_symbol_info.hpp>
 
 #include "agent/spdlog_sink.hpp"
-#include "auth/http_policy.hpp"
 #include "cli/arguments.hpp"
+#include "cli/command_setup.hpp"
+#include "cli/serve_command.hpp"
+#include "common/signal_service.hpp"
 #include "config/config.hpp"
-#include "config/massgen_flags.hpp"
 #include "plugins/plugin_registry.hpp"
 
 #ifndef EXECMCP_VERSION
@@ -35,304 +31,38 @@ constexpr int kExitBlocked = 126;      // like a shell's "cannot execute"
 constexpr int kExitCouldNotRun = 125;  // the backend could not run the command at all
 constexpr int kExitTimedOut = 124;     // like timeout(1)
 
-// serve --http's defaults for --max-concurrent and --max-queued-calls (stdio: 8 and 16).
-constexpr std::size_t kHttpDefaultMaxConcurrent = 64;
-constexpr std::size_t kHttpDefaultMaxQueued = 64;
-
 void setup_logging(const std::string& level, const std::string& fallback) {
   // stdout belongs to MCP: every log line goes to stderr, bounded and escaped.
   install_server_logger(std::make_shared<spdlog::sinks::stderr_color_sink_mt>(),
                         spdlog::level::from_str(level.empty() ? fallback : level));
 }
 
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
-
-void print_problems(const std::vector<std::string>& problems) {
-  for (const auto& problem : problems) std::cerr << "error: " << problem << "\n";
-}
-
-PluginRegistry scan_plugins(const Config* config) {
-  PluginRegistry registry;
-  std::vector<std::string> from_config;
-  if (config != nullptr) from_config = config->plugin_paths;
-  registry.scan(PluginRegistry::default_search_dirs(from_config), from_config);
-  return registry;
-}
-
-void log_registry_problems(const PluginRegistry& registry) {
-  for (const auto& warning : registry.warnings()) spdlog::warn("plugins: {}", warning);
-  for (const auto& error : registry.errors()) spdlog::warn("plugins: {}", error);
-}
-
-std::string program_path() {
-  boost::dll::fs::error_code ec;
-  const auto path = boost::dll::program_location(ec);
-  return ec ? std::string("execmcp") : path.string();
-}
-
-// SIGINT or SIGTERM while the agent starts (a Docker backend creates its container then) is noted
-// rather than fatal, so the agent can be shut down, its container removed, once start() returns. A
-// second one ends the program at once.
-volatile std::sig_atomic_t g_start_signal = 0;
-extern "C" void on_start_signal(int signal_number) {
-  if (g_start_signal != 0) {
-    std::signal(signal_number, SIG_DFL);
-    std::raise(signal_number);
-    return;
-  }
-  g_start_signal = signal_number;
-}
-
-class StartSignals {
- public:
-  StartSignals()
-      : old_int_((g_start_signal = 0, std::signal(SIGINT, on_start_signal))),
-        old_term_(std::signal(SIGTERM, on_start_signal)) {}
-  ~StartSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-  }
-  StartSignals(const StartSignals&) = delete;
-  StartSignals& operator=(const StartSignals&) = delete;
-
- private:
-  void (*old_int_)(int);
-  void (*old_term_)(int);
-};
-
-// When StartSignals noted a signal (during the start, or since): stops the agent and returns the
-// exit code, 128 + the signal.
-std::optional<int> stop_if_signalled(ConfiguredAgent& agent) {
-  if (g_start_signal == 0) return std::nullopt;
-  spdlog::info("execmcp: {} while agent '{}' was starting; stopping it",
-               g_start_signal == SIGINT ? "SIGINT" : "SIGTERM", agent.id());
-  agent.shutdown();
-  return 128 + g_start_signal;
-}
-
-// With --strict, each MassGen key read but not acted on as an error; empty otherwise.
-std::vector<std::string> strict_problems(const Config& config, const Arguments& args) {
-  std::vector<std::string> problems;
-  if (!args.strict) return problems;
-  for (const auto& entry : config.ignored)
-    problems.push_back(entry.str() + " is not acted on by execmcp (--strict)");
-  return problems;
-}
-
-// Loads the config and logs its warnings and the keys it does not act on. Throws ConfigError
-// (also for those keys, with --strict).
-// Wipes, then unsets, each environment variable that held a token. unsetenv() alone only drops
-// the pointer: the value stays in the block the process started with, which
-// /proc/<pid>/environ shows (and environ still points into it for variables never changed). Every
-// entry of the name is wiped, in case the environment held it twice.
-void wipe_secret_env(const std::vector<std::string>& names) {
-  for (const auto& name : names) {
-    const std::string prefix = name + "=";
-    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-      if (std::strncmp(*entry, prefix.c_str(), prefix.size()) != 0) continue;
-      char* value = *entry + prefix.size();
-      ::explicit_bzero(value, std::strlen(value));
-    }
-    ::unsetenv(name.c_str());
-  }
-}
-
-std::shared_ptr<const Config> load_config_logged(const Arguments& args) {
-  std::shared_ptr<const Config> config;
-  if (args.massgen) {
-    std::error_code ec;
-    const auto cwd = std::filesystem::current_path(ec);
-    if (ec)
-      throw ConfigError({"serve --massgen: cannot read the current directory: " + ec.message()});
-    config = massgen_flags_config(*args.massgen, cwd.string());
-  } else {
-    config = load_config(args.config_file);
-  }
-  // The tokens are hashed now. Commands (a local agent's inherit our environment) must never see
-  // the variables that held server.tokens, nor anyone reading /proc/<pid>/environ, though only
-  // serve --http uses the tokens.
-  if (config->server) wipe_secret_env(config->server->secret_env);
-  if (auto problems = strict_problems(*config, args); !problems.empty())
-    throw ConfigError(std::move(problems));
-  for (const auto& warning : config->warnings) spdlog::warn("{}", warning);
-  for (const auto& entry : config->ignored) spdlog::info("not acted on: {}", entry.str());
-  return config;
-}
-
-// Scans the plugins and builds each selected agent (not started). Throws like build_agent.
-std::vector<std::unique_ptr<ConfiguredAgent>> build_agents(
-    const Config& config, const std::vector<const AgentConfig*>& selected, const Arguments& args) {
-  PluginRegistry registry = scan_plugins(&config);
-  log_registry_problems(registry);
-  AgentBuildOptions options;
-  options.audit_file = args.audit_file;
-  std::vector<std::unique_ptr<ConfiguredAgent>> agents;
-  for (const auto* agent : selected)
-    agents.push_back(build_agent(config, *agent, registry, options));
-  return agents;
-}
-
-// Loads the config, scans plugins, builds and starts the selected agent (not started when a
-// signal arrived first); nullptr after printing the reason when any of that fails. Call it with a
-// StartSignals alive and stop_if_signalled() after.
-std::unique_ptr<ConfiguredAgent> prepare_agent(const Arguments& args,
-                                               std::shared_ptr<const Config>& config) {
-  try {
-    config = load_config_logged(args);
-    auto agent = std::move(build_agents(*config, {&config->select_agent(args.agent_id)}, args)[0]);
-    if (g_start_signal == 0) agent->start();
-    return agent;
-  } catch (const ConfigError& e) {
-    print_problems(e.problems());
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-  }
-  return nullptr;
-}
-
-ServeRequest serve_request(const Arguments& args) {
-  ServeRequest request;
-  request.server_version = EXECMCP_VERSION;
-  if (args.max_concurrent) request.max_concurrent = *args.max_concurrent;
-  request.finish_calls_on_eof = args.finish_on_eof;
-  request.max_message_bytes = args.max_message_bytes;
-  request.max_message_values = args.max_message_values;
-  request.max_outbound_bytes = args.max_outbound_bytes;
-  request.max_queued_calls = args.max_queued_calls;
-  request.http_address = args.http_address;
-  request.tls_cert_file = args.tls_cert_file;
-  request.tls_key_file = args.tls_key_file;
-  request.insecure_no_auth = args.insecure_no_auth;
-  request.max_connections = args.max_connections;
-  request.max_calls_per_agent = args.max_calls_per_agent;
-  return request;
-}
-
-// serve --http: every agent of the config (or each --agent) in one process. Agents are built
-// here and started on first use (or now, with --start-all); each is shut down (its container
-// removed) when serving ends.
-int command_serve_http(const Arguments& args, const HttpServeFunction& serve_http) {
-  if (!serve_http) {
-    std::cerr << "error: this execmcp was built without the HTTP server\n";
-    return 1;
-  }
-  StartSignals signals;  // until the server installs its own handlers
-  std::shared_ptr<const Config> config;
-  std::vector<std::unique_ptr<ConfiguredAgent>> agents;
-  try {
-    config = load_config_logged(args);
-    std::vector<const AgentConfig*> selected;
-    if (args.agent_ids.empty()) {
-      for (const auto& agent : config->agents) selected.push_back(&agent);
-    } else {
-      for (const auto& id : args.agent_ids) selected.push_back(&config->select_agent(id));
-    }
-    std::vector<std::string> ids;
-    for (const auto* agent : selected) ids.push_back(agent->id);
-    if (std::string refusal = auth::local_agents_refusal(*config, args.agent_ids);
-        !refusal.empty()) {
-      std::cerr << "error: " << refusal << "\n";
-      return 1;
-    }
-    agents = build_agents(*config, selected, args);
-    for (auto& agent : agents) {
-      if (args.start_all && g_start_signal == 0) agent->start();
-    }
-    spdlog::info("execmcp: serving {} agent(s) over HTTP: {}", agents.size(), join(ids, ", "));
-  } catch (const ConfigError& e) {
-    print_problems(e.problems());
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
-  std::vector<ConfiguredAgent*> served;
-  for (auto& agent : agents) served.push_back(agent.get());
-  int code = 1;
-  if (g_start_signal != 0) {
-    code = 128 + g_start_signal;
-  } else {
-    try {
-      ServeRequest request = serve_request(args);
-      // One process for many agents: more calls at once than one agent's stdio server needs.
-      if (!args.max_concurrent) request.max_concurrent = kHttpDefaultMaxConcurrent;
-      if (!args.max_queued_calls) request.max_queued_calls = kHttpDefaultMaxQueued;
-      code = serve_http(*config, served, request);
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-    }
-  }
-  for (auto& agent : agents) agent->shutdown();
-  spdlog::info("execmcp: {} agent(s) stopped", agents.size());
-  return code;
-}
-
-int command_serve(const Arguments& args, const ServeFunction& serve) {
-  if (!serve) {
-    std::cerr << "error: this execmcp was built without the MCP server\n";
-    return 1;
-  }
-  StartSignals signals;  // until the server installs its own handlers
-  std::shared_ptr<const Config> config;
-  auto agent = prepare_agent(args, config);
-  if (!agent) return 1;
-  const std::string filters = join(agent->filter_names(), ", ");
-  if (args.massgen) {
-    spdlog::info(
-        "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio, "
-        "from MassGen's flags",
-        agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd());
-  } else {
-    spdlog::info(
-        "execmcp: serving agent '{}' (backend {}, filters: {}, workspace {}) on stdio; "
-        "point your MCP client's command at: {} serve --config {} --agent {}",
-        agent->id(), agent->backend_name(), filters.empty() ? "none" : filters, agent->cwd(),
-        program_path(), config->source_file, agent->id());
-  }
-  ServeRequest request = serve_request(args);
-  if (auto code = stop_if_signalled(*agent)) return *code;
-  int code = 1;
-  try {
-    code = serve(*agent, request);
-  } catch (const std::exception& e) {
-    spdlog::error("MCP server failed: {}", e.what());
-  }
-  agent->shutdown();
-  spdlog::info("execmcp: agent '{}' stopped", agent->id());
-  return code;
-}
-
-sdk::CancelToken* g_exec_cancel = nullptr;
-extern "C" void on_exec_signal(int) {
-  if (g_exec_cancel != nullptr) g_exec_cancel->request_cancel();
+// Runs the command; SIGINT/SIGTERM meanwhile cancel it (the agent stops after, as usual).
+ExecuteOutcome execute_cancellable(ConfiguredAgent& agent, const ExecuteArgs& exec) {
+  sdk::CancelToken cancel;
+  const SignalService signals(SignalService::Mode::kForward);
+  std::thread watcher([&] { signals.watch([&] { cancel.request_cancel(); }); });
+  ExecuteOutcome outcome = agent.execute(exec, nullptr, &cancel);
+  signals.wake();
+  watcher.join();
+  return outcome;
 }
 
 int command_exec(const Arguments& args) {
-  StartSignals signals;  // until the command's own handlers below
+  // Until the command runs, and again while the agent stops.
+  SignalService signals(SignalService::Mode::kNoteFirst);
   std::shared_ptr<const Config> config;
-  auto agent = prepare_agent(args, config);
-  if (!agent) return 1;
-  if (auto code = stop_if_signalled(*agent)) return *code;
+  auto agents = prepare_one_agent(args, signals, config);
+  if (!agents) return 1;
+  if (auto code = stop_if_signalled(signals, *agents)) return *code;
   ExecuteArgs exec;
   exec.principal = "cli";
   exec.command = join(args.exec_command, " ");
   exec.work_dir = args.work_dir;
   if (args.timeout_seconds)
     exec.timeout = std::chrono::milliseconds(static_cast<long long>(*args.timeout_seconds * 1000));
-
-  sdk::CancelToken cancel;
-  g_exec_cancel = &cancel;
-  auto old_int = std::signal(SIGINT, on_exec_signal);
-  auto old_term = std::signal(SIGTERM, on_exec_signal);
-  const ExecuteOutcome outcome = agent->execute(exec, nullptr, &cancel);
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
-  g_exec_cancel = nullptr;
-  agent->shutdown();
+  const ExecuteOutcome outcome = execute_cancellable(agents->configured(0), exec);
+  agents->stop_all();
 
   const auto& result = outcome.result;
   std::fwrite(result.stdout_data.data(), 1, result.stdout_data.size(), stdout);
@@ -468,8 +198,7 @@ const char* version() {
   return EXECMCP_VERSION;
 }
 
-int run(const std::vector<std::string>& argv, const ServeFunction& serve,
-        const HttpServeFunction& serve_http) {
+int run(const std::vector<std::string>& argv) {
   const ParsedArguments parsed = parse_arguments(argv);
   if (!parsed.error.empty()) {
     std::cerr << "execmcp: " << parsed.error << "\n\n" << usage_text();
@@ -489,9 +218,7 @@ int run(const std::vector<std::string>& argv, const ServeFunction& serve,
   // Only serve logs at info by default; exec's stderr should be the command's own.
   const bool quiet = args.command != "serve";
   setup_logging(args.log_level, quiet ? "warn" : "info");
-  if (args.command == "serve" && !args.http_address.empty())
-    return command_serve_http(args, serve_http);
-  if (args.command == "serve") return command_serve(args, serve);
+  if (args.command == "serve") return command_serve(args);
   if (args.command == "exec") return command_exec(args);
   if (args.command == "check-config") return command_check_config(args);
   return command_plugins(args);

@@ -13,6 +13,13 @@ namespace {
 using mcp::sanitize_utf8;
 using nlohmann::json;
 
+// The agent's shells, or the answers of an agent without any.
+BackgroundShellControl& shells_of(Agent& agent) {
+  static UnavailableBackgroundShells unavailable;
+  BackgroundShellControl* shells = agent.background_shells();
+  return shells != nullptr ? *shells : unavailable;
+}
+
 ToolResult failure(const std::string& error, json extra = json::object()) {
   json structured{{"success", false}, {"error", sanitize_utf8(error)}};
   for (auto& [key, value] : extra.items()) structured[key] = value;
@@ -132,7 +139,7 @@ ToolOutcome run_start(const json& arguments, ToolContext& context) {
     args.fail("argument 'command' must not be empty");
   if (args.error()) return ArgumentError{*args.error()};
   start.principal = context.principal;
-  const BackgroundStartResult result = context.agent.start_background(start);
+  const BackgroundStartResult result = shells_of(context.agent).start(start);
   if (!result.error.empty()) {
     json extra = json::object();
     if (!result.blocked_by.empty()) {
@@ -165,10 +172,12 @@ ToolOutcome run_output(const json& arguments, ToolContext& context) {
               std::to_string(kBackgroundMaxLinesPerRead));
   }
   if (args.error()) return ArgumentError{*args.error()};
-  const BackgroundOutput output = context.agent.background_output(
-      shell_id, cursor,
-      max_lines ? std::optional<std::size_t>(static_cast<std::size_t>(*max_lines)) : std::nullopt,
-      context.principal);
+  const BackgroundOutput output =
+      shells_of(context.agent)
+          .output(shell_id, cursor,
+                  max_lines ? std::optional<std::size_t>(static_cast<std::size_t>(*max_lines))
+                            : std::nullopt,
+                  context.principal);
   if (!output.error.empty()) return failure(output.error);
   const RenderedStream out = render_stream(output.stdout_slice, output.output_cap);
   const RenderedStream err = render_stream(output.stderr_slice, output.output_cap);
@@ -194,7 +203,7 @@ ToolOutcome run_status(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {"shell_id"});
   const std::string shell_id = args.required_string("shell_id");
   if (args.error()) return ArgumentError{*args.error()};
-  const auto status = context.agent.background_status(shell_id, context.principal);
+  const auto status = shells_of(context.agent).status(shell_id, context.principal);
   if (!status) return failure("Shell not found: " + sanitize_utf8(shell_id));
   json structured = status_json(*status);
   structured["success"] = true;
@@ -207,7 +216,7 @@ ToolOutcome run_kill(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {"shell_id"});
   const std::string shell_id = args.required_string("shell_id");
   if (args.error()) return ArgumentError{*args.error()};
-  const BackgroundKillResult result = context.agent.kill_background(shell_id, context.principal);
+  const BackgroundKillResult result = shells_of(context.agent).kill(shell_id, context.principal);
   if (!result.error.empty()) return failure(result.error);
   // "killed" only when the backend confirmed the whole tree ended; a shell whose supervisor was
   // killed under it ends "failed" with the reason, and saying "killed" would hide a survivor.
@@ -239,7 +248,7 @@ ToolOutcome run_list(const json& arguments, ToolContext& context) {
   ToolArguments args(arguments, {});
   if (args.error()) return ArgumentError{*args.error()};
   json shells = json::array();
-  for (const auto& status : context.agent.list_background(context.principal))
+  for (const auto& status : shells_of(context.agent).list(context.principal))
     shells.push_back(status_json(status));
   const std::size_t count = shells.size();
   return success(json{{"success", true}, {"shells", std::move(shells)}, {"count", count}});

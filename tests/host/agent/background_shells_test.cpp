@@ -366,31 +366,34 @@ TEST(ConfiguredAgentBackground, OfferedOnlyWhenTheBackendOffersItAndItIsEnabled)
   EXPECT_FALSE(h.make(true, false)->capabilities().background);
   auto without = h.make(false);
   without->start();
-  EXPECT_THAT(without->start_background({"sleep 1", "", "t"}).error, HasSubstr("not available"));
+  EXPECT_EQ(without->background_shells(), nullptr);
+  EXPECT_THAT(UnavailableBackgroundShells().start({"sleep 1", "", "t"}).error,
+              HasSubstr("not available"));
 }
 
 TEST(ConfiguredAgentBackground, TheFiltersRefuseACommandBeforeItStarts) {
   AgentHarness h;
   auto agent = h.make();
   agent->start();
-  const auto refused = agent->start_background({"sudo rm -rf /", "", "t"});
+  const auto refused = agent->background_shells()->start({"sudo rm -rf /", "", "t"});
   EXPECT_EQ(refused.error, "Command validation error: sudo is not allowed");
   EXPECT_EQ(refused.blocked_by, "words");
   EXPECT_EQ(refused.rule, "no-sudo");
   EXPECT_TRUE(h.backend->processes.empty());
-  EXPECT_EQ(agent->start_background({"sleep 100", "", "t"}).error, "");
-  EXPECT_EQ(agent->list_background("t").size(), 1u);
+  EXPECT_EQ(agent->background_shells()->start({"sleep 100", "", "t"}).error, "");
+  EXPECT_EQ(agent->background_shells()->list("t").size(), 1u);
 }
 
 TEST(ConfiguredAgentBackground, ShutdownEndsEveryShellBeforeTheBackendStops) {
   AgentHarness h;
   auto agent = h.make();
   agent->start();
-  ASSERT_EQ(agent->start_background({"sleep 100", "", "t"}).error, "");
-  ASSERT_EQ(agent->start_background({"sleep 200", "", "t"}).error, "");
+  ASSERT_EQ(agent->background_shells()->start({"sleep 100", "", "t"}).error, "");
+  ASSERT_EQ(agent->background_shells()->start({"sleep 200", "", "t"}).error, "");
   agent->shutdown();
   EXPECT_THAT(h.backend->calls, ElementsAre("terminate", "terminate", "stop", "cleanup"));
-  EXPECT_THAT(agent->start_background({"sleep 1", "", "t"}).error, HasSubstr("shutting down"));
+  EXPECT_THAT(agent->background_shells()->start({"sleep 1", "", "t"}).error,
+              HasSubstr("shutting down"));
 }
 
 TEST(LazyAgentBackground, AnswersTheCapabilityWithoutStartingAndStartsForAShell) {
@@ -399,9 +402,9 @@ TEST(LazyAgentBackground, AnswersTheCapabilityWithoutStartingAndStartsForAShell)
   LazyAgent lazy(*agent);
   EXPECT_TRUE(lazy.capabilities().background);
   EXPECT_FALSE(lazy.started());
-  EXPECT_TRUE(lazy.list_background("t").empty());
+  EXPECT_TRUE(lazy.background_shells()->list("t").empty());
   EXPECT_FALSE(lazy.started());
-  EXPECT_EQ(lazy.start_background({"sleep 1", "", "t"}).error, "");
+  EXPECT_EQ(lazy.background_shells()->start({"sleep 1", "", "t"}).error, "");
   EXPECT_TRUE(lazy.started());
 }
 

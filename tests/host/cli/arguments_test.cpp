@@ -19,9 +19,10 @@ TEST(Arguments, ParsesServe) {
   EXPECT_EQ(parsed.arguments.agent_id, "a");
   EXPECT_EQ(parsed.arguments.log_level, "debug");
   EXPECT_EQ(parsed.arguments.audit_file, "a.jsonl");
-  EXPECT_EQ(parsed.arguments.max_concurrent, 3u);
-  EXPECT_TRUE(parsed.arguments.finish_on_eof);
-  EXPECT_FALSE(parse_arguments({"serve", "--on-eof=cancel"}).arguments.finish_on_eof);
+  EXPECT_EQ(parsed.arguments.serve.session.max_concurrent_calls, 3u);
+  EXPECT_TRUE(parsed.arguments.serve.session.finish_calls_on_eof);
+  EXPECT_FALSE(
+      parse_arguments({"serve", "--on-eof=cancel"}).arguments.serve.session.finish_calls_on_eof);
   EXPECT_EQ(parse_arguments({"serve", "--on-eof", "wait"}).error,
             "--on-eof must be cancel or finish, got 'wait'");
   EXPECT_NE(parse_arguments({"exec", "--on-eof", "finish", "--", "true"}).error, "");
@@ -31,16 +32,18 @@ TEST(Arguments, ServeTakesMessageAndOutputLimitsWithBinarySuffixes) {
   const auto parsed = parse_arguments({"serve", "--config", "c", "--max-message-bytes", "16M",
                                        "--max-message-values=50000", "--max-outbound-bytes", "1G"});
   ASSERT_EQ(parsed.error, "");
-  EXPECT_EQ(parsed.arguments.max_message_bytes, 16u * 1024 * 1024);
-  EXPECT_EQ(parsed.arguments.max_message_values, 50000u);
-  EXPECT_EQ(parsed.arguments.max_outbound_bytes, 1024u * 1024 * 1024);
+  EXPECT_EQ(parsed.arguments.serve.session.limits.max_bytes, 16u * 1024 * 1024);
+  EXPECT_EQ(parsed.arguments.serve.session.limits.max_values, 50000u);
+  EXPECT_EQ(parsed.arguments.serve.session.max_outbound_bytes, 1024u * 1024 * 1024);
   EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-message-bytes", "4096"})
-                .arguments.max_message_bytes,
+                .arguments.serve.session.limits.max_bytes,
             4096u);
   EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-message-bytes", "64k"})
-                .arguments.max_message_bytes,
+                .arguments.serve.session.limits.max_bytes,
             64u * 1024);
-  EXPECT_FALSE(parse_arguments({"serve", "--config", "c"}).arguments.max_message_bytes);
+  // Unset: the server's default.
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c"}).arguments.serve.session.limits.max_bytes,
+            mcp::MessageLimits::kDefaultMaxBytes);
   for (const char* bad : {"0", "12x", "-5", "", "5G", "1.5M"}) {
     EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-message-bytes", bad}).error,
                 HasSubstr("--max-message-bytes needs"))
@@ -56,12 +59,14 @@ TEST(Arguments, ServeTakesMessageAndOutputLimitsWithBinarySuffixes) {
 // The waiting room behind --max-concurrent bounds what parked calls can hold in memory.
 TEST(Arguments, ServeTakesTheNumberOfCallsThatMayWait) {
   EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-queued-calls", "0"})
-                .arguments.max_queued_calls,
+                .arguments.serve.session.max_queued_calls,
             0u);
   EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--max-queued-calls=64"})
-                .arguments.max_queued_calls,
+                .arguments.serve.session.max_queued_calls,
             64u);
-  EXPECT_FALSE(parse_arguments({"serve", "--config", "c"}).arguments.max_queued_calls);
+  // Unset: the server's default.
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c"}).arguments.serve.session.max_queued_calls,
+            mcp::ServerOptions{}.max_queued_calls);
   for (const char* bad : {"-1", "4097", "x", ""}) {
     EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-queued-calls", bad}).error,
                 HasSubstr("--max-queued-calls needs a whole number from 0 to 4096"))

@@ -242,10 +242,23 @@ class CannedAgent final : public Agent {
   [[nodiscard]] const std::string& id() const override { return id_; }
   [[nodiscard]] const std::string& cwd() const override { return id_; }
   [[nodiscard]] sdk::BackendTraits traits() const override { return {}; }
-  BackgroundKillResult kill_background(const std::string&, const std::string&) override {
-    return kill_;
-  }
-  BackgroundKillResult kill_;
+  BackgroundShellControl* background_shells() override { return &shells_; }
+  // Only kill is asked; the rest answer as an agent without shells.
+  struct CannedShells final : BackgroundShellControl {
+    BackgroundStartResult start(const BackgroundStartArgs& args) override {
+      return UnavailableBackgroundShells().start(args);
+    }
+    BackgroundOutput output(const std::string&, const std::optional<std::string>&,
+                            std::optional<std::size_t>, const std::string&) override {
+      return {};
+    }
+    std::optional<BackgroundShellStatus> status(const std::string&, const std::string&) override {
+      return std::nullopt;
+    }
+    BackgroundKillResult kill(const std::string&, const std::string&) override { return kill_; }
+    std::vector<BackgroundShellStatus> list(const std::string&) override { return {}; }
+    BackgroundKillResult kill_;
+  } shells_;
 
  private:
   ExecuteOutcome outcome_;
@@ -261,15 +274,15 @@ TEST(KillBackgroundShellTool, SaysKilledOnlyWhenTheShellEndedKilled) {
   ASSERT_NE(kill, tools.end());
   CannedAgent agent{ExecuteOutcome{}};
   ToolContext context{agent, nullptr, nullptr, "test"};
-  agent.kill_.was_running = true;
-  agent.kill_.status.shell_id = "shell_0000000a";
-  agent.kill_.status.status = "killed";
+  agent.shells_.kill_.was_running = true;
+  agent.shells_.kill_.status.shell_id = "shell_0000000a";
+  agent.shells_.kill_.status.status = "killed";
   auto result = std::get<ToolResult>(kill->run(json{{"shell_id", "shell_0000000a"}}, context));
   EXPECT_FALSE(result.is_error);
   EXPECT_EQ(result.structured["status"], "killed");
 
-  agent.kill_.status.status = "failed";
-  agent.kill_.status.error = "the supervisor of the process was lost";
+  agent.shells_.kill_.status.status = "failed";
+  agent.shells_.kill_.status.error = "the supervisor of the process was lost";
   result = std::get<ToolResult>(kill->run(json{{"shell_id", "shell_0000000a"}}, context));
   EXPECT_TRUE(result.is_error);
   EXPECT_EQ(result.structured["success"], false);

@@ -14,7 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "mcp/stop_signals.hpp"
+#include "common/signal_service.hpp"
 #include "transport/stdio/session.hpp"
 #include "transport/stdio/stdio_transport.hpp"
 
@@ -62,7 +62,7 @@ class ProtocolFds {
 }  // namespace
 
 int serve_stdio(Agent& agent, const ServerOptions& options) {
-  StopSignals signals;
+  SignalService signals(SignalService::Mode::kForward, SignalService::BrokenPipe::kFailWrite);
   ProtocolFds fds;
   StdioTransport transport(fds.in(), fds.out(), options.limits.max_bytes);
   Session session(agent, transport, options);

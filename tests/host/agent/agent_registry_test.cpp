@@ -1,0 +1,78 @@
+// Tests of AgentRegistry: every selected agent built through the plugins, none started until asked,
+// all stopped together.
+#include "agent/agent_registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "test_support.hpp"
+
+namespace execmcp::host {
+namespace {
+
+// Each agent's backend appends a line to <dir>/<id>.cleanup per cleanup.
+std::shared_ptr<const Config> two_agents(const tests::TempDir& dir) {
+  std::string text = "execmcp: 1\nagents:\n";
+  for (const char* id : {"alpha", "beta"}) {
+    text += std::string("  - id: ") + id + "\n    cwd: " + id + "\n    backend:\n" +
+            "      plugin: fixture-echo\n      settings: {cleanup_marker: " + dir.str() + "/" + id +
+            ".cleanup}\n";
+  }
+  return load_config_text(text, (dir.path() / "agents.yaml").string());
+}
+
+PluginRegistry fixture_plugins() {
+  PluginRegistry plugins;
+  plugins.scan({EXECMCP_FIXTURE_PLUGIN_DIR});
+  return plugins;
+}
+
+TEST(AgentRegistry, BuildsEachSelectedAgentWithoutStartingIt) {
+  tests::TempDir dir;
+  const auto config = two_agents(dir);
+  AgentRegistry agents(*config, {&config->agents[1]}, fixture_plugins(), {});
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents.ids(), std::vector<std::string>{"beta"});
+  EXPECT_EQ(agents.agent(0).id(), "beta");
+  EXPECT_FALSE(agents.agent(0).started());
+  EXPECT_FALSE(agents.isolated(0));  // the echo fixture runs nothing in a sandbox
+}
+
+TEST(AgentRegistry, AnAgentStartsOnItsFirstCall) {
+  tests::TempDir dir;
+  const auto config = two_agents(dir);
+  AgentRegistry agents(*config, {&config->agents[0], &config->agents[1]}, fixture_plugins(), {});
+  const auto outcome = agents.agent(1).execute({"hi", std::nullopt, "", "t"}, nullptr, nullptr);
+  EXPECT_EQ(outcome.result.stdout_data, "echo:hi\n");
+  EXPECT_FALSE(agents.agent(0).started());
+  EXPECT_TRUE(agents.agent(1).started());
+}
+
+TEST(AgentRegistry, StartAllStopsStartingWhenToldAndStopAllStopsEveryOnce) {
+  tests::TempDir dir;
+  const auto config = two_agents(dir);
+  auto registry = std::make_unique<AgentRegistry>(
+      *config, std::vector<const AgentConfig*>{&config->agents[0], &config->agents[1]},
+      fixture_plugins(), AgentBuildOptions{});
+  AgentRegistry& agents = *registry;
+  int asked = 0;
+  agents.start_all([&asked] { return ++asked < 2; });  // a signal after the first start
+  EXPECT_TRUE(agents.configured(0).started());
+  EXPECT_FALSE(agents.configured(1).started());
+  agents.start_all([] { return true; });
+  EXPECT_TRUE(agents.configured(1).started());
+  agents.stop_all();
+  EXPECT_FALSE(agents.configured(0).started());
+  EXPECT_FALSE(agents.configured(1).started());
+  EXPECT_FALSE(agents.agent(0).started());
+  registry.reset();  // stops again: nothing more to clean up
+  EXPECT_EQ(tests::read_text(dir.path() / "alpha.cleanup"), "cleanup\n");
+  EXPECT_EQ(tests::read_text(dir.path() / "beta.cleanup"), "cleanup\n");
+}
+
+}  // namespace
+}  // namespace execmcp::host
