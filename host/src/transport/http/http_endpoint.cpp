@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "execmcp/common/base64.hpp"
 #include "mcp/protocol.hpp"
 #include "mcp/utf8.hpp"
 
@@ -57,42 +58,10 @@ bool contains_token(const std::string& header, std::string_view token) {
   return lower.find(token) != std::string::npos;
 }
 
-// Decodes standard base64 (with or without padding); nullopt on a character outside it.
-std::optional<std::string> base64_decode(std::string_view text) {
-  std::string out;
-  unsigned value = 0;
-  int bits = 0;
-  for (char c : text) {
-    int digit;
-    if (c >= 'A' && c <= 'Z') {
-      digit = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      digit = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      digit = c - '0' + 52;
-    } else if (c == '+') {
-      digit = 62;
-    } else if (c == '/') {
-      digit = 63;
-    } else if (c == '=') {
-      break;
-    } else {
-      return std::nullopt;
-    }
-    value = (value << 6) | static_cast<unsigned>(digit);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((value >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
-
 // 2026-07-28 lets a header value travel as `=?base64?...?=`: compare the decoded value.
 std::string decoded_header(const std::string& value) {
   if (value.size() >= 12 && value.starts_with("=?base64?") && value.ends_with("?=")) {
-    if (auto decoded = base64_decode(std::string_view(value).substr(9, value.size() - 11)))
+    if (auto decoded = common::base64_decode(std::string_view(value).substr(9, value.size() - 11)))
       return *decoded;
   }
   return value;
