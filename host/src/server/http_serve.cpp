@@ -15,6 +15,7 @@
 #include "server/probes.hpp"
 #include "transport/http/http_endpoint.hpp"
 #include "transport/http/http_server.hpp"
+#include "transport/stdio/session.hpp"
 
 namespace execmcp::host::server {
 namespace {
