@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -74,18 +75,25 @@ TEST(ToolSchemas, EveryListedInputSchemaKeepsToTheSubsetEveryClientAccepts) {
   }
 }
 
-// Runs one tools/call on the service and returns its response.
+// Runs one tools/call on the service and returns its response (null after 10 s without one).
 json call(McpService& service, FakeAgent& agent, const json& arguments,
           const std::string& revision = "2025-11-25") {
-  std::promise<json> answer;
-  auto got = answer.get_future();
-  std::once_flag once;
+  // The answer lives on the heap, shared with the responder: the service may hold the call's
+  // responder after this function returned. With the promise and its once_flag on this stack
+  // frame instead, under CPU load one answer in four never arrived (10 of 40 runs; 0 of 40 so).
+  struct Answer {
+    std::promise<json> promise;
+    std::once_flag once;
+  };
+  auto answer = std::make_shared<Answer>();
+  auto got = answer->promise.get_future();
   McpService::ToolCall call{
       CallerContext{&agent, "test", revision, {}},
       Request{1, "tools/call", json{{"name", "execute_command"}, {"arguments", arguments}}},
-      Responder(
-          1, "tools/call",
-          [&](const json& message) { std::call_once(once, [&] { answer.set_value(message); }); }),
+      Responder(1, "tools/call",
+                [answer](const json& message) {
+                  std::call_once(answer->once, [&] { answer->promise.set_value(message); });
+                }),
       std::make_shared<CallState>(),
       {},
       {},

@@ -1,5 +1,6 @@
 // HttpServer over real sockets on 127.0.0.1: requests, limits, timeouts, Origin, SSE, peer gone,
-// TLS and stop(), driven by a raw TCP client and by curl.
+// TLS and stop(), driven by a raw TCP client and by curl (the documented limits table is walked
+// in http_server_limits_test.cpp).
 #include "transport/http/http_server.hpp"
 
 #include <gtest/gtest.h>
@@ -19,92 +20,22 @@
 #include <tuple>
 
 #include "test_support.hpp"
+#include "transport/http/http_server_fixture.hpp"
 #include "transport/http/http_test_client.hpp"
 
 namespace execmcp::host::http {
 namespace {
 
 using namespace std::chrono_literals;
+using testing_support::echo_handler;
+using testing_support::eventually;
+using testing_support::HeldExchanges;
+using testing_support::Signal;
 using tests::http::body_of;
 using tests::http::ChildProcess;
 using tests::http::RawClient;
 using tests::http::run_command;
 using tests::http::status_of;
-
-// Keeps every request and exchange the handler got, for the test thread to answer later.
-class HeldExchanges {
- public:
-  HttpHandler handler() {
-    return [this](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
-      std::lock_guard lock(mutex_);
-      requests_.push_back(std::move(request));
-      exchanges_.push_back(std::move(exchange));
-      changed_.notify_all();
-    };
-  }
-  // The index-th exchange, waiting up to 10 s for it.
-  std::shared_ptr<HttpExchange> wait(std::size_t index) {
-    std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, 10s, [&] { return exchanges_.size() > index; });
-    return exchanges_.size() > index ? exchanges_[index] : nullptr;
-  }
-  HttpRequest request(std::size_t index) {
-    std::lock_guard lock(mutex_);
-    return requests_.at(index);
-  }
-  std::size_t count() {
-    std::lock_guard lock(mutex_);
-    return exchanges_.size();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<HttpRequest> requests_;
-  std::vector<std::shared_ptr<HttpExchange>> exchanges_;
-};
-
-// Answers "<method> <target> <body>" at once.
-HttpHandler echo_handler() {
-  return [](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
-    exchange->respond(200, {{"Content-Type", "text/plain"}},
-                      request.method + " " + request.target + " " + request.body);
-  };
-}
-
-// A one-shot flag a callback sets and a test waits for.
-class Signal {
- public:
-  void set() {
-    std::lock_guard lock(mutex_);
-    set_ = true;
-    changed_.notify_all();
-  }
-  bool wait_for(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, timeout, [&] { return set_; });
-  }
-  bool is_set() {
-    std::lock_guard lock(mutex_);
-    return set_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool set_ = false;
-};
-
-// Polls `condition` for up to 10 s.
-template <typename Condition>
-bool eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 class HttpServerTest : public ::testing::Test {
  protected:
@@ -948,203 +879,6 @@ TEST_F(HttpServerTest, ABindErrorNamesTheAddress) {
     EXPECT_NE(std::string(error.what()).find("127.0.0.1:" + std::to_string(port_)),
               std::string::npos)
         << error.what();
-  }
-}
-
-// The limits table of docs/architecture.md ("HTTP server"), one row per limit, keyed by its
-// option (or, for a row without one, its first column).
-std::vector<std::string> documented_limits() {
-  const auto doc =
-      tests::read_text(std::filesystem::path(EXECMCP_SOURCE_DIR) / "docs" / "architecture.md");
-  const auto section = doc.find("\n## HTTP server\n");
-  const auto table = doc.find("\n| limit | option |", section);
-  if (section == std::string::npos || table == std::string::npos) return {};
-  std::vector<std::string> keys;
-  std::istringstream lines(doc.substr(table + 1));
-  std::string line;
-  std::getline(lines, line);  // header
-  std::getline(lines, line);  // |---|
-  while (std::getline(lines, line) && line.starts_with("|")) {
-    std::vector<std::string> cells;
-    std::istringstream row(line.substr(1));
-    std::string cell;
-    while (std::getline(row, cell, '|')) {
-      cell.erase(std::remove(cell.begin(), cell.end(), '`'), cell.end());
-      while (!cell.empty() && cell.front() == ' ') cell.erase(0, 1);
-      while (!cell.empty() && cell.back() == ' ') cell.pop_back();
-      cells.push_back(cell);
-    }
-    if (cells.size() >= 2) keys.push_back(cells[1].empty() ? cells[0] : cells[1]);
-  }
-  return keys;
-}
-
-// Walks every documented limit with a small setting and checks what the table says happens. A
-// row without a probe fails, so a limit cannot be documented without being shown to hold.
-TEST(HttpServerLimits, EveryDocumentedLimitHolds) {
-  using Options = HttpServerOptions;
-  struct Running {
-    explicit Running(Options options, HttpHandler handler = echo_handler())
-        : server(std::move(options), std::move(handler)) {
-      server.start();
-    }
-    ~Running() { server.stop(0ms); }
-    // Sends `request` on a new connection: the status of the answer and whether the server then
-    // closed the connection (waited for only when `closes`, else false).
-    std::pair<int, bool> ask(const std::string& request, bool closes = true) {
-      RawClient client(server.port());
-      client.send(request);
-      const auto response = client.read_response(5s);
-      return {response ? status_of(*response) : 0, closes && client.wait_closed(5s)};
-    }
-    HttpServer server;
-  };
-  auto options = [] {
-    Options o;
-    o.address = "127.0.0.1";
-    return o;
-  };
-  const std::string get = "GET / HTTP/1.1\r\nHost: localhost\r\n";
-  const std::pair<int, bool> refused_and_closed_400{400, true};
-
-  std::map<std::string, std::function<void()>> probes;
-  probes["max_header_bytes"] = [&] {
-    auto o = options();
-    o.max_header_bytes = 1024;
-    Running run(o);
-    std::string head = get;
-    for (int i = 0; i < 200; ++i) head += "X-A: b\r\n";  // each line short, 1.6 KB in all
-    EXPECT_EQ(run.ask(head + "\r\n"), std::make_pair(431, true));
-  };
-  probes["max_header_fields"] = [&] {
-    auto o = options();
-    o.max_header_fields = 5;
-    Running run(o);
-    EXPECT_EQ(run.ask(get + "A: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", false).first, 200);
-    EXPECT_EQ(run.ask(get + "A: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n\r\n"),
-              std::make_pair(431, true));
-  };
-  probes["max_body_bytes"] = [&] {
-    auto o = options();
-    o.max_body_bytes = 100;
-    Running run(o);
-    EXPECT_EQ(run.ask("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 101\r\n\r\n"),
-              std::make_pair(413, true));
-    const std::string chunk = "3c\r\n" + std::string(60, 'c') + "\r\n";
-    EXPECT_EQ(run.ask("POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                      chunk + chunk),
-              std::make_pair(413, true));
-  };
-  probes["max_total_body_bytes"] = [&] {
-    auto o = options();
-    o.max_body_bytes = 100;
-    o.max_total_body_bytes = 150;
-    Running run(o);
-    RawClient reading(run.server.port());
-    reading.send("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n");
-    ASSERT_TRUE(eventually([&] { return run.server.stats().body_bytes_reading == 100; }));
-    EXPECT_EQ(run.ask("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 51\r\n\r\n"),
-              std::make_pair(503, true));
-  };
-  probes["malformed HTTP"] = [&] {
-    Running run(options());
-    EXPECT_EQ(run.ask("\x01\x02 not HTTP\r\n\r\n"), refused_and_closed_400);
-  };
-  probes["ambiguous body framing"] = [&] {
-    Running run(options());
-    EXPECT_EQ(run.ask("POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: xchunked\r\n\r\n"
-                      "GET /smuggled HTTP/1.1\r\nHost: localhost\r\n\r\n"),
-              refused_and_closed_400);
-    EXPECT_EQ(run.server.stats().total_requests, 0u);
-  };
-  probes["read_timeout"] = [&] {
-    auto o = options();
-    o.read_timeout = 100ms;
-    Running run(o);
-    EXPECT_EQ(run.ask(get), std::make_pair(408, true));  // the head never ends
-  };
-  probes["idle_timeout"] = [&] {
-    auto o = options();
-    o.idle_timeout = 100ms;
-    Running run(o);
-    EXPECT_EQ(run.ask(get + "\r\n"), std::make_pair(200, true));  // kept alive, then closed
-  };
-  probes["write_timeout"] = [&] {
-    auto o = options();
-    o.write_timeout = 100ms;
-    Running run(o, [](HttpRequest, std::shared_ptr<HttpExchange> exchange) {
-      exchange->respond(200, {}, std::string(16 * 1024 * 1024, 'x'));
-    });
-    RawClient reader_that_never_reads(run.server.port(), 4096);
-    reader_that_never_reads.send(get + "\r\n");
-    EXPECT_TRUE(eventually([&] { return run.server.stats().peers_gone == 1; }));
-  };
-  probes["max_connections"] = [&] {
-    auto o = options();
-    o.max_connections = 1;
-    Running run(o);
-    RawClient first(run.server.port());
-    ASSERT_TRUE(eventually([&] { return run.server.stats().open_connections == 1; }));
-    EXPECT_EQ(run.ask(get + "\r\n"), std::make_pair(503, true));
-  };
-  probes["max_rejecting_connections"] = [&] {
-    auto o = options();
-    o.max_connections = 1;
-    o.max_rejecting_connections = 1;
-    Running run(o);
-    RawClient first(run.server.port());
-    ASSERT_TRUE(eventually([&] { return run.server.stats().open_connections == 1; }));
-    RawClient answered(run.server.port());  // gets its 503 and is kept open by not closing
-    const auto response = answered.read_response(5s);
-    ASSERT_TRUE(response);
-    EXPECT_EQ(status_of(*response), 503);
-    RawClient unanswered(run.server.port());
-    EXPECT_TRUE(unanswered.wait_closed(5s));
-    EXPECT_EQ(unanswered.pending(), "");
-    EXPECT_EQ(run.server.stats().rejected.max_connections, 2u);
-  };
-  probes["max_queued_droppable_bytes / max_queued_bytes"] = [&] {
-    auto o = options();
-    o.max_queued_droppable_bytes = 64 * 1024;
-    o.max_queued_bytes = 512 * 1024;
-    HeldExchanges held;
-    Running run(o, held.handler());
-    RawClient stalled(run.server.port(), 4096);
-    stalled.send(get + "\r\n");
-    auto exchange = held.wait(0);
-    ASSERT_TRUE(exchange);
-    exchange->start_stream({});
-    const std::string data = "\"" + std::string(64 * 1024, 'x') + "\"";
-    for (int i = 0; i < 32; ++i) exchange->send_event(data, true);
-    EXPECT_TRUE(eventually([&] { return run.server.stats().dropped_events > 0; }));
-    EXPECT_FALSE(exchange->peer_gone());
-    for (int i = 0; i < 32; ++i) exchange->send_event(data, false);
-    EXPECT_TRUE(eventually([&] { return exchange->peer_gone(); }));
-  };
-  probes["allowed_origins"] = [&] {
-    Running run(options());
-    EXPECT_EQ(run.ask(get + "Origin: http://evil.example\r\n\r\n", false).first, 403);
-  };
-  probes["allowed_hosts"] = [&] {
-    Running run(options());
-    EXPECT_EQ(run.ask("GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n"), std::make_pair(403, true));
-  };
-
-  const auto documented = documented_limits();
-  ASSERT_GE(documented.size(), 10u) << "the limits table of docs/architecture.md was not found";
-  for (const auto& key : documented) {
-    SCOPED_TRACE(key);
-    const auto probe = probes.find(key);
-    if (probe == probes.end()) {
-      ADD_FAILURE() << "docs/architecture.md documents the HTTP limit '" << key
-                    << "' but this test has no probe showing it holds; add one";
-      continue;
-    }
-    probe->second();
-  }
-  for (const auto& [key, probe] : probes) {
-    EXPECT_NE(std::find(documented.begin(), documented.end(), key), documented.end())
-        << "the limit '" << key << "' is probed but not in the limits table";
   }
 }
 
