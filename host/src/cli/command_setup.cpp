@@ -97,20 +97,27 @@ std::unique_ptr<AgentRegistry> build_registry(const Config& config,
   return std::make_unique<AgentRegistry>(config, selected, plugins, options);
 }
 
-std::unique_ptr<AgentRegistry> prepare_one_agent(const Arguments& args,
-                                                 const SignalService& signals,
-                                                 std::shared_ptr<const Config>& config) {
+std::unique_ptr<AgentRegistry> reporting_failure(
+    const std::function<std::unique_ptr<AgentRegistry>()>& prepare) {
   try {
-    config = load_config_logged(args);
-    auto agents = build_registry(*config, {&config->select_agent(args.agent_id)}, args);
-    agents->start_all([&signals] { return signals.noted() == 0; });
-    return agents;
+    return prepare();
   } catch (const ConfigError& e) {
     print_problems(e.problems());
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
   }
   return nullptr;
+}
+
+std::unique_ptr<AgentRegistry> prepare_one_agent(const Arguments& args,
+                                                 const SignalService& signals,
+                                                 std::shared_ptr<const Config>& config) {
+  return reporting_failure([&] {
+    config = load_config_logged(args);
+    auto agents = build_registry(*config, {&config->select_agent(args.agent_id)}, args);
+    agents->start_all([&signals] { return signals.noted() == 0; });
+    return agents;
+  });
 }
 
 std::optional<int> stop_if_signalled(const SignalService& signals, AgentRegistry& agents) {

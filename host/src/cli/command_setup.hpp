@@ -2,7 +2,9 @@
 // every problem on stderr in the same words.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,11 @@ std::shared_ptr<const Config> load_config_logged(const Arguments& args);
 std::unique_ptr<AgentRegistry> build_registry(const Config& config,
                                               const std::vector<const AgentConfig*>& selected,
                                               const Arguments& args);
+
+// Runs `prepare` (which loads a config and builds agents); on a ConfigError its problems, on
+// another exception its message, go to stderr in the subcommands' words and nullptr comes back.
+std::unique_ptr<AgentRegistry> reporting_failure(
+    const std::function<std::unique_ptr<AgentRegistry>()>& prepare);
 
 // Loads the config, scans plugins, builds and starts the agent --agent names (not started when
 // `signals` noted one first); nullptr after printing the reason when any of that fails. Call

@@ -12,8 +12,8 @@
 #include "cli/command_setup.hpp"
 #include "cli/commands.hpp"
 #include "common/signal_service.hpp"
-#include "transport/stdio/stdio_server.hpp"
 #include "server/http_serve.hpp"
+#include "transport/stdio/stdio_server.hpp"
 
 namespace execmcp::host::cli {
 
@@ -85,7 +85,7 @@ std::vector<const AgentConfig*> selected_agents(const Config& config, const Argu
 std::unique_ptr<AgentRegistry> prepare_http_agents(const Arguments& args,
                                                    const SignalService& signals,
                                                    std::shared_ptr<const Config>& config) {
-  try {
+  return reporting_failure([&]() -> std::unique_ptr<AgentRegistry> {
     config = load_config_logged(args);
     const auto selected = selected_agents(*config, args);
     if (std::string refusal = auth::local_agents_refusal(*config, args.agent_ids);
@@ -98,12 +98,7 @@ std::unique_ptr<AgentRegistry> prepare_http_agents(const Arguments& args,
     spdlog::info("execmcp: serving {} agent(s) over HTTP: {}", agents->size(),
                  join(agents->ids(), ", "));
     return agents;
-  } catch (const ConfigError& e) {
-    print_problems(e.problems());
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-  }
-  return nullptr;
+  });
 }
 
 // serve --http: every agent of the config (or each --agent) in one process, each started on first

@@ -104,20 +104,17 @@ void read_packages(YamlReader& reader, const YAML::Node& node, const std::string
 void add_massgen_filters(YamlReader& reader, const YAML::Node& backend,
                          const std::string& backend_path, AgentConfig& agent) {
   auto key_path = [&](const char* key) { return join_key(backend_path, key); };
-  PluginRef sanitize;
-  sanitize.plugin = "sanitize";
-  sanitize.key_path = backend_path;
-  sanitize.location = reader.location(backend);
-  sanitize.plugin_key_path = backend_path;
-  sanitize.plugin_location = sanitize.location;
-  agent.filters.push_back(std::move(sanitize));
+  // Each is reported at the backend section that implies it.
+  auto filter = [&](const char* plugin) {
+    PluginRef ref;
+    ref.plugin = plugin;
+    ref.key_path = ref.plugin_key_path = backend_path;
+    ref.location = ref.plugin_location = reader.location(backend);
+    return ref;
+  };
+  agent.filters.push_back(filter("sanitize"));
 
-  PluginRef patterns;
-  patterns.plugin = "patterns";
-  patterns.key_path = backend_path;
-  patterns.location = reader.location(backend);
-  patterns.plugin_key_path = backend_path;
-  patterns.plugin_location = patterns.location;
+  PluginRef patterns = filter("patterns");
   bool has_patterns = false;
   for (auto [key, setting] : {std::pair{"command_line_allowed_commands", "allow"},
                               std::pair{"command_line_blocked_commands", "deny"}}) {

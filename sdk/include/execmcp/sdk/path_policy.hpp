@@ -37,7 +37,8 @@ inline bool is_within(const std::filesystem::path& child, const std::filesystem:
 // The target itself need not exist. A write at or under a grant's protected path is refused, by
 // whichever grant contains it (protection wins over another writable grant). Thread safe. A string,
 // not a descriptor: a backend that opens the result on the host races a concurrent rename (the
-// local backend opens beneath the grant's directory instead; see plugins/backends/local/path_beneath.hpp).
+// local backend opens beneath the grant's directory instead; see
+// plugins/backends/local/path_beneath.hpp).
 class PathPolicy {
  public:
   PathPolicy(std::string cwd, const std::vector<PathGrant>& grants) : cwd_(std::move(cwd)) {
