@@ -1,4 +1,4 @@
-// The wire contract between a supervisor client (process_supervisor.hpp: the local backend plugin,
+// The wire contract between a supervisor client (supervisor_client.hpp: the local backend plugin,
 // or execmcp-runner inside a container) and the spare pool it starts (spare_pool.cpp).
 //
 // The client starts the pool program once with kSocketFd a SOCK_SEQPACKET socket and

@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "supervision/process_supervisor.hpp"
 #include "supervision/runner_protocol.hpp"
 #include "supervision/spare_pool.hpp"
+#include "supervision/supervisor_client.hpp"
 
 extern char** environ;
 

@@ -18,7 +18,7 @@
 
 #include "execmcp/sdk/path_policy.hpp"
 #include "execmcp/sdk/plugin.hpp"
-#include "supervision/process_supervisor.hpp"
+#include "supervision/supervisor_client.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 

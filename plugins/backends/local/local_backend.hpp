@@ -21,7 +21,7 @@
 #include "execmcp/sdk/path_policy.hpp"
 #include "local_settings.hpp"
 #include "path_beneath.hpp"
-#include "supervision/process_supervisor.hpp"
+#include "supervision/supervisor_client.hpp"
 #include "supervisor_path.hpp"
 
 namespace execmcp::plugins::local {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "supervision/process_supervisor.hpp"
+#include "supervision/supervisor_client.hpp"
 
 namespace execmcp::plugins::supervision {
 namespace {

@@ -1,4 +1,5 @@
-// Runs one shell command under a per-command supervisor process that can kill its whole tree.
+// The supervisor's client: runs one shell command through a spare-pool program that can kill its
+// whole tree (run_supervised(); the program is SupervisorProgram).
 #pragma once
 
 #include <sys/types.h>

@@ -14,7 +14,7 @@
 // end (RunControl::term_grace) sends the spare "terminate" first and "kill" when the grace is over,
 // unless the command was gone by then. The command's strings travel in the message itself, or in a
 // memfd when they are long.
-#include "process_supervisor.hpp"
+#include "supervisor_client.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
