@@ -11,16 +11,19 @@ bool CallTable::add(const std::string& key, const std::shared_ptr<CallState>& st
   return true;
 }
 
-void CallTable::release(const std::string& key, const CallState& state) {
-  std::lock_guard lock(mutex_);
+void CallTable::release_locked(const std::string& key, const CallState& state) {
   if (const auto it = by_key_.find(key); it != by_key_.end() && it->second.get() == &state)
     by_key_.erase(it);
 }
 
+void CallTable::release(const std::string& key, const CallState& state) {
+  std::lock_guard lock(mutex_);
+  release_locked(key, state);
+}
+
 void CallTable::done(const std::string& key, const CallState& state) {
   std::lock_guard lock(mutex_);
-  if (const auto it = by_key_.find(key); it != by_key_.end() && it->second.get() == &state)
-    by_key_.erase(it);
+  release_locked(key, state);
   open_.erase(&state);
   // Under the lock: the table's owner may be destroyed as soon as wait_idle() returns.
   if (open_.empty()) idle_cv_.notify_all();

@@ -60,6 +60,9 @@ class CallTable {
   bool wait_idle(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
  private:
+  // release() with mutex_ held.
+  void release_locked(const std::string& key, const CallState& state);
+
   mutable std::mutex mutex_;
   std::condition_variable idle_cv_;
   std::unordered_map<std::string, std::shared_ptr<CallState>> by_key_;
