@@ -21,6 +21,12 @@ struct BackendInit {
   std::string log_dir;           // where the backend may save logs (container logs, ...)
   std::string settings_json;     // the plugin's own settings, a JSON object as text
   LogSink* log = nullptr;        // never null when the host creates the backend
+  // Since ABI 2.2. Where commands see `cwd` inside the sandbox; "" = at its host path. The host
+  // sets it ("/workspace") for per-user agents, whose workspace is <workspace_root>/<user key> on
+  // the host; a backend that offers SandboxControl honours it: the mount point of cwd, the default
+  // working directory, the base of relative paths, and the path of the first grant as commands
+  // and the file calls see it.
+  std::string sandbox_cwd;
 };
 
 // How the backend's sandbox sees things, for tools the host builds on top of execute().

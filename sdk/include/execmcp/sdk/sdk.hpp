@@ -8,6 +8,7 @@
 #include "execmcp/sdk/log_text.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "execmcp/sdk/plugin.hpp"
+#include "execmcp/sdk/sandbox_control.hpp"
 #include "execmcp/sdk/settings_check.hpp"
 #include "execmcp/sdk/types.hpp"
 #include "execmcp/sdk/version.hpp"

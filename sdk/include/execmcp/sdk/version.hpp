@@ -7,9 +7,10 @@ namespace execmcp::sdk {
 // 2.0: ExecutorBackend and CommandFilter end with query_interface() (optional capabilities, the
 // last change to their virtual tables); ExecResult::work_dir; PathGrant::protected_paths.
 // 2.1: a plugin may export its own settings check (settings_check.hpp).
+// 2.2: BackendInit::sandbox_cwd; the optional interface execmcp.sandbox/1 (sandbox_control.hpp).
 // How the boundary grows from here: docs/plugin-authoring.md, "Versioning".
 inline constexpr unsigned kAbiMajor = 2;
-inline constexpr unsigned kAbiMinor = 1;
+inline constexpr unsigned kAbiMinor = 2;
 
 #define EXECMCP_SDK_STRINGIFY_(x) #x
 #define EXECMCP_SDK_STRINGIFY(x) EXECMCP_SDK_STRINGIFY_(x)
