@@ -49,6 +49,9 @@ class Agent {
 
   [[nodiscard]] virtual const std::string& id() const = 0;
   [[nodiscard]] virtual const std::string& cwd() const = 0;
+  // What the per-agent call limit counts calls by: the agent; a per-user agent's sandbox counts
+  // each user's own, so no user can take another's share.
+  [[nodiscard]] virtual std::string call_limit_key() const { return id(); }
 
   // Filters, then the backend; applies the agent's default timeout and output cap; writes one
   // audit line (agent, command, verdict, exit code, duration).

@@ -1,14 +1,48 @@
 // Building, starting and stopping the process's agents (see agent_registry.hpp).
 #include "agent/agent_registry.hpp"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+
 namespace execmcp::host {
 
+namespace {
+
+// Where every user's sandbox sees its workspace.
+constexpr const char* kSandboxCwd = "/workspace";
+
+}  // namespace
+
+std::unique_ptr<ConfiguredAgent> build_per_user_template(const Config& config,
+                                                         const AgentConfig& agent,
+                                                         const PluginRegistry& plugins,
+                                                         AgentBuildOptions options) {
+  AgentConfig shape = agent;
+  shape.cwd = agent.per_user->workspace_root;
+  options.sandbox_cwd = kSandboxCwd;
+  options.touch_filesystem = false;
+  auto built = build_agent(config, shape, plugins, options);
+  if (built->sandbox_control() == nullptr || !built->traits().isolated)
+    throw ConfigError({agent.backend.location.str() + ": " + agent.backend.key_path +
+                       ": backend '" + agent.backend.plugin +
+                       "' cannot serve a per-user agent: it gives no sandbox it can stop and "
+                       "start again (execmcp.sandbox/1); use docker-api or docker-cli"});
+  return built;
+}
+
 AgentRegistry::AgentRegistry(const Config& config, const std::vector<const AgentConfig*>& selected,
-                             const PluginRegistry& plugins, const AgentBuildOptions& options) {
+                             PluginRegistry plugins, const AgentBuildOptions& options)
+    : config_(std::make_shared<const Config>(config)),
+      plugins_(std::make_unique<const PluginRegistry>(std::move(plugins))) {
   entries_.reserve(selected.size());
   for (const AgentConfig* agent_config : selected) {
+    if (agent_config->per_user) {
+      entries_.push_back(build_per_user(*agent_config, options));
+      continue;
+    }
     Entry entry;
-    entry.agent = build_agent(config, *agent_config, plugins, options);
+    entry.agent = build_agent(config, *agent_config, *plugins_, options);
     entry.lazy = std::make_unique<LazyAgent>(*entry.agent);
     entry.isolated = entry.agent->traits().isolated;
     entries_.push_back(std::move(entry));
@@ -25,15 +59,56 @@ std::vector<std::string> AgentRegistry::ids() const {
   return ids;
 }
 
+AgentRegistry::Entry AgentRegistry::build_per_user(const AgentConfig& agent_config,
+                                                   const AgentBuildOptions& options) {
+  const PerUserConfig& per_user = *agent_config.per_user;
+  if (options.touch_filesystem) {
+    // Only the server's user may enter it: each user's container reaches its own directory
+    // through its mount, no one else's.
+    std::error_code ec;
+    std::filesystem::create_directories(per_user.workspace_root, ec);
+    if (!ec) ::chmod(per_user.workspace_root.c_str(), 0700);
+  }
+  // The template: checks the plugins' settings now and answers tools/list; never started.
+  Entry entry;
+  entry.agent = build_per_user_template(*config_, agent_config, *plugins_, options);
+  entry.isolated = true;
+  AgentConfig shape = agent_config;
+  const std::string instance =
+      options.instance_id.empty() ? make_instance_id() : options.instance_id;
+  SandboxBuilder build = [config = config_, plugins = plugins_.get(), shape, options, instance](
+                             const std::string& workspace, const std::string& name) {
+    AgentConfig one = shape;
+    one.cwd = workspace;
+    one.per_user.reset();
+    AgentBuildOptions one_options = options;
+    one_options.instance_id = instance + "-" + name;
+    one_options.sandbox_cwd = kSandboxCwd;
+    return build_agent(*config, one, *plugins, one_options);
+  };
+  entry.sandboxes =
+      std::make_unique<UserSandboxes>(agent_config.id, per_user, std::move(build),
+                                      entry.agent->capabilities(), entry.agent->traits());
+  return entry;
+}
+
 void AgentRegistry::start_all(const std::function<bool()>& keep_going) {
   for (Entry& entry : entries_) {
     if (!keep_going()) return;
-    entry.agent->start();
+    if (!entry.sandboxes) entry.agent->start();
   }
 }
 
+void AgentRegistry::start_sandboxes() {
+  for (Entry& entry : entries_)
+    if (entry.sandboxes) entry.sandboxes->start();
+}
+
 void AgentRegistry::stop_all() noexcept {
-  for (Entry& entry : entries_) entry.agent->shutdown();
+  for (Entry& entry : entries_) {
+    if (entry.sandboxes) entry.sandboxes->stop_all();
+    entry.agent->shutdown();
+  }
 }
 
 }  // namespace execmcp::host

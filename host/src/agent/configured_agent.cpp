@@ -357,6 +357,10 @@ BackgroundShellControl* ConfiguredAgent::background_shells() {
   return shells_.get();
 }
 
+sdk::SandboxControl* ConfiguredAgent::sandbox_control() const {
+  return parts_.backend ? sdk::sandbox_control(*parts_.backend) : nullptr;
+}
+
 std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,
                                              const PluginRegistry& registry,
                                              const AgentBuildOptions& options) {
@@ -375,7 +379,7 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   ConfiguredAgent::Parts parts;
   parts.id = agent.id;
   parts.instance_id = options.instance_id.empty() ? make_instance_id() : options.instance_id;
-  parts.cwd = agent.cwd;
+  parts.cwd = options.sandbox_cwd.empty() ? agent.cwd : options.sandbox_cwd;
   parts.backend_name = agent.backend.plugin;
   parts.timeout = agent.timeout;
   parts.max_timeout = agent.max_timeout;
@@ -429,6 +433,7 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   init.agent_id = agent.id;
   init.instance_id = parts.instance_id;
   init.cwd = agent.cwd;
+  init.sandbox_cwd = options.sandbox_cwd;
   init.paths.push_back({agent.cwd, true});
   for (const auto& context : agent.context_paths)
     init.paths.push_back({context.path, context.writable, context.protected_paths});

@@ -12,6 +12,7 @@
 #include "agent/audit_log.hpp"
 #include "agent/background_shells.hpp"
 #include "config/config.hpp"
+#include "execmcp/sdk/sandbox_control.hpp"
 #include "plugins/plugin_registry.hpp"
 
 namespace execmcp::host {
@@ -69,6 +70,8 @@ class ConfiguredAgent final : public Agent {
 
   [[nodiscard]] AgentCapabilities capabilities() const override;
   BackgroundShellControl* background_shells() override;
+  // The backend's stop/resume/relocate (execmcp.sandbox/1), or null when it offers none.
+  [[nodiscard]] sdk::SandboxControl* sandbox_control() const;
 
  private:
   struct Denial {
@@ -101,6 +104,10 @@ struct AgentBuildOptions {
   std::string audit_file;        // overrides the config's audit_file when non-empty
   bool touch_filesystem = true;  // create the workspace, open the audit file; false: check only
   std::string instance_id;       // empty: make_instance_id()
+  // Where commands see the workspace in the sandbox (BackendInit::sandbox_cwd): a per-user
+  // sandbox's "/workspace". Also the agent's cwd() then; the workspace on the host is the
+  // AgentConfig's cwd.
+  std::string sandbox_cwd;
 };
 
 // A process-unique id: the pid and random hex, e.g. "12345-9f3a1c". Safe in container names.

@@ -155,6 +155,13 @@ std::chrono::system_clock::time_point numeric_date(const nlohmann::json& value) 
 
 }  // namespace
 
+std::string jwt_user_key(std::string_view issuer, std::string_view subject) {
+  std::string text(issuer);
+  text += '\n';
+  text += subject;
+  return "jwt-" + digest_hex(sha256_digest(text)).substr(0, 32);
+}
+
 Authenticator::Authenticator(const ServerConfig& config, Clock clock)
     : config_(config), clock_(std::move(clock)) {
   if (config_.oauth) {
@@ -365,6 +372,7 @@ Principal Authenticator::verify_jwt(std::string_view token, Refusal& refusal,
   }
   Principal principal;
   principal.name = subject_principal(claims["sub"].get_ref<const std::string&>());
+  principal.user_key = jwt_user_key(oauth.issuer, claims["sub"].get_ref<const std::string&>());
   principal.agents = granted_agents(claims, oauth.agents_claim);
   if (principal.agents.empty()) {
     refusal = {403, "insufficient_scope",
@@ -405,7 +413,7 @@ AuthDecision Authenticator::authorize(std::string_view authorization_header,
   if (!enabled()) {
     AuthDecision open;
     open.allowed = true;
-    open.principal = {"anonymous", {"*"}};
+    open.principal = {"anonymous", {"*"}, "anonymous"};
     return open;
   }
   const std::string how =
@@ -437,7 +445,7 @@ AuthDecision Authenticator::authorize(std::string_view authorization_header,
   const TokenDigest digest = sha256_digest(token);
   Principal principal;
   if (const TokenConfig* match = match_static(digest)) {
-    principal = {match->name, match->agents};
+    principal = {match->name, match->agents, match->name};
   } else if (auto cached = cached_jwt(digest)) {
     principal = std::move(*cached);
   } else if (config_.oauth) {

@@ -25,7 +25,14 @@ struct Principal {
   // subject, printable as is), or "anonymous" without auth. Token names have no ':'.
   std::string name;
   std::vector<std::string> agents;  // agent ids it may use; {"*"} for every agent
+  // Names the user's sandbox of a per-user agent (its workspace directory): the token's name,
+  // "jwt-" and 32 hex digits of SHA-256(iss "\n" sub) for a JWT, "anonymous" without auth.
+  std::string user_key;
 };
+
+// The user key of a JWT's subject: collision-free across issuers and subjects, and a safe
+// directory name.
+std::string jwt_user_key(std::string_view issuer, std::string_view subject);
 
 // The answer to one request. When refused, send `status` with `headers` and `body` as they are.
 struct AuthDecision {

@@ -94,7 +94,7 @@ std::unique_ptr<AgentRegistry> build_registry(const Config& config,
   log_registry_problems(plugins);
   AgentBuildOptions options;
   options.audit_file = args.audit_file;
-  return std::make_unique<AgentRegistry>(config, selected, plugins, options);
+  return std::make_unique<AgentRegistry>(config, selected, std::move(plugins), options);
 }
 
 std::unique_ptr<AgentRegistry> reporting_failure(
@@ -114,7 +114,14 @@ std::unique_ptr<AgentRegistry> prepare_one_agent(const Arguments& args,
                                                  std::shared_ptr<const Config>& config) {
   return reporting_failure([&] {
     config = load_config_logged(args);
-    auto agents = build_registry(*config, {&config->select_agent(args.agent_id)}, args);
+    const AgentConfig& agent = config->select_agent(args.agent_id);
+    if (agent.per_user)
+      throw std::runtime_error(
+          agent.location.str() + ": agent '" + agent.id +
+          "' is per-user (per_user:): it gives each authenticated HTTP user a sandbox of their "
+          "own, and stdio or a one-off command has a single user. Serve it with --http, or give "
+          "this use an ordinary agent (cwd: instead of per_user:)");
+    auto agents = build_registry(*config, {&agent}, args);
     agents->start_all([&signals] { return signals.noted() == 0; });
     return agents;
   });

@@ -108,13 +108,23 @@ int command_check_config(const Arguments& args) {
     for (const auto& filter : agent.filters) filters.push_back(filter.plugin);
     std::cout << "  agent '" << agent.id << "': backend " << agent.backend.plugin
               << ", filters: " << (filters.empty() ? "none" : join(filters, " -> "))
-              << ", workspace " << (agent.cwd.empty() ? "(none)" : agent.cwd) << ", timeout "
-              << agent.timeout.count() / 1000.0 << "s (max " << agent.max_timeout.count() / 1000.0
-              << "s)";
+              << ", workspace "
+              << (agent.per_user
+                      ? agent.per_user->workspace_root + "/<user key> (seen as /workspace)"
+                  : agent.cwd.empty() ? "(none)"
+                                      : agent.cwd)
+              << ", timeout " << agent.timeout.count() / 1000.0 << "s (max "
+              << agent.max_timeout.count() / 1000.0 << "s)";
     if (!agent.context_paths.empty())
       std::cout << ", " << agent.context_paths.size() << " context path(s)";
     if (!agent.mcp_enabled) std::cout << " [MCP command line disabled]";
     std::cout << "\n";
+    if (const auto& per_user = agent.per_user) {
+      std::cout << "    per user: a sandbox per authenticated HTTP user, at most "
+                << per_user->max_users << "; stopped after " << per_user->idle_stop.count() / 1000.0
+                << "s without a call, removed after " << per_user->idle_remove.count() / 1000.0
+                << "s stopped (workspaces kept); " << per_user->warm << " warm\n";
+    }
   }
   for (const auto& warning : config->warnings) std::cout << "warning: " << warning << "\n";
 
@@ -128,7 +138,8 @@ int command_check_config(const Arguments& args) {
     try {
       AgentBuildOptions options;
       options.touch_filesystem = false;
-      const auto built = build_agent(*config, agent, registry, options);
+      const auto built = agent.per_user ? build_per_user_template(*config, agent, registry, options)
+                                        : build_agent(*config, agent, registry, options);
       std::string line = "  agent '" + agent.id + "': background shells ";
       if (built->capabilities().background)
         line += "on (at most " + std::to_string(agent.background.max_running) + " running)";

@@ -65,9 +65,20 @@ struct BackgroundConfig {
   std::chrono::milliseconds kill_grace{std::chrono::seconds(5)};  // SIGTERM to SIGKILL
 };
 
+// `per_user:` of a native agent: each authenticated HTTP user gets their own sandbox of it.
+struct PerUserConfig {
+  // Absolute; a user's workspace on the host is <workspace_root>/<user key>, seen as /workspace.
+  std::string workspace_root;
+  std::size_t max_users = 100;  // sandboxes at once (running or stopped)
+  std::chrono::milliseconds idle_stop{std::chrono::seconds(600)};      // without a call: stopped
+  std::chrono::milliseconds idle_remove{std::chrono::seconds(86400)};  // stopped: removed
+  std::size_t warm = 0;  // containers made ahead of time, claimed by new users
+  SourceLocation location;
+};
+
 struct AgentConfig {
   std::string id;
-  std::string cwd;  // absolute, expanded; may be empty only when mcp_enabled is false
+  std::string cwd;  // absolute, expanded; empty when mcp_enabled is false or per_user is set
   PluginRef backend;
   std::vector<PluginRef> filters;  // in chain order
   std::vector<ContextPath> context_paths;
@@ -78,6 +89,8 @@ struct AgentConfig {
   std::chrono::milliseconds max_timeout{std::chrono::seconds(600)};
   std::size_t output_cap = 1024 * 1024;
   BackgroundConfig background;
+  // Set: the entry is a template, one sandbox per user (cwd is refused then).
+  std::optional<PerUserConfig> per_user;
   // MassGen's enable_mcp_command_line; always true for native configs.
   bool mcp_enabled = true;
   std::string key_path;  // "agents[0]" or "agent"

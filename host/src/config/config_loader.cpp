@@ -223,15 +223,76 @@ void read_background(YamlReader& reader, const YAML::Node& node, const std::stri
   }
 }
 
+// `per_user:` of a native agent. The limits keep one server's engine and disk bounded; warm
+// containers never outnumber the sandboxes allowed.
+void read_per_user(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                   const std::string& base_dir, PerUserConfig& out) {
+  out.location = reader.location(node);
+  if (!reader.expect_map(node, path)) return;
+  reader.reject_unknown_keys(node, path,
+                             {"workspace_root", "max_users", "idle_stop", "idle_remove", "warm"});
+  if (!node["workspace_root"]) {
+    reader.error(node, join_key(path, "workspace_root"),
+                 "required key is missing (where each user's workspace is made: "
+                 "<workspace_root>/<user key>)");
+  } else if (auto root = get_path(reader, node["workspace_root"], join_key(path, "workspace_root"),
+                                  base_dir)) {
+    if (*root == "/")
+      reader.error(node["workspace_root"], join_key(path, "workspace_root"),
+                   "'/' cannot hold the users' workspaces: name a directory of its own");
+    else
+      out.workspace_root = *root;
+  }
+  struct Count {
+    const char* key;
+    std::size_t* target;
+    long long min;
+    long long max;
+  };
+  for (const Count& count :
+       {Count{"max_users", &out.max_users, 1, 100000}, Count{"warm", &out.warm, 0, 1000}}) {
+    const auto value = node[count.key];
+    if (!value) continue;
+    const std::string key = join_key(path, count.key);
+    if (auto number = reader.get_integer(value, key)) {
+      if (*number < count.min || *number > count.max) {
+        reader.error(value, key,
+                     "expected an integer from " + std::to_string(count.min) + " to " +
+                         std::to_string(count.max) + ", found '" + value.Scalar() + "'");
+      } else {
+        *count.target = static_cast<std::size_t>(*number);
+      }
+    }
+  }
+  if (out.warm > out.max_users)
+    reader.error(node["warm"], join_key(path, "warm"),
+                 "warm (" + std::to_string(out.warm) + ") is larger than max_users (" +
+                     std::to_string(out.max_users) + "): warm containers count toward it");
+  if (const auto value = node["idle_stop"]) {
+    if (auto seconds = read_seconds(reader, value, join_key(path, "idle_stop")))
+      out.idle_stop = *seconds;
+  }
+  if (const auto value = node["idle_remove"]) {
+    if (auto seconds = read_seconds(reader, value, join_key(path, "idle_remove")))
+      out.idle_remove = *seconds;
+  }
+}
+
 void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
                        const std::string& base_dir, Config& config) {
   if (!reader.expect_map(node, path)) return;
   reader.reject_unknown_keys(
       node, path,
-      {"id", "cwd", "backend", "filters", "context_paths", "tools_dir", "skills_dir",
+      {"id", "cwd", "per_user", "backend", "filters", "context_paths", "tools_dir", "skills_dir",
        "temp_workspace", "timeout", "max_timeout", "output_cap", "background"});
   AgentConfig agent = read_agent_header(reader, node, path);
-  if (!node["cwd"]) {
+  if (const auto per_user = node["per_user"]) {
+    read_per_user(reader, per_user, join_key(path, "per_user"), base_dir, agent.per_user.emplace());
+    if (node["cwd"])
+      reader.error(node["cwd"], join_key(path, "cwd"),
+                   "a per-user agent has no cwd: each user's workspace is "
+                   "<per_user.workspace_root>/<user key>, seen as /workspace");
+  } else if (!node["cwd"]) {
     reader.error(node, join_key(path, "cwd"), "required key is missing (the agent's workspace)");
   } else if (auto cwd = get_path(reader, node["cwd"], join_key(path, "cwd"), base_dir)) {
     agent.cwd = *cwd;
@@ -246,6 +307,11 @@ void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::st
     agent.backend.plugin_key_path = agent.backend.key_path;
     agent.backend.plugin_location = agent.location;
   }
+  if (agent.per_user && agent.backend.plugin == "local")
+    reader.error(node["backend"] ? node["backend"] : node, join_key(path, "backend"),
+                 "a per-user agent needs a backend that gives each user a sandbox of their own "
+                 "(docker-api or docker-cli); the local backend runs every user's commands on "
+                 "this host as one user");
   if (const auto filters = node["filters"]) {
     const std::string filters_path = join_key(path, "filters");
     if (reader.expect_list(filters, filters_path)) {

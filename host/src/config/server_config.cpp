@@ -222,6 +222,12 @@ void read_token(YamlReader& reader, const YAML::Node& node, const std::string& p
                        "' must start with a letter or digit and contain only letters, digits, "
                        "'_', '.', '-' (at most 63 characters)");
       ok = false;
+    } else if (std::regex_match(*name, std::regex("jwt-[0-9a-f]{32}"))) {
+      reader.error(node["name"], name_path,
+                   "token name '" + *name +
+                       "' is reserved: 'jwt-' and 32 hex digits is the user key of a JWT's "
+                       "subject (per-user agents)");
+      ok = false;
     } else if (!names.insert(*name).second) {
       reader.error(node["name"], name_path, "duplicate token name '" + *name + "'");
       ok = false;

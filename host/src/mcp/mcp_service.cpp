@@ -254,7 +254,8 @@ void McpService::call_tool(ToolCall call) {
           RpcError{rpc_error::kInvalidParams, "Invalid params: 'arguments' must be an object"});
     }
     const std::string agent_id = shared->caller.agent->id();
-    if (!admit_agent(agent_id)) {
+    const std::string limit_key = shared->caller.agent->call_limit_key();
+    if (!admit_agent(limit_key)) {
       return refuse(RpcError{kServerBusy,
                              "Server busy: agent '" + agent_id + "' already has " +
                                  std::to_string(options_.max_calls_per_agent) +
@@ -264,9 +265,9 @@ void McpService::call_tool(ToolCall call) {
     }
     std::shared_ptr<Admission> admission;
     try {
-      admission = std::make_shared<Admission>(*this, agent_id);
+      admission = std::make_shared<Admission>(*this, limit_key);
     } catch (...) {
-      release_agent(agent_id);
+      release_agent(limit_key);
       throw;
     }
     if (admission->try_slot()) {

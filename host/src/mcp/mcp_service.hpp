@@ -38,6 +38,8 @@ struct CallerContext {
   std::string principal;         // "stdio", or the name of the token / JWT subject
   std::string protocol_version;  // negotiated (initialize) or this request's _meta
   std::string client;            // "name version" when the client said, for logs
+  // Keeps `agent` alive while the request and its call run (a per-user sandbox's record).
+  std::shared_ptr<Agent> hold;
 };
 
 struct ServiceOptions {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -70,6 +71,7 @@ mcp::Authorize authorize_with(const auth::Authenticator& authenticator) {
     auth::AuthDecision decision = authenticator.authorize(header, agent_id);
     access.allowed = decision.allowed;
     access.principal = decision.principal.name;
+    access.user_key = decision.principal.user_key;
     access.status = decision.status;
     access.headers = std::move(decision.headers);
     access.body = std::move(decision.body);
@@ -82,10 +84,68 @@ mcp::Authorize authorize_with(const auth::Authenticator& authenticator) {
 std::map<std::string, mcp::HttpEndpoint::AgentEntry> endpoint_agents(AgentRegistry& agents) {
   std::map<std::string, mcp::HttpEndpoint::AgentEntry> entries;
   for (std::size_t i = 0; i < agents.size(); ++i) {
+    if (UserSandboxes* sandboxes = agents.sandboxes(i)) {
+      // Ready as a whole: each user's sandbox is made by that user's call.
+      entries[sandboxes->id()] = {nullptr, [] { return AgentState::kStarted; },
+                                  [sandboxes](const std::string& user_key) {
+                                    SandboxLookup found = sandboxes->sandbox_for(user_key);
+                                    mcp::UserAgent user;
+                                    user.agent = std::move(found.agent);
+                                    user.why = std::move(found.refusal);
+                                    if (!user.agent) user.status = found.at_limit ? 429 : 503;
+                                    return user;
+                                  }};
+      continue;
+    }
     LazyAgent* agent = &agents.agent(i);
-    entries[agent->id()] = {agent, [agent] { return agent->state(); }};
+    entries[agent->id()] = {agent, [agent] { return agent->state(); }, nullptr};
   }
   return entries;
+}
+
+// Per-user agents: sandboxes by state, and what their timers and users did since the start.
+void add_sandbox_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
+  std::vector<const UserSandboxes*> per_user;
+  for (std::size_t i = 0; i < agents.size(); ++i)
+    if (const UserSandboxes* sandboxes = agents.sandboxes(i)) per_user.push_back(sandboxes);
+  if (per_user.empty()) return;
+  using Count = std::size_t SandboxCounts::*;
+  for (const auto& [name, help, field] :
+       {std::tuple{"execmcp_sandboxes_warm", "Warm sandboxes ready for new users.",
+                   Count{&SandboxCounts::warm}},
+        std::tuple{"execmcp_sandboxes_running", "Users' sandboxes running (or being made).",
+                   Count{&SandboxCounts::running}},
+        std::tuple{"execmcp_sandboxes_stopped", "Users' sandboxes stopped when idle.",
+                   Count{&SandboxCounts::stopped}}}) {
+    metrics.add_gauge(name, help, "agent", [per_user, field] {
+      Gauge out;
+      for (const UserSandboxes* sandboxes : per_user)
+        out.emplace_back(sandboxes->id(), static_cast<double>(sandboxes->counts().*field));
+      return out;
+    });
+  }
+  using Event = std::uint64_t SandboxEvents::*;
+  for (const auto& [name, help, field] :
+       {std::tuple{"execmcp_sandbox_claims", "Warm sandboxes claimed by new users.",
+                   Event{&SandboxEvents::claims}},
+        std::tuple{"execmcp_sandbox_creates", "Sandboxes made for a user's call (no warm one).",
+                   Event{&SandboxEvents::creates}},
+        std::tuple{"execmcp_sandbox_starts", "Stopped sandboxes started again by a call.",
+                   Event{&SandboxEvents::starts}},
+        std::tuple{"execmcp_sandbox_stops", "Sandboxes stopped after idle_stop.",
+                   Event{&SandboxEvents::stops}},
+        std::tuple{"execmcp_sandbox_removals", "Sandboxes removed after idle_remove.",
+                   Event{&SandboxEvents::removals}},
+        std::tuple{"execmcp_sandbox_refusals", "New users refused at max_users.",
+                   Event{&SandboxEvents::refusals}}}) {
+    metrics.add_gauge(
+        name, std::string(help) + " Since the server started.", "agent", [per_user, field] {
+          Gauge out;
+          for (const UserSandboxes* sandboxes : per_user)
+            out.emplace_back(sandboxes->id(), static_cast<double>(sandboxes->events().*field));
+          return out;
+        });
+  }
 }
 
 void add_agent_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
@@ -93,29 +153,36 @@ void add_agent_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
                     [&agents] {
                       Gauge out;
                       for (std::size_t i = 0; i < agents.size(); ++i)
-                        out.emplace_back(agents.agent(i).id(), agents.agent(i).started());
+                        if (!agents.sandboxes(i))
+                          out.emplace_back(agents.agent(i).id(), agents.agent(i).started());
                       return out;
                     });
   metrics.add_gauge("execmcp_agents", "Agents by the state of their backend.", "state", [&agents] {
     static constexpr const char* kNames[] = {"not_started", "starting", "started", "failed"};
     double counts[4] = {};
     for (std::size_t i = 0; i < agents.size(); ++i)
-      ++counts[static_cast<int>(agents.agent(i).state())];
+      if (!agents.sandboxes(i)) ++counts[static_cast<int>(agents.agent(i).state())];
     Gauge out;
     for (int i = 0; i < 4; ++i) out.emplace_back(kNames[i], counts[i]);
     return out;
   });
   // Whether a backend owns a container is its traits' word (isolated), not its plugin's name.
-  metrics.add_gauge("execmcp_containers_owned",
-                    "Containers this server owns (one per started Docker agent).", "agent",
-                    [&agents] {
-                      Gauge out;
-                      for (std::size_t i = 0; i < agents.size(); ++i) {
-                        const bool owns = agents.isolated(i) && agents.agent(i).started();
-                        out.emplace_back(agents.agent(i).id(), owns ? 1 : 0);
-                      }
-                      return out;
-                    });
+  metrics.add_gauge(
+      "execmcp_containers_owned", "Containers this server owns (one per started Docker agent).",
+      "agent", [&agents] {
+        Gauge out;
+        for (std::size_t i = 0; i < agents.size(); ++i) {
+          if (const UserSandboxes* sandboxes = agents.sandboxes(i)) {
+            const SandboxCounts counts = sandboxes->counts();
+            out.emplace_back(sandboxes->id(),
+                             static_cast<double>(counts.warm + counts.running + counts.stopped));
+            continue;
+          }
+          const bool owns = agents.isolated(i) && agents.agent(i).started();
+          out.emplace_back(agents.agent(i).id(), owns ? 1 : 0);
+        }
+        return out;
+      });
 }
 
 mcp::ServiceOptions service_options(const ServeOptions& options) {
@@ -163,6 +230,7 @@ int serve_http(const Config& config, AgentRegistry& agents, const ServeOptions& 
   mcp::McpService service(service_options(options));
   mcp::Metrics metrics;
   add_agent_gauges(metrics, agents);
+  add_sandbox_gauges(metrics, agents);
   mcp::HttpEndpointOptions endpoint_options;
   endpoint_options.limits = options.session.limits;
   if (!authenticator.resource_metadata_url().empty()) {
@@ -188,6 +256,7 @@ int serve_http(const Config& config, AgentRegistry& agents, const ServeOptions& 
 
   const SignalService signals(SignalService::Mode::kForward, SignalService::BrokenPipe::kFailWrite);
   http_server.start();
+  agents.start_sandboxes();
   const bool tls = !options.tls_cert_file.empty();
   const std::string url = url_of(*listen, http_server.port(), tls);
   spdlog::info("execmcp: listening on {}", url);

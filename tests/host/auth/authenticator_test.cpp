@@ -540,5 +540,29 @@ server:
   }
 }
 
+TEST_F(OAuthTest, EachPrincipalHasAUserKeyThatNamesADirectory) {
+  const Authenticator auth(config_, fixed_clock());
+  EXPECT_EQ(auth.authorize("Bearer " + kSecretA, "agent_a").principal.user_key, "ci-bot");
+  std::set<std::string> keys;
+  for (const std::string& sub :
+       std::vector<std::string>{"alice", "alice/../bob", std::string(300, 'a'), "alice\n"}) {
+    auto c = claims();
+    c["sub"] = sub;
+    const auto decision = auth.authorize("Bearer " + rs256(c), "agent_a");
+    ASSERT_TRUE(decision.allowed);
+    const std::string& key = decision.principal.user_key;
+    EXPECT_TRUE(keys.insert(key).second) << "collides: " << key;
+    // "jwt-" and the first 32 hex digits of SHA-256(iss "\n" sub).
+    EXPECT_EQ(key, jwt_user_key(config_.oauth->issuer, sub));
+    EXPECT_EQ(key.size(), 36u);
+    EXPECT_EQ(key.find_first_not_of("0123456789abcdef", 4), std::string::npos) << key;
+  }
+  EXPECT_EQ(jwt_user_key("https://issuer.example", "alice"),
+            "jwt-" + digest_hex(sha256_digest("https://issuer.example\nalice")).substr(0, 32));
+  // The same subject from another issuer is another user.
+  EXPECT_NE(jwt_user_key("https://a.example", "alice"), jwt_user_key("https://b.example", "alice"));
+  EXPECT_EQ(Authenticator(ServerConfig{}).authorize("", "agent_a").principal.user_key, "anonymous");
+}
+
 }  // namespace
 }  // namespace execmcp::host::auth

@@ -14,6 +14,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "test_support.hpp"
 #include "transport/http/http_test_client.hpp"
@@ -249,6 +250,36 @@ TEST(ExecmcpCli, ServeRefusesUnknownAgentAndBadBackendClearly) {
   result = run_execmcp("exec --config " + quote(config) + " -- true", dir);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr("backend 'fixture-echo' failed to start: engine missing"));
+}
+
+// A per-user agent serves one sandbox per HTTP user: stdio (and exec) has one user, so it is
+// refused with what to do instead; check-config shows its settings, and a backend that cannot stop
+// and resume a sandbox is refused by name.
+TEST(ExecmcpCli, APerUserAgentIsRefusedOverStdioAndCheckConfigShowsIt) {
+  TempDir dir;
+  const auto file = dir.path() / "per_user.yaml";
+  write_text(file, "execmcp: 1\nplugin_paths: [" + std::string(EXECMCP_FIXTURE_PLUGIN_DIR) +
+                       "]\nagents:\n  - id: py\n    per_user:\n      workspace_root: users\n"
+                       "      max_users: 7\n      idle_stop: 30\n      warm: 1\n"
+                       "    backend: {plugin: fixture-echo}\n");
+  for (const std::string& command : std::vector<std::string>{"serve", "exec"}) {
+    SCOPED_TRACE(command);
+    const auto result = run_execmcp(
+        command + " --config " + quote(file.string()) + (command == "exec" ? " -- true" : ""), dir);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_THAT(result.err, HasSubstr("per_user.yaml:4: agent 'py' is per-user (per_user:)"));
+    EXPECT_THAT(result.err, HasSubstr("Serve it with --http"));
+  }
+  const auto checked = run_execmcp("check-config " + quote(file.string()), dir);
+  EXPECT_THAT(checked.out,
+              HasSubstr("workspace " + dir.str() + "/users/<user key> (seen as /workspace)"));
+  EXPECT_THAT(checked.out, HasSubstr("per user: a sandbox per authenticated HTTP user, at most 7; "
+                                     "stopped after 30s without a call, removed after 86400s "
+                                     "stopped (workspaces kept); 1 warm"));
+  // The echo fixture runs commands in no sandbox it could stop: refused at its line.
+  EXPECT_EQ(checked.exit_code, 1);
+  EXPECT_THAT(checked.err, HasSubstr("backend 'fixture-echo' cannot serve a per-user agent"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "users"));  // check-config touches nothing
 }
 
 #ifdef EXECMCP_TEST_HAVE_MCP

@@ -96,7 +96,7 @@ TEST(McpRouter, AnswersByRevisionAndMethod) {
     json out;
     Responder responder(1, method, [&](const json& message) { out = message; });
     McpRouter::Context context;
-    context.caller = CallerContext{&agent, "test", std::move(session_revision), {}};
+    context.caller = CallerContext{&agent, "test", std::move(session_revision), {}, nullptr};
     router.handle(Request{1, method, std::move(params)}, responder, std::move(context));
     return out;
   };

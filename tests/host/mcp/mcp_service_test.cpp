@@ -67,7 +67,7 @@ TEST(McpServiceGuards, AToolThrowingAnythingIsAnsweredAndReleasesItsSlot) {
     Answers answers;
     std::atomic<int> finished{0};
     std::atomic<int> answered{0};
-    McpService::ToolCall call{CallerContext{&agent, "test", "2025-06-18", {}},
+    McpService::ToolCall call{CallerContext{&agent, "test", "2025-06-18", {}, nullptr},
                               Request{1, "tools/call", json{{"name", name}}},
                               answers.responder(1),
                               std::make_shared<CallState>(),
@@ -110,7 +110,7 @@ TEST(McpServiceGuards, PerAgentLimitRefusesWithoutTakingAGlobalSlot) {
   McpService service(options);
   auto make_call = [&](Answers& answers, const std::string& command) {
     return McpService::ToolCall{
-        CallerContext{&agent, "test", "2025-06-18", {}},
+        CallerContext{&agent, "test", "2025-06-18", {}, nullptr},
         Request{1, "tools/call",
                 json{{"name", "execute_command"}, {"arguments", {{"command", command}}}}},
         answers.responder(1),

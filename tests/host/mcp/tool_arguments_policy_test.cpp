@@ -59,7 +59,8 @@ TEST(ToolSchemas, EveryListedInputSchemaKeepsToTheSubsetEveryClientAccepts) {
   FakeAgent agent;
   agent.offer_background = true;  // the background-shell tools are listed too
   McpService service(ServiceOptions{});
-  const RpcOutcome outcome = service.tools_list(CallerContext{&agent, "test", "2025-11-25", {}});
+  const RpcOutcome outcome =
+      service.tools_list(CallerContext{&agent, "test", "2025-11-25", {}, nullptr});
   ASSERT_TRUE(std::holds_alternative<json>(outcome));
   const json& tools = std::get<json>(outcome)["tools"];
   std::set<std::string> names;
@@ -88,7 +89,7 @@ json call(McpService& service, FakeAgent& agent, const json& arguments,
   auto answer = std::make_shared<Answer>();
   auto got = answer->promise.get_future();
   McpService::ToolCall call{
-      CallerContext{&agent, "test", revision, {}},
+      CallerContext{&agent, "test", revision, {}, nullptr},
       Request{1, "tools/call", json{{"name", "execute_command"}, {"arguments", arguments}}},
       Responder(1, "tools/call",
                 [answer](const json& message) {

@@ -427,7 +427,19 @@ void HttpEndpoint::route(const std::string& agent_id, const AccessDecision& acce
                          http::HttpRequest& request, Request rpc, bool stateless,
                          const std::shared_ptr<http::HttpExchange>& exchange) {
   McpRouter::Context context;
-  context.caller = CallerContext{agents_.at(agent_id).agent, access.principal, {}, {}};
+  const AgentEntry& entry = agents_.at(agent_id);
+  context.caller = CallerContext{entry.agent, access.principal, {}, {}, nullptr};
+  if (entry.per_user) {
+    UserAgent user = entry.per_user(access.user_key);
+    if (!user.agent) {
+      const bool limit = user.status == 429;
+      return refuse(exchange, limit ? 429 : user.status,
+                    {{"retry-after", limit ? "60" : "5"}, {"content-type", "application/json"}},
+                    problem(limit ? "too_many_users" : "unavailable", user.why));
+    }
+    context.caller.agent = user.agent.get();
+    context.caller.hold = std::move(user.agent);
+  }
   std::shared_ptr<LegacySession> session;
   if (!stateless && rpc.method != McpRouter::kInitialize) {
     session = find_session(access, agent_id, request, exchange);

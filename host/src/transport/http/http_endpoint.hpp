@@ -32,6 +32,7 @@ namespace execmcp::host::mcp {
 struct AccessDecision {
   bool allowed = false;
   std::string principal;  // the token's name or the JWT's subject; logged and audited
+  std::string user_key;   // names the user's sandbox of a per-user agent
   int status = 401;       // when refused: 401 (who are you?) or 403 (not for this agent)
   http::Headers headers;  // e.g. WWW-Authenticate
   std::string body;       // says what to do
@@ -59,11 +60,21 @@ struct HttpEndpointOptions {
   std::string protected_resource_metadata;
 };
 
+// A per-user agent's answer for one user: the user's sandbox, or the HTTP status and why not
+// (429 when the agent has all the sandboxes it may have). Never waits on a backend.
+struct UserAgent {
+  std::shared_ptr<Agent> agent;
+  int status = 0;
+  std::string why;
+};
+using UserAgentResolver = std::function<UserAgent(const std::string& user_key)>;
+
 class HttpEndpoint {
  public:
   struct AgentEntry {
-    Agent* agent = nullptr;
-    AgentStateReader state;  // for the probes; may be empty: always started
+    Agent* agent = nullptr;      // null for a per-user agent
+    AgentStateReader state;      // for the probes; may be empty: always started
+    UserAgentResolver per_user;  // a per-user agent: each request's sandbox
   };
 
   HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents, Authorize authorize,

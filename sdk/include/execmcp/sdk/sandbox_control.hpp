@@ -22,7 +22,8 @@ class SandboxControl {
   // their on_exit()), the files of its workspace stay. "" or why not (then it still runs).
   virtual std::string suspend() noexcept = 0;
   // Starts a suspended sandbox again, ready for calls; one that is gone meanwhile (removed from
-  // outside) is made anew. "" or why not.
+  // outside) is made anew; one that runs is only made ready (the warm pool asks that right after
+  // start(), so a user's first call finds everything open). "" or why not.
   virtual std::string resume() noexcept = 0;
   // The workspace (BackendInit::cwd, the first path grant) was renamed on the host to `host_path`
   // while the sandbox ran: a warm sandbox claimed by a user. Its mount still holds the directory;

@@ -34,8 +34,8 @@ class HttpEndpointTest : public ::testing::Test {
   void make_endpoint(HttpEndpointOptions endpoint_options = {}) {
     endpoint_.reset();
     std::map<std::string, HttpEndpoint::AgentEntry> agents;
-    agents["agent_a"] = {&agent_a_, {}};
-    agents["agent_b"] = {&agent_b_, [] { return AgentState::kFailed; }};
+    agents["agent_a"] = {&agent_a_, {}, nullptr};
+    agents["agent_b"] = {&agent_b_, [] { return AgentState::kFailed; }, nullptr};
     routes_.reset();
     probes_.reset();
     const Authorize authorize = [](const http::HttpRequest& request, const std::string& agent) {

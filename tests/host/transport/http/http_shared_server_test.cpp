@@ -45,8 +45,8 @@ class SharedServerTest : public ::testing::Test {
   SharedServerTest() : service_(ServiceOptions{}) {
     healthy_gate_->open();
     std::map<std::string, HttpEndpoint::AgentEntry> agents;
-    agents["slow"] = {&slow_, [this] { return state_of(slow_); }};
-    agents["healthy"] = {&healthy_, [this] { return state_of(healthy_); }};
+    agents["slow"] = {&slow_, [this] { return state_of(slow_); }, nullptr};
+    agents["healthy"] = {&healthy_, [this] { return state_of(healthy_); }, nullptr};
     // As serve --http registers them: read on the I/O thread whenever /metrics is served.
     metrics_.add_gauge("execmcp_agent_started", "1 when started.", "agent", [this] {
       return std::vector<std::pair<std::string, double>>{{"slow", slow_.started()},

@@ -1,0 +1,601 @@
+// Per-user sandboxes: the records, the warm pool and the idle timers (see user_sandboxes.hpp).
+#include "agent/user_sandboxes.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+#include "agent/lazy_agent.hpp"
+
+namespace execmcp::host {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// What commands see as their workspace in every user's sandbox.
+const std::string kSandboxCwd = "/workspace";
+
+long long whole_seconds(std::chrono::milliseconds duration) {
+  return std::chrono::duration_cast<std::chrono::seconds>(duration).count();
+}
+
+// A workspace directory only its owner (the server's user) may enter; the container reaches it
+// through its own mount (and the backend's ACL for the image user).
+std::string make_private_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    return "cannot create workspace '" + path + "': " + std::generic_category().message(errno);
+  return {};
+}
+
+}  // namespace
+
+// One user's sandbox, as the MCP layer sees it: an Agent whose calls go to the user's container,
+// made, started again or claimed from the warm pool by the call that needs it.
+class UserSandbox final : public Agent {
+ public:
+  UserSandbox(UserSandboxes& owner, std::string key)
+      : owner_(owner),
+        key_(std::move(key)),
+        dir_(owner.config().workspace_root + "/" + key_),
+        shells_(*this) {}
+  ~UserSandbox() override { shutdown(); }
+
+  [[nodiscard]] const std::string& id() const override { return owner_.id(); }
+  [[nodiscard]] const std::string& cwd() const override { return kSandboxCwd; }
+  [[nodiscard]] std::string call_limit_key() const override { return owner_.id() + "/" + key_; }
+  [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.traits_; }
+  [[nodiscard]] AgentCapabilities capabilities() const override { return owner_.capabilities_; }
+  BackgroundShellControl* background_shells() override {
+    return owner_.capabilities_.background ? &shells_ : nullptr;
+  }
+
+  ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
+                         const sdk::CancelToken* cancel) override {
+    Lease lease = enter(true);
+    ExecuteOutcome outcome;
+    if (!lease.error.empty()) {
+      outcome.result.error = lease.error;
+    } else {
+      outcome = lease.agent->execute(args, sink, cancel);
+    }
+    outcome.result.notices.insert(outcome.result.notices.begin(), lease.notices.begin(),
+                                  lease.notices.end());
+    return outcome;
+  }
+  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel,
+                               const std::string& principal) override {
+    Lease lease = enter(true);
+    sdk::ExecResult result;
+    if (!lease.error.empty()) {
+      result.error = lease.error;
+    } else {
+      result = lease.agent->run_internal(command, cancel, principal);
+    }
+    result.notices.insert(result.notices.begin(), lease.notices.begin(), lease.notices.end());
+    return result;
+  }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
+                                const std::string& principal) override {
+    Lease lease = enter(true);
+    if (!lease.error.empty()) {
+      sdk::FileReadResult result;
+      result.error = lease.error;
+      return result;
+    }
+    return lease.agent->read_file(request, principal);
+  }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
+                                  const std::string& principal) override {
+    Lease lease = enter(true);
+    if (!lease.error.empty()) {
+      sdk::FileWriteResult result;
+      result.error = lease.error;
+      return result;
+    }
+    return lease.agent->write_file(request, principal);
+  }
+
+  // The timers' step for this sandbox (run by the timer thread only).
+  void idle_step(Clock::time_point now);
+  // True when it holds no container and no call: the owner may forget it.
+  [[nodiscard]] bool empty() const {
+    std::lock_guard lock(mutex_);
+    return state_ == State::kEmpty && active_ == 0;
+  }
+  // Counted by state for the gauges.
+  void add_to(SandboxCounts& counts) const {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::kRunning) ++counts.running;
+    if (state_ == State::kStopped) ++counts.stopped;
+  }
+  // Its container removed (SIGTERM); the workspace stays. The agent object stays for calls still
+  // in flight on it.
+  void shutdown() noexcept {
+    std::lock_guard life(life_mutex_);
+    if (agent_) agent_->shutdown();
+    std::lock_guard lock(mutex_);
+    state_ = State::kEmpty;
+    shut_down_ = true;
+  }
+
+ private:
+  enum class State { kEmpty, kRunning, kStopped };
+
+  // A call's hold on the sandbox: while any lease lives, the timers leave it alone.
+  struct Lease {
+    UserSandbox* sandbox = nullptr;
+    LazyAgent* agent = nullptr;  // null with `error` (or when !may_start and nothing runs)
+    std::string error;
+    std::vector<std::string> notices;
+    Lease() = default;
+    explicit Lease(UserSandbox* s) : sandbox(s) {}
+    Lease(Lease&& other) noexcept
+        : sandbox(std::exchange(other.sandbox, nullptr)),
+          agent(other.agent),
+          error(std::move(other.error)),
+          notices(std::move(other.notices)) {}
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (sandbox) sandbox->leave();
+    }
+  };
+
+  // The shells of whatever agent the sandbox has now; starting one makes or resumes it.
+  class Shells final : public BackgroundShellControl {
+   public:
+    explicit Shells(UserSandbox& sandbox) : sandbox_(sandbox) {}
+    BackgroundStartResult start(const BackgroundStartArgs& args) override {
+      Lease lease = sandbox_.enter(true);
+      BackgroundShellControl* shells = lease.agent ? lease.agent->background_shells() : nullptr;
+      if (shells == nullptr) {
+        BackgroundStartResult result;
+        result.error = "Failed to start background shell: " +
+                       (lease.error.empty() ? std::string(kNoBackgroundShells) : lease.error);
+        return result;
+      }
+      return shells->start(args);
+    }
+    BackgroundOutput output(const std::string& shell_id, const std::optional<std::string>& cursor,
+                            std::optional<std::size_t> max_lines,
+                            const std::string& principal) override {
+      Lease lease = sandbox_.enter(false);
+      if (BackgroundShellControl* shells = running_shells(lease))
+        return shells->output(shell_id, cursor, max_lines, principal);
+      BackgroundOutput none;
+      none.error = "no background shell '" + shell_id + "' (the sandbox has none running)";
+      return none;
+    }
+    std::optional<BackgroundShellStatus> status(const std::string& shell_id,
+                                                const std::string& principal) override {
+      Lease lease = sandbox_.enter(false);
+      if (BackgroundShellControl* shells = running_shells(lease))
+        return shells->status(shell_id, principal);
+      return std::nullopt;
+    }
+    BackgroundKillResult kill(const std::string& shell_id, const std::string& principal) override {
+      Lease lease = sandbox_.enter(false);
+      if (BackgroundShellControl* shells = running_shells(lease))
+        return shells->kill(shell_id, principal);
+      BackgroundKillResult none;
+      none.error = "no background shell '" + shell_id + "' (the sandbox has none running)";
+      return none;
+    }
+    std::vector<BackgroundShellStatus> list(const std::string& principal) override {
+      Lease lease = sandbox_.enter(false);
+      if (BackgroundShellControl* shells = running_shells(lease)) return shells->list(principal);
+      return {};
+    }
+
+   private:
+    static BackgroundShellControl* running_shells(const Lease& lease) {
+      return lease.agent ? lease.agent->background_shells() : nullptr;
+    }
+    UserSandbox& sandbox_;
+  };
+
+  // Takes a lease; with `may_start`, makes the sandbox ready first (claimed, made, or started
+  // again), with a notice for the call when it was stopped or removed.
+  Lease enter(bool may_start);
+  void leave() {
+    std::lock_guard lock(mutex_);
+    --active_;
+    last_call_ = Clock::now();
+  }
+  // life_mutex_ held: a container for the user (warm or new); "" or why not.
+  std::string make(std::vector<std::string>& notices);
+  // life_mutex_ held: the container removed and the agent dropped (no call holds it).
+  void drop_agent() noexcept;
+
+  UserSandboxes& owner_;
+  const std::string key_;
+  const std::string dir_;
+  Shells shells_;
+  // Held by every transition (make, resume, stop, remove) and by enter(); the timers only try it.
+  std::mutex life_mutex_;
+  std::unique_ptr<ConfiguredAgent> agent_;  // changed with life_mutex_ held and no lease
+  std::unique_ptr<LazyAgent> lazy_;         // over *agent_
+  mutable std::mutex mutex_;                // guards the four below; held briefly
+  State state_ = State::kEmpty;
+  std::size_t active_ = 0;
+  Clock::time_point last_call_ = Clock::now();
+  Clock::time_point stopped_at_{};
+  bool shut_down_ = false;
+};
+
+UserSandbox::Lease UserSandbox::enter(bool may_start) {
+  std::lock_guard life(life_mutex_);
+  State state;
+  {
+    std::lock_guard lock(mutex_);
+    ++active_;
+    last_call_ = Clock::now();
+    state = state_;
+    if (shut_down_) {
+      Lease refused(this);
+      refused.error = "the server is shutting down; the sandbox was removed";
+      return refused;
+    }
+  }
+  Lease lease(this);
+  if (state == State::kRunning || !may_start) {
+    lease.agent = state == State::kRunning ? lazy_.get() : nullptr;
+    return lease;
+  }
+  if (state == State::kStopped) {
+    sdk::SandboxControl* control = agent_->sandbox_control();
+    const std::string error = control ? control->resume() : "the backend cannot start it again";
+    if (error.empty()) {
+      owner_.count(&SandboxEvents::starts);
+      lease.notices.push_back(
+          "sandbox started again: it was stopped after " +
+          std::to_string(whole_seconds(owner_.config().idle_stop)) +
+          " s without a call; the files in /workspace are kept, processes and files elsewhere "
+          "(/tmp, $HOME) are not");
+      spdlog::info("agent '{}': user '{}': sandbox started again", owner_.id(), key_);
+      std::lock_guard lock(mutex_);
+      state_ = State::kRunning;
+      lease.agent = lazy_.get();
+      return lease;
+    }
+    spdlog::warn(
+        "agent '{}': user '{}': the stopped sandbox did not start again ({}); making a "
+        "new one",
+        owner_.id(), key_, error.substr(0, 512));
+    drop_agent();
+  }
+  if (std::string error = make(lease.notices); !error.empty()) {
+    lease.error = std::move(error);
+    return lease;
+  }
+  lease.agent = lazy_.get();
+  return lease;
+}
+
+std::string UserSandbox::make(std::vector<std::string>& notices) {
+  std::error_code ec;
+  const bool returning = fs::exists(dir_, ec);
+  std::unique_ptr<ConfiguredAgent> agent;
+  if (!returning) agent = owner_.claim_warm(dir_, key_);
+  if (!agent) {
+    if (std::string error = make_private_dir(dir_); !error.empty()) return error;
+    try {
+      agent = owner_.build(dir_, key_);
+    } catch (const std::exception& e) {
+      return "agent '" + owner_.id() + "': cannot make a sandbox for this user: " + e.what();
+    }
+    owner_.count(&SandboxEvents::creates);
+  }
+  // Its container was removed (idle_remove, a restart of the server): the files are not.
+  if (returning)
+    notices.push_back(
+        "a new sandbox was made for this user: the files in /workspace are kept from before, "
+        "processes and files elsewhere (/tmp, $HOME) are not");
+  lazy_ = std::make_unique<LazyAgent>(*agent);
+  agent_ = std::move(agent);
+  std::lock_guard lock(mutex_);
+  state_ = State::kRunning;
+  return {};
+}
+
+void UserSandbox::drop_agent() noexcept {
+  lazy_.reset();
+  if (agent_) agent_->shutdown();
+  agent_.reset();
+  std::lock_guard lock(mutex_);
+  state_ = State::kEmpty;
+}
+
+void UserSandbox::idle_step(Clock::time_point now) {
+  std::unique_lock life(life_mutex_, std::try_to_lock);
+  if (!life.owns_lock()) return;  // a call is making or starting it
+  State state;
+  {
+    std::lock_guard lock(mutex_);
+    if (active_ > 0 || shut_down_) return;
+    state = state_;
+    if (state == State::kRunning && now - last_call_ < owner_.config().idle_stop) return;
+    if (state == State::kStopped && now - stopped_at_ < owner_.config().idle_remove) return;
+    if (state == State::kEmpty) return;
+  }
+  if (state == State::kRunning) {
+    // Made but never started (a failed start): nothing to keep.
+    sdk::SandboxControl* control = agent_->sandbox_control();
+    if (!agent_->started() || control == nullptr) {
+      drop_agent();
+      return;
+    }
+    if (std::string error = control->suspend(); !error.empty()) {
+      spdlog::warn("agent '{}': user '{}': idle sandbox did not stop ({}); removing it",
+                   owner_.id(), key_, error.substr(0, 512));
+      drop_agent();
+      owner_.count(&SandboxEvents::removals);
+      return;
+    }
+    owner_.count(&SandboxEvents::stops);
+    spdlog::info("agent '{}': user '{}': sandbox stopped after {} s without a call", owner_.id(),
+                 key_, whole_seconds(owner_.config().idle_stop));
+    std::lock_guard lock(mutex_);
+    state_ = State::kStopped;
+    stopped_at_ = Clock::now();
+    return;
+  }
+  drop_agent();
+  owner_.count(&SandboxEvents::removals);
+  spdlog::info("agent '{}': user '{}': stopped sandbox removed (its workspace is kept)",
+               owner_.id(), key_);
+}
+
+// --- UserSandboxes -------------------------------------------------------------------------
+
+UserSandboxes::UserSandboxes(std::string agent_id, PerUserConfig config, SandboxBuilder build,
+                             AgentCapabilities capabilities, sdk::BackendTraits traits,
+                             std::chrono::milliseconds tick)
+    : agent_id_(std::move(agent_id)),
+      config_(std::move(config)),
+      build_(std::move(build)),
+      capabilities_(capabilities),
+      traits_(std::move(traits)),
+      tick_(std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::min(config_.idle_stop, config_.idle_remove) / 4 +
+                               std::chrono::milliseconds(50)))) {}
+
+UserSandboxes::~UserSandboxes() {
+  stop_all();
+}
+
+bool UserSandboxes::valid_user_key(const std::string& key) {
+  if (key.empty() || key.size() > 63 || key.front() == '.' || key.front() == '-') return false;
+  for (char c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void UserSandboxes::start() {
+  // A killed server's unclaimed warm directories: empty, and named for it.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(config_.workspace_root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".warm-") && entry.is_directory(ec) && fs::is_empty(entry.path(), ec))
+      fs::remove(entry.path(), ec);
+  }
+  std::lock_guard lock(mutex_);
+  if (timer_.joinable()) return;
+  timer_ = std::thread([this] { timer_loop(); });
+  refill_ = std::thread([this] { refill_loop(); });
+}
+
+SandboxLookup UserSandboxes::sandbox_for(const std::string& user_key) {
+  SandboxLookup out;
+  if (!valid_user_key(user_key)) {
+    out.refusal = "agent '" + agent_id_ +
+                  "' is per-user and this user's key cannot name a workspace directory";
+    return out;
+  }
+  std::lock_guard lock(mutex_);
+  if (stopping_) {
+    out.refusal = "the server is shutting down; retry shortly";
+    return out;
+  }
+  if (auto it = users_.find(user_key); it != users_.end()) {
+    out.agent = it->second;
+    return out;
+  }
+  if (users_.size() >= config_.max_users) {
+    ++events_.refusals;
+    out.at_limit = true;
+    out.refusal = "agent '" + agent_id_ + "' has reached its limit of " +
+                  std::to_string(config_.max_users) +
+                  " user sandboxes (per_user.max_users); a sandbox is freed when its user has "
+                  "been idle for idle_stop + idle_remove; retry later or ask the operator to "
+                  "raise the limit";
+    return out;
+  }
+  auto sandbox = std::make_shared<UserSandbox>(*this, user_key);
+  users_.emplace(user_key, sandbox);
+  wake_.notify_all();  // the pool may have to give up a slot it would refill
+  out.agent = std::move(sandbox);
+  return out;
+}
+
+std::unique_ptr<ConfiguredAgent> UserSandboxes::claim_warm(const std::string& dir,
+                                                           const std::string& user_key) {
+  Warm warm;
+  {
+    std::lock_guard lock(mutex_);
+    if (warm_.empty()) return nullptr;
+    warm = std::move(warm_.front());
+    warm_.pop_front();
+    wake_.notify_all();
+  }
+  std::error_code ec;
+  fs::rename(warm.dir, dir, ec);
+  std::string error = ec ? "renaming " + warm.dir + ": " + ec.message() : "";
+  if (error.empty()) {
+    sdk::SandboxControl* control = warm.agent->sandbox_control();
+    error = control ? control->relocate_workspace(dir) : "the backend cannot move its workspace";
+  }
+  if (!error.empty()) {
+    spdlog::warn("agent '{}': user '{}': could not claim a warm sandbox ({}); making one",
+                 agent_id_, user_key, error.substr(0, 512));
+    warm.agent->shutdown();
+    fs::remove(warm.dir, ec);
+    return nullptr;
+  }
+  count(&SandboxEvents::claims);
+  spdlog::info("agent '{}': user '{}' claimed a warm sandbox", agent_id_, user_key);
+  return std::move(warm.agent);
+}
+
+std::unique_ptr<ConfiguredAgent> UserSandboxes::build(const std::string& workspace,
+                                                      const std::string& name) {
+  return build_(workspace, name);
+}
+
+void UserSandboxes::count(std::uint64_t SandboxEvents::*event) {
+  std::lock_guard lock(mutex_);
+  ++(events_.*event);
+}
+
+SandboxCounts UserSandboxes::counts() const {
+  std::vector<std::shared_ptr<UserSandbox>> users;
+  SandboxCounts counts;
+  {
+    std::lock_guard lock(mutex_);
+    counts.warm = warm_.size();
+    for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
+  }
+  for (const auto& sandbox : users) sandbox->add_to(counts);
+  return counts;
+}
+
+SandboxEvents UserSandboxes::events() const {
+  std::lock_guard lock(mutex_);
+  return events_;
+}
+
+void UserSandboxes::sweep() {
+  std::vector<std::shared_ptr<UserSandbox>> users;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
+  }
+  const auto now = Clock::now();
+  for (const auto& sandbox : users) sandbox->idle_step(now);
+  users.clear();
+  std::lock_guard lock(mutex_);
+  bool freed = false;
+  for (auto it = users_.begin(); it != users_.end();) {
+    // Held only here (no request has it) and holding nothing: no longer counts toward max_users.
+    if (it->second.use_count() == 1 && it->second->empty()) {
+      it = users_.erase(it);
+      freed = true;
+    } else {
+      ++it;
+    }
+  }
+  if (freed) wake_.notify_all();
+}
+
+void UserSandboxes::timer_loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, tick_);
+    if (stopping_) break;
+    lock.unlock();
+    sweep();
+    lock.lock();
+  }
+}
+
+bool UserSandboxes::refill_needed_locked() const {
+  const std::size_t pool = warm_.size() + warm_making_;
+  return !stopping_ && pool < config_.warm && users_.size() + pool < config_.max_users;
+}
+
+bool UserSandboxes::make_warm() {
+  std::string dir;
+  std::string name;
+  {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t n = ++warm_serial_;
+    name = "warm-" + std::to_string(n);
+    dir = config_.workspace_root + "/.warm-" + std::to_string(::getpid()) + "-" + std::to_string(n);
+  }
+  std::error_code ec;
+  try {
+    if (std::string error = make_private_dir(dir); !error.empty()) throw std::runtime_error(error);
+    auto agent = build(dir, name);
+    agent->start();
+    // Ready for calls now (the runner's channel open), not at the user's first call: resume()
+    // of a running sandbox only makes it ready.
+    sdk::SandboxControl* control = agent->sandbox_control();
+    if (std::string error = control ? control->resume() : "the backend cannot make it ready";
+        !error.empty())
+      throw std::runtime_error(error);
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      agent->shutdown();
+      fs::remove_all(dir, ec);
+      return true;
+    }
+    warm_.push_back({std::move(agent), dir});
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("agent '{}': could not make a warm sandbox: {}", agent_id_,
+                 std::string(e.what()).substr(0, 1024));
+    fs::remove_all(dir, ec);
+    return false;
+  }
+}
+
+void UserSandboxes::refill_loop() {
+  std::unique_lock lock(mutex_);
+  auto retry_at = Clock::now();
+  while (!stopping_) {
+    if (!refill_needed_locked() || Clock::now() < retry_at) {
+      wake_.wait_for(lock, tick_);
+      continue;
+    }
+    ++warm_making_;
+    lock.unlock();
+    const bool made = make_warm();
+    lock.lock();
+    --warm_making_;
+    // A failing engine is not asked again at once.
+    if (!made) retry_at = Clock::now() + std::chrono::seconds(5);
+  }
+}
+
+void UserSandboxes::stop_all() noexcept {
+  std::vector<std::shared_ptr<UserSandbox>> users;
+  std::deque<Warm> warm;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  if (timer_.joinable()) timer_.join();
+  if (refill_.joinable()) refill_.join();
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
+    warm.swap(warm_);
+  }
+  for (const auto& sandbox : users) sandbox->shutdown();
+  std::error_code ec;
+  for (Warm& slot : warm) {
+    slot.agent->shutdown();
+    fs::remove_all(slot.dir, ec);
+  }
+}
+
+}  // namespace execmcp::host

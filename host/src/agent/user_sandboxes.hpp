@@ -1,0 +1,124 @@
+// The sandboxes of one per-user agent: each authenticated user's own container of it, made on the
+// user's first call (from the warm pool when one is ready), stopped when idle, started again with
+// its files, removed when stopped long enough, and bounded by max_users.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent.hpp"
+#include "agent/configured_agent.hpp"
+#include "config/config.hpp"
+
+namespace execmcp::host {
+
+// Makes one sandbox's agent, not started: `workspace` is its directory on the host (it exists),
+// `name` goes into its container's name ("alice", "warm-3"). Throws like build_agent.
+using SandboxBuilder = std::function<std::unique_ptr<ConfiguredAgent>(const std::string& workspace,
+                                                                      const std::string& name)>;
+
+// What /metrics shows; read without waiting on a backend.
+struct SandboxCounts {
+  std::size_t warm = 0;     // made ahead of time, not claimed yet
+  std::size_t running = 0;  // a user's, with its container running (or being made)
+  std::size_t stopped = 0;  // a user's, stopped when idle
+};
+struct SandboxEvents {
+  std::uint64_t claims = 0;    // a new user took a warm container
+  std::uint64_t creates = 0;   // a container made for a user (no warm one, or a returning user)
+  std::uint64_t starts = 0;    // a stopped sandbox started again by its user's call
+  std::uint64_t stops = 0;     // stopped after idle_stop
+  std::uint64_t removals = 0;  // removed after idle_remove
+  std::uint64_t refusals = 0;  // a new user refused: max_users sandboxes exist
+};
+
+class UserSandbox;
+
+// sandbox_for()'s answer: the user's agent, or why not.
+struct SandboxLookup {
+  std::shared_ptr<Agent> agent;
+  bool at_limit = false;  // refused because max_users sandboxes exist
+  std::string refusal;
+};
+
+class UserSandboxes {
+ public:
+  // `capabilities` and `traits` are the template agent's (tools/list asks before any sandbox
+  // exists). `tick` bounds how late the timers act.
+  UserSandboxes(std::string agent_id, PerUserConfig config, SandboxBuilder build,
+                AgentCapabilities capabilities, sdk::BackendTraits traits,
+                std::chrono::milliseconds tick = std::chrono::milliseconds(1000));
+  // stop_all().
+  ~UserSandboxes();
+  UserSandboxes(const UserSandboxes&) = delete;
+  UserSandboxes& operator=(const UserSandboxes&) = delete;
+
+  // Starts the timers (idle stop and removal) and the warm pool's refill, after removing what a
+  // killed server left in workspace_root (empty warm directories).
+  void start();
+  // The agent serving `user_key` (a sandbox record, made here; its container is made by its first
+  // call), or a refusal naming the limit when max_users sandboxes exist. Never waits on a backend
+  // (an HTTP I/O thread asks).
+  SandboxLookup sandbox_for(const std::string& user_key);
+  // Timers and refill stopped, every container removed (never a workspace), warm directories
+  // removed. Calls still in flight finish on their agents; the records live while they do.
+  void stop_all() noexcept;
+
+  [[nodiscard]] const std::string& id() const { return agent_id_; }
+  [[nodiscard]] const PerUserConfig& config() const { return config_; }
+  [[nodiscard]] SandboxCounts counts() const;
+  [[nodiscard]] SandboxEvents events() const;
+  // A key that can name a workspace directory: a token name's alphabet, not starting with '.'.
+  [[nodiscard]] static bool valid_user_key(const std::string& key);
+
+ private:
+  friend class UserSandbox;
+
+  struct Warm {
+    std::unique_ptr<ConfiguredAgent> agent;  // started, runner ready
+    std::string dir;                         // <workspace_root>/.warm-<instance>-<n>
+  };
+  // A started warm container moved to `dir` (renamed from its pool directory); null when none is
+  // ready or the move failed (then the caller makes one).
+  std::unique_ptr<ConfiguredAgent> claim_warm(const std::string& dir, const std::string& user_key);
+  std::unique_ptr<ConfiguredAgent> build(const std::string& workspace, const std::string& name);
+  void count(std::uint64_t SandboxEvents::*event);
+  void timer_loop();
+  void refill_loop();
+  // One pass of the timers over every record; records that hold nothing are forgotten.
+  void sweep();
+  // One warm container made (outside the lock); false when it failed.
+  bool make_warm();
+  [[nodiscard]] bool refill_needed_locked() const;
+
+  const std::string agent_id_;
+  const PerUserConfig config_;
+  const SandboxBuilder build_;
+  const AgentCapabilities capabilities_;
+  const sdk::BackendTraits traits_;
+  const std::chrono::milliseconds tick_;
+
+  mutable std::mutex mutex_;  // guards the members below; never held while a backend works
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::map<std::string, std::shared_ptr<UserSandbox>> users_;
+  std::deque<Warm> warm_;
+  std::size_t warm_making_ = 0;  // being made by the refill thread
+  std::uint64_t warm_serial_ = 0;
+  SandboxEvents events_;
+  std::thread timer_;
+  std::thread refill_;
+};
+
+}  // namespace execmcp::host

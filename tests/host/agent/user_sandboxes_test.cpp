@@ -1,0 +1,350 @@
+// UserSandboxes with an in-process backend that can stop, start and move its sandbox: one sandbox
+// per user, max_users, idle stop and resume, removal, the warm pool and shutdown.
+#include "agent/user_sandboxes.hpp"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "execmcp/sdk/sandbox_control.hpp"
+#include "test_support.hpp"
+
+namespace execmcp::host {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// Every sandbox the fake backends made, by container name.
+struct World {
+  std::mutex mutex;
+  std::map<std::string, std::string> state;  // "running", "stopped", "removed"
+  std::atomic<int> builds{0}, starts{0}, suspends{0}, resumes{0}, relocations{0}, cleanups{0};
+  std::atomic<int> call_ms{0};  // how long each execute() takes
+
+  void set(const std::string& name, const std::string& value) {
+    std::lock_guard lock(mutex);
+    state[name] = value;
+  }
+  std::string get(const std::string& name) {
+    std::lock_guard lock(mutex);
+    return state.contains(name) ? state[name] : "";
+  }
+};
+
+class FakeSandbox final : public sdk::ExecutorBackend, public sdk::SandboxControl {
+ public:
+  FakeSandbox(World& world, std::string name, std::string workspace)
+      : world_(world), name_(std::move(name)), workspace_(std::move(workspace)) {}
+
+  std::string start() override {
+    ++world_.starts;
+    world_.set(name_, "running");
+    return {};
+  }
+  void stop() noexcept override {}
+  void cleanup() noexcept override {
+    ++world_.cleanups;
+    world_.set(name_, "removed");
+  }
+  sdk::ExecResult execute(const sdk::ExecRequest& request) override {
+    sdk::ExecResult result;
+    if (world_.get(name_) != "running") {
+      result.error = name_ + " is " + world_.get(name_);
+      return result;
+    }
+    if (int ms = world_.call_ms.load(); ms > 0) std::this_thread::sleep_for(ms * 1ms);
+    std::lock_guard lock(mutex_);
+    result.exit_code = 0;
+    result.stdout_data = name_ + " " + workspace_ + " " + request.command;
+    return result;
+  }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest&) override { return {}; }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override {
+    return {request.data.size(), {}};
+  }
+  [[nodiscard]] sdk::BackendTraits traits() const override {
+    sdk::BackendTraits traits;
+    traits.isolated = true;
+    return traits;
+  }
+  void* query_interface(std::string_view id) noexcept override {
+    return id == sdk::kSandboxControlId ? static_cast<sdk::SandboxControl*>(this) : nullptr;
+  }
+
+  std::string suspend() noexcept override {
+    ++world_.suspends;
+    world_.set(name_, "stopped");
+    return {};
+  }
+  std::string resume() noexcept override {
+    ++world_.resumes;
+    world_.set(name_, "running");
+    return {};
+  }
+  std::string relocate_workspace(const std::string& host_path) noexcept override {
+    ++world_.relocations;
+    std::lock_guard lock(mutex_);
+    workspace_ = host_path;
+    return {};
+  }
+
+ private:
+  World& world_;
+  const std::string name_;
+  std::mutex mutex_;
+  std::string workspace_;
+};
+
+struct Harness {
+  tests::TempDir dir;
+  World world;
+  PerUserConfig config;
+
+  Harness() {
+    config.workspace_root = (dir.path() / "users").string();
+    std::filesystem::create_directories(config.workspace_root);
+    config.max_users = 10;
+    config.idle_stop = 60s;
+    config.idle_remove = 60s;
+  }
+
+  std::unique_ptr<UserSandboxes> make(std::chrono::milliseconds tick = 20ms) {
+    SandboxBuilder build = [this](const std::string& workspace, const std::string& name) {
+      ++world.builds;
+      ConfiguredAgent::Parts parts;
+      parts.id = "py";
+      parts.instance_id = "1-test-" + name;
+      parts.cwd = "/workspace";
+      parts.backend_name = "fake";
+      parts.backend = adopt_plugin_object<sdk::ExecutorBackend>(
+          std::make_unique<FakeSandbox>(world, name, workspace));
+      parts.audit = std::make_shared<AuditLog>();
+      return std::make_unique<ConfiguredAgent>(std::move(parts));
+    };
+    sdk::BackendTraits traits;
+    traits.isolated = true;
+    return std::make_unique<UserSandboxes>("py", config, std::move(build), AgentCapabilities{},
+                                           traits, tick);
+  }
+
+  static ExecuteOutcome run(Agent& agent, const std::string& command) {
+    return agent.execute({command, std::nullopt, "", "t"}, nullptr, nullptr);
+  }
+};
+
+// Polls `done` until it holds or 5 s passed.
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return done();
+}
+
+TEST(UserSandboxes, EachUserGetsASandboxOfTheirOwnInTheirOwnWorkspace) {
+  Harness h;
+  auto sandboxes = h.make();
+  auto alice = sandboxes->sandbox_for("alice");
+  auto bob = sandboxes->sandbox_for("bob");
+  ASSERT_TRUE(alice.agent && bob.agent);
+  EXPECT_NE(alice.agent.get(), bob.agent.get());
+  EXPECT_EQ(sandboxes->sandbox_for("alice").agent.get(), alice.agent.get());
+  EXPECT_EQ(alice.agent->cwd(), "/workspace");
+
+  const auto a = Harness::run(*alice.agent, "pwd");
+  const auto b = Harness::run(*bob.agent, "pwd");
+  ASSERT_TRUE(a.result.error.empty()) << a.result.error;
+  EXPECT_EQ(a.result.stdout_data, "alice " + h.config.workspace_root + "/alice pwd");
+  EXPECT_EQ(b.result.stdout_data, "bob " + h.config.workspace_root + "/bob pwd");
+  struct stat st {};
+  ASSERT_EQ(::stat((h.config.workspace_root + "/alice").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);  // no other user of this host may enter it
+  EXPECT_EQ(sandboxes->events().creates, 2u);
+  EXPECT_EQ(sandboxes->counts().running, 2u);
+  EXPECT_NE(alice.agent->call_limit_key(), bob.agent->call_limit_key());
+}
+
+TEST(UserSandboxes, AKeyThatCannotNameADirectoryIsRefused) {
+  Harness h;
+  auto sandboxes = h.make();
+  for (const std::string& key :
+       std::vector<std::string>{"", "..", ".warm-1-1", "a/b", "-x", std::string(64, 'a')}) {
+    const auto found = sandboxes->sandbox_for(key);
+    EXPECT_EQ(found.agent, nullptr) << key;
+    EXPECT_FALSE(found.at_limit);
+    EXPECT_THAT(found.refusal, HasSubstr("cannot name a workspace directory"));
+  }
+  EXPECT_TRUE(UserSandboxes::valid_user_key("jwt-0123456789abcdef0123456789abcdef"));
+}
+
+TEST(UserSandboxes, MaxUsersRefusesANewUserAndNoExistingUserNotices) {
+  Harness h;
+  h.config.max_users = 2;
+  auto sandboxes = h.make();
+  auto alice = sandboxes->sandbox_for("alice");
+  auto bob = sandboxes->sandbox_for("bob");
+  const auto carol = sandboxes->sandbox_for("carol");
+  EXPECT_EQ(carol.agent, nullptr);
+  EXPECT_TRUE(carol.at_limit);
+  EXPECT_THAT(carol.refusal, HasSubstr("limit of 2 user sandboxes (per_user.max_users)"));
+  EXPECT_EQ(sandboxes->events().refusals, 1u);
+  EXPECT_EQ(sandboxes->sandbox_for("alice").agent.get(), alice.agent.get());
+  EXPECT_TRUE(Harness::run(*bob.agent, "true").result.error.empty());
+  EXPECT_FALSE(std::filesystem::exists(h.config.workspace_root + "/carol"));
+}
+
+TEST(UserSandboxes, AnIdleSandboxIsStoppedAndItsNextCallStartsItAgainWithANotice) {
+  Harness h;
+  h.config.idle_stop = 200ms;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  auto alice = sandboxes->sandbox_for("alice");
+  ASSERT_TRUE(Harness::run(*alice.agent, "one").result.error.empty());
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().stopped == 1; }));
+  EXPECT_EQ(h.world.get("alice"), "stopped");
+  EXPECT_EQ(sandboxes->events().stops, 1u);
+
+  const auto again = Harness::run(*alice.agent, "two");
+  ASSERT_TRUE(again.result.error.empty()) << again.result.error;
+  EXPECT_EQ(again.result.stdout_data, "alice " + h.config.workspace_root + "/alice two");
+  ASSERT_FALSE(again.result.notices.empty());
+  EXPECT_THAT(again.result.notices.front(), HasSubstr("sandbox started again"));
+  EXPECT_EQ(h.world.resumes.load(), 1);
+  EXPECT_EQ(h.world.builds.load(), 1);  // the same sandbox, not a new one
+  EXPECT_EQ(sandboxes->events().starts, 1u);
+}
+
+TEST(UserSandboxes, ACallInFlightIsNeverStoppedUnderIt) {
+  Harness h;
+  h.config.idle_stop = 100ms;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  auto alice = sandboxes->sandbox_for("alice");
+  h.world.call_ms = 600;
+  const auto outcome = Harness::run(*alice.agent, "slow");
+  EXPECT_TRUE(outcome.result.error.empty()) << outcome.result.error;
+  EXPECT_EQ(h.world.suspends.load(), 0);
+  h.world.call_ms = 0;
+  // Idle is counted from the end of the last call.
+  EXPECT_TRUE(eventually([&] { return h.world.suspends.load() == 1; }));
+}
+
+TEST(UserSandboxes, AStoppedSandboxIsRemovedThenMadeAnewWithTheWorkspaceKept) {
+  Harness h;
+  h.config.idle_stop = 100ms;
+  h.config.idle_remove = 200ms;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  {
+    auto alice = sandboxes->sandbox_for("alice");
+    ASSERT_TRUE(Harness::run(*alice.agent, "one").result.error.empty());
+    tests::write_text(h.config.workspace_root + "/alice/kept.txt", "x");
+  }
+  ASSERT_TRUE(eventually([&] { return h.world.get("alice") == "removed"; }));
+  // Forgotten once it holds nothing: it no longer counts toward max_users.
+  ASSERT_TRUE(eventually([&] {
+    const auto counts = sandboxes->counts();
+    return counts.running + counts.stopped == 0;
+  }));
+  EXPECT_EQ(sandboxes->events().removals, 1u);
+  EXPECT_TRUE(std::filesystem::exists(h.config.workspace_root + "/alice/kept.txt"));
+
+  auto alice = sandboxes->sandbox_for("alice");
+  const auto again = Harness::run(*alice.agent, "two");
+  ASSERT_TRUE(again.result.error.empty()) << again.result.error;
+  ASSERT_FALSE(again.result.notices.empty());
+  EXPECT_THAT(again.result.notices.front(), HasSubstr("a new sandbox was made for this user"));
+  EXPECT_EQ(h.world.builds.load(), 2);
+}
+
+TEST(UserSandboxes, ANewUserClaimsAWarmSandboxAndThePoolRefills) {
+  Harness h;
+  h.config.warm = 1;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 1; }));
+  EXPECT_EQ(h.world.get("warm-1"), "running");  // started before any user called
+
+  auto alice = sandboxes->sandbox_for("alice");
+  const auto outcome = Harness::run(*alice.agent, "pwd");
+  ASSERT_TRUE(outcome.result.error.empty()) << outcome.result.error;
+  // The warm container, its workspace renamed to the user's.
+  EXPECT_EQ(outcome.result.stdout_data, "warm-1 " + h.config.workspace_root + "/alice pwd");
+  EXPECT_TRUE(std::filesystem::is_directory(h.config.workspace_root + "/alice"));
+  EXPECT_EQ(sandboxes->events().claims, 1u);
+  EXPECT_EQ(h.world.relocations.load(), 1);
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 1; }));
+  EXPECT_EQ(h.world.get("warm-2"), "running");
+
+  // A returning user (a workspace from before) gets a container made for that workspace.
+  std::filesystem::create_directories(h.config.workspace_root + "/bob");
+  auto bob = sandboxes->sandbox_for("bob");
+  EXPECT_EQ(Harness::run(*bob.agent, "pwd").result.stdout_data,
+            "bob " + h.config.workspace_root + "/bob pwd");
+  EXPECT_EQ(sandboxes->events().claims, 1u);
+  EXPECT_EQ(sandboxes->events().creates, 1u);
+}
+
+TEST(UserSandboxes, TheWarmPoolNeverMakesTheEngineHoldMoreThanMaxUsers) {
+  Harness h;
+  h.config.max_users = 2;
+  h.config.warm = 2;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 2; }));
+  auto alice = sandboxes->sandbox_for("alice");
+  ASSERT_TRUE(Harness::run(*alice.agent, "x").result.error.empty());
+  auto bob = sandboxes->sandbox_for("bob");
+  ASSERT_TRUE(Harness::run(*bob.agent, "x").result.error.empty());
+  std::this_thread::sleep_for(200ms);  // ten ticks: a refill would have happened
+  EXPECT_EQ(sandboxes->counts().warm, 0u);
+  EXPECT_EQ(h.world.builds.load(), 2);
+}
+
+TEST(UserSandboxes, StopAllRemovesEveryContainerAndNoWorkspace) {
+  Harness h;
+  h.config.warm = 1;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 1; }));
+  std::filesystem::create_directories(h.config.workspace_root + "/bob");
+  auto bob = sandboxes->sandbox_for("bob");
+  ASSERT_TRUE(Harness::run(*bob.agent, "x").result.error.empty());
+  sandboxes->stop_all();
+  EXPECT_EQ(h.world.get("bob"), "removed");
+  EXPECT_EQ(h.world.get("warm-1"), "removed");
+  EXPECT_TRUE(std::filesystem::is_directory(h.config.workspace_root + "/bob"));
+  std::set<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(h.config.workspace_root))
+    left.insert(entry.path().filename().string());
+  EXPECT_EQ(left, std::set<std::string>{"bob"});  // the warm directory went with its container
+  const auto after = Harness::run(*bob.agent, "x");
+  EXPECT_THAT(after.result.error, HasSubstr("shutting down"));
+  EXPECT_EQ(sandboxes->sandbox_for("carol").agent, nullptr);
+}
+
+TEST(UserSandboxes, StartRemovesTheEmptyWarmDirectoriesAKilledServerLeft) {
+  Harness h;
+  std::filesystem::create_directories(h.config.workspace_root + "/.warm-999-1");
+  std::filesystem::create_directories(h.config.workspace_root + "/alice");
+  auto sandboxes = h.make();
+  sandboxes->start();
+  EXPECT_FALSE(std::filesystem::exists(h.config.workspace_root + "/.warm-999-1"));
+  EXPECT_TRUE(std::filesystem::exists(h.config.workspace_root + "/alice"));
+}
+
+}  // namespace
+}  // namespace execmcp::host
