@@ -31,11 +31,28 @@ json modern_meta() {
 class HttpEndpointTest : public ::testing::Test {
  protected:
   HttpEndpointTest() : service_(options()) { make_endpoint(); }
-  void make_endpoint(HttpEndpointOptions endpoint_options = {}) {
+  // `per_user`: with the agent "per_user", whose users each get their own agent.
+  void make_endpoint(HttpEndpointOptions endpoint_options = {}, bool per_user = false) {
     endpoint_.reset();
     std::map<std::string, HttpEndpoint::AgentEntry> agents;
     agents["agent_a"] = {&agent_a_, {}, nullptr};
     agents["agent_b"] = {&agent_b_, [] { return AgentState::kFailed; }, nullptr};
+    // A per-user agent: alice and bob each get their own agent, anyone else is past max_users.
+    if (per_user)
+      agents["per_user"] = {nullptr, [] { return AgentState::kStarted; },
+                            [this](const std::string& user_key) {
+                              UserAgent user;
+                              if (user_key == "alice" || user_key == "bob") {
+                                std::lock_guard lock(users_mutex_);
+                                auto& agent = users_[user_key];
+                                if (!agent) agent = std::make_shared<FakeAgent>("per_user");
+                                user.agent = agent;
+                              } else {
+                                user.status = 429;
+                                user.why = "limit of 2 user sandboxes (per_user.max_users)";
+                              }
+                              return user;
+                            }};
     routes_.reset();
     probes_.reset();
     const Authorize authorize = [](const http::HttpRequest& request, const std::string& agent) {
@@ -48,7 +65,13 @@ class HttpEndpointTest : public ::testing::Test {
       } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
         access.allowed = true;
         access.principal = token->substr(7);
+        access.user_key = access.principal;
         access.agents = {*token == "Bearer bob" ? "agent_a" : "*"};
+      } else if (*token == "Bearer carol" || (*token == "Bearer bob" && agent == "per_user")) {
+        access.allowed = true;
+        access.principal = token->substr(7);
+        access.user_key = access.principal;
+        access.agents = {"per_user"};
       } else if (*token == "Bearer bob") {
         access.status = 403;
         access.principal = "bob";
@@ -125,6 +148,8 @@ class HttpEndpointTest : public ::testing::Test {
 
   FakeAgent agent_a_{"agent_a"};
   FakeAgent agent_b_{"agent_b"};
+  std::mutex users_mutex_;
+  std::map<std::string, std::shared_ptr<FakeAgent>> users_;  // the per-user agent's, by user key
   Metrics metrics_;
   McpService service_;
   std::unique_ptr<HttpEndpoint> endpoint_;
@@ -389,6 +414,42 @@ std::shared_ptr<FakeExchange> get_route(http::RouteTable& routes, const std::str
   routes.handle(request, exchange);
   EXPECT_TRUE(exchange->wait()) << target;
   return exchange;
+}
+
+// Issue 19: a per-user agent's calls go to the caller's own agent, chosen from the credentials'
+// user key (never from the request), and a new user past max_users gets 429 with Retry-After.
+TEST_F(HttpEndpointTest, APerUserAgentServesEachUserTheirOwnAgentAndRefusesPastTheLimit) {
+  make_endpoint({}, true);
+  auto alice = post("per_user", call(1, "echo hi"),
+                    modern_headers("tools/call", "execute_command", "alice"));
+  EXPECT_EQ(alice->status(), 200);
+  auto bob =
+      post("per_user", call(2, "echo hi"), modern_headers("tools/call", "execute_command", "bob"));
+  EXPECT_EQ(bob->status(), 200);
+  auto again = post("per_user", call(3, "echo hi"),
+                    modern_headers("tools/call", "execute_command", "alice"));
+  EXPECT_EQ(again->status(), 200);
+  {
+    std::lock_guard lock(users_mutex_);
+    ASSERT_EQ(users_.size(), 2u);
+    EXPECT_EQ(users_["alice"]->executions(), 2);
+    EXPECT_EQ(users_["bob"]->executions(), 1);
+    EXPECT_EQ(users_["alice"]->last_args().principal, "alice");
+  }
+  EXPECT_EQ(agent_a_.executions(), 0);
+
+  auto carol = post("per_user", call(4, "echo hi"),
+                    modern_headers("tools/call", "execute_command", "carol"));
+  EXPECT_EQ(carol->status(), 429);
+  EXPECT_EQ(carol->header("retry-after"), "60");
+  EXPECT_EQ(carol->body()["error"], "too_many_users");
+  EXPECT_NE(carol->body()["error_description"].get<std::string>().find("per_user.max_users"),
+            std::string::npos);
+  // A 2025-era session is bound to its user too: bob cannot use alice's.
+  const std::string session = legacy_session("alice", "per_user");
+  auto stolen = post("per_user", json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tools/list"}},
+                     {{"authorization", "Bearer bob"}, {"mcp-session-id", session}});
+  EXPECT_EQ(stolen->status(), 403);
 }
 
 // Issue 17: /ready without credentials listed every agent's id with its error text (workspace
