@@ -58,15 +58,31 @@ void ContainerBackend::cleanup() noexcept {
 std::string ContainerBackend::resolve_work_dir(const std::string& requested,
                                                std::string& path) const {
   const auto& init = lifecycle_.init();
-  const auto resolved = sdk::resolve_inside(requested, init.cwd, init.paths, sdk::Access::Read);
-  if (!resolved.error.empty()) return "work_dir refused: " + resolved.error;
-  // Grants are mounted at their host paths, so the host can tell; runc would silently create
+  // The request is in the commands' view (the workspace at sandbox_cwd, when set); the check is on
+  // the host's paths.
+  std::string on_host = requested;
+  if (!init.sandbox_cwd.empty() && !requested.empty() && requested.front() == '/') {
+    const std::string normal = std::filesystem::path(requested).lexically_normal().string();
+    if (path_within(normal, init.sandbox_cwd)) {
+      on_host = host_path(init, normal);
+    } else if (path_within(normal, init.cwd)) {
+      return "work_dir refused: '" + requested + "' is not a directory commands see (the " +
+             "workspace is at " + init.sandbox_cwd + ")";
+    }
+  }
+  const auto resolved = sdk::resolve_inside(on_host, init.cwd, init.paths, sdk::Access::Read);
+  if (!resolved.error.empty())
+    return "work_dir refused: " + in_container_terms(init, resolved.error);
+  // The grants are mounted where the host can tell (container_path()); runc would silently create
   // a missing working directory instead of failing.
   std::error_code ec;
-  if (!std::filesystem::is_directory(resolved.path, ec))
-    return "work_dir refused: '" + requested + "' (" + resolved.path +
+  path = container_path(init, resolved.path);
+  if (!std::filesystem::is_directory(resolved.path, ec)) {
+    const std::string shown = path;
+    path.clear();
+    return "work_dir refused: '" + requested + "' (" + shown +
            ") does not exist or is not a directory";
-  path = resolved.path;
+  }
   return {};
 }
 
@@ -77,7 +93,7 @@ std::string ContainerBackend::prepared_command(const std::string& request_comman
   if (!settings.venv_path.empty()) {
     const std::string venv = settings.venv_path.front() == '/'
                                  ? settings.venv_path
-                                 : lifecycle_.init().cwd + "/" + settings.venv_path;
+                                 : container_cwd(lifecycle_.init()) + "/" + settings.venv_path;
     command = "export PATH=" + shell_quote(venv + "/bin") +
               ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
   }
@@ -102,6 +118,9 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     command.sink = request.sink;
     command.cancel = request.cancel;
     auto result = commands_.run(command);
+    // In the commands' view; with the workspace at its host path the host says it (as before).
+    if (!lifecycle_.init().sandbox_cwd.empty() && result.error.empty())
+      result.work_dir = command.work_dir;
     if (auto notice = lifecycle_.take_pending_notice(); !notice.empty())
       result.notices.insert(result.notices.begin(), std::move(notice));
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).

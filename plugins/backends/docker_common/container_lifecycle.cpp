@@ -99,6 +99,9 @@ ContainerLifecycle::ContainerLifecycle(const sdk::BackendInit& init, std::string
   settings_.extra_mounts.insert(settings_.extra_mounts.end(), credentials.mounts.begin(),
                                 credentials.mounts.end());
   secret_env_ = credentials.env;
+  // Where the workspace is mounted: after the credentials, whose mounts it must not clash with.
+  if (auto err = check_sandbox_cwd(init_, settings_); !err.empty())
+    throw std::invalid_argument(err);
   if (auto err = check_preinstall_files(settings_.preinstall); !err.empty())
     throw std::invalid_argument(err);
   // Another agent's paths are known only at start() (prepare_preinstall()); this one's are here.

@@ -39,6 +39,8 @@ class FakeEngine final : public Engine {
   std::vector<std::string> calls;
   // The last spec create() took.
   ContainerSpec last_spec;
+  // The options of the last exec().
+  ExecOptions last_exec;
 
   [[nodiscard]] std::size_t count(const std::string& call) const {
     return static_cast<std::size_t>(std::count(calls.begin(), calls.end(), call));
@@ -144,10 +146,11 @@ class FakeEngine final : public Engine {
     return {};
   }
 
-  std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions&,
+  std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions& options,
                                     EngineError& error) override {
     if (error = connect(); !error.ok()) return nullptr;
     calls.push_back("exec " + name);
+    last_exec = options;
     if (vanish_on_exec) containers.erase(name);
     const auto* c = find(name);
     if (c == nullptr) {
