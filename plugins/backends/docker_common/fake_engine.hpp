@@ -34,8 +34,8 @@ class FakeEngine final : public Engine {
   std::deque<ExecResult> exec_results;
   // Each exec() removes the container first, as if it went away just as the call came.
   bool vanish_on_exec = false;
-  // Every call that changes something, in order: "create NAME", "start NAME", "remove NAME",
-  // "exec NAME".
+  // Every call that changes something, in order: "create NAME", "start NAME", "stop NAME",
+  // "remove NAME", "exec NAME".
   std::vector<std::string> calls;
   // The last spec create() took.
   ContainerSpec last_spec;
@@ -124,6 +124,14 @@ class FakeEngine final : public Engine {
     auto* c = find(name);
     if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
     c->state.running = true;
+    return {};
+  }
+  EngineError stop(const std::string& name, std::chrono::seconds) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("stop " + name);
+    auto* c = find(name);
+    if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    c->state.running = false;
     return {};
   }
   EngineError remove(const std::string& name_or_id) override {
