@@ -45,7 +45,7 @@ ContainerCommand ContainerFiles::file_call(std::string name, std::string script,
   c.args = std::move(args);
   c.cancel = cancel;
   c.marker = random_marker();
-  c.work_dir = container_cwd(lifecycle_.init());
+  c.work_dir = container_cwd(*lifecycle_.init());
   c.env = {std::string(kMarkerVar) + "=" + c.marker};
   return c;
 }
@@ -84,7 +84,8 @@ sdk::FileReadResult ContainerFiles::read_file(const sdk::FileReadRequest& reques
 }
 
 std::string ContainerFiles::protected_refusal(const std::string& requested) const {
-  const auto& init = lifecycle_.init();
+  const auto snapshot = lifecycle_.init();
+  const auto& init = *snapshot;
   // In the commands' view, as the file call sees the path.
   const std::string path =
       (std::filesystem::path(container_cwd(init)) / requested).lexically_normal().string();

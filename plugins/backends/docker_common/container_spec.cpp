@@ -33,12 +33,6 @@ const sdk::PathGrant* enclosing_grant(const sdk::BackendInit& init, const std::s
   return found;
 }
 
-// `path` (at or under `from`) moved to lie under `to` instead.
-std::string rebase(const std::string& path, const std::string& from, const std::string& to) {
-  if (path == from) return to;
-  return (to == "/" ? std::string() : to) + (from == "/" ? path : path.substr(from.size()));
-}
-
 // Where the container's own things are: a workspace there would hide them, or they it.
 constexpr std::array<const char*, 16> kReservedContainerPaths = {
     "/proc", "/sys",          "/dev", "/tools", "/skills", kRunnerDir, "/tmp",   "/var/tmp",
@@ -46,15 +40,20 @@ constexpr std::array<const char*, 16> kReservedContainerPaths = {
 
 }  // namespace
 
+std::string rebase_path(const std::string& path, const std::string& from, const std::string& to) {
+  if (path == from) return to;
+  return (to == "/" ? std::string() : to) + (from == "/" ? path : path.substr(from.size()));
+}
+
 std::string container_path(const sdk::BackendInit& init, const std::string& host_path) {
   if (init.sandbox_cwd.empty() || !path_within(host_path, init.cwd)) return host_path;
-  return rebase(host_path, init.cwd, init.sandbox_cwd);
+  return rebase_path(host_path, init.cwd, init.sandbox_cwd);
 }
 
 std::string host_path(const sdk::BackendInit& init, const std::string& container_path) {
   if (init.sandbox_cwd.empty() || !path_within(container_path, init.sandbox_cwd))
     return container_path;
-  return rebase(container_path, init.sandbox_cwd, init.cwd);
+  return rebase_path(container_path, init.sandbox_cwd, init.cwd);
 }
 
 std::string in_container_terms(const sdk::BackendInit& init, std::string text) {

@@ -70,6 +70,9 @@ inline constexpr const char* kSkillsHomeTarget = "/home/execmcp/.agent/skills";
 // [a-zA-Z0-9_.-] replaced by '-', at most 128 characters.
 std::string container_name(const std::string& agent_id, const std::string& instance_id);
 
+// `path`, which lies at or under `from`, moved to lie under `to` instead.
+std::string rebase_path(const std::string& path, const std::string& from, const std::string& to);
+
 // Where commands see the host path `host_path`: a path at or under the workspace (init.cwd) lies
 // under init.sandbox_cwd when that is set; any other path (and every path when it is not) is
 // mounted at its host path.
