@@ -156,6 +156,32 @@ TEST_F(SandboxControlTest, AContainerThatStopsByItselfAfterARelocationIsMadeAnew
   EXPECT_TRUE(said);
 }
 
+TEST_F(SandboxControlTest, ProtectedPathsMoveWithTheWorkspaceAndStillProtect) {
+  fs::create_directories(workspace_ + "/keep");
+  init_.paths = {{workspace_, true, {workspace_ + "/keep"}}};
+  make_backend();
+  const std::string moved = root_ + "/user-c";
+  fs::rename(workspace_, moved);
+  ASSERT_EQ(control_->relocate_workspace(moved), "");
+  // Replaced at its new name: the file recorded at the first start is looked for there, so the
+  // protection never lapses and no container is made.
+  fs::rename(moved + "/keep", moved + "/old");  // kept: the new one cannot reuse its inode
+  fs::create_directories(moved + "/keep");
+  ASSERT_EQ(control_->suspend(), "");
+  EXPECT_TRUE(has(control_->resume(), "another file"));
+  EXPECT_FALSE(running());
+  // Put back: the fresh container mounts it read-only where commands see it.
+  fs::remove(moved + "/keep");
+  fs::rename(moved + "/old", moved + "/keep");
+  ASSERT_EQ(control_->resume(), "");
+  EXPECT_TRUE(running());
+  bool mounted = false;
+  for (const auto& m : engine_->last_spec.mounts)
+    mounted |= m.target == "/workspace/keep" && m.read_only && m.source == moved + "/keep";
+  EXPECT_TRUE(mounted);
+  EXPECT_TRUE(has(backend_->write_file({"keep/x", "d"}).error, "protected"));
+}
+
 TEST_F(SandboxControlTest, ARelocationToAPathThatIsNotADirectoryIsRefused) {
   make_backend();
   EXPECT_TRUE(has(control_->relocate_workspace(root_ + "/missing"), "not an existing directory"));

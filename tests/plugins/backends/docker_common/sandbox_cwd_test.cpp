@@ -9,6 +9,7 @@
 #include "docker_common/container_backend.hpp"
 #include "docker_common/container_spec.hpp"
 #include "docker_common/fake_engine.hpp"
+#include "execmcp/sdk/background_processes.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
@@ -185,6 +186,74 @@ TEST_F(SandboxBackendTest, FileCallsRunInTheSandboxCwd) {
   EXPECT_EQ(read.error, "");
   EXPECT_EQ(read.data, "data");
   EXPECT_EQ(engine_->last_exec.work_dir, "/workspace");
+}
+
+TEST_F(SandboxBackendTest, ARelativeVenvIsUnderTheSandboxCwd) {
+  backend_.reset();
+  settings_.venv_path = ".venv";
+  engine_ = new FakeEngine;
+  engine_->images.insert(settings_.image);
+  backend_ = std::make_unique<ContainerBackend>(init_, "docker-test", settings_,
+                                                std::unique_ptr<Engine>(engine_));
+  ASSERT_EQ(backend_->start(), "");
+  EXPECT_EQ(run_in("").error, "");
+  std::string argv;
+  for (const auto& a : engine_->last_exec.cmd) argv += a + " ";
+  EXPECT_TRUE(has(argv, "/workspace/.venv/bin")) << argv;
+  EXPECT_FALSE(has(argv, workspace_)) << argv;
+}
+
+// Remembers the end of a background process.
+struct ExitWatch : sdk::BackgroundObserver {
+  void on_output(sdk::StreamKind, std::string_view) noexcept override {}
+  void on_exit(const sdk::BackgroundExit&) noexcept override {}
+};
+
+TEST_F(SandboxBackendTest, ABackgroundProcessRunsInTheCommandsView) {
+  auto* background = static_cast<sdk::BackgroundProcesses*>(
+      backend_->query_interface(sdk::kBackgroundProcessesId));
+  ASSERT_NE(background, nullptr);
+  ExitWatch watch;
+  const auto started = background->start_background({"sleep 1", "sub", {}}, &watch);
+  EXPECT_EQ(started.error, "");
+  EXPECT_EQ(started.work_dir, "/workspace/sub");
+  EXPECT_EQ(engine_->last_exec.work_dir, "/workspace/sub");
+  backend_->stop();
+}
+
+TEST(SandboxCwdFiles, AProtectedPathIsNamedAsCommandsSeeIt) {
+  char pattern[] = "/tmp/execmcp-sandbox-protected-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string workspace = pattern;
+  std::filesystem::create_directories(workspace + "/keep");
+  sdk::BackendInit init;
+  init.agent_id = "agent";
+  init.instance_id = "unit";
+  init.cwd = workspace;
+  init.sandbox_cwd = "/workspace";
+  init.paths = {{workspace, true, {workspace + "/keep"}}};
+  DockerSettings settings;
+  settings.user = "1000:1000";
+  settings.exec_mode = ExecMode::Exec;
+  auto* engine = new FakeEngine;
+  engine->images.insert(settings.image);
+  {
+    ContainerBackend backend(init, "docker-test", settings, std::unique_ptr<Engine>(engine));
+    ASSERT_EQ(backend.start(), "");
+    bool mounted = false;
+    for (const auto& m : engine->last_spec.mounts)
+      mounted |= m.target == "/workspace/keep" && m.read_only && m.source == workspace + "/keep";
+    EXPECT_TRUE(mounted);
+    engine->calls.clear();
+    for (const std::string path : {"keep/x", "/workspace/keep/x", "sub/../keep"}) {
+      const auto written = backend.write_file({path, "data"});
+      EXPECT_TRUE(has(written.error, "is protected (/workspace/keep)")) << path << written.error;
+      EXPECT_FALSE(has(written.error, workspace)) << written.error;
+    }
+    EXPECT_TRUE(engine->calls.empty());  // refused before any exec
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(workspace, ec);
 }
 
 TEST(SandboxCwdLifecycle, ABadSandboxCwdFailsAtConstruction) {
