@@ -238,6 +238,15 @@ dc::EngineError DockerApiEngine::start(const std::string& name) {
   return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
 }
 
+dc::EngineError DockerApiEngine::stop(const std::string& name, std::chrono::seconds timeout) {
+  // The engine answers once the container has stopped: after `timeout` at most, and the kill.
+  auto r = client_.request(
+      "POST", api("/containers/" + name + "/stop?t=" + std::to_string(timeout.count())), {},
+      timeout + std::chrono::seconds(60));
+  if (r.error.empty() && (r.status == 204 || r.status == 304)) return {};
+  return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+}
+
 dc::EngineError DockerApiEngine::remove(const std::string& name_or_id) {
   auto r = client_.request("DELETE", api("/containers/" + name_or_id + "?force=1&v=1"));
   if (r.ok()) return {};

@@ -503,6 +503,11 @@ dc::EngineError DockerCliEngine::start(const std::string& name) {
   return check(run({"start", name}, kCallTimeout));
 }
 
+dc::EngineError DockerCliEngine::stop(const std::string& name, std::chrono::seconds timeout) {
+  // `-t` is understood by docker and podman alike; the CLI returns once the container stopped.
+  return check(run({"stop", "-t", std::to_string(timeout.count()), name}, timeout + kCallTimeout));
+}
+
 dc::EngineError DockerCliEngine::remove(const std::string& name_or_id) {
   return check(run({"rm", "--force", "--volumes", name_or_id}, kCallTimeout));
 }

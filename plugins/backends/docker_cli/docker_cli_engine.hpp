@@ -79,6 +79,7 @@ class DockerCliEngine final : public docker_common::Engine {
                                     std::string& image_id) override;
   docker_common::EngineError create(const docker_common::ContainerSpec& spec) override;
   docker_common::EngineError start(const std::string& name) override;
+  docker_common::EngineError stop(const std::string& name, std::chrono::seconds timeout) override;
   docker_common::EngineError remove(const std::string& name_or_id) override;
   bool wait_stopped(const std::string& name, std::chrono::milliseconds timeout) override;
   docker_common::EngineError copy_into(const std::string& name, const std::string& dir,

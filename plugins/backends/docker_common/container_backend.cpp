@@ -57,16 +57,33 @@ void ContainerBackend::cleanup() noexcept {
 
 std::string ContainerBackend::resolve_work_dir(const std::string& requested,
                                                std::string& path) const {
-  const auto& init = lifecycle_.init();
-  const auto resolved = sdk::resolve_inside(requested, init.cwd, init.paths, sdk::Access::Read);
-  if (!resolved.error.empty()) return "work_dir refused: " + resolved.error;
-  // Grants are mounted at their host paths, so the host can tell; runc would silently create
+  const auto snapshot = lifecycle_.init();
+  const auto& init = *snapshot;
+  // The request is in the commands' view (the workspace at sandbox_cwd, when set); the check is on
+  // the host's paths.
+  std::string on_host = requested;
+  if (!init.sandbox_cwd.empty() && !requested.empty() && requested.front() == '/') {
+    const std::string normal = std::filesystem::path(requested).lexically_normal().string();
+    if (path_within(normal, init.sandbox_cwd)) {
+      on_host = host_path(init, normal);
+    } else if (path_within(normal, init.cwd)) {
+      return "work_dir refused: '" + requested + "' is not a directory commands see (the " +
+             "workspace is at " + init.sandbox_cwd + ")";
+    }
+  }
+  const auto resolved = sdk::resolve_inside(on_host, init.cwd, init.paths, sdk::Access::Read);
+  if (!resolved.error.empty())
+    return "work_dir refused: " + in_container_terms(init, resolved.error);
+  // The grants are mounted where the host can tell (container_path()); runc would silently create
   // a missing working directory instead of failing.
   std::error_code ec;
-  if (!std::filesystem::is_directory(resolved.path, ec))
-    return "work_dir refused: '" + requested + "' (" + resolved.path +
+  path = container_path(init, resolved.path);
+  if (!std::filesystem::is_directory(resolved.path, ec)) {
+    const std::string shown = path;
+    path.clear();
+    return "work_dir refused: '" + requested + "' (" + shown +
            ") does not exist or is not a directory";
-  path = resolved.path;
+  }
   return {};
 }
 
@@ -77,7 +94,7 @@ std::string ContainerBackend::prepared_command(const std::string& request_comman
   if (!settings.venv_path.empty()) {
     const std::string venv = settings.venv_path.front() == '/'
                                  ? settings.venv_path
-                                 : lifecycle_.init().cwd + "/" + settings.venv_path;
+                                 : container_cwd(*lifecycle_.init()) + "/" + settings.venv_path;
     command = "export PATH=" + shell_quote(venv + "/bin") +
               ":\"$PATH\" VIRTUAL_ENV=" + shell_quote(venv) + "\n" + command;
   }
@@ -102,6 +119,9 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     command.sink = request.sink;
     command.cancel = request.cancel;
     auto result = commands_.run(command);
+    // In the commands' view; with the workspace at its host path the host says it (as before).
+    if (!lifecycle_.init()->sandbox_cwd.empty() && result.error.empty())
+      result.work_dir = command.work_dir;
     if (auto notice = lifecycle_.take_pending_notice(); !notice.empty())
       result.notices.insert(result.notices.begin(), std::move(notice));
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
@@ -125,7 +145,8 @@ sdk::FileWriteResult ContainerBackend::write_file(const sdk::FileWriteRequest& r
 }
 
 sdk::BackendTraits ContainerBackend::traits() const {
-  const auto& init = lifecycle_.init();
+  const auto snapshot = lifecycle_.init();
+  const auto& init = *snapshot;
   sdk::BackendTraits t;
   std::error_code ec;
   // Mounted (or visible) only when it exists (see ContainerLifecycle::checked_spec()).
@@ -142,6 +163,8 @@ sdk::BackendTraits ContainerBackend::traits() const {
 void* ContainerBackend::query_interface(std::string_view id) noexcept {
   if (id == sdk::kBackgroundProcessesId)
     return static_cast<void*>(static_cast<sdk::BackgroundProcesses*>(this));
+  if (id == sdk::kSandboxControlId)
+    return static_cast<void*>(static_cast<sdk::SandboxControl*>(this));
   return nullptr;
 }
 
@@ -198,6 +221,56 @@ void ContainerBackend::terminate_background(std::uint64_t id,
 void ContainerBackend::end_all_background(std::chrono::milliseconds grace) noexcept {
   // One at a time: each terminate is a kill frame (agent mode) or a sweep exec (exec mode).
   for (auto id : background_.ids()) terminate_background(id, grace);
+}
+
+std::string ContainerBackend::suspend() noexcept {
+  try {
+    if (lifecycle_.attached()) return lifecycle_.not_ours("stop");
+    std::lock_guard lock(sandbox_mutex_);
+    stop();
+    // The runner ends with its channel; the next call opens a new one (after resume()).
+    commands_.close();
+    return lifecycle_.stop_container(kSuspendStopTimeout);
+  } catch (const std::exception& e) {
+    return lifecycle_.backend_name() + ": " + e.what();
+  }
+}
+
+std::string ContainerBackend::resume() noexcept {
+  try {
+    if (lifecycle_.attached()) return lifecycle_.not_ours("start");
+    std::lock_guard lock(sandbox_mutex_);
+    // The host tells the user itself: what a recovery would say goes to the log only.
+    std::vector<std::string> notices;
+    if (auto err = lifecycle_.recover(notices, /*expected=*/true); !err.empty()) return err;
+    ContainerCommand ready;
+    ready.script = "true";
+    ready.name = "execmcp-ready";
+    ready.work_dir = "/";
+    ready.marker = random_marker();
+    ready.env = {std::string(kMarkerVar) + "=" + ready.marker};
+    ready.timeout = std::chrono::seconds(60);
+    ready.output_cap = 4096;
+    auto r = commands_.run(ready);
+    notices.insert(notices.end(), r.notices.begin(), r.notices.end());
+    for (const auto& n : notices) lifecycle_.log(sdk::LogLevel::Info, "resume: " + n);
+    if (!r.error.empty()) return r.error;
+    if (r.exit_code != 0)
+      return "the container " + lifecycle_.name() + " started, but `true` in it exited with " +
+             std::to_string(r.exit_code);
+    return {};
+  } catch (const std::exception& e) {
+    return lifecycle_.backend_name() + ": " + e.what();
+  }
+}
+
+std::string ContainerBackend::relocate_workspace(const std::string& host_path) noexcept {
+  try {
+    std::lock_guard lock(sandbox_mutex_);
+    return lifecycle_.relocate_workspace(host_path);
+  } catch (const std::exception& e) {
+    return lifecycle_.backend_name() + ": " + e.what();
+  }
 }
 
 }  // namespace execmcp::plugins::docker_common

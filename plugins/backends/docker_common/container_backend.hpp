@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "docker_common/command_path.hpp"
@@ -18,10 +19,13 @@
 #include "docker_common/exec_command_path.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::plugins::docker_common {
 
-class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProcesses {
+class ContainerBackend : public sdk::ExecutorBackend,
+                         public sdk::BackgroundProcesses,
+                         public sdk::SandboxControl {
  public:
   // `backend_name` prefixes unexpected errors ("docker-api: ..."). Throws std::invalid_argument on
   // bad settings.
@@ -38,12 +42,21 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
 
   [[nodiscard]] sdk::BackendTraits traits() const override;
-  // Offers sdk::BackgroundProcesses (kBackgroundProcessesId).
+  // Offers sdk::BackgroundProcesses (kBackgroundProcessesId) and sdk::SandboxControl
+  // (kSandboxControlId; an attached container refuses its calls).
   [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
 
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                           sdk::BackgroundObserver* observer) noexcept override;
   void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
+
+  // Ends every call and background process, drops the runner's channel and stops the container
+  // (docker stop, SIGKILL after kSuspendStopTimeout).
+  std::string suspend() noexcept override;
+  // Starts the container again (or makes a new one: gone, or its workspace moved) and runs `true`
+  // through the command path, so the runner's channel is open for the next call.
+  std::string resume() noexcept override;
+  std::string relocate_workspace(const std::string& host_path) noexcept override;
 
  private:
   // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
@@ -61,6 +74,10 @@ class ContainerBackend : public sdk::ExecutorBackend, public sdk::BackgroundProc
   CommandPath& commands_;                // runner_ or exec_
   ContainerFiles files_;
   BackgroundTable background_;
+  std::mutex sandbox_mutex_;  // one suspend, resume or relocation at a time
 };
+
+// How long suspend() lets the container's processes end after SIGTERM before SIGKILL.
+inline constexpr std::chrono::seconds kSuspendStopTimeout{10};
 
 }  // namespace execmcp::plugins::docker_common

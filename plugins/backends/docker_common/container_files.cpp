@@ -45,7 +45,7 @@ ContainerCommand ContainerFiles::file_call(std::string name, std::string script,
   c.args = std::move(args);
   c.cancel = cancel;
   c.marker = random_marker();
-  c.work_dir = lifecycle_.init().cwd;
+  c.work_dir = container_cwd(*lifecycle_.init());
   c.env = {std::string(kMarkerVar) + "=" + c.marker};
   return c;
 }
@@ -84,12 +84,15 @@ sdk::FileReadResult ContainerFiles::read_file(const sdk::FileReadRequest& reques
 }
 
 std::string ContainerFiles::protected_refusal(const std::string& requested) const {
+  const auto snapshot = lifecycle_.init();
+  const auto& init = *snapshot;
+  // In the commands' view, as the file call sees the path.
   const std::string path =
-      (std::filesystem::path(lifecycle_.init().cwd) / requested).lexically_normal().string();
-  for (const auto& g : lifecycle_.init().paths)
+      (std::filesystem::path(container_cwd(init)) / requested).lexically_normal().string();
+  for (const auto& g : init.paths)
     if (g.writable)
-      for (const auto& p : g.protected_paths)
-        if (path == p || path_within(path, p))
+      for (const auto& host : g.protected_paths)
+        if (const auto p = container_path(init, host); path == p || path_within(path, p))
           return "cannot write '" + requested + "': '" + path + "' is protected (" + p +
                  "): read-only for this agent";
   return {};

@@ -81,17 +81,22 @@ std::string random_marker() {
 
 ContainerLifecycle::ContainerLifecycle(const sdk::BackendInit& init, std::string backend_name,
                                        DockerSettings settings, Engine& engine)
-    : init_(init),
+    : init_(std::make_shared<const sdk::BackendInit>(init)),
+      log_(init.log),
       backend_name_(std::move(backend_name)),
       settings_(std::move(settings)),
       engine_(engine),
       name_(settings_.container.empty() ? container_name(init.agent_id, init.instance_id)
                                         : settings_.container),
       host_name_(this_host_name()) {
-  if (init_.cwd.empty() || init_.cwd.front() != '/')
+  if (init.cwd.empty() || init.cwd.front() != '/')
     throw std::invalid_argument("the " + backend_name_ +
                                 " backend needs an absolute workspace (cwd)");
-  if (init_.paths.empty()) init_.paths.push_back({init_.cwd, true});
+  if (init.paths.empty()) {
+    auto with_grant = init;
+    with_grant.paths.push_back({init.cwd, true});
+    init_ = std::make_shared<const sdk::BackendInit>(std::move(with_grant));
+  }
   // Named files and variables that are missing fail here, when the config is checked, not later.
   auto credentials = resolve_credentials(settings_.credentials, server_environment());
   if (!credentials.error.empty()) throw std::invalid_argument(credentials.error);
@@ -99,11 +104,14 @@ ContainerLifecycle::ContainerLifecycle(const sdk::BackendInit& init, std::string
   settings_.extra_mounts.insert(settings_.extra_mounts.end(), credentials.mounts.begin(),
                                 credentials.mounts.end());
   secret_env_ = credentials.env;
+  // Where the workspace is mounted: after the credentials, whose mounts it must not clash with.
+  if (auto err = check_sandbox_cwd(*init_, settings_); !err.empty())
+    throw std::invalid_argument(err);
   if (auto err = check_preinstall_files(settings_.preinstall); !err.empty())
     throw std::invalid_argument(err);
   // Another agent's paths are known only at start() (prepare_preinstall()); this one's are here.
   if (auto err = check_preinstall_inputs(settings_.preinstall,
-                                         writable_roots(init_, settings_.extra_mounts));
+                                         writable_roots(*init_, settings_.extra_mounts));
       !err.empty())
     throw std::invalid_argument(err);
   // The container user is chosen at start(): the host may create the workspace after loading us.
@@ -159,18 +167,19 @@ std::string ContainerLifecycle::user() {
 void ContainerLifecycle::log(sdk::LogLevel level, const std::string& message) const {
   // Every message may carry bytes from a container or the engine: bounded and escaped here, so a
   // log line of ours can never be a flood or a forged line (fields are bounded where they join).
-  if (init_.log != nullptr)  // the host prefixes plugin and agent
-    init_.log->log(level, log_text(message, kLogMessageMax));
+  if (log_ != nullptr)  // the host prefixes plugin and agent
+    log_->log(level, log_text(message, kLogMessageMax));
 }
 
 std::string ContainerLifecycle::prepare_workspace_access() {
+  const auto init = this->init();
   std::lock_guard lock(mutex_);
   if (access_granted_) return {};
   // Attach mode chose its user at start() and grants nothing: the files are the container's
   // owner's business, and an ACL would change the host for a container we do not manage.
   if (attached()) return "container " + name_ + " has not been checked: start() must come first";
   try {
-    user_ = choose_container_user(settings_.user, init_.cwd);
+    user_ = choose_container_user(settings_.user, init->cwd);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -180,12 +189,12 @@ std::string ContainerLifecycle::prepare_workspace_access() {
   }
   // The container runs as uid 1000 while the files belong to root: grant 1000 an ACL (rwX on
   // writable grants, r-X on read-only ones) instead of changing anyone's ownership.
-  for (const auto& grant : init_.paths) {
+  for (const auto& grant : init->paths) {
     if (auto err = grant_acl_recursive(grant.path, kImageUid, grant.writable); !err.empty())
       return "cannot give the container user (uid 1000) access to '" + grant.path + "': " + err +
              "; set the backend's 'user' setting or make the workspace owned by a non-root user";
   }
-  if (!init_.temp_workspace.empty()) grant_acl_recursive(init_.temp_workspace, kImageUid, false);
+  if (!init->temp_workspace.empty()) grant_acl_recursive(init->temp_workspace, kImageUid, false);
   access_granted_ = true;
   return {};
 }
@@ -213,7 +222,8 @@ void ContainerLifecycle::remove_orphans(std::vector<ContainerInfo>& managed) {
 
 std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
                                              const std::vector<ContainerInfo>* managed) {
-  spec = make_container_spec(init_, settings_, user(), ::getpid(), host_name_);
+  const auto init = this->init();
+  spec = make_container_spec(*init, settings_, user(), ::getpid(), host_name_);
   {
     std::lock_guard lock(preinstall_mutex_);
     if (!preinstalled_image_.empty()) spec.image = preinstalled_image_;
@@ -228,7 +238,7 @@ std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
   std::erase_if(spec.mounts, [&](const MountSpec& m) {
     const bool optional = m.target == "/tools" || m.target == "/skills" ||
                           m.target == kSkillsHomeTarget ||
-                          (!init_.temp_workspace.empty() && m.source == init_.temp_workspace);
+                          (!init->temp_workspace.empty() && m.source == init->temp_workspace);
     std::error_code ec;
     if (!optional || std::filesystem::exists(m.source, ec)) return false;
     log(sdk::LogLevel::Info,
@@ -239,21 +249,22 @@ std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
   // and an agent may have changed a path since the last one.
   std::vector<WritableRoot> others;
   if (auto err = add_other_agents_roots(others, managed); !err.empty()) return err;
-  auto roots = writable_roots(init_, settings_.extra_mounts);
+  auto roots = writable_roots(*init, settings_.extra_mounts);
   roots.insert(roots.end(), others.begin(), others.end());
   for (const auto& m : spec.mounts) {
     // A protected path (and a directory on the way to one) lies in this agent's writable grant
     // by definition; its container is gone while this check and the engine's mount run, so only
     // the symlink check and the other agents' paths apply to it.
-    const bool own = is_protected_mount(init_, m) || is_protected_parent_mount(init_, m);
+    const bool own = is_protected_mount(*init, m) || is_protected_parent_mount(*init, m);
     if (auto err = check_mount_source(m.source, own ? others : roots); !err.empty()) return err;
   }
   return {};
 }
 
 std::string ContainerLifecycle::check_protected_paths() {
+  const auto init = this->init();
   std::lock_guard lock(protected_mutex_);
-  for (const auto& g : init_.paths) {
+  for (const auto& g : init->paths) {
     if (!g.writable) continue;
     for (const auto& p : g.protected_paths) {
       struct stat st {};
@@ -334,8 +345,9 @@ std::string ContainerLifecycle::create_and_start(const std::vector<ContainerInfo
     return describe_failure(err, "creating container '" + name_ + "'") +
            (err.complete ? "" : disk_hint);
   }
-  oom_kills_seen_ = 0;  // a new memory cgroup counts from zero
-  ++incarnation_;       // a new runner volume is empty
+  oom_kills_seen_ = 0;    // a new memory cgroup counts from zero
+  ++incarnation_;         // a new runner volume is empty
+  stale_mounts_ = false;  // made from the paths init() gives now
   if (const auto err = engine_.start(name_); !err.ok())
     return describe_failure(err, "starting container '" + name_ + "'") +
            (err.complete ? "" : disk_hint);
@@ -362,7 +374,7 @@ std::string ContainerLifecycle::start_attached() {
   std::string error;
   const std::string chosen = attached_user(name_, settings_.user, info.user, error);
   if (chosen.empty()) return error;
-  if (auto err = check_attached_mounts(name_, init_.paths, info.mounts,
+  if (auto err = check_attached_mounts(name_, init()->paths, info.mounts,
                                        settings_.attach_accept_writable_context);
       !err.empty())
     return err;
@@ -442,7 +454,7 @@ std::string ContainerLifecycle::prepare_preinstall() {
   // running now) can write, checked again at each build as mount sources are at each start.
   std::vector<WritableRoot> roots;
   if (auto err = add_other_agents_roots(roots, nullptr); !err.empty()) return err;
-  const auto own = writable_roots(init_, settings_.extra_mounts);
+  const auto own = writable_roots(*init(), settings_.extra_mounts);
   roots.insert(roots.end(), own.begin(), own.end());
   if (auto err = check_preinstall_inputs(settings_.preinstall, roots); !err.empty()) return err;
   const auto plan = plan_preinstall(settings_.preinstall);
@@ -532,12 +544,13 @@ std::string ContainerLifecycle::build_preinstall(const ImageInfo& base, const Pr
   return {};
 }
 
-std::string ContainerLifecycle::recover(std::vector<std::string>& notices) {
+std::string ContainerLifecycle::recover(std::vector<std::string>& notices, bool expected) {
   std::lock_guard lock(recover_mutex_);
-  return recover_container(notices);
+  return recover_container(notices, expected ? sdk::LogLevel::Info : sdk::LogLevel::Warn);
 }
 
-std::string ContainerLifecycle::recover_container(std::vector<std::string>& notices) {
+std::string ContainerLifecycle::recover_container(std::vector<std::string>& notices,
+                                                  sdk::LogLevel level) {
   if (auto err = engine_.connect(); !err.ok())
     return describe_failure(err, "reaching the engine at " + engine_.describe());
   if (attached()) {  // never started, created or removed by us: only looked at
@@ -550,6 +563,17 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
   ContainerInfo info;
   const auto looked = engine_.inspect(name_, info);
+  if (looked.ok() && !info.state.running && stale_mounts_) {
+    // Its bind sources name the workspace's old place, where something else may be by now.
+    if (const auto del = engine_.remove(name_); !del.ok() && del.kind != Kind::kNotFound)
+      return describe_failure(del, "removing container '" + name_ + "'");
+    if (auto err = create_and_start(); !err.empty()) return err;
+    notices.push_back("container was recreated: " + name_ +
+                      " had stopped, and a fresh one was made because its workspace moved on the "
+                      "host (files outside the mounted paths were lost)");
+    log(sdk::LogLevel::Info, "container " + name_ + " made anew from the moved workspace");
+    return {};
+  }
   if (looked.ok()) {
     if (info.state.running) return {};
     // A restart mounts the sources again, following whatever they are now: check them first.
@@ -567,7 +591,7 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
                              : "files outside the mounted paths were lost: /tmp, /var/tmp and "
                                "$HOME are tmpfs") +
                         ")");
-      log(sdk::LogLevel::Warn, "container " + name_ + " was not running; restarted it");
+      log(level, "container " + name_ + " was not running; restarted it");
       return {};
     }
     engine_.remove(name_);
@@ -578,7 +602,65 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
   notices.push_back("container was recreated: " + name_ +
                     " was gone and a fresh one was created (files outside the mounted paths "
                     "were lost)");
-  log(sdk::LogLevel::Warn, "container " + name_ + " was gone; recreated it");
+  log(level, "container " + name_ + " was gone; recreated it");
+  return {};
+}
+
+std::string ContainerLifecycle::not_ours(const std::string& what) const {
+  return "container " + name_ + " is attached (the 'container' setting): it was made outside " +
+         "execmcp and is not ours to " + what;
+}
+
+std::string ContainerLifecycle::stop_container(std::chrono::seconds timeout) {
+  if (attached()) return not_ours("stop");
+  std::lock_guard lock(recover_mutex_);  // not while a recovery starts it
+  const auto err = engine_.stop(name_, timeout);
+  if (!err.ok() && err.kind != Kind::kNotFound)
+    return describe_failure(err, "stopping container '" + name_ + "'");
+  log(sdk::LogLevel::Info, "container " + name_ + " stopped; its workspace stays");
+  return {};
+}
+
+std::string ContainerLifecycle::relocate_workspace(const std::string& host_path) {
+  if (attached()) return not_ours("move");
+  const std::string refused = "cannot move the workspace to '" + host_path + "': ";
+  if (host_path.size() < 2 || host_path.front() != '/' || host_path.back() == '/' ||
+      std::filesystem::path(host_path).lexically_normal().string() != host_path)
+    return refused + "not an absolute, normal path";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(std::filesystem::symlink_status(host_path, ec)))
+    return refused + "it is not an existing directory";
+  std::lock_guard recovering(recover_mutex_);  // no recovery sees half of it
+  std::string from;
+  {
+    std::lock_guard lock(init_mutex_);
+    from = init_->cwd;
+    if (from == host_path) return {};
+    auto moved = *init_;
+    auto move = [&](std::string& p) {
+      if (!p.empty() && path_within(p, from)) p = rebase_path(p, from, host_path);
+    };
+    move(moved.cwd);
+    for (auto& g : moved.paths) {
+      move(g.path);
+      for (auto& p : g.protected_paths) move(p);
+    }
+    move(moved.tools_dir);
+    move(moved.skills_dir);
+    move(moved.temp_workspace);
+    init_ = std::make_shared<const sdk::BackendInit>(std::move(moved));
+  }
+  {
+    // A rename keeps each file's inode: the protected paths are the same files at new names.
+    std::lock_guard lock(protected_mutex_);
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> rekeyed;
+    for (const auto& [p, id] : protected_ids_)
+      rekeyed.emplace(path_within(p, from) ? rebase_path(p, from, host_path) : p, id);
+    protected_ids_ = std::move(rekeyed);
+  }
+  stale_mounts_ = true;
+  log(sdk::LogLevel::Info, "workspace moved from " + from + " to " + host_path + "; container " +
+                               name_ + " keeps it mounted, and is made anew when it next starts");
   return {};
 }
 
@@ -623,10 +705,11 @@ void ContainerLifecycle::remove_container() noexcept {
   try {
     if (attached() || !engine_.connect().ok()) return;
     std::string text;
-    if (!init_.log_dir.empty() && engine_.logs(name_, text).ok()) {
+    const std::string log_dir = init()->log_dir;
+    if (!log_dir.empty() && engine_.logs(name_, text).ok()) {
       std::error_code ec;
-      std::filesystem::create_directories(init_.log_dir, ec);
-      const std::string file = init_.log_dir + "/" + name_ + ".log";
+      std::filesystem::create_directories(log_dir, ec);
+      const std::string file = log_dir + "/" + name_ + ".log";
       std::ofstream f(file, std::ios::binary | std::ios::trunc);
       f << text;
       if (!f) log(sdk::LogLevel::Warn, "cannot write container log to " + file);

@@ -43,11 +43,23 @@ class ContainerLifecycle {
   // container as user(). "" or why the agent must not start (then every call is refused).
   std::string accept_attached_user(const sdk::ExecResult& probe);
   // Brings back a container that is gone or not running (one recovery at a time), with a notice
-  // for the call; in attach mode it only looks. "" or an error.
-  std::string recover(std::vector<std::string>& notices);
+  // for the call; in attach mode it only looks. "" or an error. `expected`: the caller stopped it
+  // (a resume), so the log says so as information, not as a warning.
+  std::string recover(std::vector<std::string>& notices, bool expected = false);
   // At cleanup: the container's log saved to log_dir and the container removed (not in attach
   // mode: it stays as it was).
   void remove_container() noexcept;
+
+  // sdk::SandboxControl's part; managed containers only (an attached one says why not).
+  // Stops the container and keeps it (SIGKILL after `timeout`): "" or why not.
+  std::string stop_container(std::chrono::seconds timeout);
+  // The workspace was renamed on the host to `host_path` while the container ran: init() takes
+  // the new paths (everything that lay in the old one), and the container, whose bind sources
+  // name the old place, is never started again: once it is not running, recover() makes a new
+  // one. "" or why not (not an existing directory).
+  std::string relocate_workspace(const std::string& host_path);
+  // Why an attached container is not ours to `what` ("stop", ...).
+  [[nodiscard]] std::string not_ours(const std::string& what) const;
 
   // "" when the engine answers, else why not.
   std::string connect();
@@ -62,7 +74,12 @@ class ContainerLifecycle {
   [[nodiscard]] bool attached() const { return !settings_.container.empty(); }
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] const std::string& backend_name() const { return backend_name_; }
-  [[nodiscard]] const sdk::BackendInit& init() const { return init_; }
+  // What the host gave, with the first grant (the workspace) always there. A snapshot: a
+  // relocation (relocate_workspace()) replaces it as a whole, never in place.
+  [[nodiscard]] std::shared_ptr<const sdk::BackendInit> init() const {
+    std::lock_guard lock(init_mutex_);
+    return init_;
+  }
   [[nodiscard]] const DockerSettings& settings() const { return settings_; }
   [[nodiscard]] Engine& engine() { return engine_; }
 
@@ -87,7 +104,7 @@ class ContainerLifecycle {
  private:
   std::string start_managed();
   std::string start_attached();
-  std::string recover_container(std::vector<std::string>& notices);
+  std::string recover_container(std::vector<std::string>& notices, sdk::LogLevel level);
   std::string prepare_workspace_access();
   // `preinstall`: sets preinstalled_image_ to the cached image of the lists (building it when it
   // is not there). "" or why the agent must not start (with preinstall_on_failure: continue, a
@@ -117,7 +134,9 @@ class ContainerLifecycle {
   std::shared_ptr<const SecretEnv> secret_env() const;
   std::string refresh_credentials();
 
-  sdk::BackendInit init_;
+  mutable std::mutex init_mutex_;  // guards init_ (the pointer; what it points to never changes)
+  std::shared_ptr<const sdk::BackendInit> init_;
+  sdk::LogSink* log_;
   std::string backend_name_;
   DockerSettings settings_;
   Engine& engine_;
@@ -140,6 +159,8 @@ class ContainerLifecycle {
   // Each protected path's (st_dev, st_ino) at the first start of this process.
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> protected_ids_;
   std::atomic<long> oom_kills_seen_{0};
+  // Set by relocate_workspace(): the container's bind sources are the workspace's old paths.
+  std::atomic<bool> stale_mounts_{false};
   std::atomic<std::uint64_t> incarnation_{0};
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace execmcp::plugins::docker_common {
 
@@ -32,13 +33,84 @@ const sdk::PathGrant* enclosing_grant(const sdk::BackendInit& init, const std::s
   return found;
 }
 
+// Where the container's own things are: a workspace there would hide them, or they it.
+constexpr std::array<const char*, 16> kReservedContainerPaths = {
+    "/proc", "/sys",          "/dev", "/tools", "/skills", kRunnerDir, "/tmp",   "/var/tmp",
+    "/etc",  "/home/execmcp", "/usr", "/bin",   "/sbin",   "/lib",     "/lib64", "/run"};
+
 }  // namespace
+
+std::string rebase_path(const std::string& path, const std::string& from, const std::string& to) {
+  if (path == from) return to;
+  return (to == "/" ? std::string() : to) + (from == "/" ? path : path.substr(from.size()));
+}
+
+std::string container_path(const sdk::BackendInit& init, const std::string& host_path) {
+  if (init.sandbox_cwd.empty() || !path_within(host_path, init.cwd)) return host_path;
+  return rebase_path(host_path, init.cwd, init.sandbox_cwd);
+}
+
+std::string host_path(const sdk::BackendInit& init, const std::string& container_path) {
+  if (init.sandbox_cwd.empty() || !path_within(container_path, init.sandbox_cwd))
+    return container_path;
+  return rebase_path(container_path, init.sandbox_cwd, init.cwd);
+}
+
+std::string in_container_terms(const sdk::BackendInit& init, std::string text) {
+  if (init.sandbox_cwd.empty() || init.cwd == "/") return text;
+  for (auto at = text.find(init.cwd); at != std::string::npos; at = text.find(init.cwd, at)) {
+    const auto end = at + init.cwd.size();
+    const bool whole =
+        end == text.size() || std::string_view("/',) \"").find(text[end]) != std::string_view::npos;
+    if (!whole) {
+      at = end;
+      continue;
+    }
+    text.replace(at, init.cwd.size(), init.sandbox_cwd);
+    at += init.sandbox_cwd.size();
+  }
+  return text;
+}
+
+std::string container_cwd(const sdk::BackendInit& init) {
+  return init.sandbox_cwd.empty() ? init.cwd : init.sandbox_cwd;
+}
+
+std::string check_sandbox_cwd(const sdk::BackendInit& init, const DockerSettings& settings) {
+  const std::string& at = init.sandbox_cwd;
+  if (at.empty()) return {};
+  const std::string said = "sandbox_cwd '" + at + "' ";
+  if (at.front() != '/' || at.back() == '/' ||
+      std::filesystem::path(at).lexically_normal().string() != at)
+    return said + "must be an absolute, normal path (no '.', '..', '//' or trailing '/')";
+  if (!settings.container.empty())
+    return said + "needs a container execmcp creates: an attached container (container: " +
+           settings.container + ") keeps the mounts it was made with";
+  for (const char* reserved : kReservedContainerPaths)
+    if (path_within(at, reserved) || path_within(reserved, at))
+      return said + "clashes with " + reserved +
+             " in the container: choose a directory of its own, such as /workspace";
+  // What lies in the workspace on the host lies under sandbox_cwd by design; nothing else may be
+  // mounted at, in or above the workspace's mount point. (Looked at without sandbox_cwd, so that
+  // a mount it would take the place of is seen.)
+  auto plain = init;
+  plain.sandbox_cwd.clear();
+  for (const auto& m : container_mounts(plain, settings.extra_mounts)) {
+    if (path_within(m.source, init.cwd) && m.source == m.target) continue;
+    if (path_within(m.target, at) || path_within(at, m.target))
+      return said + "clashes with the mount of " + m.source + " at " + m.target +
+             " in the container: choose a directory of its own, such as /workspace";
+  }
+  return {};
+}
 
 std::string container_tools_dir(const sdk::BackendInit& init) {
   if (init.tools_dir.empty()) return {};
   // Inside a grant it is already visible at its host path: a mount of its own would take a
   // source from a directory the agent may change (the default <cwd>/tools is in the workspace).
-  return enclosing_grant(init, init.tools_dir, false) != nullptr ? init.tools_dir : "/tools";
+  return enclosing_grant(init, init.tools_dir, false) != nullptr
+             ? container_path(init, init.tools_dir)
+             : "/tools";
 }
 
 std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
@@ -50,7 +122,12 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
       if (m.target == target) return;
     mounts.push_back({source, target, read_only});
   };
-  add(init.cwd, init.cwd, false);
+  // Every mount from the grants is at its container_path(): the host path, except in a workspace
+  // with a sandbox_cwd.
+  auto add_own = [&](const std::string& source, bool read_only) {
+    add(source, container_path(init, source), read_only);
+  };
+  add_own(init.cwd, false);
   for (std::size_t i = 1; i < init.paths.size(); ++i) {
     const auto& g = init.paths[i];
     // A grant inside another grant with the same access is already visible through it. One with
@@ -60,19 +137,19 @@ std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
     for (std::size_t j = 0; j < init.paths.size(); ++j)
       covered |= j != i && init.paths[j].path != g.path &&
                  path_within(g.path, init.paths[j].path) && init.paths[j].writable == g.writable;
-    if (!covered) add(g.path, g.path, !g.writable);
+    if (!covered) add_own(g.path, !g.writable);
   }
   // Protected paths inside a writable grant: read-only binds over the writable one (the engine
   // mounts the shallower target first). The source lies in this agent's own writable grant, so
   // checked_spec() checks it against the other agents' paths only, and for symlinks as always.
   for (const auto& g : init.paths)
     if (g.writable)
-      for (const auto& p : g.protected_paths) add(p, p, true);
+      for (const auto& p : g.protected_paths) add_own(p, true);
   // Each directory between the grant and a protected path, bound onto itself: the kernel refuses
   // to rename or remove a mount point (EBUSY), so `mv sub sub2` cannot take the protected path
   // away from the name the next start mounts by.
-  for (const auto& dir : protected_path_parents(init)) add(dir, dir, false);
-  add(init.temp_workspace, init.temp_workspace, true);
+  for (const auto& dir : protected_path_parents(init)) add_own(dir, false);
+  add_own(init.temp_workspace, true);
   if (container_tools_dir(init) == "/tools") add(init.tools_dir, "/tools", true);
   if (!init.skills_dir.empty() && enclosing_grant(init, init.skills_dir, true) == nullptr) {
     add(init.skills_dir, "/skills", true);
@@ -109,13 +186,13 @@ std::vector<std::string> protected_path_parents(const sdk::BackendInit& init) {
 }
 
 bool is_protected_parent_mount(const sdk::BackendInit& init, const MountSpec& mount) {
-  if (mount.read_only || mount.source != mount.target) return false;
+  if (mount.read_only || mount.target != container_path(init, mount.source)) return false;
   const auto parents = protected_path_parents(init);
   return std::find(parents.begin(), parents.end(), mount.source) != parents.end();
 }
 
 bool is_protected_mount(const sdk::BackendInit& init, const MountSpec& mount) {
-  if (!mount.read_only || mount.source != mount.target) return false;
+  if (!mount.read_only || mount.target != container_path(init, mount.source)) return false;
   for (const auto& g : init.paths)
     if (g.writable)
       for (const auto& p : g.protected_paths)
@@ -157,7 +234,7 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   spec.image = agent_image(settings);
   spec.sudo = settings.sudo;
   spec.user = user;
-  spec.working_dir = init.cwd;
+  spec.working_dir = container_cwd(init);
   for (const auto& [k, v] : settings.env) spec.env.push_back(k + "=" + v);
   spec.labels = container_labels(init.agent_id, init.instance_id, owner_pid, owner_host);
   spec.mounts = container_mounts(init, settings.extra_mounts);

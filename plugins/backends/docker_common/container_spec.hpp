@@ -35,7 +35,7 @@ struct ContainerSpec {
   std::string name;
   std::string image;
   std::string user;              // "uid:gid" or a name; never root
-  std::string working_dir;       // the agent's cwd, same path as on the host
+  std::string working_dir;       // the agent's cwd as commands see it (container_cwd())
   std::vector<std::string> env;  // "KEY=VALUE"
   std::map<std::string, std::string> labels;
   std::vector<MountSpec> mounts;
@@ -70,7 +70,27 @@ inline constexpr const char* kSkillsHomeTarget = "/home/execmcp/.agent/skills";
 // [a-zA-Z0-9_.-] replaced by '-', at most 128 characters.
 std::string container_name(const std::string& agent_id, const std::string& instance_id);
 
-// Mounts at the same paths as on the host: workspace rw, context paths ro unless writable,
+// `path`, which lies at or under `from`, moved to lie under `to` instead.
+std::string rebase_path(const std::string& path, const std::string& from, const std::string& to);
+
+// Where commands see the host path `host_path`: a path at or under the workspace (init.cwd) lies
+// under init.sandbox_cwd when that is set; any other path (and every path when it is not) is
+// mounted at its host path.
+std::string container_path(const sdk::BackendInit& init, const std::string& host_path);
+// The reverse: a path under init.sandbox_cwd as the host sees it; any other path unchanged.
+std::string host_path(const sdk::BackendInit& init, const std::string& container_path);
+// `text` (a message) with the workspace's host path written as commands see it: each whole
+// occurrence of init.cwd replaced by init.sandbox_cwd when that is set.
+std::string in_container_terms(const sdk::BackendInit& init, std::string text);
+// The agent's cwd as commands see it: init.sandbox_cwd, or init.cwd when that is empty.
+std::string container_cwd(const sdk::BackendInit& init);
+// "" when init.sandbox_cwd is empty or a usable mount point for the workspace (absolute, normal,
+// not "/", clear of the container's system directories, execmcp's own mount points and the other
+// mounts), else why not.
+std::string check_sandbox_cwd(const sdk::BackendInit& init, const DockerSettings& settings);
+
+// Mounts at the same paths as on the host (container_path(): the workspace and what lies in it at
+// init.sandbox_cwd when set): workspace rw, context paths ro unless writable,
 // protected paths of writable grants ro (and the directories on the way to them rw, onto
 // themselves: see protected_path_parents()), temp workspace ro, tools -> /tools ro, skills ->
 // /skills and kSkillsHomeTarget ro, then extra mounts. A target already mounted is not mounted
@@ -82,8 +102,8 @@ std::string container_name(const std::string& agent_id, const std::string& insta
 std::vector<MountSpec> container_mounts(const sdk::BackendInit& init,
                                         const std::vector<MountSpec>& extra);
 
-// Where commands find the tools dir: "/tools" when it is mounted there, its host path when it
-// lies inside a grant (so it is visible already), "" when there is none.
+// Where commands find the tools dir: "/tools" when it is mounted there, its container_path() when
+// it lies inside a grant (so it is visible already), "" when there is none.
 std::string container_tools_dir(const sdk::BackendInit& init);
 
 // True for the read-only mount container_mounts() makes of a writable grant's protected path.

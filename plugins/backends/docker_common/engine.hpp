@@ -184,6 +184,9 @@ class Engine {
   // kConflict when the name is taken, kImageMissing when the image is gone.
   virtual EngineError create(const ContainerSpec& spec) = 0;
   virtual EngineError start(const std::string& name) = 0;
+  // Stops the container, keeping it: SIGTERM to its PID 1, SIGKILL once `timeout` has passed.
+  // A container that is not running is fine; kNotFound when there is no such container.
+  virtual EngineError stop(const std::string& name, std::chrono::seconds timeout) = 0;
   // Force-removes the container and its anonymous volumes; kNotFound when it was not there.
   virtual EngineError remove(const std::string& name_or_id) = 0;
   // True once the container is not running (or gone), false if it still runs after `timeout`.

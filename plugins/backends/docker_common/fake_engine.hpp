@@ -34,11 +34,13 @@ class FakeEngine final : public Engine {
   std::deque<ExecResult> exec_results;
   // Each exec() removes the container first, as if it went away just as the call came.
   bool vanish_on_exec = false;
-  // Every call that changes something, in order: "create NAME", "start NAME", "remove NAME",
-  // "exec NAME".
+  // Every call that changes something, in order: "create NAME", "start NAME", "stop NAME",
+  // "remove NAME", "exec NAME".
   std::vector<std::string> calls;
   // The last spec create() took.
   ContainerSpec last_spec;
+  // The options of the last exec().
+  ExecOptions last_exec;
 
   [[nodiscard]] std::size_t count(const std::string& call) const {
     return static_cast<std::size_t>(std::count(calls.begin(), calls.end(), call));
@@ -124,6 +126,14 @@ class FakeEngine final : public Engine {
     c->state.running = true;
     return {};
   }
+  EngineError stop(const std::string& name, std::chrono::seconds) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("stop " + name);
+    auto* c = find(name);
+    if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    c->state.running = false;
+    return {};
+  }
   EngineError remove(const std::string& name_or_id) override {
     if (auto err = connect(); !err.ok()) return err;
     calls.push_back("remove " + name_or_id);
@@ -144,10 +154,11 @@ class FakeEngine final : public Engine {
     return {};
   }
 
-  std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions&,
+  std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions& options,
                                     EngineError& error) override {
     if (error = connect(); !error.ok()) return nullptr;
     calls.push_back("exec " + name);
+    last_exec = options;
     if (vanish_on_exec) containers.erase(name);
     const auto* c = find(name);
     if (c == nullptr) {

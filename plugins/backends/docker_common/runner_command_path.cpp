@@ -113,7 +113,7 @@ EngineError RunnerCommandPath::deliver_runner_by_exec() {
       return EngineError::sentence(Kind::kNotRunning, why);
   }
   std::string tag;
-  const std::string& instance_id = lifecycle_.init().instance_id;
+  const std::string instance_id = lifecycle_.init()->instance_id;
   for (char c : instance_id.empty() ? std::to_string(::getpid()) : instance_id)
     tag.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '-');
   ContainerCommand spec;
