@@ -107,6 +107,26 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       assert.equal(mounts.some((m) => m.Source.includes(`${path.sep}bob`)), false);
     });
 
+    test("background shells are each user's own", async () => {
+      const started = await callKind(alice, 'start_background_shell', { command: 'sleep 60' });
+      assert.notEqual(started.isError, true, textOf(started));
+      const id = started.structuredContent.shell_id;
+      assert.ok(id, JSON.stringify(started.structuredContent));
+      const theirs = await callKind(bob, 'list_background_shells', {});
+      assert.deepEqual(theirs.structuredContent.shells, []);
+      const status = await callKind(bob, 'get_background_shell_status', { shell_id: id });
+      assert.equal(status.isError, true, textOf(status));
+      const kill = await callKind(bob, 'kill_background_shell', { shell_id: id });
+      assert.equal(kill.isError, true, textOf(kill));
+      const mine = await callKind(alice, 'list_background_shells', {});
+      assert.deepEqual(
+        mine.structuredContent.shells.map((shell) => [shell.shell_id, shell.status]),
+        [[id, 'running']],
+      );
+      const killed = await callKind(alice, 'kill_background_shell', { shell_id: id });
+      assert.notEqual(killed.isError, true, textOf(killed));
+    });
+
     test('a new user past max_users gets 429 naming the limit; the others do not notice', async () => {
       const call = {
         jsonrpc: '2.0',
@@ -165,6 +185,16 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       assert.deepEqual(containers(agent), []);
       assert.deepEqual(fs.readdirSync(users).sort(), ['alice', 'bob']);
       assert.equal(fs.readFileSync(path.join(users, 'alice', 'secret.txt'), 'utf8'), "alice's secret\n");
+    });
+
+    test("after a restart, a user's first call finds their files", async () => {
+      server = await startHttpServer(path.join(w.root, 'execmcp.yaml'));
+      await alice.close();
+      alice = await connectKind(CLIENT_KINDS[1], { http: { url: server.url(agent), token: tokens.alice, stderr: server.stderr } });
+      const r = await callKind(alice, 'execute_command', { command: 'cat secret.txt' });
+      assert.notEqual(r.isError, true, textOf(r));
+      assert.equal(r.structuredContent.stdout, "alice's secret\n");
+      assert.match(textOf(r), /a new sandbox was made for this user/);
     });
   });
 }
