@@ -45,6 +45,7 @@ AuditRecord bounded(const AuditRecord& record) {
                           {&out.instance_id, &record.instance_id},
                           {&out.tool, &record.tool},
                           {&out.principal, &record.principal},
+                          {&out.user, &record.user},
                           {&out.path, &record.path},
                           {&out.command, &record.command},
                           {&out.work_dir, &record.work_dir},
@@ -104,6 +105,7 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
     line["bytes"] = record.bytes;
   }
   if (!record.shell_id.empty()) line["shell_id"] = record.shell_id;
+  if (!record.user.empty()) line["user"] = record.user;
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
   // Bounded here, over every string value, so a field added above cannot escape the bound.
@@ -124,14 +126,15 @@ void AuditLog::record(const AuditRecord& full) noexcept {
     const AuditRecord record = bounded(full);
     if (record.path.empty()) {
       spdlog::info(
-          "audit agent={} principal={} tool={}{} verdict={} exit={} duration={:.3f} "
+          "audit agent={}{} principal={} tool={}{} verdict={} exit={} duration={:.3f} "
           "command={}",
-          record.agent_id, record.principal, record.tool,
-          record.shell_id.empty() ? "" : " shell=" + record.shell_id, record.verdict,
+          record.agent_id, record.user.empty() ? "" : " user=" + record.user, record.principal,
+          record.tool, record.shell_id.empty() ? "" : " shell=" + record.shell_id, record.verdict,
           record.exit_code, record.duration_seconds, json_text(record.command));
     } else {
-      spdlog::info("audit agent={} principal={} tool={} path={} bytes={}{}", record.agent_id,
-                   record.principal, record.tool, json_text(record.path), record.bytes,
+      spdlog::info("audit agent={}{} principal={} tool={} path={} bytes={}{}", record.agent_id,
+                   record.user.empty() ? "" : " user=" + record.user, record.principal, record.tool,
+                   json_text(record.path), record.bytes,
                    record.error.empty() ? "" : " error=" + json_text(record.error));
     }
     if (file_ == nullptr) return;

@@ -19,6 +19,7 @@ struct AuditRecord {
   std::string
       tool;  // execute_command, read_file, write_file, read_docstring, *_background_shell(s)
   std::string principal;  // who asked: a token's name, "stdio", "cli"
+  std::string user;       // a per-user agent's sandbox: its user key ("" otherwise)
   std::string path;       // read_file / write_file
   std::size_t bytes = 0;  // read_file / write_file: bytes read or written
   std::string command;

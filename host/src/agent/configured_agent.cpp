@@ -108,8 +108,7 @@ ConfiguredAgent::ConfiguredAgent(Parts parts) : parts_(std::move(parts)) {
   if (processes == nullptr) return;
   background_ = std::make_unique<BackgroundShells>(*processes, parts_.background, parts_.cwd,
                                                    [this](AuditRecord record) {
-                                                     record.agent_id = parts_.id;
-                                                     record.instance_id = parts_.instance_id;
+                                                     stamp(record);
                                                      parts_.audit->record(record);
                                                    });
   shells_ = std::make_unique<Shells>(*this);
@@ -181,9 +180,20 @@ sdk::ExecResult ConfiguredAgent::run_backend(sdk::ExecRequest& request) {
   return result;
 }
 
-void ConfiguredAgent::audit(AuditRecord record, const sdk::ExecResult& result) const {
+void ConfiguredAgent::set_user(std::string user_key) {
+  std::lock_guard lock(user_mutex_);
+  user_ = std::move(user_key);
+}
+
+void ConfiguredAgent::stamp(AuditRecord& record) const {
   record.agent_id = parts_.id;
   record.instance_id = parts_.instance_id;
+  std::lock_guard lock(user_mutex_);
+  record.user = user_;
+}
+
+void ConfiguredAgent::audit(AuditRecord record, const sdk::ExecResult& result) const {
+  stamp(record);
   record.exit_code = result.exit_code;
   record.duration_seconds = result.duration_seconds;
   record.timed_out = result.timed_out;

@@ -70,6 +70,8 @@ class ConfiguredAgent final : public Agent {
 
   [[nodiscard]] AgentCapabilities capabilities() const override;
   BackgroundShellControl* background_shells() override;
+  // A per-user sandbox's user key, in each of its audit records from now on.
+  void set_user(std::string user_key);
   // The backend's stop/resume/relocate (execmcp.sandbox/1), or null when it offers none.
   [[nodiscard]] sdk::SandboxControl* sandbox_control() const;
 
@@ -84,6 +86,8 @@ class ConfiguredAgent final : public Agent {
                                                     const std::string& work_dir) const;
   sdk::ExecResult run_backend(sdk::ExecRequest& request);
   void audit(AuditRecord record, const sdk::ExecResult& result) const;
+  // Who the record is about: this agent, its instance, its user.
+  void stamp(AuditRecord& record) const;
   void audit_command(const std::string& tool, const ExecuteArgs& args, std::string verdict,
                      std::string reason, const sdk::ExecResult& result) const;
 
@@ -93,6 +97,8 @@ class ConfiguredAgent final : public Agent {
   // A backend that was never started (check-config) has nothing to stop or clean up.
   std::atomic<bool> start_attempted_{false};
   std::atomic<bool> started_{false};
+  mutable std::mutex user_mutex_;
+  std::string user_;  // set_user(); guarded by user_mutex_
   // After parts_: destroyed (all shells ended) before the backend that runs them.
   std::unique_ptr<BackgroundShells> background_;
   // The agent's side of background_ (filters first, output cap, shutdown); null without it.

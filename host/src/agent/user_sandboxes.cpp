@@ -296,6 +296,7 @@ std::string UserSandbox::make(std::vector<std::string>& notices) {
     notices.push_back(
         "a new sandbox was made for this user: the files in /workspace are kept from before, "
         "processes and files elsewhere (/tmp, $HOME) are not");
+  agent->set_user(key_);
   lazy_ = std::make_unique<LazyAgent>(*agent);
   agent_ = std::move(agent);
   std::lock_guard lock(mutex_);

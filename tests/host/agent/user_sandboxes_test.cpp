@@ -131,7 +131,7 @@ struct Harness {
       parts.backend_name = "fake";
       parts.backend = adopt_plugin_object<sdk::ExecutorBackend>(
           std::make_unique<FakeSandbox>(world, name, workspace));
-      parts.audit = std::make_shared<AuditLog>();
+      parts.audit = AuditLog::shared((dir.path() / "audit.jsonl").string());
       return std::make_unique<ConfiguredAgent>(std::move(parts));
     };
     sdk::BackendTraits traits;
@@ -175,6 +175,10 @@ TEST(UserSandboxes, EachUserGetsASandboxOfTheirOwnInTheirOwnWorkspace) {
   EXPECT_EQ(sandboxes->events().creates, 2u);
   EXPECT_EQ(sandboxes->counts().running, 2u);
   EXPECT_NE(alice.agent->call_limit_key(), bob.agent->call_limit_key());
+  // Each audit record names the user whose sandbox ran the call.
+  const std::string audit = tests::read_text(h.dir.path() / "audit.jsonl");
+  EXPECT_THAT(audit, HasSubstr(R"("tool":"execute_command","user":"alice")"));
+  EXPECT_THAT(audit, HasSubstr(R"("tool":"execute_command","user":"bob")"));
 }
 
 TEST(UserSandboxes, AKeyThatCannotNameADirectoryIsRefused) {
