@@ -561,6 +561,8 @@ bool UserSandboxes::make_warm() {
 void UserSandboxes::refill_loop() {
   std::unique_lock lock(mutex_);
   auto retry_at = Clock::now();
+  // A failing engine is asked again after 5 s, then 10, 20, 40, 60 (and its log stays short).
+  std::chrono::seconds backoff{5};
   while (!stopping_) {
     if (!refill_needed_locked() || Clock::now() < retry_at) {
       wake_.wait_for(lock, tick_);
@@ -571,8 +573,12 @@ void UserSandboxes::refill_loop() {
     const bool made = make_warm();
     lock.lock();
     --warm_making_;
-    // A failing engine is not asked again at once.
-    if (!made) retry_at = Clock::now() + std::chrono::seconds(5);
+    if (made) {
+      backoff = std::chrono::seconds(5);
+    } else {
+      retry_at = Clock::now() + backoff;
+      backoff = std::min<std::chrono::seconds>(backoff * 2, std::chrono::seconds(60));
+    }
   }
 }
 
