@@ -121,8 +121,12 @@ struct Harness {
     config.idle_remove = 60s;
   }
 
+  // Names the builder refuses to make (as an engine that is down would).
+  std::function<bool(const std::string& name)> refuse = [](const std::string&) { return false; };
+
   std::unique_ptr<UserSandboxes> make(std::chrono::milliseconds tick = 20ms) {
     SandboxBuilder build = [this](const std::string& workspace, const std::string& name) {
+      if (refuse(name)) throw std::runtime_error("engine down for " + name);
       ++world.builds;
       ConfiguredAgent::Parts parts;
       parts.id = "py";
@@ -316,6 +320,25 @@ TEST(UserSandboxes, TheWarmPoolNeverMakesTheEngineHoldMoreThanMaxUsers) {
   std::this_thread::sleep_for(200ms);  // ten ticks: a refill would have happened
   EXPECT_EQ(sandboxes->counts().warm, 0u);
   EXPECT_EQ(h.world.builds.load(), 2);
+}
+
+TEST(UserSandboxes, ASandboxThatCannotBeMadeFailsOnlyItsUsersCallsWithTheReason) {
+  Harness h;
+  h.config.warm = 1;
+  h.refuse = [](const std::string& name) { return name != "bob"; };
+  auto sandboxes = h.make();
+  sandboxes->start();
+  auto alice = sandboxes->sandbox_for("alice");
+  const auto failed = Harness::run(*alice.agent, "x");
+  EXPECT_THAT(failed.result.error,
+              HasSubstr("agent 'py': cannot make a sandbox for this user: engine down for alice"));
+  auto bob = sandboxes->sandbox_for("bob");
+  EXPECT_TRUE(Harness::run(*bob.agent, "x").result.error.empty());
+  EXPECT_EQ(sandboxes->counts().warm, 0u);  // the pool kept failing; no user waited on it
+  // No directory is left by the warm pool's failed attempts (the last one ends with stop_all()).
+  sandboxes->stop_all();
+  for (const auto& entry : std::filesystem::directory_iterator(h.config.workspace_root))
+    EXPECT_FALSE(entry.path().filename().string().starts_with(".warm-")) << entry.path();
 }
 
 TEST(UserSandboxes, StopAllRemovesEveryContainerAndNoWorkspace) {
