@@ -1,6 +1,7 @@
 // Loads a config file: detects the schema, runs its reader, and applies the shared defaults.
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -175,28 +176,16 @@ std::optional<std::chrono::milliseconds> read_seconds(YamlReader& reader, const 
   return std::chrono::milliseconds(static_cast<long long>(*value * 1000.0));
 }
 
-// `background:` of a native agent; each count has a floor that keeps the tools usable and a ceiling
-// that keeps one agent's memory bounded.
-void read_background(YamlReader& reader, const YAML::Node& node, const std::string& path,
-                     BackgroundConfig& out) {
-  if (!reader.expect_map(node, path)) return;
-  reader.reject_unknown_keys(node, path,
-                             {"enabled", "max_running", "max_output_lines", "max_output_bytes",
-                              "max_retained", "kill_grace"});
-  if (const auto value = node["enabled"]) {
-    if (auto enabled = reader.get_bool(value, join_key(path, "enabled"))) out.enabled = *enabled;
-  }
-  struct Count {
-    const char* key;
-    std::size_t* target;
-    long long min;
-    long long max;
-  };
-  for (const Count& count : {Count{"max_running", &out.max_running, 1, 1000},
-                             Count{"max_output_lines", &out.max_output_lines, 1, 1000000},
-                             // A line is cut at 64 KiB: the byte bound holds at least one.
-                             Count{"max_output_bytes", &out.max_output_bytes, 65536, 1LL << 30},
-                             Count{"max_retained", &out.max_retained, 0, 10000}}) {
+// An integer key of a section, bounded: each found key's value lands in its target.
+struct Count {
+  const char* key;
+  std::size_t* target;
+  long long min;
+  long long max;
+};
+void read_counts(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                 std::initializer_list<Count> counts) {
+  for (const Count& count : counts) {
     const auto value = node[count.key];
     if (!value) continue;
     const std::string key = join_key(path, count.key);
@@ -210,6 +199,25 @@ void read_background(YamlReader& reader, const YAML::Node& node, const std::stri
       }
     }
   }
+}
+
+// `background:` of a native agent; each count has a floor that keeps the tools usable and a ceiling
+// that keeps one agent's memory bounded.
+void read_background(YamlReader& reader, const YAML::Node& node, const std::string& path,
+                     BackgroundConfig& out) {
+  if (!reader.expect_map(node, path)) return;
+  reader.reject_unknown_keys(node, path,
+                             {"enabled", "max_running", "max_output_lines", "max_output_bytes",
+                              "max_retained", "kill_grace"});
+  if (const auto value = node["enabled"]) {
+    if (auto enabled = reader.get_bool(value, join_key(path, "enabled"))) out.enabled = *enabled;
+  }
+  read_counts(reader, node, path,
+              {Count{"max_running", &out.max_running, 1, 1000},
+               Count{"max_output_lines", &out.max_output_lines, 1, 1000000},
+               // A line is cut at 64 KiB: the byte bound holds at least one.
+               Count{"max_output_bytes", &out.max_output_bytes, 65536, 1LL << 30},
+               Count{"max_retained", &out.max_retained, 0, 10000}});
   if (const auto value = node["kill_grace"]) {
     const std::string key = join_key(path, "kill_grace");
     if (auto seconds = reader.get_number(value, key)) {
@@ -243,27 +251,8 @@ void read_per_user(YamlReader& reader, const YAML::Node& node, const std::string
     else
       out.workspace_root = *root;
   }
-  struct Count {
-    const char* key;
-    std::size_t* target;
-    long long min;
-    long long max;
-  };
-  for (const Count& count :
-       {Count{"max_users", &out.max_users, 1, 100000}, Count{"warm", &out.warm, 0, 1000}}) {
-    const auto value = node[count.key];
-    if (!value) continue;
-    const std::string key = join_key(path, count.key);
-    if (auto number = reader.get_integer(value, key)) {
-      if (*number < count.min || *number > count.max) {
-        reader.error(value, key,
-                     "expected an integer from " + std::to_string(count.min) + " to " +
-                         std::to_string(count.max) + ", found '" + value.Scalar() + "'");
-      } else {
-        *count.target = static_cast<std::size_t>(*number);
-      }
-    }
-  }
+  read_counts(reader, node, path,
+              {Count{"max_users", &out.max_users, 1, 100000}, Count{"warm", &out.warm, 0, 1000}});
   if (out.warm > out.max_users)
     reader.error(node["warm"], join_key(path, "warm"),
                  "warm (" + std::to_string(out.warm) + ") is larger than max_users (" +
