@@ -31,7 +31,14 @@ expect_http "GET containers/json, execmcp label filter" 200 '[' \
 expect_http "GET containers/{execmcp-name}/json reaches the engine (404 from it)" 404 \
   'No such container' "$p/v1.41/containers/execmcp-no-such-$run_tag/json"
 
+expect_http "POST containers/{execmcp-name}/stop reaches the engine (404 from it)" 404 \
+  'No such container' -X POST "$p/v1.41/containers/execmcp-no-such-$run_tag/stop?t=10"
+
 # --- everything else is refused by the proxy, with a body that says so ---
+expect_http "POST stop on a container not named execmcp-" 403 "$denied_text" \
+  -X POST "$p/v1.41/containers/$proxy/stop?t=10"
+expect_http "POST stop with another query" 403 "$denied_text" \
+  -X POST "$p/v1.41/containers/execmcp-x/stop?t=10&signal=SIGKILL"
 expect_http "POST /v1.43/build" 403 "$denied_text" -X POST "$p/v1.43/build"
 expect_http "GET /v1.43/secrets" 403 "$denied_text" "$p/v1.43/secrets"
 expect_http "POST /swarm/init" 403 "$denied_text" -X POST "$p/swarm/init"
