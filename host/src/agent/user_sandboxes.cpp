@@ -283,6 +283,7 @@ std::string UserSandbox::make(std::vector<std::string>& notices) {
   std::unique_ptr<ConfiguredAgent> agent;
   if (!returning) agent = owner_.claim_warm(dir_, key_);
   if (!agent) {
+    owner_.release_surplus_warm();
     if (std::string error = make_private_dir(dir_); !error.empty()) return error;
     try {
       agent = owner_.build(dir_, key_);
@@ -461,6 +462,14 @@ std::unique_ptr<ConfiguredAgent> UserSandboxes::build(const std::string& workspa
   return build_(workspace, name);
 }
 
+void UserSandboxes::release_surplus_warm() {
+  std::lock_guard lock(mutex_);
+  if (warm_.empty() || users_.size() + warm_.size() <= config_.max_users) return;
+  surplus_.push_back(std::move(warm_.back()));
+  warm_.pop_back();
+  wake_.notify_all();
+}
+
 void UserSandboxes::count(std::uint64_t SandboxEvents::*event) {
   std::lock_guard lock(mutex_);
   ++(events_.*event);
@@ -564,6 +573,16 @@ void UserSandboxes::refill_loop() {
   // A failing engine is asked again after 5 s, then 10, 20, 40, 60 (and its log stays short).
   std::chrono::seconds backoff{5};
   while (!stopping_) {
+    if (!surplus_.empty()) {
+      Warm surplus = std::move(surplus_.front());
+      surplus_.pop_front();
+      lock.unlock();
+      surplus.agent->shutdown();
+      std::error_code ec;
+      fs::remove_all(surplus.dir, ec);
+      lock.lock();
+      continue;
+    }
     if (!refill_needed_locked() || Clock::now() < retry_at) {
       wake_.wait_for(lock, tick_);
       continue;
@@ -596,6 +615,8 @@ void UserSandboxes::stop_all() noexcept {
     std::lock_guard lock(mutex_);
     for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
     warm.swap(warm_);
+    for (Warm& slot : surplus_) warm.push_back(std::move(slot));
+    surplus_.clear();
   }
   for (const auto& sandbox : users) sandbox->shutdown();
   std::error_code ec;

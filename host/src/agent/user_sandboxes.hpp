@@ -93,6 +93,9 @@ class UserSandboxes {
   // ready or the move failed (then the caller makes one).
   std::unique_ptr<ConfiguredAgent> claim_warm(const std::string& dir, const std::string& user_key);
   std::unique_ptr<ConfiguredAgent> build(const std::string& workspace, const std::string& name);
+  // A user's container is being made without the pool (a returning user, or none was ready): a
+  // warm container past max_users goes, so the engine never holds more than max_users of ours.
+  void release_surplus_warm();
   void count(std::uint64_t SandboxEvents::*event);
   void timer_loop();
   void refill_loop();
@@ -114,6 +117,7 @@ class UserSandboxes {
   bool stopping_ = false;
   std::map<std::string, std::shared_ptr<UserSandbox>> users_;
   std::deque<Warm> warm_;
+  std::deque<Warm> surplus_;     // to be removed by the refill thread
   std::size_t warm_making_ = 0;  // being made by the refill thread
   std::uint64_t warm_serial_ = 0;
   SandboxEvents events_;

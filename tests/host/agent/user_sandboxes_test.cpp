@@ -3,6 +3,7 @@
 #include "agent/user_sandboxes.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -339,6 +340,28 @@ TEST(UserSandboxes, ASandboxThatCannotBeMadeFailsOnlyItsUsersCallsWithTheReason)
   sandboxes->stop_all();
   for (const auto& entry : std::filesystem::directory_iterator(h.config.workspace_root))
     EXPECT_FALSE(entry.path().filename().string().starts_with(".warm-")) << entry.path();
+}
+
+TEST(UserSandboxes, AReturningUserTakesTheRoomOfAWarmContainerPastMaxUsers) {
+  Harness h;
+  h.config.max_users = 2;
+  h.config.warm = 1;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 1; }));
+  // Two returning users: the first fits beside the warm container, the second takes its room.
+  for (const std::string& name : std::vector<std::string>{"alice", "bob"}) {
+    std::filesystem::create_directories(h.config.workspace_root + "/" + name);
+    auto user = sandboxes->sandbox_for(name);
+    ASSERT_TRUE(Harness::run(*user.agent, "x").result.error.empty());
+  }
+  const std::string warm_dir =
+      h.config.workspace_root + "/.warm-" + std::to_string(::getpid()) + "-1";
+  ASSERT_TRUE(eventually(
+      [&] { return h.world.get("warm-1") == "removed" && !std::filesystem::exists(warm_dir); }));
+  const auto counts = sandboxes->counts();
+  EXPECT_EQ(counts.warm, 0u);
+  EXPECT_EQ(counts.running, 2u);
 }
 
 TEST(UserSandboxes, StopAllRemovesEveryContainerAndNoWorkspace) {
