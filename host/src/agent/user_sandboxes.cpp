@@ -83,6 +83,7 @@ class UserSandbox final : public Agent {
   sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
                                 const std::string& principal) override {
     Lease lease = enter(true);
+    keep_notices(lease);
     if (!lease.error.empty()) {
       sdk::FileReadResult result;
       result.error = lease.error;
@@ -93,6 +94,7 @@ class UserSandbox final : public Agent {
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
                                   const std::string& principal) override {
     Lease lease = enter(true);
+    keep_notices(lease);
     if (!lease.error.empty()) {
       sdk::FileWriteResult result;
       result.error = lease.error;
@@ -152,6 +154,7 @@ class UserSandbox final : public Agent {
     explicit Shells(UserSandbox& sandbox) : sandbox_(sandbox) {}
     BackgroundStartResult start(const BackgroundStartArgs& args) override {
       Lease lease = sandbox_.enter(true);
+      sandbox_.keep_notices(lease);
       BackgroundShellControl* shells = lease.agent ? lease.agent->background_shells() : nullptr;
       if (shells == nullptr) {
         BackgroundStartResult result;
@@ -202,6 +205,18 @@ class UserSandbox final : public Agent {
   // Takes a lease; with `may_start`, makes the sandbox ready first (claimed, made, or started
   // again), with a notice for the call when it was stopped or removed.
   Lease enter(bool may_start);
+  // For a call whose result has no notices (files, a background shell's start): the next command's
+  // result carries them, so the user still learns their sandbox was started again or made anew.
+  void keep_notices(Lease& lease) {
+    if (lease.notices.empty()) return;
+    std::lock_guard lock(mutex_);
+    for (auto& notice : lease.notices) pending_notices_.push_back(std::move(notice));
+    lease.notices.clear();
+    constexpr std::size_t kKept = 4;
+    if (pending_notices_.size() > kKept)
+      pending_notices_.erase(pending_notices_.begin(),
+                             pending_notices_.end() - static_cast<std::ptrdiff_t>(kKept));
+  }
   void leave() {
     std::lock_guard lock(mutex_);
     --active_;
@@ -220,12 +235,13 @@ class UserSandbox final : public Agent {
   std::mutex life_mutex_;
   std::unique_ptr<ConfiguredAgent> agent_;  // changed with life_mutex_ held and no lease
   std::unique_ptr<LazyAgent> lazy_;         // over *agent_
-  mutable std::mutex mutex_;                // guards the four below; held briefly
+  mutable std::mutex mutex_;                // guards the five below; held briefly
   State state_ = State::kEmpty;
   std::size_t active_ = 0;
   Clock::time_point last_call_ = Clock::now();
   Clock::time_point stopped_at_{};
   bool shut_down_ = false;
+  std::vector<std::string> pending_notices_;  // keep_notices(); the last four
 };
 
 UserSandbox::Lease UserSandbox::enter(bool may_start) {
@@ -243,6 +259,10 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
     }
   }
   Lease lease(this);
+  if (may_start) {
+    std::lock_guard lock(mutex_);
+    lease.notices.swap(pending_notices_);
+  }
   if (state == State::kRunning || !may_start) {
     lease.agent = state == State::kRunning ? lazy_.get() : nullptr;
     return lease;

@@ -236,6 +236,25 @@ TEST(UserSandboxes, AnIdleSandboxIsStoppedAndItsNextCallStartsItAgainWithANotice
   EXPECT_EQ(sandboxes->events().starts, 1u);
 }
 
+TEST(UserSandboxes, AFileCallThatStartsTheSandboxLeavesItsNoticeForTheNextCommand) {
+  Harness h;
+  h.config.idle_stop = 300ms;
+  auto sandboxes = h.make();
+  sandboxes->start();
+  auto alice = sandboxes->sandbox_for("alice");
+  ASSERT_TRUE(Harness::run(*alice.agent, "one").result.error.empty());
+  ASSERT_TRUE(eventually([&] { return sandboxes->counts().stopped == 1; }));
+  sdk::FileWriteRequest write;
+  write.path = "x";
+  write.data = "y";
+  EXPECT_TRUE(alice.agent->write_file(write, "t").error.empty());
+  EXPECT_EQ(h.world.resumes.load(), 1);
+  const auto next = Harness::run(*alice.agent, "two");
+  ASSERT_EQ(next.result.notices.size(), 1u);
+  EXPECT_THAT(next.result.notices.front(), HasSubstr("sandbox started again"));
+  EXPECT_TRUE(Harness::run(*alice.agent, "three").result.notices.empty());  // said once
+}
+
 TEST(UserSandboxes, ACallInFlightIsNeverStoppedUnderIt) {
   Harness h;
   h.config.idle_stop = 100ms;

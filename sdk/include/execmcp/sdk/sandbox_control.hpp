@@ -15,7 +15,8 @@ inline constexpr std::string_view kSandboxControlId = "execmcp.sandbox/1";
 
 // Offered by a backend whose sandbox outlives a stop (a container). Owned by the backend object.
 // Thread-safe, never throws. The host calls these only between start() and cleanup(), and only
-// while no call of the agent runs (execute, files, background processes: none in flight).
+// while no call of the agent runs (execute, files: none in flight); background processes may
+// still run, and suspend() ends them.
 class SandboxControl {
  public:
   // Stops the sandbox and keeps it for resume(): every process in it ends (background ones with
