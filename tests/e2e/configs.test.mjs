@@ -34,6 +34,7 @@ const CONFIGS = [
     },
   },
   { file: 'local-background.yaml', says: /agent '[^']+': background shells on \(at most \d+ running\)/ },
+  { file: 'per-user.yaml', says: /per user: a sandbox per authenticated HTTP user, at most 200;/ },
 ];
 
 describe('check-config of the example configs', () => {
