@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { CLIENT_KINDS, callKind, connectKind } from '../lib/clients.mjs';
 import { dockerAvailable, makeWorkspace, textOf, waitUntil, writeConfig } from '../lib/harness.mjs';
 import { newToken, rawPost, startHttpServer } from '../lib/http.mjs';
-import { createHash } from 'node:crypto';
+import { createHash, createSign, generateKeyPairSync } from 'node:crypto';
 
 const IMAGE = process.env.EXECMCP_DOCKER_IMAGE || 'execmcp/runtime:latest';
 const available = dockerAvailable(IMAGE);
@@ -20,6 +20,23 @@ const skip = available.ok ? false : available.why;
 
 const IDLE_STOP = 2;
 const IDLE_REMOVE = 3;
+const ISSUER = 'https://auth.per-user.example';
+const AUDIENCE = 'https://execmcp.per-user.example/mcp';
+
+// An RS256 access token for `sub`, signed by the test's own issuer key.
+function jwtFor(key, agent, sub) {
+  const part = (x) => Buffer.from(JSON.stringify(x)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const body = `${part({ alg: 'RS256', typ: 'JWT', kid: 'k1' })}.${part({
+    iss: ISSUER,
+    aud: AUDIENCE,
+    sub,
+    iat: now,
+    exp: now + 600,
+    execmcp_agents: [agent],
+  })}`;
+  return `${body}.${createSign('RSA-SHA256').update(body).sign(key).toString('base64url')}`;
+}
 
 function containers(agent) {
   const out = spawnSync('docker', ['ps', '-a', '--filter', `name=execmcp-${agent}-`, '--format', '{{.Names}} {{.State}}'], {
@@ -44,24 +61,39 @@ for (const plugin of ['docker-api', 'docker-cli']) {
     let server;
     let alice;
     let bob;
+    let issuerKey;
+    let jwtKey;
 
     before(async () => {
       w = makeWorkspace();
       users = path.join(w.root, 'users');
+      const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      issuerKey = keys.privateKey;
+      const jwks = path.join(w.root, 'jwks.json');
+      const jwk = { ...keys.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' };
+      fs.writeFileSync(jwks, JSON.stringify({ keys: [jwk] }));
       let text =
         'execmcp: 1\n' +
         'agents:\n' +
         `  - id: ${agent}\n` +
-        `    per_user: {workspace_root: ${JSON.stringify(users)}, max_users: 2, warm: 1, ` +
+        `    per_user: {workspace_root: ${JSON.stringify(users)}, max_users: 3, warm: 1, ` +
         `idle_stop: ${IDLE_STOP}, idle_remove: ${IDLE_REMOVE}}\n` +
         `    backend: {plugin: ${plugin}, settings: {image: ${JSON.stringify(IMAGE)}}}\n` +
         '    filters: [{plugin: sanitize}]\n' +
-        'server:\n  tokens:\n';
+        'server:\n' +
+        `  public_url: ${AUDIENCE}\n` +
+        `  oauth: {issuer: ${JSON.stringify(ISSUER)}, audience: ${JSON.stringify(AUDIENCE)}, keys: ${JSON.stringify(jwks)}}\n` +
+        '  tokens:\n';
       for (const [name, token] of Object.entries(tokens)) {
         const sha = createHash('sha256').update(token).digest('hex');
         text += `    - {name: ${name}, sha256: ${sha}, agents: [${agent}]}\n`;
       }
       server = await startHttpServer(writeConfig(w, text));
+      // The first user's call finds a warm container ready.
+      await waitUntil(async () => (await metric(server, tokens.alice, 'execmcp_sandboxes_warm')) === 1, {
+        timeoutMs: 30000,
+        stepMs: 100,
+      });
       // One user on the 1.x SDK, the other on the 2.x client (2026-07-28 when it negotiates it).
       alice = await connectKind(CLIENT_KINDS[0], { http: { url: server.url(agent), token: tokens.alice, stderr: server.stderr } });
       bob = await connectKind(CLIENT_KINDS[2], { http: { url: server.url(agent), token: tokens.bob, stderr: server.stderr } });
@@ -127,6 +159,21 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       assert.notEqual(killed.isError, true, textOf(killed));
     });
 
+    test("a JWT user's workspace is named jwt- and 32 hex digits of SHA-256(iss, sub)", async () => {
+      const token = jwtFor(issuerKey, agent, 'user/../../etc');
+      const conn = await connectKind(CLIENT_KINDS[2], { http: { url: server.url(agent), token, stderr: server.stderr } });
+      try {
+        const r = await callKind(conn, 'execute_command', { command: 'pwd; echo jwt > mine.txt' });
+        assert.notEqual(r.isError, true, textOf(r));
+        assert.equal(r.structuredContent.stdout, '/workspace\n');
+      } finally {
+        await conn.close();
+      }
+      const key = `jwt-${createHash('sha256').update(`${ISSUER}\nuser/../../etc`).digest('hex').slice(0, 32)}`;
+      assert.equal(fs.readFileSync(path.join(users, key, 'mine.txt'), 'utf8'), 'jwt\n');
+      jwtKey = key;
+    });
+
     test('a new user past max_users gets 429 naming the limit; the others do not notice', async () => {
       const call = {
         jsonrpc: '2.0',
@@ -147,19 +194,21 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       });
       assert.equal(res.status, 429, res.text);
       assert.equal(res.headers.get('retry-after'), '60');
-      assert.match(res.json.error_description, /limit of 2 user sandboxes \(per_user\.max_users\)/);
+      assert.match(res.json.error_description, /limit of 3 user sandboxes \(per_user\.max_users\)/);
       assert.equal(fs.existsSync(path.join(users, 'carol')), false);
       const r = await callKind(bob, 'execute_command', { command: 'cat secret.txt' });
       assert.equal(r.structuredContent.stdout, "bob's secret\n");
     });
 
     test('an idle sandbox is stopped, and its next call starts it again with the files', async () => {
-      const stopped = await waitUntil(async () => (await metric(server, tokens.alice, 'execmcp_sandboxes_stopped')) === 2, {
+      const stopped = await waitUntil(async () => (await metric(server, tokens.alice, 'execmcp_sandboxes_stopped')) === 3, {
         timeoutMs: 20000,
         stepMs: 200,
       });
       assert.ok(stopped, `states: ${JSON.stringify(containers(agent))}`);
-      assert.ok(containers(agent).every(([, state]) => state === 'exited'), JSON.stringify(containers(agent)));
+      assert.equal(await metric(server, tokens.alice, 'execmcp_sandboxes_running'), 0);
+      // The three users' containers are stopped, not removed (a warm one may still run).
+      assert.equal(containers(agent).filter(([, state]) => state === 'exited').length, 3, JSON.stringify(containers(agent)));
       const r = await callKind(alice, 'execute_command', { command: 'cat secret.txt' });
       assert.notEqual(r.isError, true, textOf(r));
       assert.equal(r.structuredContent.stdout, "alice's secret\n");
@@ -183,7 +232,7 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       const exited = await server.stop();
       assert.equal(exited.code, 0, server.stderr().slice(-4000));
       assert.deepEqual(containers(agent), []);
-      assert.deepEqual(fs.readdirSync(users).sort(), ['alice', 'bob']);
+      assert.deepEqual(fs.readdirSync(users).sort(), ['alice', 'bob', jwtKey].sort());
       assert.equal(fs.readFileSync(path.join(users, 'alice', 'secret.txt'), 'utf8'), "alice's secret\n");
     });
 
