@@ -473,7 +473,9 @@ std::unique_ptr<ConfiguredAgent> UserSandboxes::claim_warm(const std::string& di
     return nullptr;
   }
   count(&SandboxEvents::claims);
-  spdlog::info("agent '{}': user '{}' claimed a warm sandbox", agent_id_, user_key);
+  // Its container keeps the name it was made with: the log ties the two.
+  spdlog::info("agent '{}': user '{}' claimed the warm sandbox {} (its container keeps that name)",
+               agent_id_, user_key, warm.name);
   return std::move(warm.agent);
 }
 
@@ -577,7 +579,7 @@ bool UserSandboxes::make_warm() {
       fs::remove_all(dir, ec);
       return true;
     }
-    warm_.push_back({std::move(agent), dir});
+    warm_.push_back({std::move(agent), dir, name});
     return true;
   } catch (const std::exception& e) {
     spdlog::warn("agent '{}': could not make a warm sandbox: {}", agent_id_,

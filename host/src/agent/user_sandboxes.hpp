@@ -88,6 +88,7 @@ class UserSandboxes {
   struct Warm {
     std::unique_ptr<ConfiguredAgent> agent;  // started, runner ready
     std::string dir;                         // <workspace_root>/.warm-<instance>-<n>
+    std::string name;                        // "warm-<n>": in its container's name
   };
   // A started warm container moved to `dir` (renamed from its pool directory); null when none is
   // ready or the move failed (then the caller makes one).
