@@ -32,6 +32,9 @@ using namespace std::chrono_literals;
 // Exit code when no engine or image is there: ctest reads it as a skip.
 constexpr int kSkipped = 77;
 constexpr const char* kAgent = "py";
+// An ordinary agent of the same backend beside `py` on the no-pool server: what the per-user
+// layer adds to a running sandbox's call is the difference between the two.
+constexpr const char* kPlainAgent = "plain";
 // The servers' user sandboxes must not stop while they are sampled (only the resume server's do).
 constexpr int kNeverIdle = 86400;
 
@@ -65,6 +68,7 @@ struct PerUserSettings {
   int users = 1;     // tokens <name>000.. and max_users
   int warm = 0;
   int idle_stop = kNeverIdle;
+  bool plain_agent = false;  // also kPlainAgent, granted to every token
 };
 
 // One `execmcp serve --http` with a per-user agent `py` and one token per user (passed as `env:`).
@@ -79,15 +83,26 @@ class PerUserServer {
         << users_root.string() << "\", max_users: " << s.users << ", warm: " << s.warm
         << ", idle_stop: " << s.idle_stop << ", idle_remove: " << kNeverIdle << "}\n"
         << "    backend: {plugin: " << opt.backend << ", settings: {image: \"" << opt.image
-        << "\", memory: 256m, network: none}}\n    filters: [{plugin: sanitize}]\n"
-        << "server:\n  tokens:\n";
+        << "\", memory: 256m, network: none}}\n    filters: [{plugin: sanitize}]\n";
+    std::string granted = kAgent;
+    if (s.plain_agent) {
+      const fs::path plain = w.root / (s.name + "-plain");
+      fs::create_directories(plain);
+      // The container's user writes here (an ordinary agent's workspace is the operator's).
+      fs::permissions(plain, fs::perms::all);
+      out << "  - id: " << kPlainAgent << "\n    cwd: \"" << plain.string()
+          << "\"\n    backend: {plugin: " << opt.backend << ", settings: {image: \"" << opt.image
+          << "\", memory: 256m, network: none}}\n    filters: [{plugin: sanitize}]\n";
+      granted += std::string(", ") + kPlainAgent;
+    }
+    out << "server:\n  tokens:\n";
     for (int i = 0; i < s.users; ++i) {
       char key[64];
       std::snprintf(key, sizeof key, "%s%03d", s.name.c_str(), i);
       const std::string var = "EXECMCP_PU_BENCH_" + std::string(key);
       tokens_.push_back("pu-" + random_hex(24));
       setenv(var.c_str(), tokens_.back().c_str(), 1);
-      out << "    - {name: " << key << ", env: " << var << ", agents: [" << kAgent << "]}\n";
+      out << "    - {name: " << key << ", env: " << var << ", agents: [" << granted << "]}\n";
     }
     out.close();
     log_ = (w.root / (s.name + ".log")).string();
@@ -145,7 +160,8 @@ class PerUserServer {
 // One user's keep-alive connection; call() times one execute_command and checks it.
 class UserClient {
  public:
-  UserClient(std::uint16_t port, std::string token) : connection_(port), token_(std::move(token)) {}
+  UserClient(std::uint16_t port, std::string token, std::string agent = kAgent)
+      : connection_(port), token_(std::move(token)), path_("/mcp/" + std::move(agent)) {}
 
   // Milliseconds from writing the request to reading the whole response; the result's notices
   // go to `notices` when given. Throws unless it is a success with exit code 0.
@@ -154,7 +170,7 @@ class UserClient {
     headers.emplace_back("Authorization", "Bearer " + token_);
     const std::string body = stateless_exec_body(++id_, command);
     const auto t = Clock::now();
-    const HttpResponse r = connection_.post(std::string("/mcp/") + kAgent, headers, body, 120s);
+    const HttpResponse r = connection_.post(path_, headers, body, 120s);
     const double ms = ms_since(t);
     const std::string rpc = rpc_of_body(r.body);
     const json parsed = json::parse(rpc, nullptr, false);
@@ -172,6 +188,7 @@ class UserClient {
  private:
   HttpConnection connection_;
   std::string token_;
+  std::string path_;
   long id_ = 0;
 };
 
@@ -209,7 +226,8 @@ struct Rows {
   std::vector<double> warm_first, cold_first, docker_run;  // (a), (b), (c)
   std::vector<double> resume, resume_start, resume_exec;   // (d): the call; docker start, exec
   std::vector<double> resume_baseline;                     // docker start + docker exec
-  std::vector<double> steady, steady_exec;                 // (e)
+  std::vector<double> steady, steady_exec;                 // (e): back to back, in a block each
+  std::vector<double> paired, paired_plain, paired_exec;   // (e) alternated, and an ordinary agent
   std::size_t resume_notices = 0;                          // calls that said "started again"
 };
 
@@ -241,13 +259,26 @@ void first_calls(const Options& opt, PerUserServer& pool, PerUserServer& cold, R
   }
 }
 
-// (e): a running user's `true` through the runner, alternated with `docker exec C true`.
+// (e): a running user's `true` through the runner, back to back (the runner's steady state, as
+// execmcp_docker_bench measures it), then as many `docker exec C true`. Then the same alternated
+// with `docker exec` and with an ordinary agent's call, which goes first every other time: a call
+// that follows a ~55 ms pause (a docker exec) takes about 1 ms more, whichever agent it is for.
 void steady_state(const Options& opt, PerUserServer& cold, const BaselineContainer& c, Rows& rows) {
   UserClient user(cold.port(), cold.token(0));
-  for (int i = 0; i < 3; ++i) user.call("true");  // warm-up, not counted
-  for (int i = 0; i < opt.steady_calls; ++i) {
-    rows.steady.push_back(user.call("true"));
+  UserClient plain(cold.port(), cold.token(0), kPlainAgent);
+  for (int i = 0; i < 3; ++i) user.call("true"), plain.call("true");  // warm-up, not counted
+  for (int i = 0; i < opt.steady_calls; ++i) rows.steady.push_back(user.call("true"));
+  for (int i = 0; i < opt.steady_calls; ++i)
     rows.steady_exec.push_back(timed({"docker", "exec", c.name(), "true"}));
+  for (int i = 0; i < opt.steady_calls; ++i) {
+    if (i % 2 == 0) {
+      rows.paired.push_back(user.call("true"));
+      rows.paired_plain.push_back(plain.call("true"));
+    } else {
+      rows.paired_plain.push_back(plain.call("true"));
+      rows.paired.push_back(user.call("true"));
+    }
+    rows.paired_exec.push_back(timed({"docker", "exec", c.name(), "true"}));
   }
 }
 
@@ -285,11 +316,17 @@ void print_report(const Options& opt, const Rows& rows) {
   print_row("      of which docker exec C true", rows.resume_exec);
   print_row("(e) running user's call through the runner", rows.steady);
   print_row("    docker exec C true", rows.steady_exec);
+  print_row("    alternated: the running user's call", rows.paired);
+  print_row("    alternated: an ordinary agent's call", rows.paired_plain);
+  print_row("    alternated: docker exec C true", rows.paired_exec);
   std::printf("\n  ratios of p50\n");
   print_ratio("(a)/(c) warm pool / docker run", rows.warm_first, rows.docker_run, 0.1);
   print_ratio("(b)/(c) no pool / docker run", rows.cold_first, rows.docker_run, 1.2);
   print_ratio("(d) resume / (docker start + docker exec)", rows.resume, rows.resume_baseline, 0);
   print_ratio("(e) runner call / docker exec", rows.steady, rows.steady_exec, 0.05);
+  print_ratio("    alternated: runner call / docker exec", rows.paired, rows.paired_exec, 0);
+  print_ratio("    alternated: ordinary agent / docker exec", rows.paired_plain, rows.paired_exec,
+              0);
   std::printf("\n  resume calls that said \"sandbox started again\": %zu of %d\n",
               rows.resume_notices, opt.samples);
 }
@@ -339,7 +376,7 @@ int run(const Options& opt) {
   // The pool's max_users is its warm size: a claim leaves no slot to refill, so no container is
   // made in the background while the next sample is timed.
   PerUserServer pool(opt, w, {"warm", opt.samples, opt.samples, kNeverIdle});
-  PerUserServer cold(opt, w, {"cold", opt.samples + 1, 0, kNeverIdle});
+  PerUserServer cold(opt, w, {"cold", opt.samples + 1, 0, kNeverIdle, true});
   PerUserServer resume(opt, w, {"resume", 1, 0, opt.idle_stop});
   const auto t = Clock::now();
   pool.wait_for("execmcp_sandboxes_warm", opt.samples, std::chrono::seconds(60 + 30 * opt.samples));
