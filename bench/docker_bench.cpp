@@ -2,10 +2,7 @@
 // docker-api and docker-cli, each Docker one in exec_mode agent and exec) against the `docker exec`
 // CLI, in one run, at 1 and N calls in flight, plus the first call of a new agent per backend (see
 // README.md). Loads the plugins the way the host does (Boost.DLL).
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,9 +25,8 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "bench_util.hpp"
 #include "execmcp/sdk/plugin.hpp"
-
-extern char** environ;
 
 namespace execmcp::bench {
 namespace {
@@ -104,21 +100,12 @@ struct Stats {
 // Nearest-rank percentiles, as execmcp_bench.
 Stats summarize(std::vector<double> ms, double wall_seconds) {
   Stats s;
-  s.calls = ms.size();
-  if (ms.empty()) return s;
-  std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) {
-    const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(ms.size())));
-    return ms[std::min(ms.size() - 1, rank == 0 ? 0 : rank - 1)];
-  };
-  s.p50 = pct(0.50);
-  s.p99 = pct(0.99);
-  s.per_second = wall_seconds > 0 ? static_cast<double>(ms.size()) / wall_seconds : 0;
+  const Percentiles p = percentiles(ms);
+  s.calls = p.n;
+  s.p50 = p.p50;
+  s.p99 = p.p99;
+  s.per_second = wall_seconds > 0 && p.n > 0 ? static_cast<double>(p.n) / wall_seconds : 0;
   return s;
-}
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
 double median(std::vector<double> v) {
@@ -126,46 +113,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
-// Runs `argv` with stdout and stderr on /dev/null; returns its exit status, or -1.
-int spawn_quiet(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// The first line a shell command prints ("" on failure).
-std::string output_of(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  ::pclose(p);
-  if (const auto nl = out.find('\n'); nl != std::string::npos) out.resize(nl);
-  return out;
-}
-
-// The 1, 5 and 15 minute load averages: numbers from a busy machine are several times an idle
-// one's.
-std::string load_average() {
-  const std::string line = output_of("cat /proc/loadavg");
-  std::size_t end = 0;
-  for (int fields = 0; fields < 3 && end != std::string::npos; ++fields)
-    end = line.find(' ', end == 0 ? 0 : end + 1);
-  return line.substr(0, end);
 }
 
 struct LogToStderr : sdk::LogSink {

@@ -90,11 +90,11 @@ HttpServerProcess::~HttpServerProcess() {
   stop();
 }
 
-int HttpServerProcess::stop() {
+int HttpServerProcess::stop(std::chrono::seconds grace) {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);
   int status = 0;
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + grace;
   for (;;) {
     const pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_ || (r < 0 && errno == ECHILD)) break;

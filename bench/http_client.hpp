@@ -25,8 +25,8 @@ class HttpServerProcess {
 
   [[nodiscard]] pid_t pid() const { return pid_; }
   [[nodiscard]] std::uint16_t port() const { return port_; }
-  // SIGTERM, then waits (SIGKILL after 10 s); returns the exit status (-1: killed or unknown).
-  int stop();
+  // SIGTERM, then waits (SIGKILL after `grace`); returns the exit status (-1: killed or unknown).
+  int stop(std::chrono::seconds grace = std::chrono::seconds(10));
   [[nodiscard]] long peak_rss_kib() const;  // VmHWM
   [[nodiscard]] long rss_kib() const;       // VmRSS
 

@@ -17,13 +17,13 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "http_client.hpp"
 #include "server_process.hpp"
 
@@ -51,42 +51,6 @@ struct Options {
   bool side_agents = true;
   std::string log;  // the server's stderr; empty: in the temporary directory, removed at the end
 };
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-struct Percentiles {
-  std::size_t n = 0;
-  double p50 = 0, p99 = 0, max = 0;
-};
-
-// Nearest-rank percentiles, as execmcp_bench computes them.
-Percentiles percentiles(std::vector<double> ms) {
-  Percentiles p;
-  p.n = ms.size();
-  if (ms.empty()) return p;
-  std::sort(ms.begin(), ms.end());
-  auto rank = [&](double q) {
-    const auto r = static_cast<std::size_t>(std::ceil(q * static_cast<double>(ms.size())));
-    return ms[std::min(ms.size() - 1, r == 0 ? 0 : r - 1)];
-  };
-  p.p50 = rank(0.50);
-  p.p99 = rank(0.99);
-  p.max = ms.back();
-  return p;
-}
-
-std::string random_hex(std::size_t bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device random;
-  std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    const unsigned byte = random() & 0xFF;
-    out += {kHex[byte >> 4], kHex[byte & 0xF]};
-  }
-  return out;
-}
 
 std::string agent_id(int i) {
   char id[16];

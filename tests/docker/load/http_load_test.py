@@ -18,7 +18,6 @@ env: EXECMCP_DOCKER_TESTS=0 skips (exit 77); EXECMCP_LOAD_SECONDS, EXECMCP_LOAD_
 
 import hashlib
 import http.client
-import itertools
 import json
 import os
 import re
@@ -32,8 +31,9 @@ import tempfile
 import threading
 import time
 
-SKIP = 77
-PROTOCOL = "2026-07-28"
+from mcp_http import (PROTOCOL, Client, check_result, docker, engine_problem, proc_counts,
+                      proc_status_kib)
+
 # Growth allowed between the start and the end of the load: calls in flight at the moment of a
 # sample hold a few fds (exec streams) and threads each, so the two samples are maxima over
 # windows, and only growth beyond this margin is a leak.
@@ -50,82 +50,6 @@ def say(msg):
 def fail(msg):
     failures.append(msg)
     say(f"FAIL: {msg}")
-
-
-def docker(*args, check=True):
-    out = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60)
-    if check and out.returncode != 0:
-        raise RuntimeError(f"docker {' '.join(args)}: {out.stderr.strip()}")
-    return out.stdout
-
-
-def proc_counts(pid):
-    """(open fds, threads) of a process, from /proc."""
-    return len(os.listdir(f"/proc/{pid}/fd")), len(os.listdir(f"/proc/{pid}/task"))
-
-
-def proc_status_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-class Client:
-    """One keep-alive HTTP/1.1 connection to one agent, sending stateless MCP requests."""
-
-    ids = itertools.count(1)
-    ids_lock = threading.Lock()
-
-    def __init__(self, port, agent, token):
-        self.port = port
-        self.agent = agent
-        self.token = token
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    @classmethod
-    def next_id(cls):
-        with cls.ids_lock:
-            return next(cls.ids)
-
-    def call(self, tool, arguments, token=None, agent=None):
-        """Returns (id sent, HTTP status, parsed JSON body or None)."""
-        rid = self.next_id()
-        body = json.dumps({
-            "jsonrpc": "2.0", "id": rid, "method": "tools/call",
-            "params": {
-                "name": tool, "arguments": arguments,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                },
-            },
-        })
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": PROTOCOL,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": tool,
-            "Authorization": f"Bearer {token or self.token}",
-        }
-        self.conn.request("POST", f"/mcp/{agent or self.agent}", body=body, headers=headers)
-        resp = self.conn.getresponse()
-        raw = resp.read().decode("utf-8", "replace")
-        if resp.getheader("connection", "").lower() == "close":
-            self.conn.close()
-        if "text/event-stream" in resp.getheader("content-type", ""):
-            data = [l[5:].strip() for l in raw.splitlines() if l.startswith("data:")]
-            raw = data[-1] if data else ""
-        try:
-            parsed = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            parsed = None
-        return rid, resp.status, parsed
-
-    def close(self):
-        self.conn.close()
 
 
 class Tally:
@@ -149,18 +73,6 @@ class Tally:
                 self.errors.append(msg)
             else:
                 self.errors[-1] = f"... and more, last: {msg}"
-
-
-def check_result(parsed, rid, what):
-    """The result object of a successful tools/call, or raises with what went wrong."""
-    if not isinstance(parsed, dict):
-        raise AssertionError(f"{what}: no JSON-RPC response")
-    if parsed.get("id") != rid:
-        raise AssertionError(f"{what}: answer has id {parsed.get('id')}, sent {rid}")
-    result = parsed.get("result")
-    if not isinstance(result, dict) or result.get("isError"):
-        raise AssertionError(f"{what}: {json.dumps(parsed)[:300]}")
-    return result.get("structuredContent") or {}
 
 
 def client_loop(port, agent, token, other, cidx, deadline, tally):
@@ -286,9 +198,11 @@ def disconnect_mid_call(port, agent, token):
 
 
 def main():
-    if os.environ.get("EXECMCP_DOCKER_TESTS", "1") == "0":
-        say("SKIPPED: EXECMCP_DOCKER_TESTS=0")
-        return SKIP
+    image = os.environ.get("EXECMCP_LOAD_IMAGE", "execmcp/runtime:latest")
+    problem = engine_problem(image)
+    if problem:
+        say(problem[1])
+        return problem[0]
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -296,15 +210,6 @@ def main():
     seconds = float(os.environ.get("EXECMCP_LOAD_SECONDS", "60"))
     n_agents = int(os.environ.get("EXECMCP_LOAD_AGENTS", "16"))
     n_clients = int(os.environ.get("EXECMCP_LOAD_CLIENTS", "4"))
-    image = os.environ.get("EXECMCP_LOAD_IMAGE", "execmcp/runtime:latest")
-    if shutil.which("docker") is None or subprocess.run(
-            ["docker", "version"], capture_output=True).returncode != 0:
-        say("FAIL: the Docker engine is not reachable; start it with scripts/docker-engine.sh "
-            "start (or set EXECMCP_DOCKER_TESTS=0 to skip)")
-        return 1
-    if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode:
-        say(f"FAIL: image {image} is missing; build it with docker/build.sh")
-        return 1
 
     # The backend's exec_mode, as in the other Docker tests (unset: the default, agent).
     mode = os.environ.get("EXECMCP_TEST_EXEC_MODE", "")

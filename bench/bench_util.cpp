@@ -1,0 +1,87 @@
+// The benches' shared helpers (see bench_util.hpp).
+#include "bench_util.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+extern char** environ;
+
+namespace execmcp::bench {
+
+Percentiles percentiles(std::vector<double> ms) {
+  Percentiles p;
+  p.n = ms.size();
+  if (ms.empty()) return p;
+  std::sort(ms.begin(), ms.end());
+  auto rank = [&](double q) {
+    const auto r = static_cast<std::size_t>(std::ceil(q * static_cast<double>(ms.size())));
+    return ms[std::min(ms.size() - 1, r == 0 ? 0 : r - 1)];
+  };
+  p.p50 = rank(0.50);
+  p.p90 = rank(0.90);
+  p.p99 = rank(0.99);
+  p.max = ms.back();
+  return p;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string random_hex(std::size_t bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device random;
+  std::string out;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const unsigned byte = random() & 0xFF;
+    out += {kHex[byte >> 4], kHex[byte & 0xF]};
+  }
+  return out;
+}
+
+int spawn_quiet(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) != pid) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string output_of(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  ::pclose(p);
+  if (const auto nl = out.find('\n'); nl != std::string::npos) out.resize(nl);
+  return out;
+}
+
+std::string load_average() {
+  const std::string line = output_of("cat /proc/loadavg");
+  std::size_t end = 0;
+  for (int fields = 0; fields < 3 && end != std::string::npos; ++fields)
+    end = line.find(' ', end == 0 ? 0 : end + 1);
+  return line.substr(0, end);
+}
+
+}  // namespace execmcp::bench

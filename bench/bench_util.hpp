@@ -1,0 +1,35 @@
+// What several benches share: nearest-rank percentiles, quiet child processes and the machine's
+// load average, so each program's numbers are computed and labelled the same way.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace execmcp::bench {
+
+// Nearest-rank percentiles of a sample of milliseconds (0 for an empty sample).
+struct Percentiles {
+  std::size_t n = 0;
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+Percentiles percentiles(std::vector<double> ms);
+
+// Milliseconds since `t` on the steady clock.
+double ms_since(std::chrono::steady_clock::time_point t);
+
+// `bytes` random bytes as lower-case hex.
+std::string random_hex(std::size_t bytes);
+
+// Runs `argv` (PATH lookup) with stdout and stderr on /dev/null; its exit status, or -1.
+int spawn_quiet(const std::vector<std::string>& argv);
+
+// The first line a shell command prints ("" on failure).
+std::string output_of(const std::string& command);
+
+// The 1, 5 and 15 minute load averages: numbers from a busy machine are several times an idle
+// one's.
+std::string load_average();
+
+}  // namespace execmcp::bench
