@@ -574,7 +574,8 @@ bool UserSandboxes::make_warm() {
         !error.empty())
       throw std::runtime_error(error);
     std::lock_guard lock(mutex_);
-    if (stopping_) {
+    // Users came while it was made: past max_users it is not wanted any more.
+    if (stopping_ || users_.size() + warm_.size() >= config_.max_users) {
       agent->shutdown();
       fs::remove_all(dir, ec);
       return true;

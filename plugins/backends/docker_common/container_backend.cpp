@@ -253,7 +253,9 @@ std::string ContainerBackend::resume() noexcept {
     ready.output_cap = 4096;
     auto r = commands_.run(ready);
     notices.insert(notices.end(), r.notices.begin(), r.notices.end());
-    for (const auto& n : notices) lifecycle_.log(sdk::LogLevel::Info, "resume: " + n);
+    // Written for a user whose container stopped unexpectedly: only detail for an operator here.
+    lifecycle_.log(sdk::LogLevel::Info, "container " + lifecycle_.name() + " resumed");
+    for (const auto& n : notices) lifecycle_.log(sdk::LogLevel::Debug, "resume: " + n);
     if (!r.error.empty()) return r.error;
     if (r.exit_code != 0)
       return "the container " + lifecycle_.name() + " started, but `true` in it exited with " +

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -124,10 +125,13 @@ struct Harness {
 
   // Names the builder refuses to make (as an engine that is down would).
   std::function<bool(const std::string& name)> refuse = [](const std::string&) { return false; };
+  // Runs before each build (a test may hold a build up here).
+  std::function<void(const std::string& name)> before_build = [](const std::string&) {};
 
   std::unique_ptr<UserSandboxes> make(std::chrono::milliseconds tick = 20ms) {
     SandboxBuilder build = [this](const std::string& workspace, const std::string& name) {
       if (refuse(name)) throw std::runtime_error("engine down for " + name);
+      before_build(name);
       ++world.builds;
       ConfiguredAgent::Parts parts;
       parts.id = "py";
@@ -381,6 +385,30 @@ TEST(UserSandboxes, AReturningUserTakesTheRoomOfAWarmContainerPastMaxUsers) {
   const auto counts = sandboxes->counts();
   EXPECT_EQ(counts.warm, 0u);
   EXPECT_EQ(counts.running, 2u);
+}
+
+TEST(UserSandboxes, AWarmContainerFinishedAfterUsersFilledMaxUsersIsNotKept) {
+  Harness h;
+  h.config.max_users = 1;
+  h.config.warm = 1;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> warm_building{false};
+  h.before_build = [&](const std::string& name) {
+    if (!name.starts_with("warm-")) return;
+    warm_building = true;
+    released.wait();
+  };
+  auto sandboxes = h.make();
+  sandboxes->start();
+  ASSERT_TRUE(eventually([&] { return warm_building.load(); }));
+  auto alice = sandboxes->sandbox_for("alice");  // no warm one is ready: made for her
+  ASSERT_TRUE(Harness::run(*alice.agent, "x").result.error.empty());
+  release.set_value();
+  ASSERT_TRUE(eventually([&] { return h.world.get("warm-1") == "removed"; }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(sandboxes->counts().warm, 0u);
+  EXPECT_EQ(h.world.get("alice"), "running");
 }
 
 TEST(UserSandboxes, StopAllRemovesEveryContainerAndNoWorkspace) {
