@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -439,7 +440,12 @@ std::string ContainerLifecycle::start_managed() {
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
   if (auto err = refresh_credentials(); !err.empty()) return err;
   remove_orphans(managed);
-  if (engine_.remove(name_).ok()) log(sdk::LogLevel::Info, "removed stale container " + name_);
+  // Only when the listing shows one (a create that meets an unlabelled one removes it then):
+  // for docker-cli each engine call is a process, and a per-user sandbox's first call waits.
+  const bool stale = std::any_of(managed.begin(), managed.end(),
+                                 [this](const ContainerInfo& c) { return c.name == name_; });
+  if (stale && engine_.remove(name_).ok())
+    log(sdk::LogLevel::Info, "removed stale container " + name_);
   return create_and_start(&managed);
 }
 
