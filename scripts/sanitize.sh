@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suites under the sanitizers, each in its own build tree next to build/:
 #   build-asan  the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails)
-#   build-tsan  the MCP layer, the HTTP server, the local backend, command supervision and the
-#               docker-api runner channel under ThreadSanitizer
+#   build-tsan  the MCP layer, the HTTP server, the local backend, command supervision, the
+#               docker-api runner channel, the agents (per-user sandboxes' timers and pool) and the
+#               container backend's unit tests under ThreadSanitizer
 #   scripts/sanitize.sh [asan|tsan]...     (default: both)
 # Called by `scripts/test.sh --ci`, which sets up what the suites need first (packages, Docker
 # engine and runtime image, the e2e client); run alone, the docker-labelled tests skip.
@@ -45,9 +46,11 @@ for mode in "${modes[@]}"; do
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
       configure_and_build "$dir" "-fsanitize=thread" \
         --target execmcp_mcp_tests execmcp_http_tests execmcp_local_tests execmcp_plugin_local \
-        execmcp_local_supervisor execmcp_supervision_tests execmcp_docker_api_unit_tests
+        execmcp_local_supervisor execmcp_supervision_tests execmcp_docker_api_unit_tests \
+        execmcp_host_agent_test execmcp_docker_common_unit_tests
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-      echo "sanitize: MCP, HTTP, local, supervision and runner-channel suites under TSan" >&2
+      echo "sanitize: MCP, HTTP, local, supervision, runner-channel, agent (per-user sandboxes) and" \
+        "container-backend suites under TSan" >&2
       # Two suites at a time (one per core), each into its own log, shown whole when it fails.
       logs="$(mktemp -d)"
       failed=0
@@ -70,7 +73,8 @@ for mode in "${modes[@]}"; do
       }
       run_tsan execmcp_mcp_tests execmcp_http_tests
       run_tsan execmcp_local_tests execmcp_supervision_tests
-      run_tsan execmcp_docker_api_unit_tests
+      run_tsan execmcp_docker_api_unit_tests execmcp_host_agent_test
+      run_tsan execmcp_docker_common_unit_tests
       rm -rf "$logs"
       [ "$failed" = 0 ] || exit 1
       ;;

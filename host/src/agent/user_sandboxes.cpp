@@ -523,18 +523,20 @@ void UserSandboxes::sweep() {
   const auto now = Clock::now();
   for (const auto& sandbox : users) sandbox->idle_step(now);
   users.clear();
+  // Destroyed after the lock is let go: a record's destructor takes its own locks, which a call
+  // holds while it takes this one (claim_warm).
+  std::vector<std::shared_ptr<UserSandbox>> forgotten;
   std::lock_guard lock(mutex_);
-  bool freed = false;
   for (auto it = users_.begin(); it != users_.end();) {
     // Held only here (no request has it) and holding nothing: no longer counts toward max_users.
     if (it->second.use_count() == 1 && it->second->empty()) {
+      forgotten.push_back(std::move(it->second));
       it = users_.erase(it);
-      freed = true;
     } else {
       ++it;
     }
   }
-  if (freed) wake_.notify_all();
+  if (!forgotten.empty()) wake_.notify_all();
 }
 
 void UserSandboxes::timer_loop() {
