@@ -288,7 +288,7 @@ void steady_state(const Options& opt, PerUserServer& cold, const BaselineContain
 void resumes(const Options& opt, PerUserServer& resume, const BaselineContainer& c, Rows& rows) {
   UserClient(resume.port(), resume.token(0)).call("true");  // made; the samples resume it
   for (int i = 0; i < opt.samples; ++i) {
-    resume.wait_for("execmcp_sandbox_stops", i + 1, std::chrono::seconds(60 + opt.idle_stop));
+    resume.wait_for("execmcp_sandbox_stops_total", i + 1, std::chrono::seconds(60 + opt.idle_stop));
     // A new connection each time: an idle keep-alive one may have been closed meanwhile.
     UserClient user(resume.port(), resume.token(0));
     std::vector<std::string> notices;
@@ -336,9 +336,9 @@ void print_events(PerUserServer& pool, PerUserServer& cold, PerUserServer& resum
   std::printf(
       "  server events: pool: %.0f claims, %.0f creates; no pool: %.0f claims, %.0f creates; "
       "resume: %.0f stops, %.0f starts\n",
-      pool.metric("execmcp_sandbox_claims"), pool.metric("execmcp_sandbox_creates"),
-      cold.metric("execmcp_sandbox_claims"), cold.metric("execmcp_sandbox_creates"),
-      resume.metric("execmcp_sandbox_stops"), resume.metric("execmcp_sandbox_starts"));
+      pool.metric("execmcp_sandbox_claims_total"), pool.metric("execmcp_sandbox_creates_total"),
+      cold.metric("execmcp_sandbox_claims_total"), cold.metric("execmcp_sandbox_creates_total"),
+      resume.metric("execmcp_sandbox_stops_total"), resume.metric("execmcp_sandbox_starts_total"));
   std::printf("  server RSS peak (VmHWM): pool %.1f MiB, no pool %.1f MiB, resume %.1f MiB\n",
               static_cast<double>(pool.peak_rss_kib()) / 1024,
               static_cast<double>(cold.peak_rss_kib()) / 1024,

@@ -82,7 +82,14 @@ void Metrics::http_request(int status) {
 
 void Metrics::add_gauge(std::string name, std::string help, std::string label, Gauge gauge) {
   std::lock_guard lock(mutex_);
-  gauges_.push_back({std::move(name), std::move(help), std::move(label), std::move(gauge)});
+  gauges_.push_back(
+      {std::move(name), std::move(help), std::move(label), std::move(gauge), "gauge"});
+}
+
+void Metrics::add_counter(std::string name, std::string help, std::string label, Gauge count) {
+  std::lock_guard lock(mutex_);
+  gauges_.push_back(
+      {std::move(name), std::move(help), std::move(label), std::move(count), "counter"});
 }
 
 std::string Metrics::render() const {
@@ -160,7 +167,8 @@ std::string Metrics::render_view(const AgentFilter* visible) const {
   for (const auto& gauge : gauges) {
     const bool per_agent = gauge.label == "agent";
     if (per_agent && visible == nullptr) continue;
-    out << "# HELP " << gauge.name << " " << gauge.help << "\n# TYPE " << gauge.name << " gauge\n";
+    out << "# HELP " << gauge.name << " " << gauge.help << "\n# TYPE " << gauge.name << " "
+        << gauge.type << "\n";
     for (const auto& [label, value] : gauge.read()) {
       if (per_agent && !(*visible)(label)) continue;
       out << gauge.name << "{" << gauge.label << "=\"" << label_value(label) << "\"} "

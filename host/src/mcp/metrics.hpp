@@ -40,6 +40,9 @@ class Metrics {
   // shown only with credentials for that agent (see render()).
   using Gauge = std::function<std::vector<std::pair<std::string, double>>()>;
   void add_gauge(std::string name, std::string help, std::string label, Gauge gauge);
+  // The same for a count that only grows while the server runs (TYPE counter; the name should end
+  // in _total).
+  void add_counter(std::string name, std::string help, std::string label, Gauge count);
 
   // Which agents' series a reader may see.
   using AgentFilter = std::function<bool(const std::string& agent)>;
@@ -61,6 +64,7 @@ class Metrics {
   struct GaugeEntry {
     std::string name, help, label;
     Gauge read;
+    const char* type = "gauge";  // or "counter"
   };
 
   [[nodiscard]] std::string render_view(const AgentFilter* visible) const;

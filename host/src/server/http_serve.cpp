@@ -126,25 +126,25 @@ void add_sandbox_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
   }
   using Event = std::uint64_t SandboxEvents::*;
   for (const auto& [name, help, field] :
-       {std::tuple{"execmcp_sandbox_claims", "Warm sandboxes claimed by new users.",
+       {std::tuple{"execmcp_sandbox_claims_total", "Warm sandboxes claimed by new users.",
                    Event{&SandboxEvents::claims}},
-        std::tuple{"execmcp_sandbox_creates", "Sandboxes made for a user's call (no warm one).",
+        std::tuple{"execmcp_sandbox_creates_total",
+                   "Sandboxes made for a user's call (no warm one was ready, or a returning user).",
                    Event{&SandboxEvents::creates}},
-        std::tuple{"execmcp_sandbox_starts", "Stopped sandboxes started again by a call.",
+        std::tuple{"execmcp_sandbox_starts_total", "Stopped sandboxes started again by a call.",
                    Event{&SandboxEvents::starts}},
-        std::tuple{"execmcp_sandbox_stops", "Sandboxes stopped after idle_stop.",
+        std::tuple{"execmcp_sandbox_stops_total", "Sandboxes stopped after idle_stop.",
                    Event{&SandboxEvents::stops}},
-        std::tuple{"execmcp_sandbox_removals", "Sandboxes removed after idle_remove.",
+        std::tuple{"execmcp_sandbox_removals_total", "Sandboxes removed after idle_remove.",
                    Event{&SandboxEvents::removals}},
-        std::tuple{"execmcp_sandbox_refusals", "New users refused at max_users.",
+        std::tuple{"execmcp_sandbox_refusals_total", "New users refused at max_users.",
                    Event{&SandboxEvents::refusals}}}) {
-    metrics.add_gauge(
-        name, std::string(help) + " Since the server started.", "agent", [per_user, field] {
-          Gauge out;
-          for (const UserSandboxes* sandboxes : per_user)
-            out.emplace_back(sandboxes->id(), static_cast<double>(sandboxes->events().*field));
-          return out;
-        });
+    metrics.add_counter(name, help, "agent", [per_user, field] {
+      Gauge out;
+      for (const UserSandboxes* sandboxes : per_user)
+        out.emplace_back(sandboxes->id(), static_cast<double>(sandboxes->events().*field));
+      return out;
+    });
   }
 }
 

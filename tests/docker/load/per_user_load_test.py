@@ -156,7 +156,7 @@ def user_calls(port, users, user):
 
 def one_user_too_many(port, token_of_extra, before):
     """The next user while every slot is held: 429, Retry-After, too_many_users."""
-    if before.get("execmcp_sandbox_removals", 0) > 0:
+    if before.get("execmcp_sandbox_removals_total", 0) > 0:
         return fail("a sandbox was already removed before every user had called (the calls took "
                     "longer than idle_stop + idle_remove): raise EXECMCP_PU_IDLE_REMOVE")
     client = Client(port, AGENT, token_of_extra)
@@ -287,14 +287,14 @@ def idle_phases(server, probe, opts):
 
     def all_stopped(m):
         most_stopped[0] = max(most_stopped[0], m.get("execmcp_sandboxes_stopped", 0))
-        return m.get("execmcp_sandbox_stops", 0) >= n and m.get("execmcp_sandboxes_running", 0) == 0
+        return m.get("execmcp_sandbox_stops_total", 0) >= n and m.get("execmcp_sandboxes_running", 0) == 0
 
     m, waited = wait_for("every sandbox stopped", opts["idle_stop"] + slack, probe, all_stopped)
     exited = sum(1 for _, state in our_containers(server.pid) if state == "exited")
     say(f"every user's sandbox stopped {waited:.1f} s after the calls (at most {most_stopped[0]:g} "
         f"stopped at once; {exited} containers exited, the rest already removed): {brief(m)}")
     m, waited = wait_for("every sandbox removed", opts["idle_remove"] + slack, probe,
-                         lambda m: m.get("execmcp_sandbox_removals", 0) >= n and
+                         lambda m: m.get("execmcp_sandbox_removals_total", 0) >= n and
                          m.get("execmcp_sandboxes_stopped", 0) == 0 and
                          m.get("execmcp_sandboxes_running", 0) == 0)
     say(f"every user's sandbox removed {waited:.1f} s later: {brief(m)}")

@@ -119,7 +119,7 @@ for (const plugin of ['docker-api', 'docker-cli']) {
         assert.equal(fs.readFileSync(path.join(users, name, 'secret.txt'), 'utf8'), `${name}'s secret\n`);
       }
       // The first user took the warm container (made before anyone called).
-      assert.equal(await metric(server, tokens.alice, 'execmcp_sandbox_claims'), 1);
+      assert.equal(await metric(server, tokens.alice, 'execmcp_sandbox_claims_total'), 1);
       assert.equal(fs.statSync(users).mode & 0o777, 0o700);
     });
 
@@ -213,11 +213,11 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       assert.notEqual(r.isError, true, textOf(r));
       assert.equal(r.structuredContent.stdout, "alice's secret\n");
       assert.match(textOf(r), /sandbox started again/);
-      assert.equal(await metric(server, tokens.alice, 'execmcp_sandbox_starts'), 1);
+      assert.equal(await metric(server, tokens.alice, 'execmcp_sandbox_starts_total'), 1);
     });
 
     test('a stopped sandbox is removed, and its user gets a new one with the files', async () => {
-      const removed = await waitUntil(async () => (await metric(server, tokens.bob, 'execmcp_sandbox_removals')) >= 1, {
+      const removed = await waitUntil(async () => (await metric(server, tokens.bob, 'execmcp_sandbox_removals_total')) >= 1, {
         timeoutMs: 30000,
         stepMs: 200,
       });

@@ -67,5 +67,20 @@ TEST(Metrics, APublicReaderSeesNoAgentAndNoPrincipal) {
   EXPECT_NE(mine.find("principal=\"tenant-name\""), std::string::npos) << mine;
 }
 
+// A count that only grows is typed a counter, and like a gauge labelled by agent it is shown only
+// to those who may see that agent.
+TEST(Metrics, ACounterIsTypedAsOneAndHiddenByAgentLikeAGauge) {
+  Metrics metrics;
+  metrics.add_counter("execmcp_sandbox_claims_total", "Warm sandboxes claimed.", "agent", [] {
+    return std::vector<std::pair<std::string, double>>{{"py", 3}};
+  });
+  const std::string mine = metrics.render([](const std::string& agent) { return agent == "py"; });
+  EXPECT_NE(mine.find("# TYPE execmcp_sandbox_claims_total counter\n"
+                      "execmcp_sandbox_claims_total{agent=\"py\"} 3\n"),
+            std::string::npos)
+      << mine;
+  EXPECT_EQ(metrics.render_public().find("execmcp_sandbox_claims_total"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace execmcp::host::mcp
