@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -378,10 +380,45 @@ dc::EngineError DockerCliEngine::check(const CliRun& r) const {
   return classify_cli_failure(r, target);
 }
 
+namespace {
+
+// Engines that answered `version` lately, by CLI target: every backend object runs its own
+// connect(), and a per-user agent makes one per user, each a `docker` process (about 30 ms).
+// Within kAnsweredFor another object for the same target trusts the answer; a call that fails
+// afterwards still says why in its own words.
+constexpr std::chrono::seconds kAnsweredFor{30};
+struct Answered {
+  std::chrono::steady_clock::time_point at;
+  dc::CliFlavor flavor;
+};
+std::mutex answered_mutex;
+std::map<std::string, Answered>& answered() {
+  static std::map<std::string, Answered> by_target;
+  return by_target;
+}
+
+}  // namespace
+
+std::string DockerCliEngine::target_key() const {
+  std::string key = settings_.docker_binary + '\n' + target_.describe;
+  for (const auto& [name, value] : settings_.cli_env) key += '\n' + name + '=' + value;
+  return key;
+}
+
 dc::EngineError DockerCliEngine::connect() {
   {
     std::lock_guard lock(mutex_);
     if (connected_) return dc::EngineError{};
+  }
+  {
+    std::lock_guard lock(answered_mutex);
+    const auto it = answered().find(target_key());
+    if (it != answered().end() && std::chrono::steady_clock::now() - it->second.at < kAnsweredFor) {
+      std::lock_guard own(mutex_);
+      flavor_ = it->second.flavor;
+      connected_ = true;
+      return dc::EngineError{};
+    }
   }
   // Docker's CLI fails this when its engine does not answer; Podman's needs no service. The
   // answer also tells Podman (whose fields say "APIVersion") behind a binary named docker.
@@ -402,6 +439,8 @@ dc::EngineError DockerCliEngine::connect() {
     flavor_ = dc::CliFlavor::kPodman;
   }
   connected_ = true;
+  std::lock_guard remember(answered_mutex);
+  answered()[target_key()] = {std::chrono::steady_clock::now(), flavor_};
   return dc::EngineError{};
 }
 

@@ -121,6 +121,8 @@ class DockerCliEngine final : public docker_common::Engine {
 
   docker_common::DockerSettings settings_;
   ChildLauncher launcher_;
+  // What identifies the engine this CLI reaches (binary, target, environment).
+  [[nodiscard]] std::string target_key() const;
   CliTarget target_;
   std::vector<std::string> global_args_;
   bool local_ = true;

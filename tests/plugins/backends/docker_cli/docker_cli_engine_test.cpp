@@ -172,9 +172,22 @@ TEST_F(FakeCli, PodmanBehindABinaryNamedDockerIsToldByItsVersion) {
   ASSERT_TRUE(e->connect().ok());
   EXPECT_EQ(e->flavor(), dc::CliFlavor::kPodman);
   write("version.sh", R"(echo '{"Client":{"ApiVersion":"1.41"},"Server":{"Version":"20.10"}}')");
-  auto docker = engine(settings());
+  // Another target (the answer of an engine is remembered by target for 30 s).
+  auto other = settings();
+  other.docker_context = "other";
+  auto docker = engine(other);
   ASSERT_TRUE(docker->connect().ok());
   EXPECT_EQ(docker->flavor(), dc::CliFlavor::kDocker);
+}
+
+// Every backend object connects: a second one for the same target within 30 s trusts the first
+// answer instead of running `docker version` again (a per-user agent makes one per user).
+TEST_F(FakeCli, AnotherEngineForTheSameTargetTrustsARecentAnswer) {
+  auto s = settings();
+  s.docker_context = "recent";
+  ASSERT_TRUE(engine(s)->connect().ok());
+  ASSERT_TRUE(engine(s)->connect().ok());
+  EXPECT_EQ(calls().size(), 1u);
 }
 
 TEST_F(FakeCli, AnUnreachableEngineIsSaidWithWhereItWasLookedFor) {
