@@ -1,0 +1,303 @@
+// Tests of the egress policy: every entry form and the malformed ones, ports and the upstream
+// network with their JSON pointers, the Squid configuration (the right acls and nothing that
+// allows more than the list), the refusal page and the access log's lines.
+#include "docker_common/egress_policy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+using Kind = EgressEntry::Kind;
+
+EgressPolicy parse_ok(const std::string& json) {
+  std::vector<sdk::SettingsProblem> problems;
+  auto policy = parse_egress(nlohmann::json::parse(json), problems);
+  EXPECT_TRUE(problems.empty()) << json << ": " << (problems.empty() ? "" : problems[0].message);
+  return policy;
+}
+
+std::vector<sdk::SettingsProblem> problems_of(const std::string& json) {
+  std::vector<sdk::SettingsProblem> problems;
+  parse_egress(nlohmann::json::parse(json), problems);
+  return problems;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const auto& l : lines_of(text))
+    if (l == line) return true;
+  return false;
+}
+
+TEST(EgressEntry, EveryFormIsClassifiedAndNormalised) {
+  struct Case {
+    std::string text;
+    Kind kind;
+    std::string value;
+  };
+  const std::vector<Case> cases = {
+      {"pypi.org", Kind::kHost, "pypi.org"},
+      {"Files.PythonHosted.org", Kind::kHost, "files.pythonhosted.org"},
+      {"registry", Kind::kHost, "registry"},
+      {"my-host_1.example.test", Kind::kHost, "my-host_1.example.test"},
+      {"*.npmjs.org", Kind::kWildcard, "npmjs.org"},
+      {"*.Test", Kind::kWildcard, "test"},
+      {"10.0.0.1", Kind::kAddress, "10.0.0.1"},
+      {"2001:DB8::1", Kind::kAddress, "2001:db8::1"},
+      {"::1", Kind::kAddress, "::1"},
+      {"10.20.0.0/16", Kind::kNetwork, "10.20.0.0/16"},
+      {"10.20.1.5/16", Kind::kNetwork, "10.20.0.0/16"},  // host bits cleared
+      {"0.0.0.0/0", Kind::kNetwork, "0.0.0.0/0"},
+      {"1.2.3.4/32", Kind::kNetwork, "1.2.3.4/32"},
+      {"fd00::1/8", Kind::kNetwork, "fd00::/8"},
+      {"2001:db8::/127", Kind::kNetwork, "2001:db8::/127"},
+  };
+  for (const auto& c : cases) {
+    std::string why;
+    const auto entry = parse_egress_entry(c.text, why);
+    ASSERT_TRUE(entry.has_value()) << c.text << ": " << why;
+    EXPECT_EQ(entry->kind, c.kind) << c.text;
+    EXPECT_EQ(entry->value, c.value) << c.text;
+    EXPECT_EQ(entry->text, c.text);
+  }
+}
+
+TEST(EgressEntry, MalformedEntriesAreRefusedWithAReason) {
+  struct Case {
+    std::string text;
+    std::string reason;  // part of `why`
+  };
+  const std::vector<Case> cases = {
+      {"http://x", "URL"},
+      {"https://pypi.org/simple", "URL"},
+      {"*.", "needs a domain"},
+      {"*", "'*'"},
+      {"*.*.x", "one leading"},
+      {"a.*.x", "'*'"},
+      {"*x.org", "'*'"},
+      {"a..b", "empty label"},
+      {".pypi.org", "empty label"},
+      {"pypi.org.", "empty label"},
+      {"", "empty"},
+      {"pypi org", "white space"},
+      {" pypi.org", "white space"},
+      {"1.2.3.4/33", "from 0 to 32"},
+      {"1.2.3.4/", "from 0 to 32"},
+      {"1.2.3.4/-1", "from 0 to 32"},
+      {"1.2.3.4/8x", "from 0 to 32"},
+      {"fd00::/129", "from 0 to 128"},
+      {"1.2.3/8", "not an IP address"},
+      {"example.com/8", "not an IP address"},
+      {"1.2.3.256", "end in a number"},
+      {"10.0.0", "end in a number"},
+      {"pypi.org:443", "':'"},
+      {"-bad.org", "DNS label"},
+      {"bad-.org", "DNS label"},
+      {"b%ad.org", "DNS label"},
+      {"user@host.org", "DNS label"},
+      {std::string(64, 'a') + ".org", "DNS label"},
+      {std::string(250, 'a').insert(60, ".").insert(120, ".").insert(180, ".") + ".org", "253"},
+  };
+  for (const auto& c : cases) {
+    std::string why;
+    EXPECT_FALSE(parse_egress_entry(c.text, why).has_value()) << "'" << c.text << "' accepted";
+    EXPECT_NE(why.find(c.reason), std::string::npos) << "'" << c.text << "': " << why;
+  }
+}
+
+TEST(EgressPolicyParse, DefaultsAndDuplicates) {
+  const auto policy =
+      parse_ok(R"({"allow": ["pypi.org", "PyPI.org", "*.npmjs.org", "10.0.0.0/8"]})");
+  ASSERT_EQ(policy.allow.size(), 3u);  // the second pypi.org is the same name
+  EXPECT_EQ(policy.allow[0].value, "pypi.org");
+  EXPECT_EQ(policy.allow[1].kind, Kind::kWildcard);
+  EXPECT_EQ(policy.allow[2].kind, Kind::kNetwork);
+  EXPECT_EQ(policy.ports, (std::vector<std::uint16_t>{80, 443}));
+  EXPECT_EQ(policy.upstream_network, "bridge");
+
+  const auto custom =
+      parse_ok(R"({"allow": ["x.test"], "ports": [8080, 443, 8080], "upstream_network": "up-1"})");
+  EXPECT_EQ(custom.ports, (std::vector<std::uint16_t>{8080, 443}));
+  EXPECT_EQ(custom.upstream_network, "up-1");
+}
+
+TEST(EgressPolicyParse, EachBadEntryIsReportedAtItsPointer) {
+  const auto problems = problems_of(R"({"allow": ["ok.org", "http://x", 7, "*.", "a..b"]})");
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_EQ(problems[0].pointer, "/egress/allow/1");
+  EXPECT_NE(problems[0].message.find("'http://x' is not a host name"), std::string::npos)
+      << problems[0].message;
+  EXPECT_EQ(problems[1].pointer, "/egress/allow/2");
+  EXPECT_EQ(problems[2].pointer, "/egress/allow/3");
+  EXPECT_EQ(problems[3].pointer, "/egress/allow/4");
+  EXPECT_NE(problems[3].message.find("'a..b'"), std::string::npos);
+}
+
+TEST(EgressPolicyParse, ShapeProblems) {
+  auto p = problems_of(R"({"ports": [80]})");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].pointer, "/egress");
+  EXPECT_NE(p[0].message.find("needs 'allow'"), std::string::npos);
+
+  p = problems_of(R"({"allow": []})");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].pointer, "/egress/allow");
+  EXPECT_NE(p[0].message.find("network: none"), std::string::npos);
+
+  p = problems_of(R"({"allow": "pypi.org"})");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].pointer, "/egress/allow");
+
+  p = problems_of(R"({"allow": ["a.org"], "port": [80], "a/b": 1})");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].pointer, "/egress/a~1b");
+  EXPECT_EQ(p[1].pointer, "/egress/port");
+  EXPECT_NE(p[1].message.find("unknown setting 'port'"), std::string::npos);
+
+  std::vector<sdk::SettingsProblem> problems;
+  parse_egress(nlohmann::json::parse(R"(["pypi.org"])"), problems, "/backend/egress");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/backend/egress");
+}
+
+TEST(EgressPolicyParse, PortBounds) {
+  EXPECT_EQ(parse_ok(R"({"allow": ["a.org"], "ports": [1, 65535]})").ports,
+            (std::vector<std::uint16_t>{1, 65535}));
+  auto p = problems_of(R"({"allow": ["a.org"], "ports": [0, 65536, -1, "80", 443.5, 443]})");
+  ASSERT_EQ(p.size(), 5u);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    EXPECT_EQ(p[i].pointer, "/egress/ports/" + std::to_string(i));
+  EXPECT_NE(p[1].message.find("65536"), std::string::npos);
+  EXPECT_EQ(problems_of(R"({"allow": ["a.org"], "ports": []})").size(), 1u);
+  EXPECT_EQ(problems_of(R"({"allow": ["a.org"], "ports": 443})").size(), 1u);
+}
+
+TEST(EgressPolicyParse, UpstreamNetwork) {
+  for (const char* bad : {R"("host")", R"("none")", R"("")", R"("-x")", R"("a b")", "3"}) {
+    const auto p =
+        problems_of(std::string(R"({"allow": ["a.org"], "upstream_network": )") + bad + "}");
+    ASSERT_EQ(p.size(), 1u) << bad;
+    EXPECT_EQ(p[0].pointer, "/egress/upstream_network") << bad;
+  }
+}
+
+TEST(SquidConf, HoldsTheListAsAclsAndRefusesTheRest) {
+  const auto policy = parse_ok(
+      R"({"allow": ["pypi.org", "*.npmjs.org", "10.20.0.0/16", "fd00::1"], "ports": [443, 8443]})");
+  const std::string conf = render_squid_conf(policy, "agent-1");
+  EXPECT_TRUE(has_line(conf, "acl egress_ports port 443 8443")) << conf;
+  EXPECT_TRUE(has_line(conf, "acl egress_hosts dstdomain -n pypi.org")) << conf;
+  EXPECT_TRUE(has_line(conf, R"(acl egress_wildcards dstdom_regex -n -i \.npmjs\.org$)")) << conf;
+  EXPECT_TRUE(has_line(conf, "acl egress_addresses dst 10.20.0.0/16")) << conf;
+  EXPECT_TRUE(has_line(conf, "acl egress_addresses dst fd00::1")) << conf;
+  EXPECT_TRUE(has_line(conf, "cache deny all"));
+  EXPECT_TRUE(has_line(conf, "http_port 3128"));
+
+  // The order of the access rules: refusals, then one allow per kind of entry, then deny all.
+  std::vector<std::string> access;
+  for (const auto& line : lines_of(conf))
+    if (line.starts_with("http_access ")) access.push_back(line);
+  const std::vector<std::string> expected = {
+      "http_access deny manager",           "http_access deny !egress_ports",
+      "http_access deny to_localhost",      "http_access deny egress_linklocal",
+      "http_access allow egress_hosts",     "http_access allow egress_wildcards",
+      "http_access allow egress_addresses", "http_access deny all"};
+  EXPECT_EQ(access, expected);
+
+  // Nothing else can allow: no other allow rule, no acl outside the ones above, no extra port.
+  for (const auto& line : lines_of(conf)) {
+    if (!line.starts_with("acl ")) continue;
+    EXPECT_TRUE(line == "acl egress_linklocal dst 169.254.0.0/16 fe80::/10" ||
+                line.starts_with("acl egress_ports ") || line.starts_with("acl egress_hosts ") ||
+                line.starts_with("acl egress_wildcards ") ||
+                line.starts_with("acl egress_addresses "))
+        << line;
+  }
+  EXPECT_EQ(conf.find("npmjs.org "), std::string::npos);  // the bare name is never allowed
+  EXPECT_TRUE(has_line(conf, "deny_info 403:ERR_EXECMCP_EGRESS_DENIED all"));
+}
+
+TEST(SquidConf, OnlyKindsInTheListGetAnAllowRule) {
+  const std::string conf = render_squid_conf(parse_ok(R"({"allow": ["pypi.org"]})"), "a");
+  EXPECT_EQ(conf.find("egress_wildcards"), std::string::npos);
+  EXPECT_EQ(conf.find("egress_addresses"), std::string::npos);
+  EXPECT_EQ(conf.find("egress_clients"), std::string::npos);
+  EXPECT_TRUE(has_line(conf, "acl egress_ports port 80 443"));
+}
+
+TEST(SquidConf, ClientNetworksRestrictWhoMayUseTheProxy) {
+  const std::string conf =
+      render_squid_conf(parse_ok(R"({"allow": ["pypi.org"]})"), "a", {"172.30.0.0/24"});
+  EXPECT_TRUE(has_line(conf, "acl egress_clients src 172.30.0.0/24"));
+  EXPECT_LT(conf.find("http_access deny !egress_clients"), conf.find("http_access allow"));
+  EXPECT_TRUE(has_line(conf, "deny_info 403:ERR_EXECMCP_EGRESS_DENIED egress_clients"));
+}
+
+TEST(SquidConf, TheAgentLabelCannotInjectConfiguration) {
+  const std::string conf =
+      render_squid_conf(parse_ok(R"({"allow": ["pypi.org"]})"), "x\nhttp_access allow all %s");
+  EXPECT_FALSE(has_line(conf, "http_access allow all"));
+  EXPECT_NE(conf.find("execmcp-egress x_http_access_allow_all__s "), std::string::npos) << conf;
+}
+
+TEST(EgressErrorPage, NamesTheHostAndTheList) {
+  const auto policy = parse_ok(R"({"allow": ["pypi.org", "*.npmjs.org"], "ports": [443]})");
+  const std::string page = render_egress_error_page(policy, "agent-1");
+  EXPECT_NE(page.find("%H port %p: not in the egress allow list of agent agent-1"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("Allowed hosts: pypi.org, *.npmjs.org"), std::string::npos);
+  EXPECT_NE(page.find("Allowed ports: 443"), std::string::npos);
+}
+
+TEST(EgressLog, ReadsTheProxysLines) {
+  const auto refused = parse_egress_log_line(
+      "execmcp-egress agent-1 1795678550.298 172.19.0.3 GET denied.test 8080 TCP_DENIED 403 "
+      "403:ERR_EXECMCP_EGRESS_DENIED -\n");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->agent, "agent-1");
+  EXPECT_EQ(refused->client, "172.19.0.3");
+  EXPECT_EQ(refused->method, "GET");
+  EXPECT_EQ(refused->host, "denied.test");
+  EXPECT_EQ(refused->port, 8080);
+  EXPECT_EQ(refused->http_status, 403);
+  EXPECT_TRUE(refused->refused);
+  EXPECT_EQ(refused->upstream, "");
+
+  const auto tunnel = parse_egress_log_line(
+      "execmcp-egress a 1795678550.326 172.19.0.3 CONNECT allowed.test 443 TCP_TUNNEL 200 - "
+      "172.18.0.2");
+  ASSERT_TRUE(tunnel.has_value());
+  EXPECT_FALSE(tunnel->refused);
+  EXPECT_EQ(tunnel->squid_status, "TCP_TUNNEL");
+  EXPECT_EQ(tunnel->upstream, "172.18.0.2");
+
+  // A refusal that is not the policy's (Squid's own access rules never produce one here, but an
+  // error page is not a policy decision).
+  const auto dns = parse_egress_log_line(
+      "execmcp-egress a 1.0 172.19.0.3 GET gone.test 80 TCP_MISS 503 ERR_DNS_FAIL -");
+  ASSERT_TRUE(dns.has_value());
+  EXPECT_FALSE(dns->refused);
+  EXPECT_EQ(dns->http_status, 503);
+
+  EXPECT_FALSE(parse_egress_log_line("2026/11/26 07:35:45| Starting Squid Cache version 5.7"));
+  EXPECT_FALSE(parse_egress_log_line(
+      "execmcp-egress a 1.0 1.2.3.4 GET h 99999 TCP_MISS 200 - 1.2.3.4"));  // bad port
+  EXPECT_FALSE(parse_egress_log_line("execmcp-egress a 1.0 1.2.3.4 GET h 80 TCP_MISS"));
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_common
