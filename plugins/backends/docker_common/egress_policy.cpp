@@ -111,6 +111,74 @@ std::optional<EgressEntry> parse_network(const std::string& text, std::string& w
                      address_text(family, bytes) + "/" + std::to_string(prefix), text};
 }
 
+// Address ranges of one family as 128-bit numbers, for the complement of the allowed addresses.
+__extension__ typedef unsigned __int128 Number;  // GCC and Clang have it
+struct Range {
+  Number first;
+  Number last;  // inclusive
+};
+
+Number to_number(int family, const std::array<unsigned char, 16>& bytes) {
+  Number n = 0;
+  for (int i = 0; i < (family == AF_INET ? 4 : 16); ++i) n = (n << 8) | bytes[i];
+  return n;
+}
+
+std::string to_text(int family, Number n, int prefix) {
+  std::array<unsigned char, 16> bytes{};
+  const int count = family == AF_INET ? 4 : 16;
+  for (int i = count - 1; i >= 0; --i, n >>= 8)
+    bytes[static_cast<std::size_t>(i)] = static_cast<unsigned char>(n & 0xff);
+  return address_text(family, bytes) + "/" + std::to_string(prefix);
+}
+
+// The CIDRs that cover [first, last] exactly, largest first.
+void cover(int family, Number first, Number last, std::vector<std::string>& out) {
+  const int bits = family == AF_INET ? 32 : 128;
+  while (true) {
+    // The largest block aligned at `first` (log2 of its size) that ends at or before `last`.
+    int size = 0;
+    while (size < bits && ((first >> size) & 1) == 0) ++size;
+    const auto end_of = [&first](int log2) {
+      return log2 >= 128 ? ~Number{0} : first + ((Number{1} << log2) - 1);
+    };
+    while (size > 0 && end_of(size) > last) --size;
+    out.push_back(to_text(family, first, bits - size));
+    if (end_of(size) >= last) return;
+    first = end_of(size) + 1;
+  }
+}
+
+// Every address of `family` outside the allowed addresses and networks, as CIDRs.
+void outside(int family, const std::vector<EgressEntry>& allow, std::vector<std::string>& out) {
+  const int bits = family == AF_INET ? 32 : 128;
+  const Number top = bits == 128 ? ~Number{0} : (Number{1} << 32) - 1;
+  std::vector<Range> ranges;
+  for (const auto& entry : allow) {
+    if (entry.kind != EgressEntry::Kind::kAddress && entry.kind != EgressEntry::Kind::kNetwork)
+      continue;
+    const std::size_t slash = entry.value.find('/');
+    int f = 0;
+    std::array<unsigned char, 16> bytes{};
+    if (!parse_address(entry.value.substr(0, slash), f, bytes) || f != family) continue;
+    const int prefix = slash == std::string::npos ? bits : std::stoi(entry.value.substr(slash + 1));
+    const Number first = to_number(family, bytes);
+    const Number host = prefix == 0 ? top : (Number{1} << (bits - prefix)) - 1;
+    ranges.push_back({first, first | host});
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.first < b.first; });
+  Number next = 0;  // the first address not yet covered by a range or a gap
+  for (const auto& r : ranges) {
+    if (r.first > next) cover(family, next, r.first - 1, out);
+    if (r.last >= next) {
+      if (r.last == top) return;
+      next = r.last + 1;
+    }
+  }
+  cover(family, next, top, out);
+}
+
 std::string regex_escaped(const std::string& name) {
   std::string out;
   for (char c : name) {
@@ -321,8 +389,17 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
   // looked up backwards to match a name.
   for (const auto& h : hosts) conf << "acl egress_hosts dstdomain -n " << h << '\n';
   for (const auto& w : wildcards) conf << "acl egress_wildcards dstdom_regex -n -i " << w << '\n';
-  // `dst` matches a request for an address, and a name by its resolved addresses.
+  // `dst` matches a request for an address, and a name when ANY of its resolved addresses is in
+  // the list, after which Squid may connect to any of them: a name answering with one allowed
+  // and one foreign address would get through. So a name is allowed by address only when none of
+  // its addresses is outside the list (egress_outside, the list's complement).
+  std::vector<std::string> outside_list;
+  if (!addresses.empty()) {
+    outside(AF_INET, policy.allow, outside_list);
+    outside(AF_INET6, policy.allow, outside_list);
+  }
   for (const auto& a : addresses) conf << "acl egress_addresses dst " << a << '\n';
+  for (const auto& o : outside_list) conf << "acl egress_outside dst " << o << '\n';
   for (const auto& c : client_networks) conf << "acl egress_clients src " << c << '\n';
 
   // Refusals first: the cache manager, other sources, other ports, the proxy's own loopback and
@@ -334,7 +411,9 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
        << "http_access deny egress_linklocal\n";
   if (!hosts.empty()) conf << "http_access allow egress_hosts\n";
   if (!wildcards.empty()) conf << "http_access allow egress_wildcards\n";
-  if (!addresses.empty()) conf << "http_access allow egress_addresses\n";
+  if (!addresses.empty())
+    conf << "http_access allow egress_addresses" << (outside_list.empty() ? "" : " !egress_outside")
+         << '\n';
   conf << "http_access deny all\n";
   // Squid picks the page of the last acl on the refusing line.
   for (const char* acl :

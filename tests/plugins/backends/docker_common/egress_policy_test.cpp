@@ -210,11 +210,14 @@ TEST(SquidConf, HoldsTheListAsAclsAndRefusesTheRest) {
   std::vector<std::string> access;
   for (const auto& line : lines_of(conf))
     if (line.starts_with("http_access ")) access.push_back(line);
-  const std::vector<std::string> expected = {
-      "http_access deny manager",           "http_access deny !egress_ports",
-      "http_access deny to_localhost",      "http_access deny egress_linklocal",
-      "http_access allow egress_hosts",     "http_access allow egress_wildcards",
-      "http_access allow egress_addresses", "http_access deny all"};
+  const std::vector<std::string> expected = {"http_access deny manager",
+                                             "http_access deny !egress_ports",
+                                             "http_access deny to_localhost",
+                                             "http_access deny egress_linklocal",
+                                             "http_access allow egress_hosts",
+                                             "http_access allow egress_wildcards",
+                                             "http_access allow egress_addresses !egress_outside",
+                                             "http_access deny all"};
   EXPECT_EQ(access, expected);
 
   // Nothing else can allow: no other allow rule, no acl outside the ones above, no extra port.
@@ -223,11 +226,59 @@ TEST(SquidConf, HoldsTheListAsAclsAndRefusesTheRest) {
     EXPECT_TRUE(line == "acl egress_linklocal dst 169.254.0.0/16 fe80::/10" ||
                 line.starts_with("acl egress_ports ") || line.starts_with("acl egress_hosts ") ||
                 line.starts_with("acl egress_wildcards ") ||
-                line.starts_with("acl egress_addresses "))
+                line.starts_with("acl egress_addresses ") ||
+                line.starts_with("acl egress_outside "))
         << line;
   }
   EXPECT_EQ(conf.find("npmjs.org "), std::string::npos);  // the bare name is never allowed
   EXPECT_TRUE(has_line(conf, "deny_info 403:ERR_EXECMCP_EGRESS_DENIED all"));
+}
+
+std::vector<std::string> outside_of(const std::string& conf) {
+  std::vector<std::string> out;
+  for (const auto& line : lines_of(conf))
+    if (line.starts_with("acl egress_outside dst ")) out.push_back(line.substr(23));
+  return out;
+}
+
+TEST(SquidConf, ANameIsAllowedByAddressOnlyWhenNoneOfItsAddressesIsOutside) {
+  const std::string conf =
+      render_squid_conf(parse_ok(R"({"allow": ["10.20.0.0/16", "10.21.0.1"]})"), "a");
+  EXPECT_TRUE(has_line(conf, "http_access allow egress_addresses !egress_outside")) << conf;
+  // The complement of 10.20.0.0/16 + 10.21.0.1/32, exactly, and all of IPv6.
+  const std::vector<std::string> expected = {
+      "0.0.0.0/5",     "8.0.0.0/7",     "10.0.0.0/12",   "10.16.0.0/14",
+      "10.21.0.0/32",  "10.21.0.2/31",  "10.21.0.4/30",  "10.21.0.8/29",
+      "10.21.0.16/28", "10.21.0.32/27", "10.21.0.64/26", "10.21.0.128/25",
+      "10.21.1.0/24",  "10.21.2.0/23",  "10.21.4.0/22",  "10.21.8.0/21",
+      "10.21.16.0/20", "10.21.32.0/19", "10.21.64.0/18", "10.21.128.0/17",
+      "10.22.0.0/15",  "10.24.0.0/13",  "10.32.0.0/11",  "10.64.0.0/10",
+      "10.128.0.0/9",  "11.0.0.0/8",    "12.0.0.0/6",    "16.0.0.0/4",
+      "32.0.0.0/3",    "64.0.0.0/2",    "128.0.0.0/1",   "::/0"};
+  EXPECT_EQ(outside_of(conf), expected);
+}
+
+TEST(SquidConf, TheComplementOfEverythingIsEmpty) {
+  const std::string all =
+      render_squid_conf(parse_ok(R"({"allow": ["0.0.0.0/0", "::/0", "10.0.0.0/8"]})"), "a");
+  EXPECT_TRUE(outside_of(all).empty());
+  EXPECT_TRUE(has_line(all, "http_access allow egress_addresses"));
+
+  const std::string v6 = render_squid_conf(parse_ok(R"({"allow": ["fd00::/8", "::1"]})"), "a");
+  const auto out = outside_of(v6);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.front(), "0.0.0.0/0");  // all of IPv4
+  EXPECT_EQ(out[1], "::/128");
+  EXPECT_EQ(out[2], "::2/127");
+  EXPECT_EQ(out.back(), "fe00::/7");
+  for (const auto& cidr : out) EXPECT_FALSE(cidr.starts_with("fd")) << cidr;
+
+  const std::string edge =
+      render_squid_conf(parse_ok(R"({"allow": ["255.255.255.255", "0.0.0.0"]})"), "a");
+  const auto edge_out = outside_of(edge);
+  ASSERT_GE(edge_out.size(), 2u);
+  EXPECT_EQ(edge_out.front(), "0.0.0.1/32");
+  EXPECT_EQ(edge_out[edge_out.size() - 2], "255.255.255.254/32");
 }
 
 TEST(SquidConf, OnlyKindsInTheListGetAnAllowRule) {
