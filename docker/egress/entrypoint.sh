@@ -22,7 +22,7 @@ esac
 umask 077
 mkdir "$dir"
 printf '%s\n' "$EXECMCP_EGRESS_CONF" >"$dir/squid.conf"
-printf '%s\n' "${EXECMCP_EGRESS_ERROR_PAGE:-%H is not in this agent's egress allow list.}" \
+printf '%s\n' "${EXECMCP_EGRESS_ERROR_PAGE:-%H is not in the egress allow list of this agent.}" \
   >"$dir/ERR_EXECMCP_EGRESS_DENIED"
 chmod 0500 "$dir"
 chmod 0400 "$dir/squid.conf" "$dir/ERR_EXECMCP_EGRESS_DENIED"

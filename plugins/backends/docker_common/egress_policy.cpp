@@ -111,12 +111,16 @@ std::optional<EgressEntry> parse_network(const std::string& text, std::string& w
                      address_text(family, bytes) + "/" + std::to_string(prefix), text};
 }
 
-// Address ranges of one family as 128-bit numbers, for the complement of the allowed addresses.
+// Address ranges as 128-bit numbers. Squid keeps an acl's addresses in one splay tree, IPv4 as
+// IPv4-mapped IPv6, and drops an entry that overlaps another (warning "... is ignored", sometimes
+// the wider one): every `dst` acl rendered here holds disjoint CIDRs only.
 __extension__ typedef unsigned __int128 Number;  // GCC and Clang have it
 struct Range {
   Number first;
   Number last;  // inclusive
 };
+constexpr Number kTop4 = (Number{1} << 32) - 1;
+constexpr Number kTop6 = ~Number{0};
 
 Number to_number(int family, const std::array<unsigned char, 16>& bytes) {
   Number n = 0;
@@ -132,27 +136,60 @@ std::string to_text(int family, Number n, int prefix) {
   return address_text(family, bytes) + "/" + std::to_string(prefix);
 }
 
-// The CIDRs that cover [first, last] exactly, largest first.
-void cover(int family, Number first, Number last, std::vector<std::string>& out) {
+// Sorted, with overlapping and adjacent ranges joined.
+std::vector<Range> merged(std::vector<Range> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.first < b.first; });
+  std::vector<Range> out;
+  for (const auto& r : ranges) {
+    if (!out.empty() && (r.first <= out.back().last || r.first - 1 == out.back().last)) {
+      out.back().last = std::max(out.back().last, r.last);
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+// [0, top] less the merged `ranges`.
+std::vector<Range> complement(const std::vector<Range>& ranges, Number top) {
+  std::vector<Range> out;
+  Number next = 0;
+  for (const auto& r : ranges) {
+    if (r.first > next) out.push_back({next, r.first - 1});
+    if (r.last >= top) return out;
+    next = r.last + 1;
+  }
+  out.push_back({next, top});
+  return out;
+}
+
+// The CIDRs that cover `range` exactly, each the largest block aligned where it starts.
+void cover(int family, Range range, std::vector<std::string>& out) {
   const int bits = family == AF_INET ? 32 : 128;
+  Number first = range.first;
   while (true) {
-    // The largest block aligned at `first` (log2 of its size) that ends at or before `last`.
-    int size = 0;
+    int size = 0;  // log2 of the block
     while (size < bits && ((first >> size) & 1) == 0) ++size;
     const auto end_of = [&first](int log2) {
       return log2 >= 128 ? ~Number{0} : first + ((Number{1} << log2) - 1);
     };
-    while (size > 0 && end_of(size) > last) --size;
+    while (size > 0 && end_of(size) > range.last) --size;
+    if (size == bits && family == AF_INET) {
+      // Squid replaces 0.0.0.0/0 with `all`, which holds IPv6 too: two halves instead.
+      out.push_back("0.0.0.0/1");
+      out.push_back("128.0.0.0/1");
+      return;
+    }
     out.push_back(to_text(family, first, bits - size));
-    if (end_of(size) >= last) return;
+    if (end_of(size) >= range.last) return;
     first = end_of(size) + 1;
   }
 }
 
-// Every address of `family` outside the allowed addresses and networks, as CIDRs.
-void outside(int family, const std::vector<EgressEntry>& allow, std::vector<std::string>& out) {
+// The address and network entries of one family as ranges.
+std::vector<Range> entry_ranges(int family, const std::vector<EgressEntry>& allow) {
   const int bits = family == AF_INET ? 32 : 128;
-  const Number top = bits == 128 ? ~Number{0} : (Number{1} << 32) - 1;
   std::vector<Range> ranges;
   for (const auto& entry : allow) {
     if (entry.kind != EgressEntry::Kind::kAddress && entry.kind != EgressEntry::Kind::kNetwork)
@@ -163,20 +200,31 @@ void outside(int family, const std::vector<EgressEntry>& allow, std::vector<std:
     if (!parse_address(entry.value.substr(0, slash), f, bytes) || f != family) continue;
     const int prefix = slash == std::string::npos ? bits : std::stoi(entry.value.substr(slash + 1));
     const Number first = to_number(family, bytes);
-    const Number host = prefix == 0 ? top : (Number{1} << (bits - prefix)) - 1;
+    const Number host =
+        prefix == 0 ? (family == AF_INET ? kTop4 : kTop6) : (Number{1} << (bits - prefix)) - 1;
     ranges.push_back({first, first | host});
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range& a, const Range& b) { return a.first < b.first; });
-  Number next = 0;  // the first address not yet covered by a range or a gap
-  for (const auto& r : ranges) {
-    if (r.first > next) cover(family, next, r.first - 1, out);
-    if (r.last >= next) {
-      if (r.last == top) return;
-      next = r.last + 1;
-    }
-  }
-  cover(family, next, top, out);
+  return merged(std::move(ranges));
+}
+
+// The allowed addresses and every other address, as disjoint CIDRs for two `dst` acls. IPv6
+// entries never reach into ::/96 and ::ffff:0:0/96, where Squid keeps (and misreads) IPv4: an
+// IPv4 address is allowed by an IPv4 entry only.
+void address_acls(const std::vector<EgressEntry>& allow, std::vector<std::string>& allowed,
+                  std::vector<std::string>& outside) {
+  const auto v4 = entry_ranges(AF_INET, allow);
+  for (const auto& r : v4) cover(AF_INET, r, allowed);
+  for (const auto& r : complement(v4, kTop4)) cover(AF_INET, r, outside);
+
+  const std::vector<Range> mapped = {{0, kTop4},
+                                     {Number{0xffff} << 32, (Number{0xffff} << 32) | kTop4}};
+  const auto v6 = entry_ranges(AF_INET6, allow);
+  std::vector<Range> not_v6 = complement(v6, kTop6);
+  not_v6.insert(not_v6.end(), mapped.begin(), mapped.end());
+  for (const auto& r : complement(merged(not_v6), kTop6)) cover(AF_INET6, r, allowed);
+  std::vector<Range> v6_and_mapped = v6;
+  v6_and_mapped.insert(v6_and_mapped.end(), mapped.begin(), mapped.end());
+  for (const auto& r : complement(merged(v6_and_mapped), kTop6)) cover(AF_INET6, r, outside);
 }
 
 std::string regex_escaped(const std::string& name) {
@@ -359,8 +407,9 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
        << "cache deny all\ncache_mem 0 MB\nmemory_pools off\npid_filename none\n"
        << "coredump_dir none\npinger_enable off\ndigest_generation off\nlogfile_rotate 0\n"
        << "cache_log stdio:/dev/stderr\nshutdown_lifetime 1 seconds\nmax_filedescriptors 4096\n"
-       // The upstream learns nothing about the agent's network, the agent nothing about Squid.
-       << "via off\nforwarded_for delete\nhttpd_suppress_version_string on\n"
+       // The upstream learns nothing of the agent's address, nor anyone Squid's version. (Via
+       // stays: HTTP requires it, and Squid warns without it.)
+       << "forwarded_for delete\nhttpd_suppress_version_string on\n"
        << "logformat execmcp " << kLogTag << " " << log_label(agent_label)
        << " %ts.%03tu %>a %rm %>rd %>rP %Ss %03>Hs %err_code %<a\n"
        << "access_log stdio:/dev/stdout logformat=execmcp\n";
@@ -370,7 +419,8 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
   conf << "acl egress_ports port";
   for (const auto port : policy.ports) conf << ' ' << port;
   conf << '\n';
-  std::vector<std::string> hosts, wildcards, addresses;
+  std::vector<std::string> hosts, wildcards;
+  bool by_address = false;
   for (const auto& entry : policy.allow) {
     switch (entry.kind) {
       case EgressEntry::Kind::kHost:
@@ -381,7 +431,7 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
         break;
       case EgressEntry::Kind::kAddress:
       case EgressEntry::Kind::kNetwork:
-        addresses.push_back(entry.value);
+        by_address = true;
         break;
     }
   }
@@ -390,14 +440,11 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
   for (const auto& h : hosts) conf << "acl egress_hosts dstdomain -n " << h << '\n';
   for (const auto& w : wildcards) conf << "acl egress_wildcards dstdom_regex -n -i " << w << '\n';
   // `dst` matches a request for an address, and a name when ANY of its resolved addresses is in
-  // the list, after which Squid may connect to any of them: a name answering with one allowed
-  // and one foreign address would get through. So a name is allowed by address only when none of
-  // its addresses is outside the list (egress_outside, the list's complement).
-  std::vector<std::string> outside_list;
-  if (!addresses.empty()) {
-    outside(AF_INET, policy.allow, outside_list);
-    outside(AF_INET6, policy.allow, outside_list);
-  }
+  // the acl, after which Squid may connect to any of them: a name answering with one allowed and
+  // one foreign address would get through. So a name is allowed by address only when none of its
+  // addresses is outside the list (egress_outside, the list's exact complement).
+  std::vector<std::string> addresses, outside_list;
+  if (by_address) address_acls(policy.allow, addresses, outside_list);
   for (const auto& a : addresses) conf << "acl egress_addresses dst " << a << '\n';
   for (const auto& o : outside_list) conf << "acl egress_outside dst " << o << '\n';
   for (const auto& c : client_networks) conf << "acl egress_clients src " << c << '\n';

@@ -3,10 +3,13 @@
 // allows more than the list), the refusal page and the access log's lines.
 #include "docker_common/egress_policy.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +37,10 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
+}
+
+bool conf_find(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 bool has_line(const std::string& text, const std::string& line) {
@@ -202,7 +209,7 @@ TEST(SquidConf, HoldsTheListAsAclsAndRefusesTheRest) {
   EXPECT_TRUE(has_line(conf, "acl egress_hosts dstdomain -n pypi.org")) << conf;
   EXPECT_TRUE(has_line(conf, R"(acl egress_wildcards dstdom_regex -n -i \.npmjs\.org$)")) << conf;
   EXPECT_TRUE(has_line(conf, "acl egress_addresses dst 10.20.0.0/16")) << conf;
-  EXPECT_TRUE(has_line(conf, "acl egress_addresses dst fd00::1")) << conf;
+  EXPECT_TRUE(has_line(conf, "acl egress_addresses dst fd00::1/128")) << conf;
   EXPECT_TRUE(has_line(conf, "cache deny all"));
   EXPECT_TRUE(has_line(conf, "http_port 3128"));
 
@@ -234,51 +241,126 @@ TEST(SquidConf, HoldsTheListAsAclsAndRefusesTheRest) {
   EXPECT_TRUE(has_line(conf, "deny_info 403:ERR_EXECMCP_EGRESS_DENIED all"));
 }
 
-std::vector<std::string> outside_of(const std::string& conf) {
+std::vector<std::string> acl_values(const std::string& conf, const std::string& acl) {
   std::vector<std::string> out;
+  const std::string prefix = "acl " + acl + " dst ";
   for (const auto& line : lines_of(conf))
-    if (line.starts_with("acl egress_outside dst ")) out.push_back(line.substr(23));
+    if (line.starts_with(prefix)) out.push_back(line.substr(prefix.size()));
   return out;
 }
+
+std::vector<std::string> of_family(const std::vector<std::string>& cidrs, bool v6) {
+  std::vector<std::string> out;
+  for (const auto& c : cidrs)
+    if ((c.find(':') != std::string::npos) == v6) out.push_back(c);
+  return out;
+}
+
+// A CIDR as [first, last] in one 128-bit space, IPv4 mapped into ::ffff:0:0/96 as Squid keeps it.
+__extension__ typedef unsigned __int128 Number;
+std::pair<Number, Number> span(const std::string& cidr) {
+  const std::size_t slash = cidr.find('/');
+  const std::string address = cidr.substr(0, slash);
+  const int prefix = std::stoi(cidr.substr(slash + 1));
+  unsigned char bytes[16] = {};
+  Number n = 0;
+  int bits = 128;
+  if (inet_pton(AF_INET, address.c_str(), bytes) == 1) {
+    for (int i = 0; i < 4; ++i) n = (n << 8) | bytes[i];
+    n |= Number{0xffff} << 32;
+    bits = 32;
+  } else {
+    EXPECT_EQ(inet_pton(AF_INET6, address.c_str(), bytes), 1) << cidr;
+    for (unsigned char b : bytes) n = (n << 8) | b;
+  }
+  const int host_bits = bits - prefix;
+  const Number host = host_bits >= 128 ? ~Number{0} : (Number{1} << host_bits) - 1;
+  EXPECT_EQ(n & host, Number{0}) << cidr << " has host bits set";
+  return {n, n | host};
+}
+
+// The blocks are pairwise disjoint (Squid would drop one of two overlapping entries) and cover
+// exactly `expected` addresses.
+void expect_disjoint(std::vector<std::string> cidrs, Number expected) {
+  std::vector<std::pair<Number, Number>> spans;
+  for (const auto& c : cidrs) spans.push_back(span(c));
+  std::sort(spans.begin(), spans.end());
+  Number total = 0;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0) {
+      EXPECT_GT(spans[i].first, spans[i - 1].second) << "overlapping blocks";
+    }
+    total += spans[i].second - spans[i].first + 1;
+  }
+  EXPECT_TRUE(total == expected) << "the blocks do not cover the expected number of addresses";
+}
+
+constexpr Number kAll4 = Number{1} << 32;
+constexpr Number kMapped6 = Number{2} << 32;  // ::/96 and ::ffff:0:0/96, left to IPv4 entries
 
 TEST(SquidConf, ANameIsAllowedByAddressOnlyWhenNoneOfItsAddressesIsOutside) {
   const std::string conf =
       render_squid_conf(parse_ok(R"({"allow": ["10.20.0.0/16", "10.21.0.1"]})"), "a");
   EXPECT_TRUE(has_line(conf, "http_access allow egress_addresses !egress_outside")) << conf;
-  // The complement of 10.20.0.0/16 + 10.21.0.1/32, exactly, and all of IPv6.
+  EXPECT_EQ(acl_values(conf, "egress_addresses"),
+            (std::vector<std::string>{"10.20.0.0/16", "10.21.0.1/32"}));
+  // The exact IPv4 complement of 10.20.0.0/16 + 10.21.0.1/32, and all of IPv6.
   const std::vector<std::string> expected = {
-      "0.0.0.0/5",     "8.0.0.0/7",     "10.0.0.0/12",   "10.16.0.0/14",
-      "10.21.0.0/32",  "10.21.0.2/31",  "10.21.0.4/30",  "10.21.0.8/29",
-      "10.21.0.16/28", "10.21.0.32/27", "10.21.0.64/26", "10.21.0.128/25",
-      "10.21.1.0/24",  "10.21.2.0/23",  "10.21.4.0/22",  "10.21.8.0/21",
-      "10.21.16.0/20", "10.21.32.0/19", "10.21.64.0/18", "10.21.128.0/17",
-      "10.22.0.0/15",  "10.24.0.0/13",  "10.32.0.0/11",  "10.64.0.0/10",
-      "10.128.0.0/9",  "11.0.0.0/8",    "12.0.0.0/6",    "16.0.0.0/4",
-      "32.0.0.0/3",    "64.0.0.0/2",    "128.0.0.0/1",   "::/0"};
-  EXPECT_EQ(outside_of(conf), expected);
+      "0.0.0.0/5",     "8.0.0.0/7",      "10.0.0.0/12",   "10.16.0.0/14",  "10.21.0.0/32",
+      "10.21.0.2/31",  "10.21.0.4/30",   "10.21.0.8/29",  "10.21.0.16/28", "10.21.0.32/27",
+      "10.21.0.64/26", "10.21.0.128/25", "10.21.1.0/24",  "10.21.2.0/23",  "10.21.4.0/22",
+      "10.21.8.0/21",  "10.21.16.0/20",  "10.21.32.0/19", "10.21.64.0/18", "10.21.128.0/17",
+      "10.22.0.0/15",  "10.24.0.0/13",   "10.32.0.0/11",  "10.64.0.0/10",  "10.128.0.0/9",
+      "11.0.0.0/8",    "12.0.0.0/6",     "16.0.0.0/4",    "32.0.0.0/3",    "64.0.0.0/2",
+      "128.0.0.0/1"};
+  const auto outside = acl_values(conf, "egress_outside");
+  EXPECT_EQ(of_family(outside, false), expected);
+  std::vector<std::string> all4 = of_family(outside, false);
+  all4.push_back("10.20.0.0/16");
+  all4.push_back("10.21.0.1/32");
+  expect_disjoint(all4, kAll4);
+  expect_disjoint(of_family(outside, true), ~Number{0} - kMapped6 + 1);
+  expect_disjoint(outside, ~Number{0} - kMapped6 + 1 + kAll4 - Number{1} - (Number{1} << 16));
 }
 
-TEST(SquidConf, TheComplementOfEverythingIsEmpty) {
+TEST(SquidConf, AddressAclsNeverOverlapWhateverTheList) {
+  // Overlapping and adjacent entries, both families, the edges of each space.
+  const std::string conf =
+      render_squid_conf(parse_ok(R"({"allow": ["10.0.0.0/8", "10.1.0.0/16", "11.0.0.0/8", "0.0.0.0",
+                             "255.255.255.255", "fd00::/8", "fd12::1", "::", "::/127",
+                             "::ffff:10.0.0.1", "ffff::/16"]})"),
+                        "a");
+  const auto allowed = acl_values(conf, "egress_addresses");
+  const auto outside = acl_values(conf, "egress_outside");
+  // 10/8 and 11/8 join into 10.0.0.0/7; the IPv4-mapped entry allows nothing.
+  EXPECT_EQ(of_family(allowed, false),
+            (std::vector<std::string>{"0.0.0.0/32", "10.0.0.0/7", "255.255.255.255/32"}));
+  std::vector<std::string> everything = allowed;
+  everything.insert(everything.end(), outside.begin(), outside.end());
+  expect_disjoint(everything, ~Number{0} - kMapped6 + 1 + kAll4);
+  const Number mapped = Number{0xffff} << 32;
+  for (const auto& c : of_family(everything, true)) {
+    const auto [first, last] = span(c);
+    EXPECT_TRUE(first > Number{0xffffffff}) << c << " reaches into ::/96";
+    EXPECT_TRUE(last < mapped || first > (mapped | 0xffffffff))
+        << c << " reaches into ::ffff:0:0/96";
+  }
+}
+
+TEST(SquidConf, ZeroPrefixesAreSplitForSquid) {
+  // Squid turns 0.0.0.0/0 into `all` (IPv6 too): the renderer never writes it.
   const std::string all =
       render_squid_conf(parse_ok(R"({"allow": ["0.0.0.0/0", "::/0", "10.0.0.0/8"]})"), "a");
-  EXPECT_TRUE(outside_of(all).empty());
+  EXPECT_EQ(conf_find(all, "0.0.0.0/0"), false);
+  EXPECT_EQ(of_family(acl_values(all, "egress_addresses"), false),
+            (std::vector<std::string>{"0.0.0.0/1", "128.0.0.0/1"}));
+  EXPECT_TRUE(acl_values(all, "egress_outside").empty());
   EXPECT_TRUE(has_line(all, "http_access allow egress_addresses"));
 
-  const std::string v6 = render_squid_conf(parse_ok(R"({"allow": ["fd00::/8", "::1"]})"), "a");
-  const auto out = outside_of(v6);
-  ASSERT_FALSE(out.empty());
-  EXPECT_EQ(out.front(), "0.0.0.0/0");  // all of IPv4
-  EXPECT_EQ(out[1], "::/128");
-  EXPECT_EQ(out[2], "::2/127");
-  EXPECT_EQ(out.back(), "fe00::/7");
-  for (const auto& cidr : out) EXPECT_FALSE(cidr.starts_with("fd")) << cidr;
-
-  const std::string edge =
-      render_squid_conf(parse_ok(R"({"allow": ["255.255.255.255", "0.0.0.0"]})"), "a");
-  const auto edge_out = outside_of(edge);
-  ASSERT_GE(edge_out.size(), 2u);
-  EXPECT_EQ(edge_out.front(), "0.0.0.1/32");
-  EXPECT_EQ(edge_out[edge_out.size() - 2], "255.255.255.254/32");
+  const std::string v6 = render_squid_conf(parse_ok(R"({"allow": ["fd00::/8"]})"), "a");
+  EXPECT_EQ(of_family(acl_values(v6, "egress_outside"), false),
+            (std::vector<std::string>{"0.0.0.0/1", "128.0.0.0/1"}));
+  EXPECT_EQ(acl_values(v6, "egress_addresses"), (std::vector<std::string>{"fd00::/8"}));
 }
 
 TEST(SquidConf, OnlyKindsInTheListGetAnAllowRule) {
