@@ -212,9 +212,10 @@ grep -q '^allowed.test 8080 403 refused$' <<<"$records" && pass "the refused CON
 mem() {
   local rss usage
   rss="$(docker exec "$proxy" sh -c "awk '/^VmRSS/ {print \$2}' /proc/1/status")"
+  pss="$(docker exec "$proxy" sh -c "awk '/^Pss:/ {print \$2}' /proc/1/smaps_rollup")"
   usage="$(docker exec "$proxy" cat /sys/fs/cgroup/memory/memory.usage_in_bytes 2>/dev/null ||
     docker exec "$proxy" cat /sys/fs/cgroup/memory.current 2>/dev/null || echo 0)"
-  echo "squid RSS $((rss / 1024)) MiB, container cgroup $((usage / 1048576)) MiB ($(docker stats --no-stream --format '{{.MemUsage}}' "$proxy"))"
+  echo "squid RSS $((rss / 1024)) MiB (PSS $((pss / 1024)) MiB), container cgroup $((usage / 1048576)) MiB ($(docker stats --no-stream --format '{{.MemUsage}}' "$proxy"))"
 }
 say "memory idle: $(mem)"
 client "for i in \$(seq 100); do curl -s -o /dev/null -x $proxy_url http://allowed.test/hostname; done"
@@ -233,5 +234,10 @@ read -r via50 via90 <<<"$via"
 read -r direct50 direct90 <<<"$direct"
 read -r ip50 ip90 <<<"$by_ip"
 say "curl of a small file, p50/p90 of 20 (ms): through the proxy ${via50}/${via90}, direct ${direct50}/${direct90}, direct without DNS ${ip50}/${ip90}; goal p50 <= 1.5 x direct + 2 = $(awk "BEGIN {printf \"%.2f\", $direct50 * 1.5 + 2}")"
+
+# Stopping: the image's STOPSIGNAL is SIGINT, Squid's immediate shutdown.
+stop_start=$(date +%s%3N)
+docker stop -t 10 "$proxy" >/dev/null
+say "docker stop of the proxy: $(($(date +%s%3N) - stop_start)) ms, exit code $(docker inspect -f '{{.State.ExitCode}}' "$proxy")"
 
 finish
