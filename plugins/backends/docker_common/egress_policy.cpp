@@ -51,7 +51,8 @@ bool is_host_name(const std::string& name, std::string& why) {
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
-  if (std::all_of(last.begin(), last.end(), [](char c) { return std::isdigit(c) != 0; })) {
+  if (std::all_of(last.begin(), last.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
     why = "not a valid IP address, and a host name does not end in a number";
     return false;
   }
