@@ -37,7 +37,7 @@ die() {
   say "$*"
   exit 1
 }
-usage() { sed -n '2,21p' "$0"; }
+usage() { sed -n '2,20p' "$0"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
