@@ -487,6 +487,22 @@ std::string render_egress_error_page(const EgressPolicy& policy, const std::stri
          "needed.\n";
 }
 
+std::vector<std::string> egress_proxy_env(const EgressPolicy& policy,
+                                          const std::string& agent_label,
+                                          const std::vector<std::string>& client_networks) {
+  return {
+      std::string(kEgressConfVariable) + "=" +
+          render_squid_conf(policy, agent_label, client_networks),
+      std::string(kEgressErrorPageVariable) + "=" + render_egress_error_page(policy, agent_label)};
+}
+
+std::vector<std::string> egress_client_env(const std::string& proxy_host) {
+  const std::string url = "http://" + proxy_host + ":" + std::to_string(kEgressProxyPort);
+  const std::string local = "localhost,127.0.0.1,::1";
+  return {"HTTP_PROXY=" + url,  "HTTPS_PROXY=" + url, "http_proxy=" + url,
+          "https_proxy=" + url, "NO_PROXY=" + local,  "no_proxy=" + local};
+}
+
 std::optional<EgressLogRecord> parse_egress_log_line(std::string_view line) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   std::vector<std::string> fields;

@@ -68,6 +68,17 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
 // the host is not in the agent's egress allow list and lists what is.
 std::string render_egress_error_page(const EgressPolicy& policy, const std::string& agent_label);
 
+// The proxy container's environment ("KEY=VALUE", as ContainerSpec::env holds it): the rendered
+// configuration and refusal page, which the image's entrypoint writes where Squid reads them.
+std::vector<std::string> egress_proxy_env(const EgressPolicy& policy,
+                                          const std::string& agent_label,
+                                          const std::vector<std::string>& client_networks = {});
+
+// The variables an agent's commands get so that curl, pip, npm, git and Python's urllib use the
+// proxy unasked ("KEY=VALUE"): HTTP_PROXY, HTTPS_PROXY, their lower-case forms, and NO_PROXY (and
+// no_proxy) for loopback. `proxy_host` is the proxy container's name on the agent's network.
+std::vector<std::string> egress_client_env(const std::string& proxy_host);
+
 // One line of the proxy's access log.
 struct EgressLogRecord {
   std::string agent;   // the label given to render_squid_conf

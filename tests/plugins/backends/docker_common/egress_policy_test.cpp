@@ -422,6 +422,24 @@ TEST(EgressErrorPage, NamesTheHostAndTheList) {
   EXPECT_NE(page.find("Allowed ports: 443"), std::string::npos);
 }
 
+TEST(EgressEnv, TheProxyGetsItsConfigAndTheAgentTheProxy) {
+  const auto policy = parse_ok(R"({"allow": ["pypi.org"]})");
+  const auto proxy = egress_proxy_env(policy, "agent-1", {"172.30.0.0/24"});
+  ASSERT_EQ(proxy.size(), 2u);
+  EXPECT_EQ(proxy[0],
+            "EXECMCP_EGRESS_CONF=" + render_squid_conf(policy, "agent-1", {"172.30.0.0/24"}));
+  EXPECT_EQ(proxy[1], "EXECMCP_EGRESS_ERROR_PAGE=" + render_egress_error_page(policy, "agent-1"));
+
+  const auto agent = egress_client_env("execmcp-egress-x");
+  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+    EXPECT_NE(
+        std::find(agent.begin(), agent.end(), std::string(name) + "=http://execmcp-egress-x:3128"),
+        agent.end())
+        << name;
+  EXPECT_NE(std::find(agent.begin(), agent.end(), "NO_PROXY=localhost,127.0.0.1,::1"), agent.end());
+  EXPECT_NE(std::find(agent.begin(), agent.end(), "no_proxy=localhost,127.0.0.1,::1"), agent.end());
+}
+
 TEST(EgressLog, ReadsTheProxysLines) {
   const auto refused = parse_egress_log_line(
       "execmcp-egress agent-1 1795678550.298 172.19.0.3 GET denied.test 8080 TCP_DENIED 403 "
