@@ -85,6 +85,20 @@ PY
 docker run -d --name "$p-pypi" --label "$p" --network "$p-up" --network-alias pypi.test --read-only \
   --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges -e "MAKE_INDEX=$(cat "$work/make_index.py")" \
   "$runtime" sh -c 'python3 -c "$MAKE_INDEX" && exec python3 -m http.server 80 --directory /tmp/srv' >/dev/null
+# An HTTPS server, tls.test, with a certificate made on the spot: through a CONNECT tunnel the
+# client must see this very certificate (no interception).
+docker run -d --name "$p-tls" --label "$p" --network "$p-up" --network-alias tls.test --read-only \
+  --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges "$runtime" sh -c '
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout /tmp/key -out /tmp/cert -days 1 \
+      -subj /CN=tls.test -addext subjectAltName=DNS:tls.test 2>/dev/null &&
+    openssl x509 -in /tmp/cert -noout -fingerprint -sha256 && cd /etc &&
+    exec python3 -c "
+import http.server, ssl
+server = http.server.HTTPServer((\"\", 443), http.server.SimpleHTTPRequestHandler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(\"/tmp/cert\", \"/tmp/key\")
+server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()"' >/dev/null
 ip_on() { docker inspect -f "{{(index .NetworkSettings.Networks \"$2\").IPAddress}}" "$1"; }
 allowed_ip="$(ip_on "$p-allowed" "$p-up")"
 denied_ip="$(ip_on "$p-denied" "$p-up")"
@@ -104,7 +118,7 @@ dns_ip="$(ip_on "$p-dns" "$p-up")"
 sleep 0.5
 
 # --- the proxy: the policy rendered by egress_policy.cpp, served to the internal network only ---
-policy="{\"allow\": [\"allowed.test\", \"pypi.test\", \"*.wild.test\", \"$allowed_ip/32\"]}"
+policy="{\"allow\": [\"allowed.test\", \"pypi.test\", \"tls.test\", \"*.wild.test\", \"$allowed_ip/32\"]}"
 "$render" "$policy" "agent-$$" "$work/squid.conf" "$work/page" "$int_subnet" ||
   die "rendering the policy failed"
 proxy="$p-proxy"
@@ -133,6 +147,10 @@ docker start "$proxy" >/dev/null
   die "the proxy never served allowed.test: $(docker logs "$proxy" 2>&1 | tail -n 20)"
 say "proxy startup: docker start to the first request served: $(($(docker logs "$p-poll") - start_ms)) ms"
 proxy_ip="$(ip_on "$proxy" "$p-int")"
+# The package index and the HTTPS server make their files first: wait for both (20 s at most).
+client "for i in \$(seq 200); do curl -sf -o /dev/null -x $proxy_url http://pypi.test/simple/ &&
+  curl -sfk -o /dev/null -x $proxy_url https://tls.test/hostname && exit 0; sleep 0.1; done; exit 1" ||
+  die "pypi.test or tls.test never answered through the proxy"
 
 # --- every check from one client container: lines "name value" ---
 cat >"$work/client.sh" <<EOF
@@ -158,6 +176,8 @@ echo "noproxy \$(curl -sS --noproxy '*' --max-time 5 -o /dev/null -w 'code=%{htt
 echo "raw_ip \$(curl -sS --connect-timeout 3 -o /dev/null -w 'code=%{http_code}' http://$allowed_ip/hostname 2>&1 | tr '\n' ' ')"
 echo "raw_socket \$(timeout 5 python3 -c 'import socket; socket.create_connection(("$allowed_ip", 80), 3); print("connected")' 2>&1 | tail -n 1)"
 echo "dns \$(timeout 8 getent hosts allowed.test || echo none)"
+echo "https \$(c -k -x \$px -w ' %{http_code}' https://tls.test/hostname | tr -d '\n')"
+echo "tls_cert \$(openssl s_client -proxy $proxy:3128 -connect tls.test:443 -servername tls.test </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 2>&1)"
 export HTTP_PROXY=\$px HTTPS_PROXY=\$px PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 pip_out="\$(python3 -m pip install --target /tmp/site --index-url http://pypi.test/simple/ \\
   --trusted-host pypi.test egress-demo 2>&1)"
@@ -206,6 +226,12 @@ check urllib 200 "Python's urllib uses HTTP_PROXY unasked: 200"
 [[ "$(value raw_socket)" != connected ]] && pass "a raw socket to the server's IP fails: $(value raw_socket)" ||
   fail "a raw socket to the server reached it"
 check dns none "the client cannot resolve allowed.test (no DNS of its own)"
+tls_host="$(docker inspect -f '{{.Config.Hostname}}' "$p-tls")"
+check https "$tls_host 200" "HTTPS to tls.test through the proxy (CONNECT to 443): 200 from its server"
+server_cert="$(docker logs "$p-tls" 2>/dev/null | grep -m 1 Fingerprint || true)"
+[ -n "$server_cert" ] && [ "$(value tls_cert)" = "$server_cert" ] &&
+  pass "the client sees tls.test's own certificate through the tunnel (no interception)" ||
+  fail "certificate through the proxy '$(value tls_cert)', the server's '$server_cert'"
 check pip_install "installed through the egress proxy" "pip installs a package from pypi.test through the proxy"
 [[ "$(value pip_denied)" == "403 Client Error: Forbidden"* ]] && pass "pip from denied.test is refused: $(value pip_denied)" ||
   fail "pip from denied.test: '$(value pip_denied)'"
