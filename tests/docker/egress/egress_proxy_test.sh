@@ -167,6 +167,7 @@ echo "ip_allowed \$(c -x \$px -o /dev/null -w '%{http_code}' http://$allowed_ip/
 echo "ip_denied \$(c -x \$px -o /dev/null -w '%{http_code}' http://$denied_ip/hostname)"
 echo "cidr_name \$(c -x \$px -o /dev/null -w '%{http_code}' http://cidr.test/hostname)"
 for i in 1 2 3; do echo "mixed_name \$(c -x \$px -o /dev/null -w '%{http_code}' http://mixed.test/hostname)"; done
+echo "upper_case \$(c -x \$px -o /dev/null -w '%{http_code}' http://ALLOWED.Test/hostname)"
 echo "wildcard_sub \$(c -x \$px -o /dev/null -w '%{http_code}' http://api.wild.test/hostname)"
 echo "wildcard_bare \$(c -x \$px -o /dev/null -w '%{http_code}' http://wild.test/hostname)"
 echo "manager \$(c -x \$px -o /dev/null -w '%{http_code}' http://$proxy_ip:3128/squid-internal-mgr/info)"
@@ -212,6 +213,7 @@ check cidr_name 200 "GET cidr.test, a name whose only address is in the /32 entr
 [ "$(sed -n 's/^mixed_name //p' <<<"$out" | sort -u)" = 403 ] &&
   pass "GET mixed.test (one allowed and one foreign address) is refused every time (3 tries)" ||
   fail "mixed.test: $(sed -n 's/^mixed_name //p' <<<"$out" | tr '\n' ' ')"
+check upper_case 200 "GET ALLOWED.Test (names match in any case): 200"
 check wildcard_sub 200 "GET api.wild.test (allowed by *.wild.test): 200"
 check wildcard_bare 403 "GET wild.test (the bare name of *.wild.test): 403"
 check manager 403 "the cache manager through the proxy: 403"
@@ -280,6 +282,13 @@ after="$(dns_queries)"
 [ "$code" = 403 ] && [ "$after" = "$before" ] &&
   pass "names-only list: a refused name gets 403 in $ms ms and is never looked up" ||
   fail "names-only list: a refused name got $code in $ms ms, $((after - before)) lookups reached the resolver"
+# (Names that are not in the list are refused here at once: the main proxy's list holds an address
+# entry, so it looks them up first, and the counting resolver never answers.)
+for name in sub.allowed.test allowed.test.evil.test allowed.tes; do
+  read -r code ms <<<"$(exfil "$p-names" "$name")"
+  [ "$code" = 403 ] && pass "GET $name with allowed.test in the list: 403" ||
+    fail "GET $name with allowed.test in the list: $code"
+done
 before="$(dns_queries)"
 read -r code ms <<<"$(exfil "$proxy" "secret-data-$$.exfil.example.test")"
 sleep 0.5
