@@ -83,6 +83,21 @@ std::string address_text(int family, const std::array<unsigned char, 16>& bytes)
   return out.data();
 }
 
+// True when an IPv6 address with this prefix lies wholly in ::/96 or ::ffff:0:0/96, the
+// IPv4-compatible and IPv4-mapped forms, where Squid keeps IPv4: such an entry is written as IPv4.
+bool in_ipv4_forms(int family, const std::array<unsigned char, 16>& bytes, int prefix,
+                   std::string& why) {
+  if (family != AF_INET6 || prefix < 96) return false;
+  const bool zero10 = std::all_of(bytes.begin(), bytes.begin() + 10, [](auto b) { return b == 0; });
+  const bool compatible = zero10 && bytes[10] == 0 && bytes[11] == 0;
+  const bool mapped = zero10 && bytes[10] == 0xff && bytes[11] == 0xff;
+  if (!compatible && !mapped) return false;
+  why =
+      "an IPv6 form of IPv4 (or ::1, ::, which the proxy never reaches): write the IPv4 "
+      "address or network instead";
+  return true;
+}
+
 std::optional<EgressEntry> parse_network(const std::string& text, std::string& why) {
   const std::size_t slash = text.find('/');
   const std::string address = text.substr(0, slash);
@@ -102,6 +117,7 @@ std::optional<EgressEntry> parse_network(const std::string& text, std::string& w
     why = "the prefix length after '/' must be a number from 0 to " + std::to_string(max_prefix);
     return std::nullopt;
   }
+  if (in_ipv4_forms(family, bytes, prefix, why)) return std::nullopt;
   // Host bits are cleared, as Squid would (with a warning): 10.20.1.5/16 is 10.20.0.0/16.
   const int byte_count = family == AF_INET ? 4 : 16;
   for (int i = 0; i < byte_count; ++i) {
@@ -338,8 +354,10 @@ std::optional<EgressEntry> parse_egress_entry(const std::string& text, std::stri
   if (text.find('/') != std::string::npos) return parse_network(text, why);
   int family = 0;
   std::array<unsigned char, 16> bytes{};
-  if (parse_address(text, family, bytes))
+  if (parse_address(text, family, bytes)) {
+    if (in_ipv4_forms(family, bytes, 128, why)) return std::nullopt;
     return EgressEntry{EgressEntry::Kind::kAddress, address_text(family, bytes), text};
+  }
   if (text.find(':') != std::string::npos) {
     why = "a ':' that is neither an IPv6 address nor allowed in a name (ports go in egress.ports)";
     return std::nullopt;

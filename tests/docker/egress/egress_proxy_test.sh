@@ -21,7 +21,7 @@ work="$(mktemp -d)"
 cleanups+=("rm -rf $work")
 
 # --- Squid accepts what the backend renders for every kind of entry (squid -k parse) ---
-"$render" '{"allow": ["pypi.org", "*.npmjs.org", "10.20.0.0/16", "10.21.0.1", "fd00::/8", "::1"],
+"$render" '{"allow": ["pypi.org", "*.npmjs.org", "10.20.0.0/16", "10.21.0.1", "fd00::/8", "2001:db8::1"],
   "ports": [80, 443, 8443]}' agent "$work/all.conf" "$work/all.page" 172.30.0.0/24 fd01::/64 ||
   die "rendering the policy failed"
 if out="$(docker run --rm --read-only --tmpfs /tmp --cap-drop ALL -e "EXECMCP_EGRESS_CONF=$(cat "$work/all.conf")" \

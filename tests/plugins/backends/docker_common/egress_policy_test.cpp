@@ -64,7 +64,8 @@ TEST(EgressEntry, EveryFormIsClassifiedAndNormalised) {
       {"*.Test", Kind::kWildcard, "test"},
       {"10.0.0.1", Kind::kAddress, "10.0.0.1"},
       {"2001:DB8::1", Kind::kAddress, "2001:db8::1"},
-      {"::1", Kind::kAddress, "::1"},
+      {"fe80::1", Kind::kAddress, "fe80::1"},
+      {"::/64", Kind::kNetwork, "::/64"},  // partly IPv4's forms: those are left out when rendered
       {"10.20.0.0/16", Kind::kNetwork, "10.20.0.0/16"},
       {"10.20.1.5/16", Kind::kNetwork, "10.20.0.0/16"},  // host bits cleared
       {"0.0.0.0/0", Kind::kNetwork, "0.0.0.0/0"},
@@ -106,6 +107,11 @@ TEST(EgressEntry, MalformedEntriesAreRefusedWithAReason) {
       {"1.2.3.4/-1", "from 0 to 32"},
       {"1.2.3.4/8x", "from 0 to 32"},
       {"fd00::/129", "from 0 to 128"},
+      {"::1", "IPv6 form of IPv4"},
+      {"::", "IPv6 form of IPv4"},
+      {"::ffff:10.0.0.1", "IPv6 form of IPv4"},
+      {"::ffff:10.0.0.0/120", "IPv6 form of IPv4"},
+      {"::/96", "IPv6 form of IPv4"},
       {"1.2.3/8", "not an IP address"},
       {"example.com/8", "not an IP address"},
       {"1.2.3.256", "end in a number"},
@@ -328,12 +334,12 @@ TEST(SquidConf, AddressAclsNeverOverlapWhateverTheList) {
   // Overlapping and adjacent entries, both families, the edges of each space.
   const std::string conf =
       render_squid_conf(parse_ok(R"({"allow": ["10.0.0.0/8", "10.1.0.0/16", "11.0.0.0/8", "0.0.0.0",
-                             "255.255.255.255", "fd00::/8", "fd12::1", "::", "::/127",
-                             "::ffff:10.0.0.1", "ffff::/16"]})"),
+                             "255.255.255.255", "fd00::/8", "fd12::1", "::/64", "::/80",
+                             "ffff::/16"]})"),
                         "a");
   const auto allowed = acl_values(conf, "egress_addresses");
   const auto outside = acl_values(conf, "egress_outside");
-  // 10/8 and 11/8 join into 10.0.0.0/7; the IPv4-mapped entry allows nothing.
+  // 10/8 and 11/8 join into 10.0.0.0/7; ::/64 allows nothing of IPv4's forms in it.
   EXPECT_EQ(of_family(allowed, false),
             (std::vector<std::string>{"0.0.0.0/32", "10.0.0.0/7", "255.255.255.255/32"}));
   std::vector<std::string> everything = allowed;
