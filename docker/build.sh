@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds execmcp's images on the offline Debian base, skipping any image whose inputs did not change.
-#   docker/build.sh [--runtime] [--sudo] [--server] [--proxy] [--all] [options]
+#   docker/build.sh [--runtime] [--sudo] [--server] [--proxy] [--egress] [--all] [options]
 #     --runtime       the image agents' commands run in (execmcp/runtime:latest); the default
 #     --sudo          the runtime image with passwordless sudo (execmcp/runtime-sudo:latest), for
 #                     the backends' `sudo: true`; builds the runtime image first when needed
 #     --server        the execmcp server (execmcp/server:latest), see docs/deployment.md
 #     --proxy         the Engine API socket proxy (execmcp/proxy:latest), see docs/deployment.md
-#     --all           runtime, server and proxy (not --sudo: opt-in)
+#     --egress        the egress proxy of agents with `network: egress` (execmcp/egress:latest),
+#                     see docs/docker-backend.md
+#     --all           runtime, server, proxy and egress (not --sudo: opt-in)
 #     -t, --tag TAG   tag of the image to build (only with one image)
 #     --base IMAGE    base image (default execmcp/debian-base:bookworm, made offline by
 #                     docker/make-base-image.sh when missing; e.g. python:3.12-slim with a registry)
@@ -35,12 +37,12 @@ die() {
   say "$*"
   exit 1
 }
-usage() { sed -n '2,19p' "$0"; }
+usage() { sed -n '2,20p' "$0"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
-    --runtime | --sudo | --server | --proxy) images+=("${1#--}"); shift ;;
-    --all) images+=(runtime server proxy); shift ;;
+    --runtime | --sudo | --server | --proxy | --egress) images+=("${1#--}"); shift ;;
+    --all) images+=(runtime server proxy egress); shift ;;
     -t | --tag) tag="${2:?$1 needs a value}"; shift 2 ;;
     --base) base="${2:?--base needs a value}"; shift 2 ;;
     --uid) uid="${2:?--uid needs a value}"; shift 2 ;;
@@ -156,6 +158,13 @@ build_proxy() {
   mkdir -p "$ctx"
   cp "$here/proxy/Dockerfile" "$here/proxy/haproxy.cfg" "$here/server/drop-to-user.sh" "$ctx/"
   build_from_context "${tag:-execmcp/proxy:latest}" "$ctx" Dockerfile
+}
+
+build_egress() {
+  local ctx="$work/egress"
+  mkdir -p "$ctx"
+  cp "$here/egress/Dockerfile" "$here/egress/entrypoint.sh" "$ctx/"
+  build_from_context "${tag:-execmcp/egress:latest}" "$ctx" Dockerfile
 }
 
 # Puts the install tree in $1/stage and the Debian packages its libraries need in
