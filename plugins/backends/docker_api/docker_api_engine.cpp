@@ -259,6 +259,58 @@ bool DockerApiEngine::wait_stopped(const std::string& name, std::chrono::millise
   return r.error.empty() && (r.status == 200 || r.status == 404);
 }
 
+dc::EngineError DockerApiEngine::create_network(const dc::NetworkSpec& spec) {
+  const json body = {{"Name", spec.name},      {"Driver", "bridge"},    {"Internal", spec.internal},
+                     {"CheckDuplicate", true}, {"Labels", spec.labels}, {"Attachable", false}};
+  auto r = client_.request("POST", api("/networks/create"), body.dump());
+  if (r.status == 201) return {};
+  return failure(r, r.status == 409 ? Kind::kConflict : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::inspect_network(const std::string& name, dc::NetworkInfo& out) {
+  auto r = client_.request("GET", api("/networks/" + url_encode(name)));
+  if (!r.ok()) return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+  const auto j = json::parse(r.body, nullptr, false);
+  if (!j.is_object())
+    return dc::EngineError::of(Kind::kOther, "the network's inspect document is not JSON");
+  out = dc::network_info_from_inspect(j);
+  return {};
+}
+
+dc::EngineError DockerApiEngine::list_networks(const std::map<std::string, std::string>& labels,
+                                               std::vector<dc::NetworkInfo>& out) {
+  out.clear();
+  json wanted = json::array();
+  for (const auto& [k, v] : labels) wanted.push_back(k + "=" + v);
+  const json filters = {{"label", wanted}};
+  auto r = client_.request("GET", api("/networks?filters=" + url_encode(filters.dump())));
+  if (!r.ok()) return failure(r);
+  const auto list = json::parse(r.body, nullptr, false);
+  if (!list.is_array()) return dc::EngineError::of(Kind::kOther, "the network list is not a list");
+  for (const auto& n : list) out.push_back(dc::network_info_from_inspect(n));
+  return {};
+}
+
+dc::EngineError DockerApiEngine::connect_network(const std::string& network,
+                                                 const std::string& container,
+                                                 const std::string& alias) {
+  json body = {{"Container", container}};
+  if (!alias.empty()) body["EndpointConfig"] = {{"Aliases", json::array({alias})}};
+  auto r =
+      client_.request("POST", api("/networks/" + url_encode(network) + "/connect"), body.dump());
+  if (r.error.empty() && r.status == 200) return {};
+  return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+}
+
+dc::EngineError DockerApiEngine::remove_network(const std::string& name_or_id) {
+  auto r = client_.request("DELETE", api("/networks/" + url_encode(name_or_id)));
+  if (r.error.empty() && (r.status == 204 || r.status == 200)) return {};
+  // 403: "network has active endpoints" (a container is still on it).
+  return failure(r, r.status == 404                      ? Kind::kNotFound
+                    : r.status == 403 || r.status == 409 ? Kind::kConflict
+                                                         : Kind::kOther);
+}
+
 dc::EngineError DockerApiEngine::copy_into(const std::string& name, const std::string& dir,
                                            const std::string& tar) {
   auto r = client_.request("PUT", api("/containers/" + name + "/archive?path=" + url_encode(dir)),

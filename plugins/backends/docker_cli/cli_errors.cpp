@@ -160,13 +160,16 @@ EngineError classify_cli_failure(const CliRun& run, const CliTarget& target) {
   if (contains(err, "no such image") || contains(err, "image not known"))
     return EngineError::of(Kind::kImageMissing, said);
   if (contains(err, "no such container") || contains(err, "no such object") ||
-      contains(err, "no container with name or id"))
+      contains(err, "no container with name or id") || contains(err, "no such network") ||
+      (contains(err, "network") && contains(err, "not found")))
     return EngineError::of(Kind::kNotFound, said);
   if (contains(err, "is not running") || contains(err, "container state improper") ||
       contains(err, "is restarting") || contains(err, "stopped state") ||
       contains(err, "container that has stopped"))
     return EngineError::of(Kind::kNotRunning, said);
-  if (contains(err, "conflict") || contains(err, "is already in use"))
+  if (contains(err, "conflict") || contains(err, "is already in use") ||
+      contains(err, "already exists") || contains(err, "already used") ||
+      contains(err, "has active endpoints"))
     return EngineError::of(Kind::kConflict, said);
   return EngineError::of(Kind::kOther, said.empty() ? target.describe + " exited with status " +
                                                           std::to_string(run.exit_status) +

@@ -551,6 +551,65 @@ dc::EngineError DockerCliEngine::remove(const std::string& name_or_id) {
   return check(run({"rm", "--force", "--volumes", name_or_id}, kCallTimeout));
 }
 
+dc::EngineError DockerCliEngine::create_network(const dc::NetworkSpec& spec) {
+  std::vector<std::string> args = {"network", "create", "--driver=bridge"};
+  if (spec.internal) args.push_back("--internal");
+  for (const auto& [k, v] : spec.labels) args.push_back("--label=" + k + "=" + v);
+  args.push_back(spec.name);
+  return check(run(args, kCallTimeout));
+}
+
+dc::EngineError DockerCliEngine::inspect_network(const std::string& name, dc::NetworkInfo& out) {
+  const auto r = run({"network", "inspect", name}, kCallTimeout);
+  if (auto e = check(r); !e.ok()) return e;
+  const auto docs = nlohmann::json::parse(r.out, nullptr, false);
+  if (!docs.is_array() || docs.empty())
+    return dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary +
+                                                 " network inspect` answered with no JSON list");
+  out = dc::network_info_from_inspect(docs.front());
+  return {};
+}
+
+dc::EngineError DockerCliEngine::list_networks(const std::map<std::string, std::string>& labels,
+                                               std::vector<dc::NetworkInfo>& out) {
+  out.clear();
+  std::vector<std::string> args = {"network", "ls", "--quiet", "--no-trunc"};
+  for (const auto& [k, v] : labels) args.push_back("--filter=label=" + k + "=" + v);
+  const auto ids_run = run(args, kCallTimeout);
+  if (auto e = check(ids_run); !e.ok()) return e;
+  std::vector<std::string> inspect_args = {"network", "inspect"};
+  std::istringstream ids(ids_run.out);
+  for (std::string id; std::getline(ids, id);)
+    if (!id.empty()) inspect_args.push_back(id);
+  if (inspect_args.size() == 2) return {};
+  // One inspect for all; one that vanished in between makes it fail, but the rest still come.
+  const auto r = run(inspect_args, kCallTimeout);
+  const auto docs = nlohmann::json::parse(r.out, nullptr, false);
+  if (!docs.is_array()) {
+    auto e = check(r);
+    return e.ok() ? dc::EngineError::of(Kind::kOther, "`" + settings_.docker_binary +
+                                                          " network inspect` answered with no "
+                                                          "JSON list")
+                  : e;
+  }
+  for (const auto& doc : docs) out.push_back(dc::network_info_from_inspect(doc));
+  return {};
+}
+
+dc::EngineError DockerCliEngine::connect_network(const std::string& network,
+                                                 const std::string& container,
+                                                 const std::string& alias) {
+  std::vector<std::string> args = {"network", "connect"};
+  if (!alias.empty()) args.push_back("--alias=" + alias);
+  args.push_back(network);
+  args.push_back(container);
+  return check(run(args, kCallTimeout));
+}
+
+dc::EngineError DockerCliEngine::remove_network(const std::string& name_or_id) {
+  return check(run({"network", "rm", name_or_id}, kCallTimeout));
+}
+
 bool DockerCliEngine::wait_stopped(const std::string& name, std::chrono::milliseconds timeout) {
   // Looks every 100 ms: `docker wait` and `podman wait` differ on a container never started.
   const auto deadline = Clock::now() + timeout;

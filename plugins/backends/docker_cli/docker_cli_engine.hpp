@@ -82,6 +82,15 @@ class DockerCliEngine final : public docker_common::Engine {
   docker_common::EngineError stop(const std::string& name, std::chrono::seconds timeout) override;
   docker_common::EngineError remove(const std::string& name_or_id) override;
   bool wait_stopped(const std::string& name, std::chrono::milliseconds timeout) override;
+  docker_common::EngineError create_network(const docker_common::NetworkSpec& spec) override;
+  docker_common::EngineError inspect_network(const std::string& name,
+                                             docker_common::NetworkInfo& out) override;
+  docker_common::EngineError list_networks(const std::map<std::string, std::string>& labels,
+                                           std::vector<docker_common::NetworkInfo>& out) override;
+  docker_common::EngineError connect_network(const std::string& network,
+                                             const std::string& container,
+                                             const std::string& alias) override;
+  docker_common::EngineError remove_network(const std::string& name_or_id) override;
   docker_common::EngineError copy_into(const std::string& name, const std::string& dir,
                                        const std::string& tar) override;
   docker_common::EngineError logs(const std::string& name, std::string& text) override;

@@ -62,6 +62,12 @@ ContainerInfo container_info_from_inspect(const json& doc) {
                              m.contains("RW") && m["RW"].is_boolean() && m["RW"].get<bool>()});
     }
   }
+  if (doc.contains("NetworkSettings") && doc["NetworkSettings"].is_object() &&
+      doc["NetworkSettings"].contains("Networks") &&
+      doc["NetworkSettings"]["Networks"].is_object()) {
+    for (const auto& [name, endpoint] : doc["NetworkSettings"]["Networks"].items())
+      info.networks[name] = endpoint.is_object() ? text_of(endpoint, "IPAddress") : "";
+  }
   if (doc.contains("State") && doc["State"].is_object()) {
     const auto& s = doc["State"];
     info.state.exists = true;
@@ -71,6 +77,21 @@ ContainerInfo container_info_from_inspect(const json& doc) {
         s.contains("ExitCode") && s["ExitCode"].is_number_integer() ? s["ExitCode"].get<int>() : -1;
     info.state.oom_killed =
         s.contains("OOMKilled") && s["OOMKilled"].is_boolean() && s["OOMKilled"].get<bool>();
+  }
+  return info;
+}
+
+NetworkInfo network_info_from_inspect(const json& doc) {
+  NetworkInfo info;
+  if (!doc.is_object()) return info;
+  info.id = text_of(doc, "Id");
+  info.name = text_of(doc, "Name");
+  info.driver = text_of(doc, "Driver");
+  info.internal =
+      doc.contains("Internal") && doc["Internal"].is_boolean() && doc["Internal"].get<bool>();
+  if (doc.contains("Labels") && doc["Labels"].is_object()) {
+    for (const auto& [k, v] : doc["Labels"].items())
+      if (v.is_string()) info.labels[k] = v.get<std::string>();
   }
   return info;
 }

@@ -73,11 +73,33 @@ struct ContainerInfo {
   std::vector<ContainerMount> mounts;
   ContainerState state;
   std::string user;  // Config.User: who its processes run as by default ("" = root)
+  // The networks it is on: name -> its IPv4 address there ("" when the engine gave none).
+  std::map<std::string, std::string> networks;
 };
 
 // Parses one container's inspect document (GET /containers/{id}/json, `docker inspect`, `podman
 // inspect`: the same shape).
 ContainerInfo container_info_from_inspect(const nlohmann::json& doc);
+
+// A network as the backend makes and checks them (an agent's internal network, the egress
+// proxy's upstream network).
+struct NetworkInfo {
+  std::string id;
+  std::string name;
+  std::string driver;
+  bool internal = false;  // no route out of it: its members reach only each other
+  std::map<std::string, std::string> labels;
+};
+
+// Parses one network's inspect document (GET /networks/{id}, `docker network inspect`).
+NetworkInfo network_info_from_inspect(const nlohmann::json& doc);
+
+// A bridge network of execmcp's own.
+struct NetworkSpec {
+  std::string name;
+  bool internal = true;
+  std::map<std::string, std::string> labels;
+};
 
 // What the backend needs to know about an image (GET /images/{name}/json, `docker image inspect`).
 struct ImageInfo {
@@ -191,6 +213,19 @@ class Engine {
   virtual EngineError remove(const std::string& name_or_id) = 0;
   // True once the container is not running (or gone), false if it still runs after `timeout`.
   virtual bool wait_stopped(const std::string& name, std::chrono::milliseconds timeout) = 0;
+
+  // Networks. kConflict when the name is taken.
+  virtual EngineError create_network(const NetworkSpec& spec) = 0;
+  // kNotFound when there is no such network.
+  virtual EngineError inspect_network(const std::string& name, NetworkInfo& out) = 0;
+  // Every network carrying all of `labels`.
+  virtual EngineError list_networks(const std::map<std::string, std::string>& labels,
+                                    std::vector<NetworkInfo>& out) = 0;
+  // Joins the container to the network, where the others reach it as `alias` too.
+  virtual EngineError connect_network(const std::string& network, const std::string& container,
+                                      const std::string& alias) = 0;
+  // kNotFound when it was not there; kConflict while a container is still on it.
+  virtual EngineError remove_network(const std::string& name_or_id) = 0;
   // Unpacks the tar archive `tar` into `dir` in the container.
   virtual EngineError copy_into(const std::string& name, const std::string& dir,
                                 const std::string& tar) = 0;

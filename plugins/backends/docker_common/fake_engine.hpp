@@ -29,6 +29,7 @@ class FakeEngine final : public Engine {
   bool reachable = true;
   std::set<std::string> images;
   std::map<std::string, ContainerInfo> containers;  // by name
+  std::map<std::string, NetworkInfo> networks;      // by name
   // The next create() of each name fails with kConflict this many times.
   int conflicts_on_create = 0;
   std::deque<ExecResult> exec_results;
@@ -145,6 +146,57 @@ class FakeEngine final : public Engine {
   bool wait_stopped(const std::string& name, std::chrono::milliseconds) override {
     const auto* c = find(name);
     return c == nullptr || !c->state.running;
+  }
+  EngineError create_network(const NetworkSpec& spec) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("create_network " + spec.name);
+    if (networks.contains(spec.name))
+      return EngineError::of(EngineError::Kind::kConflict, "network name in use");
+    networks[spec.name] = {"net-" + spec.name, spec.name, "bridge", spec.internal, spec.labels};
+    return {};
+  }
+  EngineError inspect_network(const std::string& name, NetworkInfo& out) override {
+    if (auto err = connect(); !err.ok()) return err;
+    const auto it = networks.find(name);
+    if (it == networks.end())
+      return EngineError::of(EngineError::Kind::kNotFound, "no such network");
+    out = it->second;
+    return {};
+  }
+  EngineError list_networks(const std::map<std::string, std::string>& labels,
+                            std::vector<NetworkInfo>& out) override {
+    if (auto err = connect(); !err.ok()) return err;
+    out.clear();
+    for (const auto& [name, n] : networks) {
+      bool all = true;
+      for (const auto& [k, v] : labels) {
+        const auto it = n.labels.find(k);
+        all = all && it != n.labels.end() && it->second == v;
+      }
+      if (all) out.push_back(n);
+    }
+    return {};
+  }
+  EngineError connect_network(const std::string& network, const std::string& container,
+                              const std::string& alias) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("connect_network " + network + " " + container);
+    auto* c = find(container);
+    if (c == nullptr || !networks.contains(network))
+      return EngineError::of(EngineError::Kind::kNotFound, "no such container or network");
+    c->networks[network] = "10.0.0." + std::to_string(c->networks.size() + 2);
+    (void)alias;
+    return {};
+  }
+  EngineError remove_network(const std::string& name_or_id) override {
+    if (auto err = connect(); !err.ok()) return err;
+    calls.push_back("remove_network " + name_or_id);
+    for (const auto& [name, c] : containers)
+      if (c.networks.contains(name_or_id))
+        return EngineError::of(EngineError::Kind::kConflict, "network has active endpoints");
+    if (networks.erase(name_or_id) == 0)
+      return EngineError::of(EngineError::Kind::kNotFound, "no such network");
+    return {};
   }
   EngineError copy_into(const std::string&, const std::string&, const std::string&) override {
     return {};
