@@ -234,6 +234,14 @@ std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std
                                                                  bool& runner_fault) {
   std::lock_guard lock(runner_mutex_);
   runner_fault = true;
+  // A channel into a container that has since been replaced (start() again, a recovery that made
+  // a new one) is dead even while its reader has not seen the stream's end yet.
+  if (runner_ && runner_for_ != lifecycle_.incarnation()) {
+    lifecycle_.log(sdk::LogLevel::Info, "execmcp-runner's channel was into the container " +
+                                            lifecycle_.name() +
+                                            " before it was made again; opening a new one");
+    runner_.reset();
+  }
   if (runner_ && runner_->alive()) return runner_;
   if (runner_) {
     lifecycle_.log(sdk::LogLevel::Warn, "execmcp-runner in " + lifecycle_.name() + " is gone (" +
@@ -249,6 +257,7 @@ std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std
     return nullptr;
   }
   why = open_runner_channel(notices, runner_, runner_fault);
+  runner_for_ = lifecycle_.incarnation();
   if (!why.empty()) {
     runner_.reset();
     if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again

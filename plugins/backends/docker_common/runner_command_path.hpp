@@ -63,8 +63,9 @@ class RunnerCommandPath final : public CommandPath {
   Engine& engine_;
   std::atomic<std::uint64_t> stop_generation_{0};
   std::string runner_path_;  // where it runs in the container (guarded by runner_mutex_)
-  std::mutex runner_mutex_;  // guards the three below; held while a channel opens
+  std::mutex runner_mutex_;  // guards the four below; held while a channel opens
   std::shared_ptr<RunnerChannel> runner_;
+  std::uint64_t runner_for_ = 0;  // the container incarnation runner_ was opened into
   std::chrono::steady_clock::time_point runner_retry_at_{};
   std::string runner_failure_;
   // The container incarnation execmcp-runner was copied into (ContainerLifecycle::incarnation());
