@@ -9,7 +9,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 extern char** environ;
 
@@ -82,6 +86,17 @@ std::string load_average() {
   for (int fields = 0; fields < 3 && end != std::string::npos; ++fields)
     end = line.find(' ', end == 0 ? 0 : end + 1);
   return line.substr(0, end);
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  root = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
 }
 
 }  // namespace execmcp::bench

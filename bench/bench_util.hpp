@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,16 @@ int spawn_quiet(const std::vector<std::string>& argv);
 
 // The first line a shell command prints ("" on failure).
 std::string output_of(const std::string& command);
+
+// A fresh directory under the temporary directory (`prefix` and random characters), removed with
+// everything in it at the end. Throws std::runtime_error when it cannot be made.
+struct TempDir {
+  std::filesystem::path root;
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 // The 1, 5 and 15 minute load averages: numbers from a busy machine are several times an idle
 // one's.

@@ -65,19 +65,8 @@ std::string one_line(std::string text, std::size_t limit = 160) {
 }
 
 // A temporary directory with one workspace per agent; removed at the end.
-struct Workspace {
-  fs::path root;
-  Workspace() {
-    std::string tmpl = (fs::temp_directory_path() / "execmcp-load-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    root = tmpl;
-  }
-  ~Workspace() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
+struct Workspace : TempDir {
+  Workspace() : TempDir("execmcp-load") {}
 };
 
 // A unix socket that listens and never answers: a docker-api agent pointed at it connects, sends

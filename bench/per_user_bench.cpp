@@ -48,19 +48,8 @@ struct Options {
 };
 
 // A temporary directory for the configs, logs and users' workspaces; removed at the end.
-struct Workspace {
-  fs::path root;
-  Workspace() {
-    std::string tmpl = (fs::temp_directory_path() / "execmcp-per-user-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    root = tmpl;
-  }
-  ~Workspace() {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
+struct Workspace : TempDir {
+  Workspace() : TempDir("execmcp-per-user-bench") {}
 };
 
 struct PerUserSettings {
