@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from mcp_http import (PROTOCOL, Client, check_result, docker, engine_problem, proc_counts,
+from mcp_http import (PROTOCOL, Client, Report, check_result, docker, engine_problem, proc_counts,
                       proc_status_kib)
 
 # Growth allowed between the start and the end of the load: calls in flight at the moment of a
@@ -40,16 +40,8 @@ from mcp_http import (PROTOCOL, Client, check_result, docker, engine_problem, pr
 FD_MARGIN = 16
 THREAD_MARGIN = 8
 
-failures = []
-
-
-def say(msg):
-    print(f"http_load_test: {msg}", flush=True)
-
-
-def fail(msg):
-    failures.append(msg)
-    say(f"FAIL: {msg}")
+report = Report("http_load_test")
+say, fail, failures = report.say, report.fail, report.failures
 
 
 class Tally:

@@ -15,6 +15,21 @@ SKIP = 77
 PROTOCOL = "2026-07-28"
 
 
+class Report:
+    """What a load test says: progress lines under its name, and the failures it counts."""
+
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+
+    def say(self, msg):
+        print(f"{self.name}: {msg}", flush=True)
+
+    def fail(self, msg):
+        self.failures.append(msg)
+        self.say(f"FAIL: {msg}")
+
+
 def docker(*args, check=True):
     out = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60)
     if check and out.returncode != 0:

@@ -36,21 +36,13 @@ import tempfile
 import threading
 import time
 
-from mcp_http import Client, check_result, docker, engine_problem, proc_status_kib
+from mcp_http import Client, Report, check_result, docker, engine_problem, proc_status_kib
 
 AGENT = "py"
 CALLS_PER_USER = 4
 
-failures = []
-
-
-def say(msg):
-    print(f"per_user_load_test: {msg}", flush=True)
-
-
-def fail(msg):
-    failures.append(msg)
-    say(f"FAIL: {msg}")
+report = Report("per_user_load_test")
+say, fail, failures = report.say, report.fail, report.failures
 
 
 def env_number(name, default, kind=int):
