@@ -7,20 +7,13 @@
 
 namespace execmcp::host {
 
-namespace {
-
-// Where every user's sandbox sees its workspace.
-constexpr const char* kSandboxCwd = "/workspace";
-
-}  // namespace
-
 std::unique_ptr<ConfiguredAgent> build_per_user_template(const Config& config,
                                                          const AgentConfig& agent,
                                                          const PluginRegistry& plugins,
                                                          AgentBuildOptions options) {
   AgentConfig shape = agent;
   shape.cwd = agent.per_user->workspace_root;
-  options.sandbox_cwd = kSandboxCwd;
+  options.sandbox_cwd = kUserSandboxCwd;
   options.touch_filesystem = false;
   auto built = build_agent(config, shape, plugins, options);
   if (built->sandbox_control() == nullptr || !built->traits().isolated)
@@ -83,7 +76,7 @@ AgentRegistry::Entry AgentRegistry::build_per_user(const AgentConfig& agent_conf
     one.per_user.reset();
     AgentBuildOptions one_options = options;
     one_options.instance_id = instance + "-" + name;
-    one_options.sandbox_cwd = kSandboxCwd;
+    one_options.sandbox_cwd = kUserSandboxCwd;
     return build_agent(*config, one, *plugins, one_options);
   };
   entry.sandboxes =

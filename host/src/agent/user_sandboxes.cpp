@@ -18,9 +18,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-// What commands see as their workspace in every user's sandbox.
-const std::string kSandboxCwd = "/workspace";
-
 long long whole_seconds(std::chrono::milliseconds duration) {
   return std::chrono::duration_cast<std::chrono::seconds>(duration).count();
 }
@@ -47,7 +44,7 @@ class UserSandbox final : public Agent {
   ~UserSandbox() override { shutdown(); }
 
   [[nodiscard]] const std::string& id() const override { return owner_.id(); }
-  [[nodiscard]] const std::string& cwd() const override { return kSandboxCwd; }
+  [[nodiscard]] const std::string& cwd() const override { return kUserSandboxCwd; }
   [[nodiscard]] std::string call_limit_key() const override { return owner_.id() + "/" + key_; }
   [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.traits_; }
   [[nodiscard]] AgentCapabilities capabilities() const override { return owner_.capabilities_; }

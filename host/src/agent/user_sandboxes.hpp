@@ -23,6 +23,9 @@
 
 namespace execmcp::host {
 
+// Where every user's sandbox sees its workspace (BackendInit::sandbox_cwd, and the agent's cwd()).
+inline const std::string kUserSandboxCwd = "/workspace";
+
 // Makes one sandbox's agent, not started: `workspace` is its directory on the host (it exists),
 // `name` goes into its container's name ("alice", "warm-3"). Throws like build_agent.
 using SandboxBuilder = std::function<std::unique_ptr<ConfiguredAgent>(const std::string& workspace,
