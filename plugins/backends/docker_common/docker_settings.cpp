@@ -19,10 +19,10 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 16> kCommonKeys = {
+constexpr std::array<const char*, 17> kCommonKeys = {
     "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
     "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
-    "command_prefix", "venv_path", "shell", "exec_mode"};
+    "command_prefix", "venv_path", "shell", "exec_mode",  "egress"};
 // Issue 11's options.
 constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "preinstall",
                                                     "preinstall_on_failure"};
@@ -30,9 +30,9 @@ constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "prei
 // Attach mode's keys (see parse_attach_key()).
 constexpr std::array<const char*, 2> kAttachKeys = {"container", "attach_accept_writable_context"};
 // Settings about the container execmcp creates: they cannot apply to one it attaches to.
-constexpr std::array<const char*, 12> kCreateOnlyKeys = {
-    "image",   "memory",       "disk", "tmpfs_size", "writable_rootfs",      "cpus", "pids_limit",
-    "network", "extra_mounts", "sudo", "preinstall", "preinstall_on_failure"};
+constexpr std::array<const char*, 13> kCreateOnlyKeys = {
+    "image",   "memory",       "disk", "tmpfs_size", "writable_rootfs",       "cpus",  "pids_limit",
+    "network", "extra_mounts", "sudo", "preinstall", "preinstall_on_failure", "egress"};
 constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_context", "docker_flags",
                                                  "cli_env"};
 
@@ -274,6 +274,46 @@ void check_attach_settings(const nlohmann::json& root, const DockerSettings& s) 
         "execmcp create and manage the agent's container");
 }
 
+// "/egress/allow/3" as the settings' own words: "egress.allow[3]".
+std::string pointer_as_key(const std::string& pointer) {
+  std::string out;
+  std::size_t at = 1;
+  while (at <= pointer.size()) {
+    const std::size_t next = std::min(pointer.find('/', at), pointer.size());
+    const std::string token = pointer.substr(at, next - at);
+    const bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+    out += index ? "[" + token + "]" : (out.empty() ? "" : ".") + token;
+    at = next + 1;
+  }
+  return out;
+}
+
+// `egress`, through parse_egress(): its first problem is thrown, at the key it names.
+EgressPolicy parse_egress_setting(const nlohmann::json& value) {
+  std::vector<sdk::SettingsProblem> problems;
+  auto policy = parse_egress(value, problems, "/egress");
+  if (!problems.empty())
+    throw std::invalid_argument("setting '" + pointer_as_key(problems.front().pointer) +
+                                "': " + problems.front().message);
+  return policy;
+}
+
+// `network: egress` and `egress` go together, and the proxy's policy cannot reach a preinstall
+// container (built before the agent's proxy exists).
+void check_egress_settings(const DockerSettings& s) {
+  if (s.network == "egress" && !s.egress)
+    throw std::invalid_argument(
+        "setting 'network': egress needs 'egress' with 'allow', the list of what the agent may "
+        "reach (e.g. egress: {allow: [pypi.org, files.pythonhosted.org]})");
+  if (s.network != "egress" && s.egress)
+    throw std::invalid_argument(
+        "setting 'egress' applies only with 'network: egress' (network is '" + s.network + "')");
+  if (s.egress && !s.preinstall.empty())
+    throw std::invalid_argument(
+        "setting 'preinstall' cannot be used with 'network: egress' yet (its install container "
+        "does not go through the egress proxy): use a custom image, or another network");
+}
+
 }  // namespace
 
 bool is_root_user(const std::string& user) {
@@ -321,8 +361,11 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
       s.pids_limit = value.get<std::int64_t>();
     } else if (key == "network") {
       s.network = get_string(value, key);
-      if (s.network != "none" && s.network != "bridge" && s.network != "host")
-        bad(key, "one of none, bridge, host (got '" + s.network + "')");
+      if (s.network != "none" && s.network != "bridge" && s.network != "host" &&
+          s.network != "egress")
+        bad(key, "one of none, bridge, host, egress (got '" + s.network + "')");
+    } else if (key == "egress") {
+      s.egress = parse_egress_setting(value);
     } else if (key == "user") {
       s.user = get_string(value, key);
       if (is_root_user(s.user))
@@ -421,6 +464,7 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
         "settings 'docker_host' and 'docker_context' cannot be used together (the docker CLI "
         "refuses --host with --context): keep one");
   check_attach_settings(root, s);
+  check_egress_settings(s);
   return s;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "docker_common/egress_policy.hpp"
+
 namespace execmcp::plugins::docker_common {
 
 struct MountSpec {
@@ -74,8 +76,12 @@ struct DockerSettings {
   bool writable_rootfs = false;
   std::optional<double> cpus;     // unset: no limit
   std::int64_t pids_limit = 512;  // <= 0: no limit
-  std::string network = "none";   // none | bridge | host
-  std::string user;               // empty: the workspace-owner policy decides
+  std::string network = "none";   // none | bridge | host | egress
+  // `network: egress`: the agent's container is on an internal network of its own, and reaches
+  // out only through its proxy, which applies this policy (see egress_proxy.hpp). Set exactly
+  // when `network` is egress.
+  std::optional<EgressPolicy> egress;
+  std::string user;  // empty: the workspace-owner policy decides
   std::map<std::string, std::string> env;
   std::vector<MountSpec> extra_mounts;
   std::string docker_host;  // empty: $DOCKER_HOST, then unix:///var/run/docker.sock

@@ -328,5 +328,71 @@ TEST(DockerSettings, AttachModeRefusesEverySettingAboutCreatingTheContainerByNam
             std::string::npos);
 }
 
+TEST(DockerSettings, NetworkEgressTakesThePolicyOfTheEgressSetting) {
+  for (auto kind : {EngineKind::kApi, EngineKind::kCli}) {
+    const auto s = parse_docker_settings(
+        R"({"network": "egress", "egress": {"allow": ["pypi.org", "*.npmjs.org", "10.20.0.0/16"],
+            "ports": [443], "upstream_network": "uplink"}})",
+        kind);
+    EXPECT_EQ(s.network, "egress");
+    ASSERT_TRUE(s.egress);
+    ASSERT_EQ(s.egress->allow.size(), 3u);
+    EXPECT_EQ(s.egress->allow[0].value, "pypi.org");
+    EXPECT_EQ(s.egress->allow[1].kind, EgressEntry::Kind::kWildcard);
+    EXPECT_EQ(s.egress->allow[2].kind, EgressEntry::Kind::kNetwork);
+    EXPECT_EQ(s.egress->ports, std::vector<std::uint16_t>{443});
+    EXPECT_EQ(s.egress->upstream_network, "uplink");
+  }
+  // The defaults of what is left out.
+  const auto d = parse_docker_settings(R"({"network": "egress", "egress": {"allow": ["a.test"]}})");
+  ASSERT_TRUE(d.egress);
+  EXPECT_EQ(d.egress->ports, (std::vector<std::uint16_t>{80, 443}));
+  EXPECT_EQ(d.egress->upstream_network, "bridge");
+  EXPECT_FALSE(parse_docker_settings("{}").egress);
+  EXPECT_FALSE(parse_docker_settings(R"({"network": "bridge"})").egress);
+}
+
+TEST(DockerSettings, NetworkEgressWithoutAnAllowListIsRefused) {
+  const auto none = error_of(R"({"network": "egress"})");
+  EXPECT_NE(none.find("setting 'network': egress needs 'egress' with 'allow'"), std::string::npos)
+      << none;
+  const auto empty = error_of(R"({"network": "egress", "egress": {"ports": [80]}})");
+  EXPECT_NE(empty.find("setting 'egress': needs 'allow'"), std::string::npos) << empty;
+  const auto nothing = error_of(R"({"network": "egress", "egress": {"allow": []}})");
+  EXPECT_NE(nothing.find("setting 'egress.allow': an empty allow list"), std::string::npos)
+      << nothing;
+}
+
+TEST(DockerSettings, AnEgressSettingWithoutNetworkEgressIsRefused) {
+  for (const char* json : {R"({"egress": {"allow": ["a.test"]}})",
+                           R"({"network": "bridge", "egress": {"allow": ["a.test"]}})"}) {
+    const auto error = error_of(json);
+    EXPECT_NE(error.find("setting 'egress' applies only with 'network: egress'"), std::string::npos)
+        << json << ": " << error;
+  }
+}
+
+TEST(DockerSettings, AnEgressEntryAtFaultIsNamedByItsPlace) {
+  const auto error =
+      error_of(R"({"network": "egress", "egress": {"allow": ["pypi.org", "http://x/"]}})");
+  EXPECT_NE(error.find("setting 'egress.allow[1]'"), std::string::npos) << error;
+  const auto key = error_of(R"({"network": "egress", "egress": {"allow": ["a.test"], "x": 1}})");
+  EXPECT_NE(key.find("setting 'egress.x': unknown setting 'x'"), std::string::npos) << key;
+  EXPECT_NE(error_of(R"({"network": "egres"})").find("one of none, bridge, host, egress"),
+            std::string::npos);
+}
+
+TEST(DockerSettings, EgressIsRefusedInAttachModeAndWithPreinstall) {
+  const auto attach =
+      error_of(R"({"container": "c1", "network": "egress", "egress": {"allow": ["a.test"]}})");
+  EXPECT_NE(attach.find("'egress'"), std::string::npos) << attach;
+  EXPECT_NE(attach.find("cannot apply to a container execmcp does not create"), std::string::npos)
+      << attach;
+  const auto install = error_of(
+      R"({"network": "egress", "egress": {"allow": ["a.test"]}, "preinstall": {"python": ["x"]}})");
+  EXPECT_NE(install.find("'preinstall' cannot be used with 'network: egress'"), std::string::npos)
+      << install;
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common
