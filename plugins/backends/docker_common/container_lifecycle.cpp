@@ -115,6 +115,8 @@ ContainerLifecycle::ContainerLifecycle(const sdk::BackendInit& init, std::string
                                          writable_roots(*init_, settings_.extra_mounts));
       !err.empty())
     throw std::invalid_argument(err);
+  if (settings_.egress && !attached())
+    egress_ = std::make_unique<EgressProxy>(engine_, name_, *settings_.egress, init_->agent_id);
   // The container user is chosen at start(): the host may create the workspace after loading us.
   if (settings_.exec_mode == ExecMode::Agent) {
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
@@ -200,25 +202,49 @@ std::string ContainerLifecycle::prepare_workspace_access() {
   return {};
 }
 
+bool ContainerLifecycle::orphaned(const std::map<std::string, std::string>& labels) const {
+  const auto host = labels.find(kLabelOwnerHost);
+  if (host == labels.end() || host->second != host_name_) return false;
+  const auto it = labels.find(kLabelOwnerPid);
+  long pid = 0;
+  try {
+    pid = it == labels.end() ? 0 : std::stol(it->second);
+  } catch (...) {
+    pid = 0;
+  }
+  return !pid_alive(pid);
+}
+
 void ContainerLifecycle::remove_orphans(std::vector<ContainerInfo>& managed) {
   std::erase_if(managed, [&](const ContainerInfo& c) {
-    const auto host = c.labels.find(kLabelOwnerHost);
-    if (host == c.labels.end() || host->second != host_name_) return false;
+    if (!orphaned(c.labels) || c.id.empty()) return false;
     const auto it = c.labels.find(kLabelOwnerPid);
     const std::string pid_text = it == c.labels.end() ? std::string() : it->second;
-    long pid = 0;
-    try {
-      pid = std::stol(pid_text);
-    } catch (...) {
-      pid = 0;
-    }
-    if (pid_alive(pid) || c.id.empty()) return false;
     const auto del = engine_.remove(c.id);
     log(sdk::LogLevel::Info,
         "removed orphan container " + c.id.substr(0, 12) + " (owner pid " + pid_text + " is gone)" +
             (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + log_text(del.message)));
     return del.ok() || del.kind == Kind::kNotFound;
   });
+}
+
+void ContainerLifecycle::remove_orphan_networks() {
+  std::vector<NetworkInfo> networks;
+  if (!engine_.list_networks({{kLabelManaged, "true"}}, networks).ok()) return;
+  for (const auto& n : networks) {
+    if (!orphaned(n.labels) || n.name.empty()) continue;
+    const auto del = engine_.remove_network(n.name);
+    const auto it = n.labels.find(kLabelOwnerPid);
+    log(sdk::LogLevel::Info,
+        "removed orphan network " + n.name + " (owner pid " +
+            (it == n.labels.end() ? std::string() : it->second) + " is gone)" +
+            (del.ok() || del.kind == Kind::kNotFound ? "" : ": " + log_text(del.message)));
+  }
+}
+
+std::map<std::string, std::string> ContainerLifecycle::owner_labels() const {
+  const auto init = this->init();
+  return container_labels(init->agent_id, init->instance_id, ::getpid(), host_name_);
 }
 
 std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
@@ -446,7 +472,19 @@ std::string ContainerLifecycle::start_managed() {
                                  [this](const ContainerInfo& c) { return c.name == name_; });
   if (stale && engine_.remove(name_).ok())
     log(sdk::LogLevel::Info, "removed stale container " + name_);
-  return create_and_start(&managed);
+  remove_orphan_networks();
+  if (!egress_) return create_and_start(&managed);
+  // The proxy is up before the agent's container: its first command may use the network.
+  if (auto err = egress_->start(owner_labels()); !err.empty()) return err;
+  log(sdk::LogLevel::Info, "egress proxy " + egress_->proxy() + " running on network " +
+                               egress_->network() +
+                               " (upstream: " + settings_.egress->upstream_network + ")");
+  auto err = create_and_start(&managed);
+  if (!err.empty()) {
+    engine_.remove(name_);
+    egress_->remove();
+  }
+  return err;
 }
 
 std::string ContainerLifecycle::prepare_preinstall() {
@@ -567,6 +605,12 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
     return describe_failure(looked, "inspecting container '" + name_ + "'");
   }
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
+  if (egress_) {
+    // The agent's only way out comes back first (a suspended agent's proxy was stopped with it).
+    std::string what;
+    if (auto err = egress_->ensure_running(owner_labels(), what); !err.empty()) return err;
+    if (!what.empty()) log(level, "container " + name_ + ": " + what);
+  }
   ContainerInfo info;
   const auto looked = engine_.inspect(name_, info);
   if (looked.ok() && !info.state.running && stale_mounts_) {
@@ -623,6 +667,8 @@ std::string ContainerLifecycle::stop_container(std::chrono::seconds timeout) {
   const auto err = engine_.stop(name_, timeout);
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "stopping container '" + name_ + "'");
+  if (egress_)
+    if (auto stopped = egress_->stop(timeout); !stopped.empty()) return stopped;
   log(sdk::LogLevel::Info, "container " + name_ + " stopped; its workspace stays");
   return {};
 }
@@ -723,6 +769,9 @@ void ContainerLifecycle::remove_container() noexcept {
     const auto del = engine_.remove(name_);
     if (!del.ok() && del.kind != Kind::kNotFound)
       log(sdk::LogLevel::Warn, log_text(describe_failure(del, "removing container " + name_)));
+    // After the agent's container: a network is removed only once nothing is on it.
+    if (egress_)
+      if (auto err = egress_->remove(); !err.empty()) log(sdk::LogLevel::Warn, log_text(err));
   } catch (...) {
     // cleanup never throws; the host may call it from a signal path.
   }

@@ -17,6 +17,7 @@
 #include "docker_common/container_spec.hpp"
 #include "docker_common/credentials.hpp"
 #include "docker_common/docker_settings.hpp"
+#include "docker_common/egress_proxy.hpp"
 #include "docker_common/engine.hpp"
 #include "docker_common/preinstall.hpp"
 #include "docker_common/workspace_access.hpp"
@@ -129,6 +130,12 @@ class ContainerLifecycle {
   std::string add_other_agents_roots(std::vector<WritableRoot>& roots,
                                      const std::vector<ContainerInfo>* managed);
   std::string create_and_start(const std::vector<ContainerInfo>* managed = nullptr);
+  // The labels of everything made for this agent: its container, its egress proxy and network.
+  std::map<std::string, std::string> owner_labels() const;
+  // True when `labels` say this host made it and its owner process is gone.
+  bool orphaned(const std::map<std::string, std::string>& labels) const;
+  // Removes this host's egress networks whose owner process is gone (after their containers).
+  void remove_orphan_networks();
   // The `credentials` secrets: read at construction (errors) and again at each start(); given to
   // each command's environment, never to the container's (see docs/security.md).
   std::shared_ptr<const SecretEnv> secret_env() const;
@@ -162,6 +169,8 @@ class ContainerLifecycle {
   // Set by relocate_workspace(): the container's bind sources are the workspace's old paths.
   std::atomic<bool> stale_mounts_{false};
   std::atomic<std::uint64_t> incarnation_{0};
+  // `network: egress`: the agent's proxy and internal network (null otherwise, and when attached).
+  std::unique_ptr<EgressProxy> egress_;
 };
 
 // The attached container's check that its user is not root: prints "uid=N" for the exec's user.

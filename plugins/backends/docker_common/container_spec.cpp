@@ -221,6 +221,14 @@ std::map<std::string, std::string> container_labels(const std::string& agent_id,
           {kLabelOwnerHost, owner_host}};
 }
 
+std::string egress_network_name(const std::string& container) {
+  return container + "-egress-net";
+}
+
+std::string egress_proxy_name(const std::string& container) {
+  return container + "-egress";
+}
+
 std::string agent_image(const DockerSettings& settings) {
   return settings.sudo && settings.image == kDefaultImage ? std::string(kSudoImage)
                                                           : settings.image;
@@ -253,6 +261,13 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
   spec.pids_limit = settings.pids_limit;
   spec.network = settings.network;
+  if (settings.egress) {
+    // Only the internal network: the proxy, which the agent's tools find in these variables, is
+    // the one way out (see egress_proxy.hpp). Not secret: the proxy's name and port.
+    spec.network = egress_network_name(spec.name);
+    const auto proxy_env = egress_client_env(egress_proxy_name(spec.name));
+    spec.env.insert(spec.env.end(), proxy_env.begin(), proxy_env.end());
+  }
   spec.cmd = {"sleep", "infinity"};
   return spec;
 }

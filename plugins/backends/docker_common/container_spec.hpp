@@ -21,6 +21,16 @@ inline constexpr const char* kLabelAgent = "execmcp.agent";
 inline constexpr const char* kLabelInstance = "execmcp.instance";
 inline constexpr const char* kLabelOwnerPid = "execmcp.owner.pid";
 inline constexpr const char* kLabelOwnerHost = "execmcp.owner.host";
+// What an execmcp object other than an agent's container is for (kRoleEgressProxy,
+// kRoleEgressNetwork); an agent's container has no such label.
+inline constexpr const char* kLabelRole = "execmcp.role";
+inline constexpr const char* kRoleEgressProxy = "egress-proxy";
+inline constexpr const char* kRoleEgressNetwork = "egress-network";
+
+// `network: egress`: the agent's internal network and its proxy container, named after the
+// agent's container ("<container>-egress-net", "<container>-egress").
+std::string egress_network_name(const std::string& container);
+std::string egress_proxy_name(const std::string& container);
 
 // Where execmcp-runner, the backend's agent inside the container, lives there.
 inline constexpr const char* kRunnerDir = "/.execmcp";

@@ -32,6 +32,8 @@ class FakeEngine final : public Engine {
   std::map<std::string, NetworkInfo> networks;      // by name
   // The next create() of each name fails with kConflict this many times.
   int conflicts_on_create = 0;
+  // create() of these names fails (kOther), as an engine that refuses the spec.
+  std::set<std::string> refuse_create;
   std::deque<ExecResult> exec_results;
   // Each exec() removes the container first, as if it went away just as the call came.
   bool vanish_on_exec = false;
@@ -113,6 +115,8 @@ class FakeEngine final : public Engine {
     }
     if (containers.contains(spec.name))
       return EngineError::of(EngineError::Kind::kConflict, "name in use");
+    if (refuse_create.contains(spec.name))
+      return EngineError::of(EngineError::Kind::kOther, "refused by the test");
     if (!images.contains(spec.image))
       return EngineError::of(EngineError::Kind::kImageMissing, "no such image");
     last_spec = spec;

@@ -1,0 +1,160 @@
+// An agent's egress proxy and internal network over an Engine: made, checked, brought back, stopped
+// and removed in the order Squid and the engine need (see docs/docker-backend.md).
+#include "docker_common/egress_proxy.hpp"
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+using Kind = EngineError::Kind;
+
+// Enough for one agent's Squid (about 8 MiB charged, see the docs) with room for bursts.
+constexpr std::int64_t kProxyMemoryBytes = std::int64_t{128} << 20;
+constexpr std::int64_t kProxyPidsLimit = 64;
+// The entrypoint writes the configuration and page here; nothing else is written.
+constexpr const char* kProxyTmpfs = "rw,nosuid,nodev,noexec,mode=1777,size=8m";
+
+std::map<std::string, std::string> with_role(std::map<std::string, std::string> labels,
+                                             const char* role) {
+  labels[kLabelRole] = role;
+  return labels;
+}
+
+}  // namespace
+
+EgressProxy::EgressProxy(Engine& engine, const std::string& agent_container, EgressPolicy policy,
+                         std::string agent_label)
+    : engine_(engine),
+      policy_(std::move(policy)),
+      agent_label_(std::move(agent_label)),
+      network_(egress_network_name(agent_container)),
+      proxy_(egress_proxy_name(agent_container)) {}
+
+ContainerSpec EgressProxy::proxy_spec(const std::map<std::string, std::string>& labels) const {
+  ContainerSpec spec;
+  spec.name = proxy_;
+  spec.image = kEgressImage;
+  // The image's user (Debian's `proxy`, uid 13) and command (its entrypoint runs Squid).
+  spec.env = egress_proxy_env(policy_, agent_label_);
+  spec.labels = with_role(labels, kRoleEgressProxy);
+  spec.memory_bytes = kProxyMemoryBytes;
+  spec.read_only_rootfs = true;
+  spec.tmpfs["/tmp"] = kProxyTmpfs;
+  spec.pids_limit = kProxyPidsLimit;
+  // Created on the internal network first: its resolver is then the engine's, which Squid uses
+  // for every name (see the docs); the upstream network is connected before the start.
+  spec.network = network_;
+  return spec;
+}
+
+std::string EgressProxy::check_upstream() {
+  NetworkInfo upstream;
+  const auto err = engine_.inspect_network(policy_.upstream_network, upstream);
+  if (err.kind == Kind::kNotFound)
+    return "egress.upstream_network '" + policy_.upstream_network + "' does not exist on the " +
+           "engine at " + engine_.describe() +
+           " (the network the egress proxy reaches upstreams through): create it, or set "
+           "egress.upstream_network to one that exists (`docker network ls`)";
+  if (!err.ok())
+    return describe_failure(err, "inspecting network '" + policy_.upstream_network + "'");
+  if (upstream.internal)
+    return "egress.upstream_network '" + policy_.upstream_network +
+           "' is an internal network (no route out): the egress proxy could reach nothing "
+           "through it";
+  return {};
+}
+
+std::string EgressProxy::create_network(const std::map<std::string, std::string>& labels) {
+  NetworkSpec spec;
+  spec.name = network_;
+  spec.internal = true;
+  spec.labels = with_role(labels, kRoleEgressNetwork);
+  auto err = engine_.create_network(spec);
+  if (err.kind == Kind::kConflict) {
+    // Left by an earlier run of this agent (its proxy is removed first by the callers).
+    engine_.remove_network(network_);
+    err = engine_.create_network(spec);
+  }
+  if (!err.ok()) return describe_failure(err, "creating the egress network '" + network_ + "'");
+  return {};
+}
+
+std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& labels) {
+  const auto spec = proxy_spec(labels);
+  auto err = engine_.create(spec);
+  if (err.kind == Kind::kConflict) {
+    engine_.remove(proxy_);
+    err = engine_.create(spec);
+  }
+  if (err.kind == Kind::kImageMissing)
+    return std::string("image '") + kEgressImage +
+           "' (the egress proxy of network: egress) not found: build it with "
+           "`docker/build.sh --egress` (from the execmcp source tree)";
+  if (!err.ok()) return describe_failure(err, "creating the egress proxy '" + proxy_ + "'");
+  if (err = engine_.connect_network(policy_.upstream_network, proxy_, proxy_); !err.ok())
+    return describe_failure(err, "connecting the egress proxy '" + proxy_ + "' to network '" +
+                                     policy_.upstream_network + "'");
+  if (err = engine_.start(proxy_); !err.ok())
+    return describe_failure(err, "starting the egress proxy '" + proxy_ + "'");
+  return {};
+}
+
+std::string EgressProxy::start(const std::map<std::string, std::string>& labels) {
+  if (auto err = check_upstream(); !err.empty()) return err;
+  if (const auto err = engine_.check_image(kEgressImage); !err.ok()) {
+    if (err.kind == Kind::kImageMissing)
+      return std::string("image '") + kEgressImage +
+             "' (the egress proxy of network: egress) not found: build it with "
+             "`docker/build.sh --egress` (from the execmcp source tree)";
+    return describe_failure(err, std::string("inspecting image '") + kEgressImage + "'");
+  }
+  engine_.remove(proxy_);  // a leftover of an earlier run; kNotFound is the usual answer
+  std::string err = create_network(labels);
+  if (err.empty()) err = create_proxy(labels);
+  if (!err.empty()) remove();
+  return err;
+}
+
+std::string EgressProxy::ensure_running(const std::map<std::string, std::string>& labels,
+                                        std::string& what) {
+  what.clear();
+  NetworkInfo net;
+  const auto looked_net = engine_.inspect_network(network_, net);
+  if (looked_net.kind == Kind::kNotFound) {
+    what = "its egress network and proxy were made again";
+    return start(labels);
+  }
+  if (!looked_net.ok())
+    return describe_failure(looked_net, "inspecting the egress network '" + network_ + "'");
+  ContainerInfo info;
+  const auto looked = engine_.inspect(proxy_, info);
+  if (looked.ok() && info.state.running) return {};
+  if (looked.ok() && engine_.start(proxy_).ok()) {
+    what = "its egress proxy was started again";
+    return {};
+  }
+  if (!looked.ok() && looked.kind != Kind::kNotFound)
+    return describe_failure(looked, "inspecting the egress proxy '" + proxy_ + "'");
+  if (auto err = check_upstream(); !err.empty()) return err;
+  engine_.remove(proxy_);
+  what = "its egress proxy was made again";
+  return create_proxy(labels);
+}
+
+std::string EgressProxy::stop(std::chrono::seconds timeout) {
+  const auto err = engine_.stop(proxy_, timeout);
+  if (!err.ok() && err.kind != Kind::kNotFound)
+    return describe_failure(err, "stopping the egress proxy '" + proxy_ + "'");
+  return {};
+}
+
+std::string EgressProxy::remove() {
+  std::string out;
+  if (const auto err = engine_.remove(proxy_); !err.ok() && err.kind != Kind::kNotFound)
+    out = describe_failure(err, "removing the egress proxy '" + proxy_ + "'");
+  if (const auto err = engine_.remove_network(network_); !err.ok() && err.kind != Kind::kNotFound)
+    out += (out.empty() ? "" : "; ") +
+           describe_failure(err, "removing the egress network '" + network_ + "'");
+  return out;
+}
+
+}  // namespace execmcp::plugins::docker_common

@@ -1,0 +1,58 @@
+// `network: egress`: an agent's own internal network and the Squid proxy container on it (and on
+// the policy's upstream network), made before the agent's container and removed after it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "docker_common/egress_policy.hpp"
+#include "docker_common/engine.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+// The proxy's image (docker/egress), built by `docker/build.sh --egress`; never pulled.
+inline constexpr const char* kEgressImage = "execmcp/egress:latest";
+
+// The proxy and network of one agent's container. Not thread-safe: ContainerLifecycle calls it
+// under its own locks (start, recovery, stop and removal never overlap for one agent).
+class EgressProxy {
+ public:
+  // `agent_container`: the agent's container name, which the network and proxy are named after;
+  // `agent_label`: how the proxy's log and refusal page name the agent.
+  EgressProxy(Engine& engine, const std::string& agent_container, EgressPolicy policy,
+              std::string agent_label);
+
+  // Makes the network and the proxy anew (a leftover of the same name is removed first) and
+  // starts the proxy, connected to the upstream network; `labels` are the agent container's (the
+  // owner's pid and host: orphans are found by them), a role label is added. "" or why not;
+  // on failure nothing of it is left behind.
+  std::string start(const std::map<std::string, std::string>& labels);
+  // Before the agent's container starts again: a proxy that stopped is started, one that is gone
+  // (or will not start) is made again, and the network too when it is gone. "" or why not;
+  // `what` says what was done ("" when the proxy was running).
+  std::string ensure_running(const std::map<std::string, std::string>& labels, std::string& what);
+  // Stops the proxy and keeps it (a suspended agent's); "" or why not.
+  std::string stop(std::chrono::seconds timeout);
+  // Removes the proxy, then the network (the agent's container must be gone already); "" or what
+  // could not be removed. A part already gone is fine.
+  std::string remove();
+
+  [[nodiscard]] const std::string& network() const { return network_; }
+  [[nodiscard]] const std::string& proxy() const { return proxy_; }
+
+ private:
+  // The proxy container as data: read-only, no capability, small, on the internal network.
+  ContainerSpec proxy_spec(const std::map<std::string, std::string>& labels) const;
+  std::string check_upstream();
+  std::string create_network(const std::map<std::string, std::string>& labels);
+  std::string create_proxy(const std::map<std::string, std::string>& labels);
+
+  Engine& engine_;
+  EgressPolicy policy_;
+  std::string agent_label_;
+  std::string network_;
+  std::string proxy_;
+};
+
+}  // namespace execmcp::plugins::docker_common

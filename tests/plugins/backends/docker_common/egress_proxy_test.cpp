@@ -1,0 +1,224 @@
+// Tests of `network: egress` in ContainerLifecycle against FakeEngine: the order in which the
+// internal network, the proxy and the agent's container are made, brought back, stopped and
+// removed, and the errors a start gives.
+#include "docker_common/egress_proxy.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "docker_common/container_lifecycle.hpp"
+#include "docker_common/fake_engine.hpp"
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
+}
+
+long dead_pid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+class EgressLifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/execmcp-egress-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    workspace_ = pattern;
+    init_.agent_id = "agent";
+    init_.instance_id = "unit";
+    init_.cwd = workspace_;
+    settings_.user = "1000:1000";
+    settings_.exec_mode = ExecMode::Exec;
+    settings_.network = "egress";
+    settings_.egress = EgressPolicy{};
+    settings_.egress->allow.push_back({EgressEntry::Kind::kHost, "allowed.test", "allowed.test"});
+    settings_.egress->upstream_network = "uplink";
+    engine_.images.insert(settings_.image);
+    engine_.images.insert(kEgressImage);
+    engine_.networks["uplink"] = {"net-uplink", "uplink", "bridge", false, {}};
+    name_ = container_name(init_.agent_id, init_.instance_id);
+    net_ = name_ + "-egress-net";
+    proxy_ = name_ + "-egress";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(workspace_, ec);
+  }
+
+  ContainerLifecycle make() { return ContainerLifecycle(init_, "docker-test", settings_, engine_); }
+  // The calls after the start's own (from index `from`).
+  std::vector<std::string> calls_from(std::size_t from) const {
+    return {engine_.calls.begin() + static_cast<long>(from), engine_.calls.end()};
+  }
+
+  std::string workspace_;
+  sdk::BackendInit init_;
+  DockerSettings settings_;
+  FakeEngine engine_;
+  std::string name_, net_, proxy_;
+};
+
+TEST_F(EgressLifecycleTest, TheNetworkAndProxyAreUpBeforeTheAgentsContainerIsMade) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  const std::vector<std::string> want = {"remove " + proxy_, "create_network " + net_,
+                                         "create " + proxy_, "connect_network uplink " + proxy_,
+                                         "start " + proxy_,  "create " + name_,
+                                         "start " + name_};
+  EXPECT_EQ(engine_.calls, want);
+  // The agent: on the internal network only, told where the proxy is.
+  EXPECT_EQ(engine_.last_spec.network, net_);
+  const auto& env = engine_.last_spec.env;
+  const std::string url = "http://" + proxy_ + ":3128";
+  for (const char* var : {"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy="})
+    EXPECT_NE(std::find(env.begin(), env.end(), var + url), env.end()) << var;
+  // The network is internal; it and the proxy carry the owner labels and a role.
+  ASSERT_TRUE(engine_.networks.contains(net_));
+  EXPECT_TRUE(engine_.networks[net_].internal);
+  EXPECT_EQ(engine_.networks[net_].labels.at(kLabelRole), kRoleEgressNetwork);
+  EXPECT_EQ(engine_.networks[net_].labels.at(kLabelOwnerPid), std::to_string(getpid()));
+  const auto& proxy = engine_.containers.at(proxy_);
+  EXPECT_EQ(proxy.labels.at(kLabelRole), kRoleEgressProxy);
+  EXPECT_EQ(proxy.labels.at(kLabelManaged), "true");
+  EXPECT_EQ(proxy.labels.at(kLabelOwnerHost), host_name());
+  EXPECT_TRUE(proxy.state.running);
+  EXPECT_TRUE(proxy.networks.contains("uplink"));
+}
+
+TEST_F(EgressLifecycleTest, TheProxyIsHardenedAndCarriesThePolicy) {
+  EgressProxy egress(engine_, name_, *settings_.egress, "agent");
+  ASSERT_EQ(egress.start(container_labels("agent", "unit", getpid(), host_name())), "");
+  const auto& spec = engine_.last_spec;
+  EXPECT_EQ(spec.name, proxy_);
+  EXPECT_EQ(spec.image, kEgressImage);
+  EXPECT_EQ(spec.network, net_);
+  EXPECT_TRUE(spec.read_only_rootfs);
+  EXPECT_TRUE(spec.tmpfs.contains("/tmp"));
+  EXPECT_FALSE(spec.sudo);
+  EXPECT_TRUE(spec.user.empty());  // the image's own (proxy, uid 13)
+  EXPECT_TRUE(spec.cmd.empty());   // the image's entrypoint
+  ASSERT_TRUE(spec.memory_bytes);
+  EXPECT_GT(spec.pids_limit, 0);
+  const bool conf = std::any_of(spec.env.begin(), spec.env.end(), [](const std::string& e) {
+    return e.starts_with(std::string(kEgressConfVariable) + "=") && has(e, "allowed.test");
+  });
+  EXPECT_TRUE(conf);
+}
+
+TEST_F(EgressLifecycleTest, CleanupRemovesTheAgentThenTheProxyThenTheNetwork) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  const auto from = engine_.calls.size();
+  lifecycle.remove_container();
+  const std::vector<std::string> want = {"remove " + name_, "remove " + proxy_,
+                                         "remove_network " + net_};
+  EXPECT_EQ(calls_from(from), want);
+  EXPECT_TRUE(engine_.containers.empty());
+  EXPECT_FALSE(engine_.networks.contains(net_));
+  EXPECT_TRUE(engine_.networks.contains("uplink"));  // not ours
+}
+
+TEST_F(EgressLifecycleTest, AnUpstreamNetworkTheEngineLacksIsAClearStartError) {
+  settings_.egress->upstream_network = "nowhere";
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "egress.upstream_network 'nowhere' does not exist on the engine")) << err;
+  EXPECT_EQ(engine_.count("create_network " + net_), 0u);
+  EXPECT_TRUE(engine_.containers.empty());
+}
+
+TEST_F(EgressLifecycleTest, AMissingProxyImageSaysHowToBuildIt) {
+  engine_.images.erase(kEgressImage);
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "image 'execmcp/egress:latest'")) << err;
+  EXPECT_TRUE(has(err, "docker/build.sh --egress")) << err;
+  EXPECT_TRUE(engine_.containers.empty());
+  EXPECT_FALSE(engine_.networks.contains(net_));
+}
+
+TEST_F(EgressLifecycleTest, AFailedAgentCreateLeavesNoProxyOrNetwork) {
+  engine_.refuse_create.insert(name_);
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "creating container '" + name_ + "'")) << err;
+  EXPECT_EQ(engine_.count("start " + proxy_), 1u);  // it was up, and went again
+  EXPECT_TRUE(engine_.containers.empty());
+  EXPECT_FALSE(engine_.networks.contains(net_));
+}
+
+TEST_F(EgressLifecycleTest, RecoveryBringsAGoneProxyBackBeforeTheAgent) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  engine_.containers.erase(proxy_);
+  engine_.containers.at(name_).state.running = false;
+  const auto from = engine_.calls.size();
+  std::vector<std::string> notices;
+  ASSERT_EQ(lifecycle.recover(notices), "");
+  const std::vector<std::string> want = {"remove " + proxy_, "create " + proxy_,
+                                         "connect_network uplink " + proxy_, "start " + proxy_,
+                                         "start " + name_};
+  EXPECT_EQ(calls_from(from), want);
+}
+
+TEST_F(EgressLifecycleTest, SuspendStopsTheProxyAndResumeStartsItFirst) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  auto from = engine_.calls.size();
+  ASSERT_EQ(lifecycle.stop_container(std::chrono::seconds(1)), "");
+  EXPECT_EQ(calls_from(from), (std::vector<std::string>{"stop " + name_, "stop " + proxy_}));
+  from = engine_.calls.size();
+  std::vector<std::string> notices;
+  ASSERT_EQ(lifecycle.recover(notices, /*expected=*/true), "");
+  EXPECT_EQ(calls_from(from), (std::vector<std::string>{"start " + proxy_, "start " + name_}));
+  // A running proxy is left alone.
+  from = engine_.calls.size();
+  engine_.containers.at(name_).state.running = false;
+  ASSERT_EQ(lifecycle.recover(notices), "");
+  EXPECT_EQ(calls_from(from), std::vector<std::string>{"start " + name_});
+}
+
+TEST_F(EgressLifecycleTest, ADeadOwnersNetworksAreRemovedAtStartAndLiveOnesKept) {
+  const long dead = dead_pid();
+  auto labels = [&](long pid, const std::string& host) {
+    return std::map<std::string, std::string>{{kLabelManaged, "true"},
+                                              {kLabelOwnerHost, host},
+                                              {kLabelOwnerPid, std::to_string(pid)},
+                                              {kLabelRole, kRoleEgressNetwork}};
+  };
+  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels(dead, host_name())};
+  engine_.networks["live-net"] = {"n2", "live-net", "bridge", true, labels(getpid(), host_name())};
+  engine_.networks["far-net"] = {"n3", "far-net", "bridge", true, labels(dead, "another-host")};
+  engine_.add_container("orphan-egress", true, labels(dead, host_name()));
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_FALSE(engine_.networks.contains("orphan-net"));
+  EXPECT_FALSE(engine_.containers.contains("orphan-egress"));
+  EXPECT_TRUE(engine_.networks.contains("live-net"));
+  EXPECT_TRUE(engine_.networks.contains("far-net"));
+  // The containers first: a network is removed only once nothing is on it.
+  const auto at = [&](const std::string& call) {
+    return std::find(engine_.calls.begin(), engine_.calls.end(), call) - engine_.calls.begin();
+  };
+  EXPECT_LT(at("remove id-orphan-egress"), at("remove_network orphan-net"));
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_common
