@@ -54,12 +54,9 @@ std::string EgressProxy::check_upstream() {
            "engine at " + engine_.describe() +
            " (the network the egress proxy reaches upstreams through): create it, or set "
            "egress.upstream_network to one that exists (`docker network ls`)";
+  // An internal one is fine: a local mirror on a network without a route out.
   if (!err.ok())
     return describe_failure(err, "inspecting network '" + policy_.upstream_network + "'");
-  if (upstream.internal)
-    return "egress.upstream_network '" + policy_.upstream_network +
-           "' is an internal network (no route out): the egress proxy could reach nothing "
-           "through it";
   return {};
 }
 

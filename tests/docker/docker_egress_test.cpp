@@ -1,0 +1,133 @@
+// `network: egress` on the real engine, for each Docker backend and exec_mode: an agent whose
+// policy allows allowed.test reaches it through its proxy, is refused denied.test with a 403 that
+// names it, gets nowhere around the proxy, and leaves no container, proxy or network behind.
+// Offline: the upstreams are containers on an --internal test network of their own.
+#include <gtest/gtest.h>
+
+#include "docker_test_support.hpp"
+
+namespace execmcp::docker_test {
+namespace {
+
+constexpr const char* kEgressImage = "execmcp/egress:latest";
+
+bool network_exists(const std::string& name) {
+  int status = 0;
+  sh(outside_cli() + " network inspect " + name, &status);
+  return status == 0;
+}
+
+// Two HTTP servers of /etc on port 80, under the names allowed.test and denied.test, on a test
+// network of their own (the agent's upstream_network); removed at the end.
+class Upstreams {
+ public:
+  Upstreams() : prefix_("execmcp-egresstest-" + std::to_string(::getpid())) {
+    sh(outside_cli() + " network create --internal --label " + prefix_ + " " + network());
+    for (const char* host : {"allowed", "denied"})
+      sh(outside_cli() + " run -d --name " + prefix_ + "-" + host + " --label " + prefix_ +
+         " --network " + network() + " --network-alias " + host +
+         ".test --read-only --cap-drop ALL --security-opt no-new-privileges " + kImage +
+         " python3 -m http.server 80 --directory /etc");
+  }
+  ~Upstreams() {
+    sh(outside_cli() + " rm -f " + prefix_ + "-allowed " + prefix_ + "-denied");
+    sh(outside_cli() + " network rm " + network());
+  }
+  [[nodiscard]] std::string network() const { return prefix_ + "-up"; }
+  // What GET /hostname answers from the server `host` ("allowed" or "denied").
+  [[nodiscard]] std::string hostname_of(const std::string& host) const {
+    return trim(sh(outside_cli() + " inspect -f '{{.Config.Hostname}}' " + prefix_ + "-" + host));
+  }
+  [[nodiscard]] std::string address_of(const std::string& host) const {
+    return trim(sh(outside_cli() + " inspect -f '{{(index .NetworkSettings.Networks \"" +
+                   network() + "\").IPAddress}}' " + prefix_ + "-" + host));
+  }
+
+ private:
+  std::string prefix_;
+};
+
+std::unique_ptr<ExecutorBackend> egress_backend(const std::string& agent,
+                                                const std::string& workspace,
+                                                const std::string& upstream, std::string* error) {
+  BackendInit init;
+  init.agent_id = agent;
+  init.cwd = workspace;
+  init.paths = {{workspace, true}};
+  init.settings_json =
+      R"({"network": "egress", "egress": {"allow": ["allowed.test"], "upstream_network": ")" +
+      upstream + R"("}})";
+  return make_backend(init, error);
+}
+
+class DockerEgress : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_ENGINE();
+    int status = 0;
+    sh(outside_cli() + " image inspect " + kEgressImage, &status);
+    if (status != 0)
+      GTEST_SKIP() << "image " << kEgressImage
+                   << " is missing: SKIPPING (build it with docker/build.sh --egress)";
+  }
+};
+
+TEST_F(DockerEgress, TheAgentReachesOnlyTheAllowedHostAndOnlyThroughItsProxy) {
+  Upstreams upstreams;
+  ASSERT_TRUE(network_exists(upstreams.network()));
+  TempDir ws("egress");
+  std::string error;
+  auto backend = egress_backend("egress", ws.path(), upstreams.network(), &error);
+  ASSERT_TRUE(backend) << error;
+  ASSERT_EQ(backend->start(), "");
+  const std::string name = "execmcp-egress-" + instance_tag();
+  EXPECT_TRUE(container_exists(name + "-egress"));
+  EXPECT_TRUE(network_exists(name + "-egress-net"));
+
+  // Squid takes about half a second to listen after its start: the first call may wait for it.
+  auto r = run(*backend,
+               "for i in $(seq 50); do curl -s http://allowed.test/hostname && exit 0; "
+               "sleep 0.2; done; exit 1");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(trim(r.stdout_data), upstreams.hostname_of("allowed"));
+
+  r = run(*backend, "curl -s -w '\\n%{http_code}' http://denied.test/hostname");
+  EXPECT_EQ(r.error, "");
+  EXPECT_NE(r.stdout_data.find("denied.test"), std::string::npos) << r.stdout_data;
+  EXPECT_TRUE(r.stdout_data.ends_with("\n403")) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find(upstreams.hostname_of("denied")), std::string::npos);
+
+  // Around the proxy: the name is unknown on the agent's network, the address unreachable.
+  r = run(*backend, "curl --noproxy '*' -s -m 5 http://allowed.test/hostname");
+  EXPECT_NE(r.exit_code, 0) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find(upstreams.hostname_of("allowed")), std::string::npos);
+  r = run(*backend,
+          "curl --noproxy '*' -s -m 5 http://" + upstreams.address_of("allowed") + "/hostname");
+  EXPECT_NE(r.exit_code, 0) << r.stdout_data;
+
+  backend->cleanup();
+  EXPECT_FALSE(container_exists(name));
+  EXPECT_FALSE(container_exists(name + "-egress"));
+  EXPECT_FALSE(network_exists(name + "-egress-net"));
+}
+
+TEST_F(DockerEgress, AnUpstreamNetworkTheEngineLacksIsAClearStartError) {
+  TempDir ws("egressnone");
+  std::string error;
+  const std::string missing = "execmcp-egresstest-missing-" + std::to_string(::getpid());
+  auto backend = egress_backend("egressnone", ws.path(), missing, &error);
+  ASSERT_TRUE(backend) << error;
+  const auto err = backend->start();
+  EXPECT_NE(err.find("egress.upstream_network '" + missing + "' does not exist on the engine"),
+            std::string::npos)
+      << err;
+  backend->cleanup();
+  const std::string name = "execmcp-egressnone-" + instance_tag();
+  EXPECT_FALSE(container_exists(name));
+  EXPECT_FALSE(container_exists(name + "-egress"));
+  EXPECT_FALSE(network_exists(name + "-egress-net"));
+}
+
+}  // namespace
+}  // namespace execmcp::docker_test
