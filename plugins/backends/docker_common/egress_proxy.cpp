@@ -29,12 +29,13 @@ EgressProxy::EgressProxy(Engine& engine, const std::string& agent_container, Egr
       network_(egress_network_name(agent_container)),
       proxy_(egress_proxy_name(agent_container)) {}
 
-ContainerSpec EgressProxy::proxy_spec(const std::map<std::string, std::string>& labels) const {
+ContainerSpec EgressProxy::proxy_spec(const std::map<std::string, std::string>& labels,
+                                      const std::vector<std::string>& clients) const {
   ContainerSpec spec;
   spec.name = proxy_;
   spec.image = kEgressImage;
   // The image's user (Debian's `proxy`, uid 13) and command (its entrypoint runs Squid).
-  spec.env = egress_proxy_env(policy_, agent_label_);
+  spec.env = egress_proxy_env(policy_, agent_label_, clients);
   spec.labels = with_role(labels, kRoleEgressProxy);
   spec.memory_bytes = kProxyMemoryBytes;
   spec.read_only_rootfs = true;
@@ -76,7 +77,12 @@ std::string EgressProxy::create_network(const std::map<std::string, std::string>
 }
 
 std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& labels) {
-  const auto spec = proxy_spec(labels);
+  NetworkInfo net;
+  if (const auto err = engine_.inspect_network(network_, net); !err.ok())
+    return describe_failure(err, "inspecting the egress network '" + network_ + "'");
+  if (net.subnets.empty())  // an engine that did not say: the proxy would serve any source
+    return "the egress network '" + network_ + "' has no subnet the engine reports";
+  const auto spec = proxy_spec(labels, net.subnets);
   auto err = engine_.create(spec);
   if (err.kind == Kind::kConflict) {
     engine_.remove(proxy_);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "docker_common/egress_policy.hpp"
 #include "docker_common/engine.hpp"
@@ -43,7 +44,10 @@ class EgressProxy {
 
  private:
   // The proxy container as data: read-only, no capability, small, on the internal network.
-  ContainerSpec proxy_spec(const std::map<std::string, std::string>& labels) const;
+  // `clients`: the internal network's subnets, the only sources the proxy serves (it is on the
+  // upstream network too, where other containers could otherwise use it).
+  ContainerSpec proxy_spec(const std::map<std::string, std::string>& labels,
+                           const std::vector<std::string>& clients) const;
   std::string check_upstream();
   std::string create_network(const std::map<std::string, std::string>& labels);
   std::string create_proxy(const std::map<std::string, std::string>& labels);

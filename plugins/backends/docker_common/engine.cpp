@@ -93,6 +93,11 @@ NetworkInfo network_info_from_inspect(const json& doc) {
     for (const auto& [k, v] : doc["Labels"].items())
       if (v.is_string()) info.labels[k] = v.get<std::string>();
   }
+  if (const auto ipam = doc.find("IPAM"); ipam != doc.end() && ipam->is_object())
+    if (const auto config = ipam->find("Config"); config != ipam->end() && config->is_array())
+      for (const auto& c : *config)
+        if (c.is_object() && c.contains("Subnet") && c["Subnet"].is_string())
+          info.subnets.push_back(c["Subnet"].get<std::string>());
   return info;
 }
 

@@ -89,6 +89,7 @@ struct NetworkInfo {
   std::string driver;
   bool internal = false;  // no route out of it: its members reach only each other
   std::map<std::string, std::string> labels;
+  std::vector<std::string> subnets;  // its address ranges (IPAM.Config[].Subnet), as CIDRs
 };
 
 // Parses one network's inspect document (GET /networks/{id}, `docker network inspect`).

@@ -156,7 +156,9 @@ class FakeEngine final : public Engine {
     calls.push_back("create_network " + spec.name);
     if (networks.contains(spec.name))
       return EngineError::of(EngineError::Kind::kConflict, "network name in use");
-    networks[spec.name] = {"net-" + spec.name, spec.name, "bridge", spec.internal, spec.labels};
+    networks[spec.name] = {
+        "net-" + spec.name, spec.name,   "bridge",
+        spec.internal,      spec.labels, {"172.30." + std::to_string(networks.size()) + ".0/24"}};
     return {};
   }
   EngineError inspect_network(const std::string& name, NetworkInfo& out) override {

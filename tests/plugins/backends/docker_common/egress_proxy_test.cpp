@@ -52,7 +52,7 @@ class EgressLifecycleTest : public ::testing::Test {
     settings_.egress->upstream_network = "uplink";
     engine_.images.insert(settings_.image);
     engine_.images.insert(kEgressImage);
-    engine_.networks["uplink"] = {"net-uplink", "uplink", "bridge", false, {}};
+    engine_.networks["uplink"] = {"net-uplink", "uplink", "bridge", false, {}, {}};
     name_ = container_name(init_.agent_id, init_.instance_id);
     net_ = name_ + "-egress-net";
     proxy_ = name_ + "-egress";
@@ -116,8 +116,11 @@ TEST_F(EgressLifecycleTest, TheProxyIsHardenedAndCarriesThePolicy) {
   EXPECT_TRUE(spec.cmd.empty());   // the image's entrypoint
   ASSERT_TRUE(spec.memory_bytes);
   EXPECT_GT(spec.pids_limit, 0);
-  const bool conf = std::any_of(spec.env.begin(), spec.env.end(), [](const std::string& e) {
-    return e.starts_with(std::string(kEgressConfVariable) + "=") && has(e, "allowed.test");
+  // The policy, served to the agent's network only.
+  const std::string subnet = engine_.networks.at(net_).subnets.at(0);
+  const bool conf = std::any_of(spec.env.begin(), spec.env.end(), [&](const std::string& e) {
+    return e.starts_with(std::string(kEgressConfVariable) + "=") && has(e, "allowed.test") &&
+           has(e, subnet);
   });
   EXPECT_TRUE(conf);
 }
@@ -203,9 +206,11 @@ TEST_F(EgressLifecycleTest, ADeadOwnersNetworksAreRemovedAtStartAndLiveOnesKept)
                                               {kLabelOwnerPid, std::to_string(pid)},
                                               {kLabelRole, kRoleEgressNetwork}};
   };
-  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels(dead, host_name())};
-  engine_.networks["live-net"] = {"n2", "live-net", "bridge", true, labels(getpid(), host_name())};
-  engine_.networks["far-net"] = {"n3", "far-net", "bridge", true, labels(dead, "another-host")};
+  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels(dead, host_name()),
+                                    {}};
+  engine_.networks["live-net"] = {"n2", "live-net", "bridge", true, labels(getpid(), host_name()),
+                                  {}};
+  engine_.networks["far-net"] = {"n3", "far-net", "bridge", true, labels(dead, "another-host"), {}};
   engine_.add_container("orphan-egress", true, labels(dead, host_name()));
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
