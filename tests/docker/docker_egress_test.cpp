@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "docker_test_support.hpp"
+#include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::docker_test {
 namespace {
@@ -15,6 +16,10 @@ bool network_exists(const std::string& name) {
   int status = 0;
   sh(outside_cli() + " network inspect " + name, &status);
   return status == 0;
+}
+
+std::string running(const std::string& container) {
+  return trim(sh(outside_cli() + " inspect -f '{{.State.Running}}' " + container));
 }
 
 // Two HTTP servers of /etc on port 80, under the names allowed.test and denied.test, on a test
@@ -99,12 +104,37 @@ TEST_F(DockerEgress, TheAgentReachesOnlyTheAllowedHostAndOnlyThroughItsProxy) {
   EXPECT_EQ(r.stdout_data.find(upstreams.hostname_of("denied")), std::string::npos);
 
   // Around the proxy: the name is unknown on the agent's network, the address unreachable.
-  r = run(*backend, "curl --noproxy '*' -s -m 5 http://allowed.test/hostname");
+  r = run(*backend, "curl --noproxy '*' -s -m 3 http://allowed.test/hostname");
   EXPECT_NE(r.exit_code, 0) << r.stdout_data;
   EXPECT_EQ(r.stdout_data.find(upstreams.hostname_of("allowed")), std::string::npos);
   r = run(*backend,
-          "curl --noproxy '*' -s -m 5 http://" + upstreams.address_of("allowed") + "/hostname");
+          "curl --noproxy '*' -s -m 3 http://" + upstreams.address_of("allowed") + "/hostname");
   EXPECT_NE(r.exit_code, 0) << r.stdout_data;
+
+  // Another container on the upstream network cannot use the proxy: it serves the agent's
+  // network only.
+  const std::string proxy_address =
+      trim(sh(outside_cli() + " inspect -f '{{(index .NetworkSettings.Networks \"" +
+              upstreams.network() + "\").IPAddress}}' " + name + "-egress"));
+  ASSERT_FALSE(proxy_address.empty());
+  EXPECT_EQ(trim(sh(outside_cli() + " run --rm --network " + upstreams.network() + " " + kImage +
+                    " curl -s -o /dev/null -w '%{http_code}' -m 5 -x http://" + proxy_address +
+                    ":3128 http://allowed.test/hostname")),
+            "403");
+
+  // A suspended agent's proxy stops with it, and is back before it at the resume.
+  auto* control = execmcp::sdk::sandbox_control(*backend);
+  ASSERT_NE(control, nullptr);
+  ASSERT_EQ(control->suspend(), "");
+  EXPECT_EQ(running(name), "false");
+  EXPECT_EQ(running(name + "-egress"), "false");
+  ASSERT_EQ(control->resume(), "");
+  EXPECT_EQ(running(name + "-egress"), "true");
+  r = run(*backend,
+          "for i in $(seq 50); do curl -s http://allowed.test/hostname && exit 0; "
+          "sleep 0.2; done; exit 1");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(trim(r.stdout_data), upstreams.hostname_of("allowed"));
 
   backend->cleanup();
   EXPECT_FALSE(container_exists(name));
