@@ -215,8 +215,8 @@ bool ContainerLifecycle::orphaned(const std::map<std::string, std::string>& labe
   return !pid_alive(pid);
 }
 
-void ContainerLifecycle::remove_orphans(std::vector<ContainerInfo>& managed) {
-  std::erase_if(managed, [&](const ContainerInfo& c) {
+std::size_t ContainerLifecycle::remove_orphans(std::vector<ContainerInfo>& managed) {
+  return std::erase_if(managed, [&](const ContainerInfo& c) {
     if (!orphaned(c.labels) || c.id.empty()) return false;
     const auto it = c.labels.find(kLabelOwnerPid);
     const std::string pid_text = it == c.labels.end() ? std::string() : it->second;
@@ -465,14 +465,16 @@ std::string ContainerLifecycle::start_managed() {
   if (auto err = checked_spec(unused, &managed); !err.empty()) return err;
   if (auto err = prepare_workspace_access(); !err.empty()) return err;
   if (auto err = refresh_credentials(); !err.empty()) return err;
-  remove_orphans(managed);
+  const std::size_t orphans = remove_orphans(managed);
   // Only when the listing shows one (a create that meets an unlabelled one removes it then):
   // for docker-cli each engine call is a process, and a per-user sandbox's first call waits.
   const bool stale = std::any_of(managed.begin(), managed.end(),
                                  [this](const ContainerInfo& c) { return c.name == name_; });
   if (stale && engine_.remove(name_).ok())
     log(sdk::LogLevel::Info, "removed stale container " + name_);
-  remove_orphan_networks();
+  // A dead owner's egress network outlives its proxy only if a removal failed: looked for when
+  // orphans were found or this agent has egress (one engine call fewer for every other start).
+  if (orphans > 0 || egress_) remove_orphan_networks();
   if (!egress_) return create_and_start(&managed);
   // The proxy is up before the agent's container: its first command may use the network.
   if (auto err = egress_->start(owner_labels()); !err.empty()) return err;

@@ -116,8 +116,9 @@ class ContainerLifecycle {
                                const std::string& key, std::string& image_id);
   // Every execmcp container on the engine; "" or why they could not be listed.
   std::string list_managed(std::vector<ContainerInfo>& out);
-  // Removes this host's containers whose owner process is gone, and drops them from `managed`.
-  void remove_orphans(std::vector<ContainerInfo>& managed);
+  // Removes this host's containers whose owner process is gone, and drops them from `managed`;
+  // how many were removed.
+  std::size_t remove_orphans(std::vector<ContainerInfo>& managed);
   // The container spec with every mount source checked (see docs/security.md, Container mounts);
   // "" or why the container must not start. `managed`: list_managed()'s answer when the caller
   // has it (null: looked up now).

@@ -225,5 +225,22 @@ TEST_F(EgressLifecycleTest, ADeadOwnersNetworksAreRemovedAtStartAndLiveOnesKept)
   EXPECT_LT(at("remove id-orphan-egress"), at("remove_network orphan-net"));
 }
 
+TEST_F(EgressLifecycleTest, AnAgentWithoutEgressSweepsADeadOwnersNetworkWithItsProxy) {
+  settings_.network = "none";
+  settings_.egress.reset();
+  const long dead = dead_pid();
+  const std::map<std::string, std::string> labels = {{kLabelManaged, "true"},
+                                                     {kLabelOwnerHost, host_name()},
+                                                     {kLabelOwnerPid, std::to_string(dead)}};
+  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels, {}};
+  engine_.add_container("orphan-egress", false, labels);
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_FALSE(engine_.containers.contains("orphan-egress"));
+  EXPECT_FALSE(engine_.networks.contains("orphan-net"));
+  EXPECT_EQ(engine_.last_spec.network, "none");
+  EXPECT_EQ(engine_.count("create_network " + net_), 0u);
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common
