@@ -159,5 +159,34 @@ TEST_F(DockerEgress, AnUpstreamNetworkTheEngineLacksIsAClearStartError) {
   EXPECT_FALSE(network_exists(name + "-egress-net"));
 }
 
+TEST_F(DockerEgress, ADeadOwnersProxyAndNetworkAreRemovedAtTheNextStart) {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // `child` is now a pid that no longer exists
+  const std::string labels =
+      " --label execmcp.managed=true --label execmcp.owner.host=" + trim(sh("hostname")) +
+      " --label execmcp.owner.pid=" + std::to_string(child);
+  const std::string dead = "execmcp-egressorphan-dead-" + instance_tag();
+  ASSERT_FALSE(trim(sh(outside_cli() + " network create --internal" + labels +
+                       " --label execmcp.role=egress-network " + dead + "-egress-net"))
+                   .empty());
+  ASSERT_FALSE(trim(sh(outside_cli() + " create --name " + dead + "-egress --network " + dead +
+                       "-egress-net" + labels + " --label execmcp.role=egress-proxy " + kImage))
+                   .empty());
+
+  Upstreams upstreams;
+  TempDir ws("egressorphan");
+  std::string error;
+  auto backend = egress_backend("egressorphan", ws.path(), upstreams.network(), &error);
+  ASSERT_TRUE(backend) << error;
+  EXPECT_EQ(backend->start(), "");
+  EXPECT_FALSE(container_exists(dead + "-egress"));
+  EXPECT_FALSE(network_exists(dead + "-egress-net"));
+  backend->cleanup();
+  // Whatever the test left, if it failed.
+  sh(outside_cli() + " rm -f " + dead + "-egress");
+  sh(outside_cli() + " network rm " + dead + "-egress-net");
+}
+
 }  // namespace
 }  // namespace execmcp::docker_test
