@@ -2,6 +2,8 @@
 // and removed in the order Squid and the engine need (see docs/docker-backend.md).
 #include "docker_common/egress_proxy.hpp"
 
+#include <cstdint>
+
 namespace execmcp::plugins::docker_common {
 namespace {
 
@@ -17,6 +19,13 @@ std::map<std::string, std::string> with_role(std::map<std::string, std::string> 
                                              const char* role) {
   labels[kLabelRole] = role;
   return labels;
+}
+
+// The image is never pulled: it is built from the source tree.
+std::string missing_image() {
+  return std::string("image '") + kEgressImage +
+         "' (the egress proxy of network: egress) not found: build it with "
+         "`docker/build.sh --egress` (from the execmcp source tree)";
 }
 
 }  // namespace
@@ -88,10 +97,7 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
     engine_.remove(proxy_);
     err = engine_.create(spec);
   }
-  if (err.kind == Kind::kImageMissing)
-    return std::string("image '") + kEgressImage +
-           "' (the egress proxy of network: egress) not found: build it with "
-           "`docker/build.sh --egress` (from the execmcp source tree)";
+  if (err.kind == Kind::kImageMissing) return missing_image();
   if (!err.ok()) return describe_failure(err, "creating the egress proxy '" + proxy_ + "'");
   if (err = engine_.connect_network(policy_.upstream_network, proxy_, proxy_); !err.ok())
     return describe_failure(err, "connecting the egress proxy '" + proxy_ + "' to network '" +
@@ -104,10 +110,7 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
 std::string EgressProxy::start(const std::map<std::string, std::string>& labels) {
   if (auto err = check_upstream(); !err.empty()) return err;
   if (const auto err = engine_.check_image(kEgressImage); !err.ok()) {
-    if (err.kind == Kind::kImageMissing)
-      return std::string("image '") + kEgressImage +
-             "' (the egress proxy of network: egress) not found: build it with "
-             "`docker/build.sh --egress` (from the execmcp source tree)";
+    if (err.kind == Kind::kImageMissing) return missing_image();
     return describe_failure(err, std::string("inspecting image '") + kEgressImage + "'");
   }
   engine_.remove(proxy_);  // a leftover of an earlier run; kNotFound is the usual answer
