@@ -4,6 +4,7 @@
 #include "execmcp/sdk/plugin.hpp"
 #include "docker_cli/docker_cli_engine.hpp"
 #include "docker_common/container_backend.hpp"
+#include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::plugins::docker_cli {
 
@@ -19,8 +20,14 @@ class DockerCliBackend final : public docker_common::ContainerBackend {
                          std::make_unique<DockerCliEngine>(settings)) {}
 };
 
+// Each problem of the settings at the config line it was written on, before the backend is made.
+void check_settings(const std::string& settings_json, std::vector<sdk::SettingsProblem>& problems) {
+  docker_common::check_docker_settings(settings_json, docker_common::EngineKind::kCli, problems);
+}
+
 }  // namespace execmcp::plugins::docker_cli
 
 EXECMCP_BACKEND_PLUGIN(execmcp::plugins::docker_cli::DockerCliBackend, "docker-cli", "0.1.0",
                        "one persistent container per agent, driven through the docker (or podman) "
                        "CLI: remote engines over SSH, docker contexts, Podman")
+EXECMCP_SETTINGS_CHECK(execmcp::plugins::docker_cli::check_settings)

@@ -37,7 +37,12 @@ constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_contex
                                                  "cli_env"};
 
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
-  throw std::invalid_argument("setting '" + key + "': expected " + expected);
+  throw SettingError(key, "expected " + expected);
+}
+
+[[noreturn]] void unknown(const std::string& key, const std::string& known) {
+  throw SettingError(key, "unknown setting (known: " + known + ")",
+                     "unknown setting '" + key + "' (known: " + known + ")");
 }
 
 std::string get_string(const nlohmann::json& value, const std::string& key) {
@@ -82,8 +87,7 @@ MountSpec parse_mount(const nlohmann::json& item, std::size_t index) {
       if (!v.is_boolean()) bad(where + ".read_only", "true or false");
       mount.read_only = v.get<bool>();
     } else {
-      throw std::invalid_argument("unknown setting '" + where + "." + k +
-                                  "' (known: source, target, read_only)");
+      unknown(where + "." + k, "source, target, read_only");
     }
   }
   if (mount.source.empty() || mount.source.front() != '/')
@@ -143,8 +147,7 @@ CredentialsSettings parse_credentials(const nlohmann::json& value) {
             if (mode != "ro" && mode != "rw") bad(at + ".mode", "ro or rw (got '" + mode + "')");
             m.read_only = mode == "ro";
           } else {
-            throw std::invalid_argument("unknown setting '" + at + "." + field +
-                                        "' (known: bind, mode)");
+            unknown(at + "." + field, "bind, mode");
           }
         }
         if (m.target.empty() || m.target.front() != '/')
@@ -163,16 +166,15 @@ CredentialsSettings parse_credentials(const nlohmann::json& value) {
       if (!v.is_boolean()) bad(where, "true or false");
       c.pass_all_env = v.get<bool>();
     } else {
-      throw std::invalid_argument(
-          "unknown setting '" + where +
-          "' (known: mount, additional_mounts, env_file, env_vars_from_file, env_vars, "
-          "pass_all_env)");
+      unknown(where,
+              "mount, additional_mounts, env_file, env_vars_from_file, env_vars, pass_all_env");
     }
   }
   if (c.env_vars_from_file && c.env_file.empty())
-    throw std::invalid_argument(
-        "setting 'credentials.env_vars_from_file' needs 'credentials.env_file' (the file the "
-        "names are taken from)");
+    throw SettingError("credentials.env_vars_from_file",
+                       "needs 'credentials.env_file' (the file the names are taken from)",
+                       "setting 'credentials.env_vars_from_file' needs 'credentials.env_file' (the "
+                       "file the names are taken from)");
   return c;
 }
 
@@ -190,8 +192,7 @@ PreinstallSettings parse_preinstall(const nlohmann::json& value) {
                                      : k == "python" ? &p.python
                                      : k == "npm"    ? &p.npm
                                                      : nullptr;
-    if (list == nullptr)
-      throw std::invalid_argument("unknown setting '" + where + "' (known: system, python, npm)");
+    if (list == nullptr) unknown(where, "system, python, npm");
     if (!v.is_array()) bad(where, "a list of package names or absolute paths of local files");
     for (std::size_t i = 0; i < v.size(); ++i) {
       const std::string at = where + "[" + std::to_string(i) + "]";
@@ -215,7 +216,7 @@ std::int64_t parse_size(const nlohmann::json& value, const std::string& key) {
   try {
     return parse_memory_limit(value.get<std::string>());
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("setting '" + key + "': " + std::string(e.what()));
+    throw SettingError(key, e.what());
   }
 }
 
@@ -252,8 +253,8 @@ bool parse_attach_key(const std::string& key, const nlohmann::json& value, Docke
 void check_attach_settings(const nlohmann::json& root, const DockerSettings& s) {
   if (s.container.empty()) {
     if (root.contains("attach_accept_writable_context"))
-      throw std::invalid_argument(
-          "setting 'attach_accept_writable_context' applies only with 'container' (attach mode)");
+      throw SettingError("attach_accept_writable_context",
+                         "applies only with 'container' (attach mode)");
     return;
   }
   std::string refused;
@@ -267,11 +268,15 @@ void check_attach_settings(const nlohmann::json& root, const DockerSettings& s) 
     for (const char* k : {"mount", "additional_mounts"})
       if (it->contains(k)) refuse("credentials." + std::string(k));
   if (!refused.empty())
-    throw std::invalid_argument(
-        "settings " + refused +
-        " cannot apply to a container execmcp does not create ('container': '" + s.container +
-        "' attaches to an existing one): remove them, or remove 'container' to let "
-        "execmcp create and manage the agent's container");
+    throw SettingError(
+        "container",
+        "attaches to an existing container ('" + s.container + "'), to which settings " + refused +
+            " cannot apply: remove them, or remove 'container' to let execmcp create and manage "
+            "the agent's container",
+        "settings " + refused + " cannot apply to a container execmcp does not create " +
+            "('container': '" + s.container +
+            "' attaches to an existing one): remove them, or remove 'container' to let "
+            "execmcp create and manage the agent's container");
 }
 
 // "/egress/allow/3" as the settings' own words: "egress.allow[3]".
@@ -293,8 +298,7 @@ EgressPolicy parse_egress_setting(const nlohmann::json& value) {
   std::vector<sdk::SettingsProblem> problems;
   auto policy = parse_egress(value, problems, "/egress");
   if (!problems.empty())
-    throw std::invalid_argument("setting '" + pointer_as_key(problems.front().pointer) +
-                                "': " + problems.front().message);
+    throw SettingError(pointer_as_key(problems.front().pointer), problems.front().message);
   return policy;
 }
 
@@ -302,19 +306,67 @@ EgressPolicy parse_egress_setting(const nlohmann::json& value) {
 // container (built before the agent's proxy exists).
 void check_egress_settings(const DockerSettings& s) {
   if (s.network == "egress" && !s.egress)
-    throw std::invalid_argument(
-        "setting 'network': egress needs 'egress' with 'allow', the list of what the agent may "
-        "reach (e.g. egress: {allow: [pypi.org, files.pythonhosted.org]})");
+    throw SettingError("network",
+                       "egress needs 'egress' with 'allow', the list of what the agent may reach "
+                       "(e.g. egress: {allow: [pypi.org, files.pythonhosted.org]})");
   if (s.network != "egress" && s.egress)
-    throw std::invalid_argument(
+    throw SettingError(
+        "egress", "applies only with 'network: egress' (network is '" + s.network + "')",
         "setting 'egress' applies only with 'network: egress' (network is '" + s.network + "')");
+  constexpr const char* kWhy =
+      "cannot be used with 'network: egress' yet (its install container does not go through the "
+      "egress proxy): use a custom image, or another network";
   if (s.egress && !s.preinstall.empty())
-    throw std::invalid_argument(
-        "setting 'preinstall' cannot be used with 'network: egress' yet (its install container "
-        "does not go through the egress proxy): use a custom image, or another network");
+    throw SettingError("preinstall", kWhy, "setting 'preinstall' " + std::string(kWhy));
 }
 
 }  // namespace
+
+SettingError::SettingError(std::string key, std::string message)
+    : std::invalid_argument("setting '" + key + "': " + message),
+      key_(std::move(key)),
+      message_(std::move(message)) {}
+
+SettingError::SettingError(std::string key, std::string message, const std::string& what)
+    : std::invalid_argument(what), key_(std::move(key)), message_(std::move(message)) {}
+
+std::string SettingError::pointer() const {
+  std::string pointer;
+  std::size_t at = 0;
+  while (at < key_.size()) {
+    if (key_[at] == '/') break;  // a host path: the map that holds it is as near as we get
+    std::size_t end = key_[at] == '[' ? key_.find(']', at) : key_.find_first_of(".[", at);
+    if (key_[at] == '[') {
+      if (end == std::string::npos) break;
+      pointer += "/" + key_.substr(at + 1, end - at - 1);
+      ++end;
+    } else {
+      end = std::min(end, key_.size());
+      pointer += "/" + sdk::pointer_token(key_.substr(at, end - at));
+    }
+    at = end < key_.size() && key_[end] == '.' ? end + 1 : end;
+  }
+  return pointer;
+}
+
+void check_docker_settings(const std::string& settings_json, EngineKind kind,
+                           std::vector<sdk::SettingsProblem>& problems) {
+  // parse_docker_settings() stops at egress's first problem; the list may have more.
+  const std::size_t before = problems.size();
+  if (const auto root = nlohmann::json::parse(settings_json, nullptr, false);
+      root.is_object() && root.contains("egress"))
+    parse_egress(root.at("egress"), problems, "/egress");
+  const bool egress_reported = problems.size() > before;
+  try {
+    parse_docker_settings(settings_json, kind);
+  } catch (const SettingError& e) {
+    const std::string pointer = e.pointer();
+    if (!(egress_reported && (pointer == "/egress" || pointer.starts_with("/egress/"))))
+      problems.push_back({pointer, e.message()});
+  } catch (const std::exception& e) {
+    problems.push_back({"", e.what()});
+  }
+}
 
 bool is_root_user(const std::string& user) {
   const std::string name = user.substr(0, user.find(':'));
@@ -331,8 +383,8 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
 
   for (const auto& [key, value] : root.items()) {
     if (kind == EngineKind::kApi && is_cli_key(key))
-      throw std::invalid_argument("setting '" + key +
-                                  "' is a docker-cli setting; use plugin docker-cli");
+      throw SettingError(key, "is a docker-cli setting; use plugin docker-cli",
+                         "setting '" + key + "' is a docker-cli setting; use plugin docker-cli");
     if (parse_attach_key(key, value, s)) continue;
     if (key == "image") {
       s.image = get_string(value, key);
@@ -385,7 +437,7 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
       s.docker_host = get_string(value, key);
       // The Engine API client speaks unix:// and tcp:// only; the docker CLI runs ssh itself.
       if (kind == EngineKind::kApi && s.docker_host.starts_with("ssh://"))
-        throw std::invalid_argument("setting 'docker_host': an ssh:// engine ('" + s.docker_host +
+        throw SettingError(key, "an ssh:// engine ('" + s.docker_host +
                                     "') is reached through the docker CLI; use plugin docker-cli");
     } else if (key == "docker_binary") {
       s.docker_binary = get_string(value, key);
@@ -455,14 +507,15 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
         bad(key, std::string(kChoices) + " (got '" + choice + "')");
       s.preinstall.continue_on_failure = choice == "continue";
     } else {
-      throw std::invalid_argument("unknown setting '" + key + "' (known: " + known_keys(kind) +
-                                  ")");
+      unknown(key, known_keys(kind));
     }
   }
   if (!s.docker_host.empty() && !s.docker_context.empty())
-    throw std::invalid_argument(
-        "settings 'docker_host' and 'docker_context' cannot be used together (the docker CLI "
-        "refuses --host with --context): keep one");
+    throw SettingError("docker_context",
+                       "cannot be used together with 'docker_host' (the docker CLI refuses --host "
+                       "with --context): keep one",
+                       "settings 'docker_host' and 'docker_context' cannot be used together (the "
+                       "docker CLI refuses --host with --context): keep one");
   check_attach_settings(root, s);
   check_egress_settings(s);
   return s;

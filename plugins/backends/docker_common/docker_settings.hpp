@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "execmcp/sdk/settings_check.hpp"
 
 #include "docker_common/egress_policy.hpp"
 
@@ -121,11 +124,41 @@ enum class EngineKind {
   kCli,  // docker-cli: a docker-compatible CLI binary
 };
 
-// Throws std::invalid_argument naming the key and what it expects, or the unknown key and the
+// A setting that is wrong. what() names it the way the settings are written ("setting
+// 'egress.allow[3]': ..."); key() and message() keep the two apart, so the plugins' settings check
+// can point the host at the line the setting was written on.
+class SettingError : public std::invalid_argument {
+ public:
+  // what() is "setting '<key>': <message>".
+  SettingError(std::string key, std::string message);
+  // what() is `what`, for the errors that read better in words of their own ("unknown setting
+  // 'x' (known: ...)").
+  SettingError(std::string key, std::string message, const std::string& what);
+
+  // As written: "extra_mounts[0].source"; "" for the settings as a whole.
+  [[nodiscard]] const std::string& key() const { return key_; }
+  // Without the key: "expected a string".
+  [[nodiscard]] const std::string& message() const { return message_; }
+  // key() as an RFC 6901 pointer ("/extra_mounts/0/source"). A part that is a host path (the
+  // keys of credentials.additional_mounts) ends it: the pointer stops at the map holding it.
+  [[nodiscard]] std::string pointer() const;
+
+ private:
+  std::string key_;
+  std::string message_;
+};
+
+// Throws SettingError naming the key and what it expects, or the unknown key and the
 // known ones. docker-api refuses the CLI's keys and an ssh:// docker_host (both say "use plugin
 // docker-cli"); docker-cli refuses docker_host with docker_context, as the docker CLI does.
 DockerSettings parse_docker_settings(const std::string& settings_json,
                                      EngineKind kind = EngineKind::kApi);
+
+// The Docker plugins' settings check (SDK 2.1, EXECMCP_SETTINGS_CHECK): every problem of
+// `egress` at once, each at its own pointer, and otherwise the first problem
+// parse_docker_settings() finds, at the setting it names.
+void check_docker_settings(const std::string& settings_json, EngineKind kind,
+                           std::vector<sdk::SettingsProblem>& problems);
 
 // True for "root", "0", "root:x", "0:x": the container user may never be root.
 bool is_root_user(const std::string& user);

@@ -394,5 +394,78 @@ TEST(DockerSettings, EgressIsRefusedInAttachModeAndWithPreinstall) {
       << install;
 }
 
+std::vector<sdk::SettingsProblem> problems_of(const std::string& json,
+                                              EngineKind kind = EngineKind::kApi) {
+  std::vector<sdk::SettingsProblem> problems;
+  check_docker_settings(json, kind, problems);
+  return problems;
+}
+
+TEST(DockerSettingsCheck, ASettingAtFaultIsPointedAtWithoutItsNameInTheMessage) {
+  auto problems = problems_of(R"({"extra_mounts": [{"source": "relative"}]})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/extra_mounts/0/source");
+  EXPECT_EQ(problems[0].message, "expected an absolute host path");
+
+  problems = problems_of(R"({"cpus": "many"})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/cpus");
+
+  problems = problems_of(R"({"credentials": {"mount": ["ssh_keys", "x"]}})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/credentials/mount/1");
+
+  problems = problems_of(R"({"env": {"A": 1}})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/env/A");
+
+  // A host path as a key ends the pointer at the map that holds it.
+  problems = problems_of(R"({"credentials": {"additional_mounts": {"/srv/a.b": {"mode": "x"}}}})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/credentials/additional_mounts");
+  EXPECT_EQ(problems[0].message, "expected ro or rw (got 'x')");
+}
+
+TEST(DockerSettingsCheck, AnUnknownOrMisplacedKeyIsPointedAtItself) {
+  auto problems = problems_of(R"({"imagee": "x"})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/imagee");
+  EXPECT_NE(problems[0].message.find("unknown setting (known: image,"), std::string::npos)
+      << problems[0].message;
+
+  problems = problems_of(R"({"docker_binary": "podman"})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/docker_binary");
+  EXPECT_EQ(problems[0].message, "is a docker-cli setting; use plugin docker-cli");
+  EXPECT_TRUE(problems_of(R"({"docker_binary": "podman"})", EngineKind::kCli).empty());
+
+  problems = problems_of(R"({"network": "egress"})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/network");
+  // "egress" is valid on its own here, so the problem is egress's own key, once.
+  problems = problems_of(R"({"network": "bridge", "egress": {"allow": ["a.test"]}})");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "/egress");
+  EXPECT_EQ(problems[0].message, "applies only with 'network: egress' (network is 'bridge')");
+}
+
+TEST(DockerSettingsCheck, EveryBadEgressEntryIsReportedAtItsOwnPlace) {
+  const auto problems = problems_of(
+      R"({"network": "egress", "egress": {"allow": ["pypi.org", "bad host", "10.0.0.0/33"],
+          "ports": [80, 0]}})");
+  std::vector<std::string> pointers;
+  for (const auto& p : problems) pointers.push_back(p.pointer);
+  EXPECT_EQ(pointers,
+            (std::vector<std::string>{"/egress/allow/1", "/egress/allow/2", "/egress/ports/1"}));
+  EXPECT_TRUE(problems_of(R"({"network": "egress", "egress": {"allow": ["pypi.org"]}})").empty());
+}
+
+TEST(DockerSettingsCheck, SettingsThatAreNotAnObjectAreAProblemOfTheWhole) {
+  const auto problems = problems_of("[1]");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].pointer, "");
+  EXPECT_FALSE(problems[0].message.empty());
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common
