@@ -91,6 +91,38 @@ int command_exec(const Arguments& args) {
   return result.exit_code >= 0 ? result.exit_code : kExitCouldNotRun;
 }
 
+// The Docker backends' `network` and `egress` settings in words, for check-config: "" for other
+// backends. Read from the settings as written; the plugin's own check reports what is wrong.
+std::string describe_network(const PluginRef& backend) {
+  if (backend.plugin != "docker-api" && backend.plugin != "docker-cli") return "";
+  const auto& settings = backend.settings;
+  if (!settings.is_object() || settings.contains("container")) return "";  // attach mode
+  const auto text = [](const nlohmann::json& value) {
+    return value.is_string() ? value.get<std::string>() : value.dump();
+  };
+  const auto list = [&](const nlohmann::json* value) {
+    std::vector<std::string> items;
+    if (value != nullptr && value->is_array())
+      for (const auto& item : *value) items.push_back(text(item));
+    return join(items, ", ");
+  };
+  const auto network = settings.contains("network") ? text(settings.at("network")) : "none";
+  std::string line = "    network: " + network;
+  if (network == "none") return line + " (no network)\n";
+  if (network != "egress") return line + "\n";
+  const auto egress = settings.value("egress", nlohmann::json::object());
+  if (!egress.is_object()) return line + "\n";
+  const auto find = [&](const char* key) {
+    const auto it = egress.find(key);
+    return it == egress.end() ? nullptr : &*it;
+  };
+  const auto* ports = find("ports");
+  const auto* upstream = find("upstream_network");
+  return line + ", only through the agent's own proxy, to: " + list(find("allow")) + "; ports " +
+         (ports != nullptr ? list(ports) : std::string("80, 443")) + "; upstream network " +
+         (upstream != nullptr ? text(*upstream) : std::string("bridge")) + "\n";
+}
+
 int command_check_config(const Arguments& args) {
   std::shared_ptr<const Config> config;
   try {
@@ -119,6 +151,7 @@ int command_check_config(const Arguments& args) {
       std::cout << ", " << agent.context_paths.size() << " context path(s)";
     if (!agent.mcp_enabled) std::cout << " [MCP command line disabled]";
     std::cout << "\n";
+    std::cout << describe_network(agent.backend);
     if (const auto& per_user = agent.per_user) {
       std::cout << "    per user: a sandbox per authenticated HTTP user, at most "
                 << per_user->max_users << "; stopped after " << per_user->idle_stop.count() / 1000.0

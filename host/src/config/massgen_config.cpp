@@ -1,4 +1,5 @@
 // Reads MassGen config files: the code-execution keys of each agent's backend, nothing else.
+#include <array>
 #include <filesystem>
 #include <set>
 
@@ -28,22 +29,22 @@ void ignore_key(YamlReader& reader, const YAML::Node& key, const std::string& pa
   config.ignored.push_back({reader.location(key), join_key(parent, name), why});
 }
 
+// The keys only the Docker modes read; with command_line_execution_mode: local each is a warning.
+// command_line_docker_egress is ours (MassGen has no allow list): the `egress` setting as is.
+constexpr std::array<const char*, 8> kDockerKeys = {
+    "command_line_docker_image",       "command_line_docker_memory_limit",
+    "command_line_docker_cpu_limit",   "command_line_docker_network_mode",
+    "command_line_docker_enable_sudo", "command_line_docker_credentials",
+    "command_line_docker_packages",    "command_line_docker_egress"};
+
 const std::set<std::string>& backend_keys_we_read() {
-  static const std::set<std::string> keys = {"cwd",
-                                             "enable_mcp_command_line",
-                                             "command_line_execution_mode",
-                                             "command_line_allowed_commands",
-                                             "command_line_blocked_commands",
-                                             "command_line_docker_image",
-                                             "command_line_docker_memory_limit",
-                                             "command_line_docker_cpu_limit",
-                                             "command_line_docker_network_mode",
-                                             "command_line_docker_enable_sudo",
-                                             "command_line_docker_credentials",
-                                             "command_line_docker_packages",
-                                             "command_execution_prefix",
-                                             "command_execution_venv_path",
-                                             "context_paths"};
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> all(kDockerKeys.begin(), kDockerKeys.end());
+    all.insert({"cwd", "enable_mcp_command_line", "command_line_execution_mode",
+                "command_line_allowed_commands", "command_line_blocked_commands",
+                "command_execution_prefix", "command_execution_venv_path", "context_paths"});
+    return all;
+  }();
   return keys;
 }
 
@@ -158,11 +159,13 @@ void read_massgen_docker_settings(YamlReader& reader, const YAML::Node& backend,
   }
   if (const auto value = backend["command_line_docker_network_mode"]) {
     if (auto text = reader.get_string(value, key_path("command_line_docker_network_mode"))) {
-      if (*text == "none" || *text == "bridge" || *text == "host") {
+      // egress is ours: the agent reaches out only through its proxy, as command_line_docker_egress
+      // allows.
+      if (*text == "none" || *text == "bridge" || *text == "host" || *text == "egress") {
         settings["network"] = *text;
       } else {
         reader.error(value, key_path("command_line_docker_network_mode"),
-                     "expected 'none', 'bridge' or 'host', found '" + *text + "'");
+                     "expected 'none', 'bridge', 'host' or 'egress', found '" + *text + "'");
       }
     }
   }
@@ -178,6 +181,14 @@ void read_massgen_docker_settings(YamlReader& reader, const YAML::Node& backend,
                      settings);
   if (const auto value = backend["command_line_docker_packages"])
     read_packages(reader, value, key_path("command_line_docker_packages"), settings, config);
+  if (const auto value = backend["command_line_docker_egress"]) {
+    // The plugin checks it; its problems point back at these lines.
+    if (reader.expect_map(value, key_path("command_line_docker_egress"))) {
+      settings["egress"] = to_json(value);
+      reader.record_sources(value, "/egress", key_path("command_line_docker_egress"),
+                            agent.backend.setting_sources);
+    }
+  }
 }
 
 void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
@@ -250,10 +261,7 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   if (mode != "local") {  // both Docker backends read the same settings
     read_massgen_docker_settings(reader, backend, backend_path, base_dir, agent, config);
   } else {
-    for (const char* key : {"command_line_docker_image", "command_line_docker_memory_limit",
-                            "command_line_docker_cpu_limit", "command_line_docker_network_mode",
-                            "command_line_docker_enable_sudo", "command_line_docker_credentials",
-                            "command_line_docker_packages"}) {
+    for (const char* key : kDockerKeys) {
       if (backend[key])
         config.warnings.push_back(reader.location(backend[key]).str() + ": " + key_path(key) +
                                   " is ignored because command_line_execution_mode is local");

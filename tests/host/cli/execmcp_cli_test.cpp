@@ -107,6 +107,48 @@ TEST(ExecmcpCli, CheckConfigInstantiatesPluginsAndReportsTheirSettingsErrors) {
                                 HasSubstr("unknown setting 'colour'")));
 }
 
+// The Docker plugins check their settings (SDK 2.1): check-config shows the network policy, and
+// each bad allow entry is reported at its own line, in both schemas. No engine is needed.
+TEST(ExecmcpCli, CheckConfigShowsTheEgressPolicyAndEachBadEntryAtItsLine) {
+  TempDir dir;
+  const auto native = dir.path() / "egress.yaml";
+  write_text(native,
+             "execmcp: 1\nagents:\n  - id: py\n    cwd: ws\n    filters: [{plugin: sanitize}]\n"
+             "    backend:\n      plugin: docker-api\n      settings:\n        network: egress\n"
+             "        egress:\n          allow:\n            - pypi.org\n"
+             "            - \"*.npmjs.org\"\n          ports: [443]\n");
+  auto result = run_execmcp("check-config " + quote(native.string()), dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("    network: egress, only through the agent's own proxy, to: "
+                                    "pypi.org, *.npmjs.org; ports 443; upstream network bridge"));
+
+  std::string text = read_text(native);
+  text.replace(text.find("*.npmjs.org"), 11, "http://npmjs.org/");
+  text.replace(text.find("[443]"), 5, "[443, 0]");
+  write_text(native, text);
+  result = run_execmcp("check-config " + quote(native.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("egress.yaml:13: agents[0].backend.settings.egress.allow[1]: "
+                                    "'http://npmjs.org/' is not a host name"));
+  EXPECT_THAT(result.err,
+              HasSubstr("egress.yaml:14: agents[0].backend.settings.egress.ports[1]: "));
+
+  const auto massgen = dir.path() / "mg.yaml";
+  write_text(
+      massgen,
+      "agents:\n  - id: a\n    backend:\n      cwd: ws\n      enable_mcp_command_line: true\n"
+      "      command_line_execution_mode: docker\n"
+      "      command_line_docker_network_mode: egress\n"
+      "      command_line_docker_egress:\n        allow:\n          - pypi.org\n"
+      "          - not a host\n");
+  result = run_execmcp("check-config " + quote(massgen.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("mg.yaml:11: agents[0].backend.command_line_docker_egress."
+                                    "allow[1]: 'not a host' is not a host name"));
+  EXPECT_THAT(result.out, HasSubstr("    network: egress, only through the agent's own proxy, to: "
+                                    "pypi.org, not a host; ports 80, 443"));
+}
+
 TEST(ExecmcpCli, PluginsListsGoodOnesAndExplainsBadFiles) {
   TempDir dir;
   const auto result = run_execmcp("plugins --config " + quote(fixture_config(dir)), dir);

@@ -102,6 +102,43 @@ TEST(MassGenConfig, DockerModeMapsToDockerApi) {
   EXPECT_EQ(config->agents[1].backend.settings["image"], "my/image:2");
 }
 
+// Our extension of MassGen's schema: network mode egress, with command_line_docker_egress as the
+// Docker backends' `egress` setting (the plugin checks it, at these lines).
+TEST(MassGenConfig, EgressModeTakesItsAllowListFromCommandLineDockerEgress) {
+  const auto config = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker
+      command_line_docker_network_mode: egress
+      command_line_docker_egress:
+        allow: [pypi.org, "*.npmjs.org"]
+        ports: [443]
+)",
+                                       "/c/mg.yaml");
+  const auto& a = config->agents.at(0);
+  EXPECT_EQ(a.backend.settings["network"], "egress");
+  EXPECT_EQ(a.backend.settings["egress"],
+            (nlohmann::json{{"allow", {"pypi.org", "*.npmjs.org"}}, {"ports", {443}}}));
+  const auto at = a.backend.source_of("/egress/allow/1");
+  EXPECT_EQ(at.location.line, 9);
+  EXPECT_EQ(at.key_path, "agents[0].backend.command_line_docker_egress.allow[1]");
+  EXPECT_TRUE(config->warnings.empty());
+
+  const auto local = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_docker_egress: {allow: [pypi.org]}
+)",
+                                      "/c/mg.yaml");
+  ASSERT_EQ(local->warnings.size(), 1u);
+  EXPECT_THAT(local->warnings[0], HasSubstr("command_line_docker_egress is ignored because "
+                                            "command_line_execution_mode is local"));
+}
+
 // Our extension of MassGen's schema: docker-cli picks the CLI backend, with the same docker keys.
 TEST(MassGenConfig, DockerCliModeMapsToDockerCliWithTheSameSettings) {
   const auto config = load_config_text(R"(agents:
@@ -166,7 +203,7 @@ TEST(MassGenConfig, WrongTypesOfKeysWeReadAreErrorsWithLines) {
                          "true\n    command_line_execution_mode: docker\n"
                          "    command_line_docker_network_mode: everywhere\n"),
               HasSubstr(":7: agent.backend.command_line_docker_network_mode: expected 'none', "
-                        "'bridge' or 'host'"));
+                        "'bridge', 'host' or 'egress'"));
 }
 
 TEST(MassGenConfig, EnabledAgentNeedsACwd) {
