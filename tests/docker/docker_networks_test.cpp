@@ -54,7 +54,9 @@ TEST_P(EngineNetworks, AreMadeFoundJoinedAndRemoved) {
   const std::string net = prefix_ + "-net";
   const std::string upstream = prefix_ + "-up";
   const std::map<std::string, std::string> labels = {{"execmcp.test", net}};
-  const auto made = engine_->create_network({net, true, labels});
+  const std::map<std::string, std::string> options = {
+      {"com.docker.network.bridge.inhibit_ipv4", "true"}};
+  const auto made = engine_->create_network({net, true, labels, options});
   ASSERT_TRUE(made.ok()) << made.message;
   ASSERT_TRUE(engine_->create_network({upstream, false, {}}).ok());
   dc::NetworkInfo info;
@@ -62,6 +64,7 @@ TEST_P(EngineNetworks, AreMadeFoundJoinedAndRemoved) {
   EXPECT_EQ(info.name, net);
   EXPECT_TRUE(info.internal);
   EXPECT_EQ(info.labels, labels);
+  EXPECT_EQ(info.options, options);  // the driver's options are passed on
   EXPECT_EQ(engine_->create_network({net, true, labels}).kind, Kind::kConflict);
   std::vector<dc::NetworkInfo> found;
   ASSERT_TRUE(engine_->list_networks(labels, found).ok());

@@ -261,7 +261,8 @@ bool DockerApiEngine::wait_stopped(const std::string& name, std::chrono::millise
 
 dc::EngineError DockerApiEngine::create_network(const dc::NetworkSpec& spec) {
   const json body = {{"Name", spec.name},      {"Driver", "bridge"},    {"Internal", spec.internal},
-                     {"CheckDuplicate", true}, {"Labels", spec.labels}, {"Attachable", false}};
+                     {"CheckDuplicate", true}, {"Labels", spec.labels}, {"Options", spec.options},
+                     {"Attachable", false}};
   auto r = client_.request("POST", api("/networks/create"), body.dump());
   if (r.status == 201) return {};
   return failure(r, r.status == 409 ? Kind::kConflict : Kind::kOther);

@@ -555,6 +555,7 @@ dc::EngineError DockerCliEngine::create_network(const dc::NetworkSpec& spec) {
   std::vector<std::string> args = {"network", "create", "--driver=bridge"};
   if (spec.internal) args.push_back("--internal");
   for (const auto& [k, v] : spec.labels) args.push_back("--label=" + k + "=" + v);
+  for (const auto& [k, v] : spec.options) args.push_back("--opt=" + k + "=" + v);
   args.push_back(spec.name);
   return check(run(args, kCallTimeout));
 }

@@ -74,6 +74,10 @@ std::string EgressProxy::create_network(const std::map<std::string, std::string>
   NetworkSpec spec;
   spec.name = network_;
   spec.internal = true;
+  // An internal network still gives its members a route to the bridge's address on this machine,
+  // where every service listening on all addresses answers (and, through the machine, its other
+  // addresses): without an address of the machine on it, the proxy is the only thing to reach.
+  spec.options[kNoHostAddressOption] = "true";
   spec.labels = with_role(labels, kRoleEgressNetwork);
   auto err = engine_.create_network(spec);
   if (err.kind == Kind::kConflict) {

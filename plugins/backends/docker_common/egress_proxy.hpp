@@ -14,6 +14,9 @@ namespace execmcp::plugins::docker_common {
 
 // The proxy's image (docker/egress), built by `docker/build.sh --egress`; never pulled.
 inline constexpr const char* kEgressImage = "execmcp/egress:latest";
+// The bridge driver's option that leaves this machine without an address on the network (the
+// agent's network: no gateway on the host to reach the host's services through).
+inline constexpr const char* kNoHostAddressOption = "com.docker.network.bridge.inhibit_ipv4";
 
 // The proxy and network of one agent's container. Not thread-safe: ContainerLifecycle calls it
 // under its own locks (start, recovery, stop and removal never overlap for one agent).

@@ -98,6 +98,10 @@ NetworkInfo network_info_from_inspect(const json& doc) {
       for (const auto& c : *config)
         if (c.is_object() && c.contains("Subnet") && c["Subnet"].is_string())
           info.subnets.push_back(c["Subnet"].get<std::string>());
+  if (doc.contains("Options") && doc["Options"].is_object()) {
+    for (const auto& [k, v] : doc["Options"].items())
+      if (v.is_string()) info.options[k] = v.get<std::string>();
+  }
   return info;
 }
 

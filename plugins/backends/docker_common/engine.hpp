@@ -90,6 +90,7 @@ struct NetworkInfo {
   bool internal = false;  // no route out of it: its members reach only each other
   std::map<std::string, std::string> labels;
   std::vector<std::string> subnets;  // its address ranges (IPAM.Config[].Subnet), as CIDRs
+  std::map<std::string, std::string> options;  // the driver's options (Options)
 };
 
 // Parses one network's inspect document (GET /networks/{id}, `docker network inspect`).
@@ -100,6 +101,8 @@ struct NetworkSpec {
   std::string name;
   bool internal = true;
   std::map<std::string, std::string> labels;
+  // The bridge driver's options (POST /networks/create Options, `docker network create -o`).
+  std::map<std::string, std::string> options;
 };
 
 // What the backend needs to know about an image (GET /images/{name}/json, `docker image inspect`).

@@ -158,7 +158,8 @@ class FakeEngine final : public Engine {
       return EngineError::of(EngineError::Kind::kConflict, "network name in use");
     networks[spec.name] = {
         "net-" + spec.name, spec.name,   "bridge",
-        spec.internal,      spec.labels, {"172.30." + std::to_string(networks.size()) + ".0/24"}};
+        spec.internal,      spec.labels, {"172.30." + std::to_string(networks.size()) + ".0/24"},
+        spec.options};
     return {};
   }
   EngineError inspect_network(const std::string& name, NetworkInfo& out) override {

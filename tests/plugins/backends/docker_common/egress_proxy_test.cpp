@@ -52,7 +52,7 @@ class EgressLifecycleTest : public ::testing::Test {
     settings_.egress->upstream_network = "uplink";
     engine_.images.insert(settings_.image);
     engine_.images.insert(kEgressImage);
-    engine_.networks["uplink"] = {"net-uplink", "uplink", "bridge", false, {}, {}};
+    engine_.networks["uplink"] = {"net-uplink", "uplink", "bridge", false, {}, {}, {}};
     name_ = container_name(init_.agent_id, init_.instance_id);
     net_ = name_ + "-egress-net";
     proxy_ = name_ + "-egress";
@@ -92,6 +92,9 @@ TEST_F(EgressLifecycleTest, TheNetworkAndProxyAreUpBeforeTheAgentsContainerIsMad
   // The network is internal; it and the proxy carry the owner labels and a role.
   ASSERT_TRUE(engine_.networks.contains(net_));
   EXPECT_TRUE(engine_.networks[net_].internal);
+  // ... and this machine has no address on it, so the agent has no gateway to the host's services.
+  EXPECT_EQ(engine_.networks[net_].options,
+            (std::map<std::string, std::string>{{kNoHostAddressOption, "true"}}));
   EXPECT_EQ(engine_.networks[net_].labels.at(kLabelRole), kRoleEgressNetwork);
   EXPECT_EQ(engine_.networks[net_].labels.at(kLabelOwnerPid), std::to_string(getpid()));
   const auto& proxy = engine_.containers.at(proxy_);
@@ -206,11 +209,12 @@ TEST_F(EgressLifecycleTest, ADeadOwnersNetworksAreRemovedAtStartAndLiveOnesKept)
                                               {kLabelOwnerPid, std::to_string(pid)},
                                               {kLabelRole, kRoleEgressNetwork}};
   };
-  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels(dead, host_name()),
-                                    {}};
+  engine_.networks["orphan-net"] = {
+      "n1", "orphan-net", "bridge", true, labels(dead, host_name()), {}, {}};
   engine_.networks["live-net"] = {"n2", "live-net", "bridge", true, labels(getpid(), host_name()),
-                                  {}};
-  engine_.networks["far-net"] = {"n3", "far-net", "bridge", true, labels(dead, "another-host"), {}};
+                                  {},   {}};
+  engine_.networks["far-net"] = {"n3", "far-net", "bridge", true, labels(dead, "another-host"),
+                                 {},   {}};
   engine_.add_container("orphan-egress", true, labels(dead, host_name()));
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
@@ -232,7 +236,7 @@ TEST_F(EgressLifecycleTest, AnAgentWithoutEgressSweepsADeadOwnersNetworkWithItsP
   const std::map<std::string, std::string> labels = {{kLabelManaged, "true"},
                                                      {kLabelOwnerHost, host_name()},
                                                      {kLabelOwnerPid, std::to_string(dead)}};
-  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels, {}};
+  engine_.networks["orphan-net"] = {"n1", "orphan-net", "bridge", true, labels, {}, {}};
   engine_.add_container("orphan-egress", false, labels);
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
