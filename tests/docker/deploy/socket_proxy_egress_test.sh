@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The socket proxy's rules for `network: egress` on the real engine: each
-# network call the docker-api backend makes gets through in the exact shape it sends, each near miss
-# gets 403, and an agent with `network: egress` runs a command through the proxy, reaching only
-# allowed.test (an HTTP server on an upstream network of this test's own), leaving nothing behind.
+# The socket proxy's rules for `network: egress` and for following a log, on the real engine:
+# each network call the docker-api backend makes gets through in the exact shape it sends, each
+# near miss gets 403, a followed log streams, and an agent with `network: egress` runs a command
+# through the proxy, reaching only allowed.test (an HTTP server on an upstream network of this
+# test's own), leaving nothing behind.
 #   socket_proxy_egress_test.sh REPO EXECMCP_BINARY
 set -euo pipefail
 repo="$1"
@@ -130,6 +131,39 @@ net_exists "$upstream" && pass "the refused removal left $upstream" || fail "$up
 docker rm -f "$egress" >/dev/null
 expect_http "DELETE networks/{execmcp-name}" 204 '' -X DELETE "$api/networks/$net"
 net_exists "$net" && fail "$net is still there" || pass "$net was removed through the proxy"
+
+# --- logs with follow: execmcp-… containers only, read-only options only ---
+talker="execmcp-$run_tag-talker"
+docker run -d --name "$talker" --label "$run_tag" "$runtime" \
+  sh -c 'echo first; sleep 5; echo second; sleep 60' >/dev/null
+expect_http "GET logs?follow=1 of a non-execmcp container" 403 "$denied_text" \
+  "$api/containers/$run_tag-allowed/logs?follow=1&stdout=1&stderr=1"
+expect_http "GET logs?follow=1 with an unknown parameter" 403 "$denied_text" \
+  "$api/containers/$talker/logs?follow=1&stdout=1&details=1"
+expect_http "GET logs?follow=1 with an escaped parameter" 403 "$denied_text" \
+  "$api/containers/$talker/logs?follow=1&std%6Fut=1"
+status="$(curl -sS --max-time 2 -o "$work/follow" -w '%{http_code}' \
+  "$api/containers/$talker/logs?follow=1&stdout=1&stderr=1&tail=all" 2>/dev/null)" || true
+[ "$status" = 200 ] && grep -q first "$work/follow" &&
+  pass "GET logs?follow=1&stdout=1&stderr=1&tail=all of an execmcp- container streams its log" ||
+  fail "GET logs?follow=1 of $talker: HTTP $status, $(tr -d '\000-\010' <"$work/follow")"
+# A follow may stay quiet for long: through a proxy whose server timeout is 2 s, a stream quiet
+# for 5 s still brings the second line (a follow's server timeout is raised to 24 h).
+short="$(mktemp -d)"
+cleanups+=("rm -rf $short")
+chmod 755 "$short"
+sed 's/^\( *timeout server\) 10m$/\1 2s/' "$repo/docker/proxy/haproxy.cfg" >"$short/haproxy.cfg"
+chmod 644 "$short/haproxy.cfg"
+grep -q 'timeout server 2s' "$short/haproxy.cfg" || fail "could not shorten the server timeout"
+start_proxy short_p "${proxy}_short" "$image" "$short/haproxy.cfg"
+docker rm -f "$talker" >/dev/null
+docker run -d --name "$talker" --label "$run_tag" "$runtime" \
+  sh -c 'echo first; sleep 5; echo second; sleep 60' >/dev/null
+out="$(curl -sS --max-time 9 "$short_p/v1.41/containers/$talker/logs?follow=1&stdout=1" 2>&1 |
+  tr -d '\000-\010')" || true
+[[ "$out" == *first*second* ]] && pass "a followed log quiet for 5 s outlives a 2 s server timeout" ||
+  fail "a followed log through a proxy with a 2 s server timeout: $out"
+docker rm -f "$talker" >/dev/null
 
 # --- an agent with network: egress through the proxy ---
 log_before="$(docker logs "$proxy" 2>&1 | wc -l)"
