@@ -70,6 +70,21 @@ expect_http() {
 # The proxy's 403 body names the proxy, so whoever sees it knows where the refusal came from.
 readonly denied_text="is denied by the execmcp socket proxy"
 
+# Runs the socket proxy image as container NAME with the engine's socket, published on loopback
+# only, removed at exit; waits until it answers and stores its URL in the variable URL_VAR.
+#   start_proxy URL_VAR NAME IMAGE [HAPROXY_CFG]   (a config file replaces the image's own)
+start_proxy() {
+  local url_var="$1" name="$2" image="$3" cfg="${4:-}" port
+  local mount=()
+  [ -z "$cfg" ] || mount=(-v "$cfg:/etc/haproxy/execmcp-proxy.cfg:ro")
+  docker run -d --name "$name" -v /var/run/docker.sock:/var/run/docker.sock:ro "${mount[@]}" \
+    -p 127.0.0.1::2375 "$image" >/dev/null
+  cleanups+=("docker rm -f $name")
+  port="$(docker port "$name" 2375/tcp | head -n 1 | sed 's/.*://')"
+  for _ in $(seq 50); do curl -fsS --max-time 2 "http://127.0.0.1:$port/_ping" >/dev/null 2>&1 && break; sleep 0.2; done
+  printf -v "$url_var" 'http://127.0.0.1:%s' "$port"
+}
+
 # The compose command: Debian 12's docker-compose (1.29), else the `docker compose` plugin.
 compose_cmd() {
   if command -v docker-compose >/dev/null 2>&1; then
