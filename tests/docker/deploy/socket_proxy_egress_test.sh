@@ -53,7 +53,7 @@ net_exists() { docker network inspect "$1" >/dev/null 2>&1; }
 # --- network create: only `Internal: true`, only execmcp-…, only the backend's exact body ---
 net="execmcp-$run_tag-api-egress-net"
 create_body() { # create_body NAME INTERNAL
-  printf '{"Attachable":false,"CheckDuplicate":true,"Driver":"bridge","Internal":%s,"Labels":{"%s":"1","execmcp.managed":"true"},"Name":"%s"}' \
+  printf '{"Attachable":false,"CheckDuplicate":true,"Driver":"bridge","Internal":%s,"Labels":{"%s":"1","execmcp.managed":"true"},"Name":"%s","Options":{"com.docker.network.bridge.inhibit_ipv4":"true"}}' \
     "$2" "$run_tag" "$1"
 }
 good="$(create_body "$net" true)"
@@ -67,8 +67,12 @@ post_json "POST networks/create, a label value that closes Labels" 403 "$denied_
   "$api/networks/create" "${good/\"1\"/\"1\"\},\"Internal\":false,\"x\":\{\"a\":\"b\"}"
 post_json "POST networks/create, a second document after the body" 403 "$denied_text" \
   "$api/networks/create" "$good $(create_body "$net" false)"
-post_json "POST networks/create with driver Options" 403 "$denied_text" "$api/networks/create" \
-  "${good%\}},\"Options\":{\"com.docker.network.bridge.name\":\"x\"}}"
+post_json "POST networks/create with other driver Options" 403 "$denied_text" "$api/networks/create" \
+  "${good/inhibit_ipv4\":\"true/name\":\"x}"
+post_json "POST networks/create with inhibit_ipv4 false" 403 "$denied_text" "$api/networks/create" \
+  "${good/inhibit_ipv4\":\"true/inhibit_ipv4\":\"false}"
+post_json "POST networks/create without Options (the host would be on the network)" 403 \
+  "$denied_text" "$api/networks/create" "${good%,\"Options\"*}}"
 post_json "POST networks/create named other than execmcp-" 403 "$denied_text" \
   "$api/networks/create" "$(create_body "$run_tag-foreign" true)"
 expect_http "POST networks/create chunked" 403 "$denied_text" -X POST \
