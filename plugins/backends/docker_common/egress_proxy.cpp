@@ -85,6 +85,18 @@ std::string EgressProxy::create_network(const std::map<std::string, std::string>
     engine_.remove_network(network_);
     err = engine_.create_network(spec);
   }
+  if (!err.ok() && err.message.find(kNoHostAddressOption) != std::string::npos)
+    // Podman 4 ("unsupported network option"): without the option the host's services would be
+    // reachable at the network's gateway, so no egress network rather than a leaky one.
+    return "creating the egress network '" + network_ +
+           "': this engine does not take the bridge "
+           "option " +
+           kNoHostAddressOption +
+           ", without which the agent could reach this "
+           "machine's services around its proxy (engine: " +
+           err.message +
+           "); network: egress "
+           "needs Docker Engine";
   if (!err.ok()) return describe_failure(err, "creating the egress network '" + network_ + "'");
   return {};
 }

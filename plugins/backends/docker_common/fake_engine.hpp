@@ -34,6 +34,9 @@ class FakeEngine final : public Engine {
   int conflicts_on_create = 0;
   // create() of these names fails (kOther), as an engine that refuses the spec.
   std::set<std::string> refuse_create;
+  // create_network() refuses any spec carrying one of these driver options (kOther), as Podman 4
+  // refuses Docker's bridge options.
+  std::set<std::string> unsupported_network_options;
   std::deque<ExecResult> exec_results;
   // Each exec() removes the container first, as if it went away just as the call came.
   bool vanish_on_exec = false;
@@ -154,6 +157,10 @@ class FakeEngine final : public Engine {
   EngineError create_network(const NetworkSpec& spec) override {
     if (auto err = connect(); !err.ok()) return err;
     calls.push_back("create_network " + spec.name);
+    for (const auto& [option, value] : spec.options)
+      if (unsupported_network_options.contains(option))
+        return EngineError::of(EngineError::Kind::kOther,
+                               "Error: unsupported network option " + option);
     if (networks.contains(spec.name))
       return EngineError::of(EngineError::Kind::kConflict, "network name in use");
     networks[spec.name] = {

@@ -150,6 +150,21 @@ TEST_F(EgressLifecycleTest, AnUpstreamNetworkTheEngineLacksIsAClearStartError) {
   EXPECT_TRUE(engine_.containers.empty());
 }
 
+// Podman 4 refuses the option that keeps this machine off the agent's network: the start fails
+// and says why, rather than leaving the host's services reachable around the proxy.
+TEST_F(EgressLifecycleTest, AnEngineWithoutTheNoHostAddressOptionIsAClearStartError) {
+  engine_.unsupported_network_options.insert(kNoHostAddressOption);
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err,
+                  "this engine does not take the bridge option "
+                  "com.docker.network.bridge.inhibit_ipv4"))
+      << err;
+  EXPECT_TRUE(has(err, "network: egress needs Docker Engine")) << err;
+  EXPECT_FALSE(engine_.networks.contains(net_));
+  EXPECT_TRUE(engine_.containers.empty());
+}
+
 TEST_F(EgressLifecycleTest, AMissingProxyImageSaysHowToBuildIt) {
   engine_.images.erase(kEgressImage);
   auto lifecycle = make();
