@@ -228,6 +228,62 @@ TEST(DockerPreinstall, ACachedImageRemovedWhileTheAgentRunsIsBuiltAgainOnRecover
   sh(outside_cli() + " image rm --force " + rebuilt);
 }
 
+// network: egress: the install container reaches out through the agent's proxy, under its policy.
+// The wheel is served by a container on an internal test network as allowed.test and denied.test;
+// pip fetches it by URL (its proxy variables come from the install script).
+TEST(DockerPreinstall, WithEgressTheInstallGoesThroughTheAgentsProxyUnderItsPolicy) {
+  REQUIRE_ENGINE();
+  int status = 0;
+  sh(outside_cli() + " image inspect execmcp/egress:latest", &status);
+  if (status != 0)
+    GTEST_SKIP() << "image execmcp/egress:latest is missing: SKIPPING (docker/build.sh --egress)";
+  TempDir fixtures("pre-egress");
+  TempDir ws("pre-e");
+  fs::permissions(fixtures.path(), fs::perms(0755));
+  const std::string module = "execmcp_egress_" + run_tag();
+  const std::string wheel = make_wheel(fixtures.path(), module, run_tag());
+  const std::string file = fs::path(wheel).filename().string();
+  const std::string net = "execmcp-pretest-" + run_tag() + "-up";
+  const std::string server = "execmcp-pretest-" + run_tag() + "-srv";
+  sh(outside_cli() + " network create --internal " + net);
+  sh(outside_cli() + " run -d --name " + server + " --network " + net +
+     " --network-alias allowed.test --network-alias denied.test -u 0 -v " + fixtures.path() +
+     ":/srv:ro " + kImage + " python3 -m http.server 80 --directory /srv");
+  const auto settings = [&](const std::string& host) {
+    return R"({"network": "egress", "egress": {"allow": ["allowed.test"], "upstream_network": ")" +
+           net + R"("}, "preinstall": {"python": ["http://)" + host + "/" + file + R"("]}})";
+  };
+
+  std::string error;
+  auto allowed = make_backend(agent("preeg", ws, settings("allowed.test")), &error);
+  ASSERT_TRUE(allowed) << error;
+  EXPECT_EQ(allowed->start(), "");
+  auto r = run(*allowed, "python3 -c 'import " + module +
+                             " as m; print(m.VALUE)'; env | grep -c "
+                             "'^HTTP_PROXY=' ");
+  EXPECT_EQ(r.stdout_data, run_tag() + "\n1\n") << r.stderr_data;
+  const std::string image = image_of_container(container_of(agent("preeg", ws, "")));
+  // The image keeps none of the install's proxy variables (the agent's own come from its spec).
+  EXPECT_EQ(
+      trim(sh(outside_cli() + " image inspect -f '{{json .Config.Env}}' " + image)).find("PROXY"),
+      std::string::npos);
+  allowed->cleanup();
+
+  auto denied = make_backend(agent("preeg", ws, settings("denied.test")), &error);
+  ASSERT_TRUE(denied) << error;
+  const std::string failure = denied->start();
+  EXPECT_NE(failure.find("preinstall failed at step python"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("403"), std::string::npos) << failure;  // pip names the proxy's answer
+  denied->cleanup();
+  // Nothing of either agent is left: no container, proxy or network.
+  EXPECT_EQ(trim(sh(outside_cli() + " ps -aq --filter name=execmcp-preeg-")), "");
+  EXPECT_EQ(trim(sh(outside_cli() + " network ls -q --filter name=execmcp-preeg-")), "");
+
+  sh(outside_cli() + " rm -f " + server);
+  sh(outside_cli() + " network rm " + net);
+  if (!image.empty()) sh(outside_cli() + " image rm --force " + image);
+}
+
 TEST(DockerPreinstall, AFailingInstallFailsStartWithItsStepAndExitCode) {
   REQUIRE_ENGINE();
   TempDir fixtures("pre-bad");

@@ -454,7 +454,8 @@ std::string ContainerLifecycle::start_managed() {
       return "image '" + settings_.image + "' not found: " + kBuildHint;
     return describe_failure(err, "inspecting image '" + settings_.image + "'");
   }
-  if (!settings_.preinstall.empty())
+  // With egress the install goes through the proxy, so it runs once the proxy is up (below).
+  if (!settings_.preinstall.empty() && !egress_)
     if (auto err = prepare_preinstall(); !err.empty()) return err;
   // Every execmcp container on the engine, looked up once for the whole start (each engine call
   // is a CLI run for docker-cli, over SSH a handshake each).
@@ -481,7 +482,8 @@ std::string ContainerLifecycle::start_managed() {
   log(sdk::LogLevel::Info, "egress proxy " + egress_->proxy() + " running on network " +
                                egress_->network() +
                                " (upstream: " + settings_.egress->upstream_network + ")");
-  auto err = create_and_start(&managed);
+  std::string err = settings_.preinstall.empty() ? "" : prepare_preinstall();
+  if (err.empty()) err = create_and_start(&managed);
   if (!err.empty()) {
     engine_.remove(name_);
     egress_->remove();
@@ -546,8 +548,11 @@ std::string ContainerLifecycle::build_preinstall(const ImageInfo& base, const Pr
   // Root for the package managers; no "0:0" over an image whose user is root already, so that the
   // commit keeps its user as it was (the engine takes an empty one from the container).
   spec.user = base.user.empty() ? "" : "0:0";
-  spec.cmd = {"/bin/sh", "-eu", "-c", "export HOME=/root\n" + preinstall_script(plan)};
-  spec.network = settings_.network;
+  // network: egress: the install reaches out through the agent's proxy, under its policy (the
+  // proxy is up: start_managed() starts it first).
+  const auto exports = egress_ ? egress_client_env(egress_->proxy()) : std::vector<std::string>{};
+  spec.cmd = {"/bin/sh", "-eu", "-c", "export HOME=/root\n" + preinstall_script(plan, exports)};
+  spec.network = egress_ ? egress_->network() : settings_.network;
   spec.memory_bytes = settings_.memory_bytes;
   spec.pids_limit = settings_.pids_limit;
   log(sdk::LogLevel::Info,

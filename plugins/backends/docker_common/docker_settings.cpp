@@ -302,8 +302,7 @@ EgressPolicy parse_egress_setting(const nlohmann::json& value) {
   return policy;
 }
 
-// `network: egress` and `egress` go together, and the proxy's policy cannot reach a preinstall
-// container (built before the agent's proxy exists).
+// `network: egress` and `egress` go together.
 void check_egress_settings(const DockerSettings& s) {
   if (s.network == "egress" && !s.egress)
     throw SettingError("network",
@@ -313,11 +312,6 @@ void check_egress_settings(const DockerSettings& s) {
     throw SettingError(
         "egress", "applies only with 'network: egress' (network is '" + s.network + "')",
         "setting 'egress' applies only with 'network: egress' (network is '" + s.network + "')");
-  constexpr const char* kWhy =
-      "cannot be used with 'network: egress' yet (its install container does not go through the "
-      "egress proxy): use a custom image, or another network";
-  if (s.egress && !s.preinstall.empty())
-    throw SettingError("preinstall", kWhy, "setting 'preinstall' " + std::string(kWhy));
 }
 
 }  // namespace

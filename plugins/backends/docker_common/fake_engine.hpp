@@ -45,6 +45,8 @@ class FakeEngine final : public Engine {
   std::vector<std::string> calls;
   // The last spec create() took.
   ContainerSpec last_spec;
+  // The last spec create_install() took.
+  InstallSpec last_install;
   // The options of the last exec().
   ExecOptions last_exec;
 
@@ -83,7 +85,10 @@ class FakeEngine final : public Engine {
     out.id = "sha256:" + image;
     return {};
   }
-  EngineError create_install(const InstallSpec&) override {
+  // Recorded, then refused: an install is not faked further.
+  EngineError create_install(const InstallSpec& spec) override {
+    calls.push_back("create_install " + spec.name);
+    last_install = spec;
     return EngineError::of(EngineError::Kind::kOther, "not faked");
   }
   EngineError commit(const std::string&, const CommitOptions&, std::string&) override {

@@ -220,8 +220,9 @@ std::string cache_tag(const std::string& key) {
   return std::string(kCacheRepo) + ":" + key.substr(0, 16);
 }
 
-std::string preinstall_script(const PreinstallPlan& plan) {
+std::string preinstall_script(const PreinstallPlan& plan, const std::vector<std::string>& exports) {
   std::string s = "export DEBIAN_FRONTEND=noninteractive\n";
+  for (const auto& variable : exports) s += "export " + shell_quote(variable) + "\n";
   if (!plan.system.empty()) {
     step(s, "system");
     bool all_local_debs = true;

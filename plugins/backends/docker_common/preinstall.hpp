@@ -76,7 +76,10 @@ std::string cache_tag(const std::string& key);
 // The script the install container runs with `sh -eu -c`, in MassGen's order: system (apt-get
 // update, unless every entry is a local .deb, then apt-get install), python (pip), npm. Before
 // each step it prints "execmcp-preinstall: step <name>" to stderr, so a failure names its step.
-std::string preinstall_script(const PreinstallPlan& plan);
+// `exports` ("KEY=VALUE", e.g. the egress proxy's variables) are exported by the script itself,
+// not given as the container's environment, so that the committed image does not keep them.
+std::string preinstall_script(const PreinstallPlan& plan,
+                              const std::vector<std::string>& exports = {});
 
 // The local files as one tar archive to unpack at "/" (directories root's, 0755; files 0644).
 std::string preinstall_tar(const PreinstallPlan& plan);

@@ -382,16 +382,17 @@ TEST(DockerSettings, AnEgressEntryAtFaultIsNamedByItsPlace) {
             std::string::npos);
 }
 
-TEST(DockerSettings, EgressIsRefusedInAttachModeAndWithPreinstall) {
+TEST(DockerSettings, EgressIsRefusedInAttachModeAndTakesPreinstall) {
   const auto attach =
       error_of(R"({"container": "c1", "network": "egress", "egress": {"allow": ["a.test"]}})");
   EXPECT_NE(attach.find("'egress'"), std::string::npos) << attach;
   EXPECT_NE(attach.find("cannot apply to a container execmcp does not create"), std::string::npos)
       << attach;
-  const auto install = error_of(
+  // The install goes through the agent's proxy (ContainerLifecycle), under the same policy.
+  const auto install = parse_docker_settings(
       R"({"network": "egress", "egress": {"allow": ["a.test"]}, "preinstall": {"python": ["x"]}})");
-  EXPECT_NE(install.find("'preinstall' cannot be used with 'network: egress'"), std::string::npos)
-      << install;
+  EXPECT_EQ(install.preinstall.python, std::vector<std::string>{"x"});
+  EXPECT_TRUE(install.egress);
 }
 
 std::vector<sdk::SettingsProblem> problems_of(const std::string& json,

@@ -165,6 +165,29 @@ TEST_F(EgressLifecycleTest, AnEngineWithoutTheNoHostAddressOptionIsAClearStartEr
   EXPECT_TRUE(engine_.containers.empty());
 }
 
+// preinstall with egress: the install container is on the agent's network, once its proxy is up,
+// and the script (not the container's environment, which a commit would keep) sets the proxy.
+TEST_F(EgressLifecycleTest, APreinstallGoesThroughTheAgentsProxy) {
+  settings_.preinstall.python = {"tinypkg"};
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "not faked")) << err;  // the fake builds no image
+  const auto proxy_started =
+      std::find(engine_.calls.begin(), engine_.calls.end(), "start " + proxy_);
+  const auto install = std::find_if(engine_.calls.begin(), engine_.calls.end(),
+                                    [](const auto& c) { return c.starts_with("create_install "); });
+  ASSERT_NE(install, engine_.calls.end());
+  EXPECT_LT(proxy_started, install) << "the proxy is up before the install";
+  EXPECT_EQ(engine_.last_install.network, net_);
+  ASSERT_EQ(engine_.last_install.cmd.size(), 4u);
+  const auto& script = engine_.last_install.cmd[3];
+  EXPECT_TRUE(has(script, "export 'HTTPS_PROXY=http://" + proxy_ + ":3128'\n")) << script;
+  EXPECT_LT(script.find("HTTPS_PROXY"), script.find("pip install")) << script;
+  // A failed install leaves neither the proxy nor its network.
+  EXPECT_FALSE(engine_.containers.contains(proxy_));
+  EXPECT_FALSE(engine_.networks.contains(net_));
+}
+
 TEST_F(EgressLifecycleTest, AMissingProxyImageSaysHowToBuildIt) {
   engine_.images.erase(kEgressImage);
   auto lifecycle = make();
