@@ -26,8 +26,9 @@ if [ "${EXECMCP_DOCKER_TESTS:-1}" != 0 ]; then
     "$root/scripts/docker-engine.sh" start
     engine_started=1
   fi
-  # The runtime image, and its sudo variant for the `sudo: true` tests (docker_options).
-  "$root/docker/build.sh" --runtime --sudo
+  # The runtime image, its sudo variant for the `sudo: true` tests (docker_options), and the
+  # egress proxy of `network: egress` agents (docker_egress_*, preinstall, e2e; they skip without).
+  "$root/docker/build.sh" --runtime --sudo --egress
 fi
 
 # The end-to-end tests drive the real server with the official MCP TypeScript SDK client.
