@@ -255,6 +255,12 @@ class DockerEgressBypass : public ::testing::Test {
 
   static ExecutorBackend& agent() { return *backend_; }
   static const Upstreams& upstreams() { return *upstreams_; }
+  // Writes a script into the workspace (mounted at the same path in the agent); returns its path.
+  static std::string script(const std::string& file, const std::string& text) {
+    const std::string path = workspace_->path() + "/" + file;
+    std::ofstream(path) << text;
+    return path;
+  }
   static std::string name() { return "execmcp-egressbypass-" + instance_tag(); }
   static std::string agent_network() { return name() + "-egress-net"; }
   static std::string proxy() { return name() + "-egress"; }
@@ -318,5 +324,190 @@ TEST_F(DockerEgressBypass, NoRouteLeadsOffTheAgentsNetwork) {
   }
 }
 
+// pip's command for tinypkg from the index at http://<host>/simple/, into ./<target>.
+std::string pip_install(const std::string& host, const std::string& target) {
+  return "pip install --no-cache-dir --disable-pip-version-check --retries 0 --timeout 10 "
+         "--target " +
+         target + " --index-url http://" + host + "/simple/ --trusted-host " + host +
+         " tinypkg 2>&1; echo \"pip exit $?\"; PYTHONPATH=" + target +
+         " python3 -c 'import tinypkg; print(tinypkg.VALUE)'";
+}
+
+TEST_F(DockerEgressBypass, PipInstallsAPackageFromAnIndexOnAnAllowedHost) {
+  const auto r = run(agent(), pip_install("pypi.test", "site-allowed"));
+  EXPECT_EQ(r.error, "");
+  EXPECT_NE(r.stdout_data.find("pip exit 0"), std::string::npos) << r.stdout_data;
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_data << r.stderr_data;
+  EXPECT_EQ(trim(r.stdout_data).substr(trim(r.stdout_data).rfind('\n') + 1), "tinypkg works")
+      << r.stdout_data;
+}
+
+TEST_F(DockerEgressBypass, PipInstallsNothingFromTheSameIndexOnADeniedHost) {
+  const auto r = run(agent(), pip_install("mirror.test", "site-denied"));
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.stdout_data.find("pip exit 0"), std::string::npos) << r.stdout_data;
+  // The proxy said no, and wrote it down: its access log has the index host refused with a 403.
+  const auto log = sh(outside_cli() + " logs " + proxy() + " 2>&1");
+  EXPECT_NE(log.find(" GET mirror.test 80 TCP_DENIED 403 "), std::string::npos) << log;
+  EXPECT_NE(r.exit_code, 0) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find("tinypkg works"), std::string::npos) << r.stdout_data;
+  EXPECT_NE(r.stderr_data.find("No module named 'tinypkg'"), std::string::npos) << r.stderr_data;
+}
+
+// A socket of the agent's own, around the proxy: to each upstream's address, and to the proxy's
+// address on the upstream network (which would make the proxy a router). The proxy's address on
+// the agent's network is the control: the same socket code does connect there.
+TEST_F(DockerEgressBypass, AHandMadeSocketReachesNoUpstreamNorTheProxysOutsideAddress) {
+  const std::string inside = address_on(proxy(), agent_network());
+  const std::string outside = address_on(proxy(), upstreams().network());
+  const std::string allowed = upstreams().address_of("allowed");
+  const std::string denied = upstreams().address_of("denied");
+  ASSERT_FALSE(inside.empty() || outside.empty() || allowed.empty() || denied.empty());
+
+  auto r = run(agent(), connect_each({allowed, denied}, 80));
+  EXPECT_EQ(r.stdout_data.find("CONNECTED"), std::string::npos) << r.stdout_data;
+  EXPECT_NE(r.stdout_data.find(allowed + " "), std::string::npos) << r.stdout_data;
+  EXPECT_NE(r.stdout_data.find(denied + " "), std::string::npos) << r.stdout_data;
+  r = run(agent(), connect_each({outside}, 3128));
+  EXPECT_EQ(r.stdout_data.find("CONNECTED"), std::string::npos) << r.stdout_data;
+  r = run(agent(), connect_each({inside}, 3128));
+  EXPECT_EQ(trim(r.stdout_data), inside + " CONNECTED");
+}
+
+// The upstreams' names are not known on the agent's network, by the libc resolver (the engine's
+// DNS at 127.0.0.11) or by a DNS query of the agent's own; the proxy's name is (the control). The
+// engine's DNS does not answer a name it does not know here (it has nowhere to ask): the lookups
+// run at once, with glibc's timeout cut to 2 s.
+TEST_F(DockerEgressBypass, TheAgentResolvesNoUpstreamName) {
+  const auto r = run(agent(), "for h in allowed.test denied.test pypi.test mirror.test " + proxy() +
+                                  "; do (RES_OPTIONS='timeout:2 attempts:1' getent hosts $h "
+                                  ">/dev/null && echo \"RESOLVED $h\") & done; wait; python3 " +
+                                  script("dns_query.py", R"PY(
+import socket, struct
+# An A query for allowed.test, sent by hand to the engine's resolver.
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(p)]) + p for p in b"allowed.test".split(b".")) + b"\0"
+q += struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(q, ("127.0.0.11", 53))
+try:
+    a = s.recv(512)
+    print("rcode", a[3] & 0xF, "answers", struct.unpack(">H", a[6:8])[0])
+except socket.timeout:
+    print("no answer")
+)PY"));
+  EXPECT_EQ(r.error, "");
+  for (const char* name : {"allowed.test", "denied.test", "pypi.test", "mirror.test"})
+    EXPECT_EQ(r.stdout_data.find(std::string("RESOLVED ") + name), std::string::npos)
+        << r.stdout_data;
+  EXPECT_NE(r.stdout_data.find("RESOLVED " + proxy()), std::string::npos) << r.stdout_data;
+  // No answer, or one with no address.
+  EXPECT_TRUE(r.stdout_data.ends_with("no answer\n") || r.stdout_data.ends_with(" answers 0\n"))
+      << r.stdout_data << r.stderr_data;
+}
+
+// Without the proxy variables, curl and Python's urllib go direct, and get nowhere.
+TEST_F(DockerEgressBypass, WithoutTheProxyVariablesNothingIsReached) {
+  const std::string no_proxy = "env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy ";
+  auto r = run(agent(), no_proxy + "curl -s -m 5 http://allowed.test/name");
+  EXPECT_NE(r.exit_code, 0) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find("allowed"), std::string::npos) << r.stdout_data;
+  r = run(agent(), no_proxy +
+                       "python3 -c 'import urllib.request as u; "
+                       "print(u.urlopen(\"http://allowed.test/name\", timeout=5).read())'");
+  EXPECT_NE(r.exit_code, 0) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find("allowed"), std::string::npos) << r.stdout_data;
+  // The control: the same urllib call with the variables reaches the allowed host.
+  r = run(agent(),
+          "python3 -c 'import urllib.request as u; "
+          "print(u.urlopen(\"http://allowed.test/name\", timeout=5).read().decode().strip())'");
+  EXPECT_EQ(trim(r.stdout_data), "allowed") << r.stderr_data;
+}
+
+// The policy's ports are [80, 443] (the default): allowed.test's server on 8080 is refused, as a
+// plain request and as a CONNECT tunnel.
+TEST_F(DockerEgressBypass, AnAllowedHostOnAPortNotInPortsIsRefused) {
+  auto r = run(agent(), "curl -s -m 10 -w '\\n%{http_code}' http://allowed.test:8080/name");
+  EXPECT_TRUE(r.stdout_data.ends_with("\n403")) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find("allowed\n"), std::string::npos) << r.stdout_data;
+  r = run(agent(), "curl -s -m 10 -w '\\n%{http_code}' http://allowed.test/name");
+  EXPECT_EQ(r.stdout_data, "allowed\n\n200");  // the control: port 80 is in `ports`
+}
+
+TEST_F(DockerEgressBypass, AConnectTunnelToAnAllowedHostOnAPortNotInPortsIsRefused) {
+  auto r = run(agent(),
+               "curl -s -m 10 -p -w '\\n%{http_connect}' http://allowed.test:8080/name; "
+               "echo \" curl $?\"");
+  EXPECT_EQ(r.stdout_data.find("allowed\n"), std::string::npos) << r.stdout_data;
+  EXPECT_NE(r.stdout_data.find("\n403 curl 56"), std::string::npos) << r.stdout_data;
+  // The control: a tunnel to port 80 of the same host is let through.
+  r = run(agent(), "curl -s -m 10 -p -w '\\n%{http_connect}' http://allowed.test/name");
+  EXPECT_EQ(r.stdout_data, "allowed\n\n200");
+}
+
+// The proxy decides by the request's target, not by a Host header the agent writes: an allowed
+// Host with a denied absolute URL, and a denied Host with no absolute URL, reach no denied server.
+TEST_F(DockerEgressBypass, AnAllowedHostHeaderDoesNotOpenADeniedUrl) {
+  auto r =
+      run(agent(),
+          "curl -s -m 10 -H 'Host: allowed.test' -w '\\n%{http_code}' http://denied.test/name");
+  EXPECT_EQ(r.stdout_data.find("denied\n\n"), std::string::npos) << r.stdout_data;
+  EXPECT_TRUE(r.stdout_data.ends_with("\n403")) << r.stdout_data;
+  EXPECT_NE(r.stdout_data.find("denied.test"), std::string::npos) << r.stdout_data;
+  r = run(agent(), "python3 " + script("raw_request.py", R"PY(
+import os, socket, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+for request in (b"GET http://denied.test/name HTTP/1.1\r\nHost: allowed.test\r\n",
+                b"GET /name HTTP/1.1\r\nHost: denied.test\r\n"):
+    s = socket.create_connection((proxy.hostname, proxy.port), 5)
+    s.sendall(request + b"Connection: close\r\n\r\n")
+    answer = b""
+    while chunk := s.recv(65536):
+        answer += chunk
+    print(answer.split(b"\r\n")[0].decode(), "|", answer.split(b"\r\n\r\n", 1)[-1][:40])
+)PY"));
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data.find("b'denied\\n'"), std::string::npos) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find(" 200 "), std::string::npos) << r.stdout_data;
+}
+
+// `ip route add` / `route add` need CAP_NET_ADMIN, which the agent lacks: a default route via the
+// proxy (netlink, as ip does, and the SIOCADDRT ioctl, as route does) and deleting the default
+// route are refused with EPERM, and the table is as before.
+TEST_F(DockerEgressBypass, TheAgentCannotChangeItsRoutes) {
+  const std::string via = address_on(proxy(), agent_network());
+  ASSERT_FALSE(via.empty());
+  const auto before = run(agent(), "cat /proc/net/route").stdout_data;
+  const auto r = run(agent(), "python3 " + script("routes.py", R"PY(
+import fcntl, socket, struct, sys
+via = socket.inet_aton(sys.argv[1])
+# netlink RTM_NEWROUTE (24), REQUEST|ACK|REPLACE|CREATE: `ip route replace default via <via>`.
+rtmsg = struct.pack("=BBBBBBBBI", socket.AF_INET, 0, 0, 0, 254, 4, 0, 1, 0)
+attr = struct.pack("=HH4s", 8, 5, via)  # RTA_GATEWAY
+body = rtmsg + attr
+msg = struct.pack("=IHHII", 16 + len(body), 24, 0x1 | 0x4 | 0x100 | 0x400, 1, 0) + body
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+s.send(msg)
+reply = s.recv(4096)
+kind, error = struct.unpack("=H", reply[4:6])[0], struct.unpack("=i", reply[16:20])[0]
+print("netlink", "error" if kind == 2 else kind, -error)
+# struct rtentry (x86_64, 120 bytes): the route `route add default gw <via>` would add or delete.
+def sin(addr):
+    return struct.pack("=H2x4s8x", socket.AF_INET, addr)
+entry = struct.pack("=Q16s16s16sH", 0, sin(b"\0" * 4), sin(via), sin(b"\0" * 4), 0x1 | 0x2)
+entry += b"\0" * (120 - len(entry))
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for name, request in (("SIOCADDRT", 0x890B), ("SIOCDELRT", 0x890C)):
+    try:
+        fcntl.ioctl(u.fileno(), request, entry)
+        print(name, "done")
+    except OSError as e:
+        print(name, e.errno)
+)PY") + " " + via);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_EQ(r.stdout_data, "netlink error 1\nSIOCADDRT 1\nSIOCDELRT 1\n");  // 1: EPERM
+  EXPECT_EQ(run(agent(), "cat /proc/net/route").stdout_data, before);
+}
 }  // namespace
 }  // namespace execmcp::docker_test
