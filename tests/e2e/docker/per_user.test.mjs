@@ -217,7 +217,9 @@ for (const plugin of ['docker-api', 'docker-cli']) {
     });
 
     test('a stopped sandbox is removed, and its user gets a new one with the files', async () => {
-      const removed = await waitUntil(async () => (await metric(server, tokens.bob, 'execmcp_sandbox_removals_total')) >= 1, {
+      // Bob's and the JWT user's sandboxes stopped together, before alice's (started again above):
+      // the first removal may be either of the two, so wait for both.
+      const removed = await waitUntil(async () => (await metric(server, tokens.bob, 'execmcp_sandbox_removals_total')) >= 2, {
         timeoutMs: 30000,
         stepMs: 200,
       });
