@@ -85,7 +85,7 @@ class ContainerBackend : public sdk::ExecutorBackend,
 
 // How long a command's end waits for the egress proxy's log to be quiet, so the notice of what it
 // refused names the command's last requests too (network: egress only).
-inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{25};
+inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
 
 // How long suspend() lets the container's processes end after SIGTERM before SIGKILL.
 inline constexpr std::chrono::seconds kSuspendStopTimeout{10};
