@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "docker_test_support.hpp"
@@ -242,9 +243,22 @@ TEST_F(DockerEgress, ARefusedRequestIsReportedOnceAndNoticedOnTheCommandsResult)
   EXPECT_EQ(got[0].method, "GET");
   EXPECT_TRUE(got[0].refused);
 
+  // A proxy that stopped and started again is followed on from where it was: nothing twice.
+  auto* control = execmcp::sdk::sandbox_control(*backend);
+  ASSERT_NE(control, nullptr);
+  ASSERT_EQ(control->suspend(), "");
+  ASSERT_EQ(control->resume(), "");
+  r = run(*backend,
+          "for i in $(seq 50); do [ \"$(curl -s -o /dev/null -w '%{http_code}' "
+          "http://denied.test/)\" = 403 ] && exit 0; sleep 0.2; done; exit 1");
+  EXPECT_EQ(r.exit_code, 0);
+  for (int i = 0; i < 50 && sink.events().size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(sink.events().size(), 2u);
+
   backend->cleanup();
   events->subscribe(nullptr);
-  EXPECT_EQ(sink.events().size(), 1u);
+  EXPECT_EQ(sink.events().size(), 2u);
 }
 
 }  // namespace
