@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -191,19 +190,6 @@ class CliExecSession final : public dc::ExecSession {
   bool out_open_ = true, err_open_ = true;
   std::string stderr_tail_;  // where the CLI's own last words land
 };
-
-// `since` ("1700000000.123456789") as RFC 3339 in UTC, which docker and podman both take.
-std::string rfc3339_since(const std::string& since) {
-  const auto dot = since.find('.');
-  const std::time_t seconds = std::strtoll(since.substr(0, dot).c_str(), nullptr, 10);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string nanos = dot == std::string::npos ? "" : since.substr(dot + 1);
-  nanos.resize(9, '0');
-  return std::string(buf) + "." + nanos + "Z";
-}
 
 // One `logs --follow` child: the container's stdout as it comes; its own stderr kept (a bounded
 // tail) for the error when it ends badly.
@@ -738,7 +724,7 @@ std::unique_ptr<dc::LogStream> DockerCliEngine::follow_logs(const std::string& n
                                                             const std::string& since,
                                                             dc::EngineError& error) {
   std::vector<std::string> args = {"logs", "--follow", "--timestamps"};
-  if (!since.empty()) args.insert(args.end(), {"--since", rfc3339_since(since)});
+  if (!since.empty()) args.insert(args.end(), {"--since", since});
   args.push_back(name);
   std::string spawn_error;
   auto child = launcher_.spawn(argv(std::move(args)), ChildStdio{}, spawn_error);

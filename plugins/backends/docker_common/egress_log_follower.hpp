@@ -62,7 +62,7 @@ class EgressLogFollower {
   // ...). Returns how many new lines it held (a line at or before the last one seen is one
   // replayed after a reconnection, and skipped).
   std::size_t take(std::string_view chunk);
-  // Where a new stream starts: the time of the last line seen ("" before any).
+  // Where a new stream starts: the second of the last line seen ("" before any).
   [[nodiscard]] std::string since() const;
 
   struct Counts {

@@ -247,9 +247,10 @@ class Engine {
   // The container's log, both streams in arrival order; a log cut short keeps what came, with a
   // line saying so.
   virtual EngineError logs(const std::string& name, std::string& text) = 0;
-  // Follows the container's stdout log from `since` (Unix time, "1700000000.123456789"; "" = from
-  // its start), its lines with their times (LogStream); a stopped container's stream ends after
-  // what it logged. Null and `error` on failure (kNotFound: no such container).
+  // Follows the container's stdout log from `since` (Unix seconds, "1700000000", the lines of that
+  // second included; "" = from its start), its lines with their times (LogStream); a stopped
+  // container's stream ends after what it logged. Null and `error` on failure (kNotFound: no such
+  // container).
   virtual std::unique_ptr<LogStream> follow_logs(const std::string& name, const std::string& since,
                                                  EngineError& error) = 0;
 

@@ -109,7 +109,7 @@ TEST(EgressLogFollower, EachRefusalBecomesOneEventWhateverTheChunks) {
     EXPECT_EQ(events[1].method, "CONNECT");
     EXPECT_EQ(events[1].unix_ms - events[0].unix_ms, 1000);
     EXPECT_EQ(follower.counts().refusals, 2u);
-    EXPECT_EQ(follower.since(), std::to_string(events[1].unix_ms / 1000) + ".000000005");
+    EXPECT_EQ(follower.since(), std::to_string(events[1].unix_ms / 1000));
   }
 }
 
