@@ -4,7 +4,12 @@
 // Offline: the upstreams are containers on an --internal test network of their own.
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <thread>
+#include <vector>
+
 #include "docker_test_support.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::docker_test {
@@ -186,6 +191,74 @@ TEST_F(DockerEgress, ADeadOwnersProxyAndNetworkAreRemovedAtTheNextStart) {
   // Whatever the test left, if it failed.
   sh(outside_cli() + " rm -f " + dead + "-egress");
   sh(outside_cli() + " network rm " + dead + "-egress-net");
+}
+
+// What the host makes an audit record of: one event per refused request, from the proxy's log.
+class RefusalSink final : public execmcp::sdk::NetworkEventSink {
+ public:
+  void on_network_event(const execmcp::sdk::NetworkEvent& event) noexcept override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(event);
+  }
+  std::vector<execmcp::sdk::NetworkEvent> events() {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<execmcp::sdk::NetworkEvent> events_;
+};
+
+TEST_F(DockerEgress, ARefusedRequestIsReportedOnceAndNoticedOnTheCommandsResult) {
+  Upstreams upstreams;
+  TempDir ws("egressaudit");
+  std::string error;
+  auto backend = egress_backend("egressaudit", ws.path(), upstreams.network(), &error);
+  ASSERT_TRUE(backend) << error;
+  auto* events = execmcp::sdk::network_events(*backend);
+  ASSERT_NE(events, nullptr);
+  RefusalSink sink;
+  events->subscribe(&sink);
+  ASSERT_EQ(backend->start(), "");
+  // Squid listens about half a second after its start.
+  auto r =
+      run(*backend,
+          "for i in $(seq 50); do curl -s -o /dev/null http://allowed.test/hostname && exit 0; "
+          "sleep 0.2; done; exit 1");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
+  EXPECT_TRUE(r.notices.empty()) << r.notices.front();
+
+  r = run(*backend, "curl -s -o /dev/null -w '%{http_code}' http://denied.test/");
+  EXPECT_EQ(r.stdout_data, "403");
+  const std::string notice = r.notices.empty() ? "" : r.notices.back();
+  EXPECT_NE(notice.find("the egress proxy refused a request: denied.test:80 (not in this agent's "
+                        "egress allow list; allow: allowed.test)"),
+            std::string::npos)
+      << notice;
+  const auto got = sink.events();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].host, "denied.test");
+  EXPECT_EQ(got[0].port, 80);
+  EXPECT_EQ(got[0].method, "GET");
+  EXPECT_TRUE(got[0].refused);
+
+  // A proxy that stopped and started again is followed on from where it was: nothing twice.
+  auto* control = execmcp::sdk::sandbox_control(*backend);
+  ASSERT_NE(control, nullptr);
+  ASSERT_EQ(control->suspend(), "");
+  ASSERT_EQ(control->resume(), "");
+  r = run(*backend,
+          "for i in $(seq 50); do [ \"$(curl -s -o /dev/null -w '%{http_code}' "
+          "http://denied.test/)\" = 403 ] && exit 0; sleep 0.2; done; exit 1");
+  EXPECT_EQ(r.exit_code, 0);
+  for (int i = 0; i < 50 && sink.events().size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(sink.events().size(), 2u);
+
+  backend->cleanup();
+  events->subscribe(nullptr);
+  EXPECT_EQ(sink.events().size(), 2u);
 }
 
 }  // namespace

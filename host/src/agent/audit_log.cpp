@@ -1,4 +1,5 @@
-// The audit trail: one log line per tool call, and optionally one JSON object per line in a file.
+// The audit trail: one log line per tool call (and per request a sandbox's network policy
+// refused), and optionally one JSON object per line in a file.
 #include "agent/audit_log.hpp"
 
 #include <cerrno>
@@ -52,9 +53,12 @@ AuditRecord bounded(const AuditRecord& record) {
                           {&out.shell_id, &record.shell_id},
                           {&out.verdict, &record.verdict},
                           {&out.reason, &record.reason},
-                          {&out.error, &record.error}})
+                          {&out.error, &record.error},
+                          {&out.remote_host, &record.remote_host},
+                          {&out.method, &record.method}})
     *to = cut_text(*from, kAuditFieldBytes);
   out.bytes = record.bytes;
+  out.remote_port = record.remote_port;
   out.exit_code = record.exit_code;
   out.duration_seconds = record.duration_seconds;
   out.timed_out = record.timed_out;
@@ -105,6 +109,11 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
     line["bytes"] = record.bytes;
   }
   if (!record.shell_id.empty()) line["shell_id"] = record.shell_id;
+  if (!record.remote_host.empty()) {
+    line["host"] = record.remote_host;
+    line["port"] = record.remote_port;
+    line["method"] = record.method;
+  }
   if (!record.user.empty()) line["user"] = record.user;
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
@@ -124,7 +133,13 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
 void AuditLog::record(const AuditRecord& full) noexcept {
   try {
     const AuditRecord record = bounded(full);
-    if (record.path.empty()) {
+    if (!record.remote_host.empty()) {
+      spdlog::info("audit agent={}{} tool={} verdict={} host={} port={} method={}{}",
+                   record.agent_id, record.user.empty() ? "" : " user=" + record.user, record.tool,
+                   record.verdict, json_text(record.remote_host), record.remote_port,
+                   json_text(record.method),
+                   record.reason.empty() ? "" : " reason=" + json_text(record.reason));
+    } else if (record.path.empty()) {
       spdlog::info(
           "audit agent={}{} principal={} tool={}{} verdict={} exit={} duration={:.3f} "
           "command={}",

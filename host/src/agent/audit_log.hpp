@@ -1,4 +1,5 @@
-// The audit trail: one log line per tool call, and optionally one JSON object per line in a file.
+// The audit trail: one log line per tool call (and per request a sandbox's network policy
+// refused), and optionally one JSON object per line in a file.
 #pragma once
 
 #include <cstddef>
@@ -16,8 +17,9 @@ inline constexpr std::size_t kAuditFieldBytes = 4096;
 struct AuditRecord {
   std::string agent_id;
   std::string instance_id;
-  std::string
-      tool;  // execute_command, read_file, write_file, read_docstring, *_background_shell(s)
+  // execute_command, read_file, write_file, read_docstring, *_background_shell(s); "egress": a
+  // request of the sandbox's that its network policy judged (network_events/1)
+  std::string tool;
   std::string principal;  // who asked: a token's name, "stdio", "cli"
   std::string user;       // a per-user agent's sandbox: its user key ("" otherwise)
   std::string path;       // read_file / write_file
@@ -25,13 +27,17 @@ struct AuditRecord {
   std::string command;
   std::string work_dir;
   std::string shell_id;  // the background-shell tools
-  std::string verdict;   // "allowed", "blocked:<filter>/<rule>", "internal"
+  std::string verdict;   // "allowed", "blocked:<filter>/<rule>", "internal", "refused" (egress)
   std::string reason;    // why it was blocked, when it was
   int exit_code = -1;
   double duration_seconds = 0.0;
   bool timed_out = false;
   bool cancelled = false;
   std::string error;  // the backend's error, when it could not run the command
+  // "egress": what the sandbox asked for (the host as the sandbox named it, so untrusted).
+  std::string remote_host;
+  int remote_port = 0;
+  std::string method;
 };
 
 // Thread-safe; the file (if any) is opened for appending and written one whole line at a time.

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/spdlog_sink.hpp"
+#include "execmcp/sdk/log_text.hpp"
 
 namespace execmcp::host {
 
@@ -82,6 +83,22 @@ class ConfiguredAgent::Shells final : public BackgroundShellControl {
   ConfiguredAgent& agent_;
 };
 
+// Makes an audit record of each request the backend's network policy judged.
+class ConfiguredAgent::NetworkAudit final : public sdk::NetworkEventSink {
+ public:
+  explicit NetworkAudit(const ConfiguredAgent& agent) : agent_(agent) {}
+  void on_network_event(const sdk::NetworkEvent& event) noexcept override {
+    try {
+      agent_.audit_network(event);
+    } catch (...) {
+      // AuditLog::record() never throws; a failed string copy loses this one record only.
+    }
+  }
+
+ private:
+  const ConfiguredAgent& agent_;
+};
+
 std::string make_instance_id() {
   std::random_device device;
   std::ostringstream out;
@@ -123,6 +140,12 @@ void ConfiguredAgent::start() {
   std::string error;
   start_attempted_.store(true);
   try {
+    // Before the start: a request refused while the sandbox comes up is audited too.
+    if (network_events_ == nullptr) network_events_ = sdk::network_events(*parts_.backend);
+    if (network_events_ != nullptr) {
+      if (!network_audit_) network_audit_ = std::make_unique<NetworkAudit>(*this);
+      network_events_->subscribe(network_audit_.get());
+    }
     error = parts_.backend->start();
   } catch (const std::exception& e) {
     error = std::string("threw: ") + e.what();
@@ -151,6 +174,8 @@ void ConfiguredAgent::shutdown() noexcept {
     } catch (...) {
       spdlog::error("agent '{}': backend '{}' threw in cleanup()", parts_.id, parts_.backend_name);
     }
+    // After cleanup (its last events are recorded); before network_audit_ goes.
+    if (network_events_ != nullptr) network_events_->subscribe(nullptr);
   });
 }
 
@@ -214,6 +239,24 @@ void ConfiguredAgent::audit_command(const std::string& tool, const ExecuteArgs& 
   record.verdict = std::move(verdict);
   record.reason = std::move(reason);
   audit(std::move(record), result);
+}
+
+void ConfiguredAgent::audit_network(const sdk::NetworkEvent& event) const {
+  // A plugin's bytes, which came from the sandbox: bounded and escaped here too.
+  constexpr std::size_t kHostMax = 512, kMethodMax = 32, kReasonMax = 512;
+  AuditRecord record;
+  record.tool = "egress";
+  record.principal = "sandbox";  // the request came from inside it, not from a client
+  record.verdict = event.refused ? "refused" : "allowed";
+  record.remote_host = sdk::log_text(event.host, kHostMax);
+  record.remote_port = event.port;
+  record.method = sdk::log_text(event.method, kMethodMax);
+  record.reason = sdk::log_text(event.reason, kReasonMax);
+  if (event.dropped_before > 0)
+    record.reason += (record.reason.empty() ? "" : "; ") + std::to_string(event.dropped_before) +
+                     " earlier requests were refused but not reported (too many a second)";
+  stamp(record);
+  parts_.audit->record(record);
 }
 
 ExecuteOutcome ConfiguredAgent::execute(const ExecuteArgs& args, sdk::OutputSink* sink,

@@ -12,6 +12,7 @@
 #include "agent/audit_log.hpp"
 #include "agent/background_shells.hpp"
 #include "config/config.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -45,7 +46,9 @@ class ConfiguredAgent final : public Agent {
   ConfiguredAgent(const ConfiguredAgent&) = delete;
   ConfiguredAgent& operator=(const ConfiguredAgent&) = delete;
 
-  // Starts the backend (creates or adopts its container, ...). Throws std::runtime_error.
+  // Starts the backend (creates or adopts its container, ...); from then until shutdown() each
+  // request its network policy refuses (execmcp.network_events/1) is an audit record. Throws
+  // std::runtime_error.
   void start();
   // Whether start() succeeded (and shutdown() has not run since).
   [[nodiscard]] bool started() const { return started_.load() && !shut_down_.load(); }
@@ -90,6 +93,8 @@ class ConfiguredAgent final : public Agent {
   void stamp(AuditRecord& record) const;
   void audit_command(const std::string& tool, const ExecuteArgs& args, std::string verdict,
                      std::string reason, const sdk::ExecResult& result) const;
+  // One record of tool "egress" for a request of the sandbox's (its text bounded and escaped).
+  void audit_network(const sdk::NetworkEvent& event) const;
 
   Parts parts_;
   std::once_flag shutdown_once_;
@@ -104,6 +109,10 @@ class ConfiguredAgent final : public Agent {
   // The agent's side of background_ (filters first, output cap, shutdown); null without it.
   class Shells;
   std::unique_ptr<Shells> shells_;
+  // Subscribed to the backend's network events from start() to shutdown().
+  class NetworkAudit;
+  std::unique_ptr<NetworkAudit> network_audit_;
+  sdk::NetworkEvents* network_events_ = nullptr;
 };
 
 struct AgentBuildOptions {

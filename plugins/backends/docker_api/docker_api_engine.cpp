@@ -98,6 +98,35 @@ class ApiExecSession final : public dc::ExecSession {
   std::vector<char> buf_;
 };
 
+// The log's multiplexed frames (a container without a TTY) decoded as they come; stdout only.
+class ApiLogStream final : public dc::LogStream {
+ public:
+  explicit ApiLogStream(std::unique_ptr<BodyStream> body) : body_(std::move(body)) {}
+
+  ReadStatus read(std::chrono::milliseconds wait, std::string& out) override {
+    std::string raw;
+    const auto r = body_->read(wait, raw);
+    if (!r.error.empty()) return {false, r.error};
+    if (!raw.empty()) {
+      Collect collect(out);
+      if (!decoder_.feed(raw, collect)) return {false, decoder_.error()};
+    }
+    return {r.eof, {}};
+  }
+
+ private:
+  struct Collect final : dc::ExecStreamDecoder::Handler {
+    explicit Collect(std::string& out) : out_(out) {}
+    void on_payload(dc::ExecStreamDecoder::Stream stream, std::string_view data) override {
+      if (stream == dc::ExecStreamDecoder::Stream::Stdout) out_.append(data);
+    }
+    std::string& out_;
+  };
+
+  std::unique_ptr<BodyStream> body_;
+  dc::ExecStreamDecoder decoder_;
+};
+
 }  // namespace
 
 DockerApiEngine::DockerApiEngine(const std::string& docker_host)
@@ -328,6 +357,20 @@ dc::EngineError DockerApiEngine::logs(const std::string& name, std::string& text
   dc::demux_all(r.body, text, &err);
   if (!err.empty()) text += "\n[execmcp: log stream ended early: " + err + "]\n";
   return {};
+}
+
+std::unique_ptr<dc::LogStream> DockerApiEngine::follow_logs(const std::string& name,
+                                                            const std::string& since,
+                                                            dc::EngineError& error) {
+  std::string path = "/containers/" + name + "/logs?follow=1&stdout=1&timestamps=1";
+  if (!since.empty()) path += "&since=" + url_encode(since);
+  HttpResponse r;
+  auto body = client_.open_stream(api(path), r);
+  if (!body) {
+    error = failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+    return nullptr;
+  }
+  return std::make_unique<ApiLogStream>(std::move(body));
 }
 
 std::unique_ptr<ExecConnection> DockerApiEngine::start_exec(const std::string& name,

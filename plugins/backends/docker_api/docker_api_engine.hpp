@@ -47,6 +47,9 @@ class DockerApiEngine final : public docker_common::Engine {
   docker_common::EngineError copy_into(const std::string& name, const std::string& dir,
                                        const std::string& tar) override;
   docker_common::EngineError logs(const std::string& name, std::string& text) override;
+  std::unique_ptr<docker_common::LogStream> follow_logs(const std::string& name,
+                                                        const std::string& since,
+                                                        docker_common::EngineError& error) override;
   std::unique_ptr<docker_common::ExecSession> exec(const std::string& name,
                                                    const docker_common::ExecOptions& options,
                                                    docker_common::EngineError& error) override;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include <optional>
+#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
@@ -226,6 +227,49 @@ class BeastExecConnection final : public ExecConnection {
   bool upgraded_;
 };
 
+// A streamed body: raw bytes from the connection, fed to the parser that read the header.
+class BeastBodyStream final : public BodyStream {
+ public:
+  BeastBodyStream(std::unique_ptr<BeastExecConnection> conn,
+                  std::unique_ptr<http::response_parser<http::string_body>> parser)
+      : conn_(std::move(conn)), parser_(std::move(parser)), buf_(16 * 1024) {}
+
+  ReadResult read(std::chrono::milliseconds wait, std::string& out) override {
+    ReadResult r;
+    if (parser_->is_done()) {
+      r.eof = true;
+      return r;
+    }
+    const auto got = conn_->read_some(buf_.data(), buf_.size(), wait);
+    if (!got.error.empty()) {
+      r.error = got.error;
+      return r;
+    }
+    pending_.append(buf_.data(), got.bytes);
+    while (!pending_.empty() && !parser_->is_done()) {
+      error_code ec;
+      const auto used = parser_->put(asio::buffer(pending_.data(), pending_.size()), ec);
+      pending_.erase(0, used);
+      if (ec == http::error::need_more) break;
+      if (ec) {
+        r.error = "reading the engine's stream failed: " + ec.message();
+        return r;
+      }
+      if (used == 0) break;
+    }
+    out += parser_->get().body();
+    parser_->get().body().clear();
+    r.eof = parser_->is_done() || got.eof;
+    return r;
+  }
+
+ private:
+  std::unique_ptr<BeastExecConnection> conn_;
+  std::unique_ptr<http::response_parser<http::string_body>> parser_;
+  std::vector<char> buf_;
+  std::string pending_;  // raw bytes the parser has not taken yet
+};
+
 }  // namespace
 
 DockerClient::DockerClient(DockerEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
@@ -312,6 +356,54 @@ std::unique_ptr<ExecConnection> DockerClient::start_exec(const std::string& path
   std::string leftover(static_cast<const char*>(data.data()), data.size());
   return std::make_unique<BeastExecConnection>(std::move(io), std::move(socket),
                                                std::move(leftover), status == 101);
+}
+
+std::unique_ptr<BodyStream> DockerClient::open_stream(const std::string& path,
+                                                      HttpResponse& response,
+                                                      std::chrono::milliseconds timeout) {
+  response = {};
+  const auto deadline = Clock::now() + timeout;
+  auto io = std::make_unique<asio::io_context>();
+  auto socket = std::make_unique<Socket>(*io);
+  if (response.error = connect(*io, *socket, endpoint_, deadline); !response.error.empty())
+    return nullptr;
+  auto req = make_request("GET", path, {});
+  req.keep_alive(false);
+  error_code ec;
+  if (!run_op(*io, *socket, deadline, ec,
+              [&](auto handler) { http::async_write(*socket, req, std::move(handler)); }) ||
+      ec) {
+    response.error = "sending GET " + path +
+                     " to Docker failed: " + (ec ? ec.message() : std::string("timed out"));
+    return nullptr;
+  }
+  boost::beast::flat_buffer buffer;
+  auto parser = std::make_unique<http::response_parser<http::string_body>>();
+  parser->body_limit(boost::none);  // it goes on for as long as the container runs
+  parser->eager(true);
+  if (!run_op(*io, *socket, deadline, ec,
+              [&](auto handler) {
+                http::async_read_header(*socket, buffer, *parser, std::move(handler));
+              }) ||
+      ec) {
+    response.error = "reading Docker's answer to GET " + path +
+                     " failed: " + (ec ? ec.message() : std::string("timed out"));
+    return nullptr;
+  }
+  response.status = static_cast<int>(parser->get().result_int());
+  if (response.status != 200) {
+    parser->body_limit(kMaxBody);
+    run_op(*io, *socket, deadline, ec,
+           [&](auto handler) { http::async_read(*socket, buffer, *parser, std::move(handler)); });
+    response.body = std::move(parser->get().body());
+    return nullptr;
+  }
+  // Bytes after the header are the body's first, fed to the parser at the first read.
+  const auto data = buffer.data();
+  std::string leftover(static_cast<const char*>(data.data()), data.size());
+  auto conn = std::make_unique<BeastExecConnection>(std::move(io), std::move(socket),
+                                                    std::move(leftover), false);
+  return std::make_unique<BeastBodyStream>(std::move(conn), std::move(parser));
 }
 
 }  // namespace execmcp::plugins::docker_api

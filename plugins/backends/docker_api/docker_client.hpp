@@ -50,6 +50,19 @@ class ExecConnection {
   virtual int detach(std::string& leftover) = 0;
 };
 
+// The body of a response that goes on (GET /containers/{id}/logs?follow=1) as it comes, with the
+// transfer encoding taken off.
+class BodyStream {
+ public:
+  virtual ~BodyStream() = default;
+  struct ReadResult {
+    bool eof = false;  // the body ended (the engine closed it)
+    std::string error;
+  };
+  // Waits at most `wait` for more of the body and appends it to `out`.
+  virtual ReadResult read(std::chrono::milliseconds wait, std::string& out) = 0;
+};
+
 // One connection per request: simple, and safe to use from several threads at once.
 class DockerClient {
  public:
@@ -64,6 +77,12 @@ class DockerClient {
   // Starts an exec with the connection hijacked. On failure returns null and sets `error`.
   std::unique_ptr<ExecConnection> start_exec(
       const std::string& path, std::string& error,
+      std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // GET `path` whose body goes on. Null when the engine did not answer 200: then `response`
+  // holds its status and body, or the transport error; `timeout` bounds the wait for the header.
+  std::unique_ptr<BodyStream> open_stream(
+      const std::string& path, HttpResponse& response,
       std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   [[nodiscard]] const DockerEndpoint& endpoint() const { return endpoint_; }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -188,6 +189,48 @@ class CliExecSession final : public dc::ExecSession {
   std::string held_err_;  // stderr held while the start line is pending
   bool out_open_ = true, err_open_ = true;
   std::string stderr_tail_;  // where the CLI's own last words land
+};
+
+// One `logs --follow` child: the container's stdout as it comes; its own stderr kept (a bounded
+// tail) for the error when it ends badly.
+class CliLogStream final : public dc::LogStream {
+ public:
+  explicit CliLogStream(std::unique_ptr<Child> child) : child_(std::move(child)) {}
+
+  ReadStatus read(std::chrono::milliseconds wait, std::string& out) override {
+    ReadStatus status;
+    if (out_open_ || err_open_) {
+      pollfd fds[2];
+      nfds_t n = 0;
+      if (out_open_) fds[n++] = {child_->out_fd(), POLLIN, 0};
+      if (err_open_) fds[n++] = {child_->err_fd(), POLLIN, 0};
+      ::poll(fds, n, static_cast<int>(wait.count()));
+      if (out_open_) out_open_ = read_now(child_->out_fd(), out);
+      if (err_open_) {
+        err_open_ = read_now(child_->err_fd(), err_tail_);
+        if (err_tail_.size() > 1024) err_tail_.erase(0, err_tail_.size() - 1024);
+      }
+    }
+    if (out_open_) return status;
+    // Its output ended: so does it, soon.
+    const auto code = child_->poll_exit();
+    if (!code) {
+      if (err_open_) return status;
+      std::this_thread::sleep_for(std::min(wait, std::chrono::milliseconds(50)));
+      return status;
+    }
+    status.eof = true;
+    while (!err_tail_.empty() && std::isspace(static_cast<unsigned char>(err_tail_.back())))
+      err_tail_.pop_back();
+    if (*code != 0)
+      status.error = "`logs --follow` exited with " + std::to_string(*code) + ": " + err_tail_;
+    return status;
+  }
+
+ private:
+  std::unique_ptr<Child> child_;
+  bool out_open_ = true, err_open_ = true;
+  std::string err_tail_;
 };
 
 // What the runtime said when it could not start the command (exit 126/127), played back as the
@@ -676,6 +719,23 @@ dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text
     return check(failed);
   }
   return dc::EngineError{};
+}
+
+std::unique_ptr<dc::LogStream> DockerCliEngine::follow_logs(const std::string& name,
+                                                            const std::string& since,
+                                                            dc::EngineError& error) {
+  std::vector<std::string> args = {"logs", "--follow", "--timestamps"};
+  if (!since.empty()) args.insert(args.end(), {"--since", since});
+  args.push_back(name);
+  std::string spawn_error;
+  auto child = launcher_.spawn(argv(std::move(args)), ChildStdio{}, spawn_error);
+  if (!child) {
+    CliRun failed;
+    failed.spawn_error = spawn_error;
+    error = check(failed);
+    return nullptr;
+  }
+  return std::make_unique<CliLogStream>(std::move(child));
 }
 
 DockerCliEngine::StartedExec DockerCliEngine::start_exec(const std::string& name,

@@ -46,6 +46,7 @@ std::string ContainerBackend::start() {
 void ContainerBackend::stop() noexcept {
   commands_.stop();
   end_all_background(std::chrono::milliseconds(0));
+  if (auto* refusals = lifecycle_.egress_log()) refusals->stop();
 }
 
 void ContainerBackend::cleanup() noexcept {
@@ -118,7 +119,12 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     command.output_cap = request.output_cap;
     command.sink = request.sink;
     command.cancel = request.cancel;
+    auto* refusals = lifecycle_.egress_log();
+    const auto mark = refusals ? refusals->mark() : 0;
     auto result = commands_.run(command);
+    if (refusals)
+      if (auto notice = refusals->notice(mark, kEgressNoticeQuiet); !notice.empty())
+        result.notices.push_back(std::move(notice));
     // In the commands' view; with the workspace at its host path the host says it (as before).
     if (!lifecycle_.init()->sandbox_cwd.empty() && result.error.empty())
       result.work_dir = command.work_dir;
@@ -165,7 +171,13 @@ void* ContainerBackend::query_interface(std::string_view id) noexcept {
     return static_cast<void*>(static_cast<sdk::BackgroundProcesses*>(this));
   if (id == sdk::kSandboxControlId)
     return static_cast<void*>(static_cast<sdk::SandboxControl*>(this));
+  if (id == sdk::kNetworkEventsId && lifecycle_.egress_log() != nullptr)
+    return static_cast<void*>(static_cast<sdk::NetworkEvents*>(this));
   return nullptr;
+}
+
+void ContainerBackend::subscribe(sdk::NetworkEventSink* sink) noexcept {
+  if (auto* refusals = lifecycle_.egress_log()) refusals->subscribe(sink);
 }
 
 sdk::BackgroundStarted ContainerBackend::start_background(

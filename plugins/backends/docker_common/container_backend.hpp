@@ -19,13 +19,15 @@
 #include "docker_common/exec_command_path.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::plugins::docker_common {
 
 class ContainerBackend : public sdk::ExecutorBackend,
                          public sdk::BackgroundProcesses,
-                         public sdk::SandboxControl {
+                         public sdk::SandboxControl,
+                         public sdk::NetworkEvents {
  public:
   // `backend_name` prefixes unexpected errors ("docker-api: ..."). Throws std::invalid_argument on
   // bad settings.
@@ -42,8 +44,9 @@ class ContainerBackend : public sdk::ExecutorBackend,
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
 
   [[nodiscard]] sdk::BackendTraits traits() const override;
-  // Offers sdk::BackgroundProcesses (kBackgroundProcessesId) and sdk::SandboxControl
-  // (kSandboxControlId; an attached container refuses its calls).
+  // Offers sdk::BackgroundProcesses (kBackgroundProcessesId), sdk::SandboxControl
+  // (kSandboxControlId; an attached container refuses its calls) and, with `network: egress`,
+  // sdk::NetworkEvents (kNetworkEventsId: what its proxy refused).
   [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
 
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
@@ -57,6 +60,9 @@ class ContainerBackend : public sdk::ExecutorBackend,
   // through the command path, so the runner's channel is open for the next call.
   std::string resume() noexcept override;
   std::string relocate_workspace(const std::string& host_path) noexcept override;
+
+  // Each request the egress proxy refuses, from its log (EgressLogFollower).
+  void subscribe(sdk::NetworkEventSink* sink) noexcept override;
 
  private:
   // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
@@ -76,6 +82,10 @@ class ContainerBackend : public sdk::ExecutorBackend,
   BackgroundTable background_;
   std::mutex sandbox_mutex_;  // one suspend, resume or relocation at a time
 };
+
+// How long a command's end waits for the egress proxy's log to be quiet, so the notice of what it
+// refused names the command's last requests too (network: egress only).
+inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
 
 // How long suspend() lets the container's processes end after SIGTERM before SIGKILL.
 inline constexpr std::chrono::seconds kSuspendStopTimeout{10};

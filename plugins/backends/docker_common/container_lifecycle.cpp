@@ -115,8 +115,11 @@ ContainerLifecycle::ContainerLifecycle(const sdk::BackendInit& init, std::string
                                          writable_roots(*init_, settings_.extra_mounts));
       !err.empty())
     throw std::invalid_argument(err);
-  if (settings_.egress && !attached())
+  if (settings_.egress && !attached()) {
     egress_ = std::make_unique<EgressProxy>(engine_, name_, *settings_.egress, init_->agent_id);
+    egress_log_ =
+        std::make_unique<EgressLogFollower>(engine_, egress_->proxy(), *settings_.egress, log_);
+  }
   // The container user is chosen at start(): the host may create the workspace after loading us.
   if (settings_.exec_mode == ExecMode::Agent) {
     runner_host_path_ = sv::program_beside_plugin("execmcp-runner");
@@ -482,10 +485,14 @@ std::string ContainerLifecycle::start_managed() {
   log(sdk::LogLevel::Info, "egress proxy " + egress_->proxy() + " running on network " +
                                egress_->network() +
                                " (upstream: " + settings_.egress->upstream_network + ")");
+  // Followed from here on: a refusal of the install (preinstall goes through the proxy) is
+  // audited too.
+  egress_log_->start();
   std::string err = settings_.preinstall.empty() ? "" : prepare_preinstall();
   if (err.empty()) err = create_and_start(&managed);
   if (!err.empty()) {
     engine_.remove(name_);
+    egress_log_->stop();
     egress_->remove();
   }
   return err;
@@ -617,6 +624,7 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
     std::string what;
     if (auto err = egress_->ensure_running(owner_labels(), what); !err.empty()) return err;
     if (!what.empty()) log(level, "container " + name_ + ": " + what);
+    egress_log_->start();  // stopped with a suspended agent's proxy
   }
   ContainerInfo info;
   const auto looked = engine_.inspect(name_, info);
@@ -674,8 +682,10 @@ std::string ContainerLifecycle::stop_container(std::chrono::seconds timeout) {
   const auto err = engine_.stop(name_, timeout);
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "stopping container '" + name_ + "'");
-  if (egress_)
+  if (egress_) {
     if (auto stopped = egress_->stop(timeout); !stopped.empty()) return stopped;
+    egress_log_->stop();  // after the proxy: its last lines are read first
+  }
   log(sdk::LogLevel::Info, "container " + name_ + " stopped; its workspace stays");
   return {};
 }
@@ -777,8 +787,10 @@ void ContainerLifecycle::remove_container() noexcept {
     if (!del.ok() && del.kind != Kind::kNotFound)
       log(sdk::LogLevel::Warn, log_text(describe_failure(del, "removing container " + name_)));
     // After the agent's container: a network is removed only once nothing is on it.
-    if (egress_)
+    if (egress_) {
+      egress_log_->stop();
       if (auto err = egress_->remove(); !err.empty()) log(sdk::LogLevel::Warn, log_text(err));
+    }
   } catch (...) {
     // cleanup never throws; the host may call it from a signal path.
   }

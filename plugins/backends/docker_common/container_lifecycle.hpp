@@ -17,6 +17,7 @@
 #include "docker_common/container_spec.hpp"
 #include "docker_common/credentials.hpp"
 #include "docker_common/docker_settings.hpp"
+#include "docker_common/egress_log_follower.hpp"
 #include "docker_common/egress_proxy.hpp"
 #include "docker_common/engine.hpp"
 #include "docker_common/preinstall.hpp"
@@ -83,6 +84,9 @@ class ContainerLifecycle {
   }
   [[nodiscard]] const DockerSettings& settings() const { return settings_; }
   [[nodiscard]] Engine& engine() { return engine_; }
+  // `network: egress`: what the agent's proxy refused, followed from start() to a stop or the
+  // removal (null otherwise, and when attached).
+  [[nodiscard]] EgressLogFollower* egress_log() const { return egress_log_.get(); }
 
   // How execmcp-runner reaches the container (None: missing, or exec_mode exec) and where it is
   // on this machine.
@@ -172,6 +176,7 @@ class ContainerLifecycle {
   std::atomic<std::uint64_t> incarnation_{0};
   // `network: egress`: the agent's proxy and internal network (null otherwise, and when attached).
   std::unique_ptr<EgressProxy> egress_;
+  std::unique_ptr<EgressLogFollower> egress_log_;  // with egress_
 };
 
 // The attached container's check that its user is not root: prints "uid=N" for the exec's user.

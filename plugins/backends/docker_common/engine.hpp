@@ -181,6 +181,20 @@ class ExecSession {
   virtual Exit finish(bool killed) = 0;
 };
 
+// A container's stdout log as it is written (Engine::follow_logs()): each line with the engine's
+// time in front, "2026-11-26T10:16:56.123456789Z <line>\n" (podman writes "+00:00" for "Z").
+class LogStream {
+ public:
+  virtual ~LogStream() = default;
+
+  struct ReadStatus {
+    bool eof = false;   // nothing more will come (the container stopped, or is gone)
+    std::string error;  // the stream broke (already phrased)
+  };
+  // Waits at most `wait` for more of the log and appends what came to `out`.
+  virtual ReadStatus read(std::chrono::milliseconds wait, std::string& out) = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -236,6 +250,12 @@ class Engine {
   // The container's log, both streams in arrival order; a log cut short keeps what came, with a
   // line saying so.
   virtual EngineError logs(const std::string& name, std::string& text) = 0;
+  // Follows the container's stdout log from `since` (Unix seconds, "1700000000", the lines of that
+  // second included; "" = from its start), its lines with their times (LogStream); a stopped
+  // container's stream ends after what it logged. Null and `error` on failure (kNotFound: no such
+  // container).
+  virtual std::unique_ptr<LogStream> follow_logs(const std::string& name, const std::string& since,
+                                                 EngineError& error) = 0;
 
   // Starts a process in the container. kNotFound / kNotRunning tell the backend to bring the
   // container back and try once more.

@@ -1,12 +1,15 @@
 // An in-memory Engine for tests of what sits above it (the container lifecycle, the exec path):
 // containers and images in maps, every mutating call recorded, failures switched on by a test.
-// Not thread-safe; header-only, so no plugin links it.
+// Not thread-safe, except the log feeds (follow_logs()), which a follower's thread reads while a
+// test writes; header-only, so no plugin links it.
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +52,75 @@ class FakeEngine final : public Engine {
   InstallSpec last_install;
   // The options of the last exec().
   ExecOptions last_exec;
+
+  // What follow_logs() of one container reads: text a test appends (from any thread), streams that
+  // it can end (the container stopped or restarted). Every follow reads the whole log from its
+  // start, as a real engine would without `since`.
+  class LogFeed {
+   public:
+    void push(const std::string& text) {
+      std::lock_guard lock(mutex_);
+      text_ += text;
+      changed_.notify_all();
+    }
+    // The streams open now end (after what was pushed); later follows read on.
+    void end_streams() {
+      std::lock_guard lock(mutex_);
+      ++generation_;
+      changed_.notify_all();
+    }
+    // follow_logs() fails with kNotFound while set (the container is gone).
+    void set_missing(bool missing) {
+      std::lock_guard lock(mutex_);
+      missing_ = missing;
+    }
+    // How many follows were opened, and the `since` of the last.
+    [[nodiscard]] int follows() const {
+      std::lock_guard lock(mutex_);
+      return follows_;
+    }
+    [[nodiscard]] std::string last_since() const {
+      std::lock_guard lock(mutex_);
+      return last_since_;
+    }
+
+   private:
+    friend class FakeEngine;
+    class Stream final : public LogStream {
+     public:
+      Stream(std::shared_ptr<LogFeed> feed, int generation)
+          : feed_(std::move(feed)), generation_(generation) {}
+      ReadStatus read(std::chrono::milliseconds wait, std::string& out) override {
+        std::unique_lock lock(feed_->mutex_);
+        feed_->changed_.wait_for(lock, wait, [&] {
+          return feed_->text_.size() > at_ || feed_->generation_ != generation_;
+        });
+        out.append(feed_->text_, at_);
+        at_ = feed_->text_.size();
+        return {feed_->generation_ != generation_, {}};
+      }
+
+     private:
+      std::shared_ptr<LogFeed> feed_;
+      int generation_;
+      std::size_t at_ = 0;
+    };
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::string text_;
+    int generation_ = 0;
+    bool missing_ = false;
+    int follows_ = 0;
+    std::string last_since_;
+  };
+  // The feed of `name`'s log (made at the first ask); thread-safe.
+  std::shared_ptr<LogFeed> log_feed(const std::string& name) {
+    std::lock_guard lock(feeds_mutex_);
+    auto& feed = feeds_[name];
+    if (!feed) feed = std::make_shared<LogFeed>();
+    return feed;
+  }
 
   [[nodiscard]] std::size_t count(const std::string& call) const {
     return static_cast<std::size_t>(std::count(calls.begin(), calls.end(), call));
@@ -225,6 +297,20 @@ class FakeEngine final : public Engine {
     return {};
   }
 
+  // Thread-safe: reads only the feed of `name` (log_feed()).
+  std::unique_ptr<LogStream> follow_logs(const std::string& name, const std::string& since,
+                                         EngineError& error) override {
+    auto feed = log_feed(name);
+    std::lock_guard lock(feed->mutex_);
+    ++feed->follows_;
+    feed->last_since_ = since;
+    if (feed->missing_) {
+      error = EngineError::of(EngineError::Kind::kNotFound, "no such container");
+      return nullptr;
+    }
+    return std::make_unique<LogFeed::Stream>(feed, feed->generation_);
+  }
+
   std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions& options,
                                     EngineError& error) override {
     if (error = connect(); !error.ok()) return nullptr;
@@ -255,6 +341,9 @@ class FakeEngine final : public Engine {
   [[nodiscard]] bool input_always_arrives() const override { return true; }
 
  private:
+  std::mutex feeds_mutex_;
+  std::map<std::string, std::shared_ptr<LogFeed>> feeds_;
+
   // Finds a container by name or id.
   ContainerInfo* find(const std::string& name_or_id) {
     if (auto it = containers.find(name_or_id); it != containers.end()) return &it->second;

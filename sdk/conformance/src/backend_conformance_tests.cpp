@@ -34,6 +34,7 @@
 
 #include "execmcp/conformance/backend_conformance.hpp"
 #include "execmcp/sdk/background_processes.hpp"
+#include "execmcp/sdk/network_events.hpp"
 
 #include "conformance_fixture.hpp"
 
@@ -495,6 +496,41 @@ TEST_P(BackendConformance, QueryInterfaceIsNullForUnknownIdsAndStable) {
   EXPECT_EQ(backend_->query_interface(""), nullptr);
   EXPECT_EQ(backend_->query_interface(sdk::kBackgroundProcessesId),
             backend_->query_interface(sdk::kBackgroundProcessesId));
+}
+
+// execmcp.network_events/1, when offered: the same pointer on every call; events only while a
+// sink is subscribed, each with a bounded, escaped host; subscribe(null) returns, and then no call
+// reaches the old sink.
+TEST_P(BackendConformance, NetworkEventsReachOnlyASubscribedSink) {
+  auto* events = sdk::network_events(*backend_);
+  if (events == nullptr)
+    GTEST_SKIP() << "'" << GetParam().name << "' does not offer " << sdk::kNetworkEventsId;
+  EXPECT_EQ(events, sdk::network_events(*backend_));
+  struct Sink final : sdk::NetworkEventSink {
+    void on_network_event(const sdk::NetworkEvent& event) noexcept override {
+      std::lock_guard lock(mutex);
+      hosts.push_back(event.host);
+    }
+    std::mutex mutex;
+    std::vector<std::string> hosts;
+  } sink;
+  events->subscribe(&sink);
+  run("echo subscribed");
+  events->subscribe(nullptr);
+  std::vector<std::string> seen;
+  {
+    std::lock_guard lock(sink.mutex);
+    seen = sink.hosts;
+  }
+  for (const auto& host : seen) {
+    EXPECT_LE(host.size(), 255u + 64u) << host;  // 255 bytes, and what log_text() says was cut
+    EXPECT_TRUE(std::none_of(host.begin(), host.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20;
+    })) << host;
+  }
+  run("echo unsubscribed");
+  std::lock_guard lock(sink.mutex);
+  EXPECT_EQ(sink.hosts.size(), seen.size());
 }
 
 TEST_P(BackendConformance, ReportsTraits) {

@@ -30,6 +30,29 @@ TEST(AuditLog, JsonLineHasEveryField) {
               ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T.*Z"));
 }
 
+TEST(AuditLog, AnEgressRecordNamesTheHostPortAndMethodOthersDoNot) {
+  AuditRecord record;
+  record.tool = "egress";
+  record.verdict = "refused";
+  record.remote_host = "denied.test";
+  record.remote_port = 80;
+  record.method = "GET";
+  const auto json = nlohmann::json::parse(AuditLog::to_json_line(record));
+  EXPECT_EQ(json["host"], "denied.test");
+  EXPECT_EQ(json["port"], 80);
+  EXPECT_EQ(json["method"], "GET");
+  record.remote_host = std::string(128 * 1024, 'h');  // bounded like every string field
+  const auto cut = nlohmann::json::parse(AuditLog::to_json_line(record));
+  EXPECT_LE(cut["host"].get<std::string>().size(), 4096u + 32u);
+  EXPECT_EQ(cut["cut"]["host"]["bytes"], 131072);
+
+  AuditRecord command;
+  command.tool = "execute_command";
+  const auto plain = nlohmann::json::parse(AuditLog::to_json_line(command));
+  EXPECT_FALSE(plain.contains("host"));
+  EXPECT_FALSE(plain.contains("port"));
+}
+
 TEST(AuditLog, InvalidUtf8IsReplacedNotFatal) {
   AuditRecord record;
   record.command = std::string("cat \xff\xfe file");

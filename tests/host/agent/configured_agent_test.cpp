@@ -15,6 +15,7 @@
 #include "agent/configured_agent.hpp"
 #include "agent/lazy_agent.hpp"
 #include "config/config.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "test_support.hpp"
 
 namespace execmcp::host {
@@ -318,6 +319,96 @@ TEST(ConfiguredAgent, ConcurrentCallsAreAllAuditedAsWholeLines) {
 }
 
 // build_agent: config entry -> real plugins from the registry, with settings errors on their line.
+// A backend whose network policy refuses requests: it hands events to whoever subscribed.
+class NetworkBackend final : public sdk::ExecutorBackend, public sdk::NetworkEvents {
+ public:
+  std::string start() override {
+    emit("during.start", 80, 0);  // a request refused while the sandbox comes up
+    return {};
+  }
+  void stop() noexcept override {}
+  void cleanup() noexcept override {}
+  sdk::ExecResult execute(const sdk::ExecRequest&) override { return {}; }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest&) override { return {}; }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest&) override { return {}; }
+  [[nodiscard]] sdk::BackendTraits traits() const override { return {}; }
+  void* query_interface(std::string_view id) noexcept override {
+    return id == sdk::kNetworkEventsId ? static_cast<sdk::NetworkEvents*>(this) : nullptr;
+  }
+  void subscribe(sdk::NetworkEventSink* sink) noexcept override {
+    std::lock_guard lock(mutex_);
+    sink_ = sink;
+    ++subscriptions;
+  }
+  // What the backend's thread does for each refusal it reads.
+  void emit(const std::string& host, std::uint16_t port, std::uint64_t dropped) {
+    sdk::NetworkEvent event;
+    event.host = host;
+    event.port = port;
+    event.method = "GET";
+    event.refused = true;
+    event.reason = "not in this agent's egress allow list";
+    event.dropped_before = dropped;
+    std::lock_guard lock(mutex_);
+    if (sink_ != nullptr) sink_->on_network_event(event);
+  }
+  [[nodiscard]] bool subscribed() {
+    std::lock_guard lock(mutex_);
+    return sink_ != nullptr;
+  }
+  int subscriptions = 0;
+
+ private:
+  std::mutex mutex_;
+  sdk::NetworkEventSink* sink_ = nullptr;
+};
+
+TEST(ConfiguredAgent, EachRefusedRequestOfTheSandboxIsOneAuditRecord) {
+  Harness h;
+  auto owned = std::make_unique<NetworkBackend>();
+  auto* backend = owned.get();
+  ConfiguredAgent::Parts parts;
+  parts.id = "alpha";
+  parts.instance_id = "123-abc";
+  parts.cwd = "/ws";
+  parts.backend_name = "fake";
+  parts.backend = adopt_plugin_object<sdk::ExecutorBackend>(std::move(owned));
+  parts.audit = std::make_shared<AuditLog>(h.audit_path);
+  auto agent = std::make_unique<ConfiguredAgent>(std::move(parts));
+  EXPECT_FALSE(backend->subscribed());  // not before the start
+  agent->set_user("alice");
+  agent->start();
+  EXPECT_TRUE(backend->subscribed());
+  backend->emit("denied.test", 443, 0);
+  // The host is the sandbox's to name: whatever bytes it sent stay on one escaped line.
+  backend->emit("evil\n\x1b[2J.test", 80, 7);
+  agent->shutdown();
+  EXPECT_FALSE(backend->subscribed());  // the sink goes with the agent
+  backend->emit("after.test", 80, 0);
+
+  const auto lines = h.audit_lines();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["host"], "during.start");
+  const auto& record = lines[1];
+  EXPECT_EQ(record["tool"], "egress");
+  EXPECT_EQ(record["agent"], "alpha");
+  EXPECT_EQ(record["instance"], "123-abc");
+  EXPECT_EQ(record["user"], "alice");
+  EXPECT_EQ(record["principal"], "sandbox");
+  EXPECT_EQ(record["verdict"], "refused");
+  EXPECT_EQ(record["host"], "denied.test");
+  EXPECT_EQ(record["port"], 443);
+  EXPECT_EQ(record["method"], "GET");
+  EXPECT_EQ(record["reason"], "not in this agent's egress allow list");
+  const auto hostile = lines[2]["host"].get<std::string>();
+  EXPECT_EQ(hostile.find('\n'), std::string::npos);
+  EXPECT_EQ(hostile.find('\x1b'), std::string::npos);
+  EXPECT_THAT(hostile, HasSubstr("\\x0a\\x1b[2J"));
+  EXPECT_THAT(lines[2]["reason"].get<std::string>(),
+              HasSubstr("7 earlier requests were refused but not reported"));
+  EXPECT_EQ(backend->subscriptions, 2);  // the agent's sink, then none
+}
+
 TEST(BuildAgent, CreatesFiltersAndBackendFromConfigThroughPlugins) {
   tests::TempDir dir;
   const std::string config_path = (dir.path() / "agents.yaml").string();

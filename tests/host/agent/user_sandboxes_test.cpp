@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 #include "test_support.hpp"
 
@@ -46,7 +50,9 @@ struct World {
   }
 };
 
-class FakeSandbox final : public sdk::ExecutorBackend, public sdk::SandboxControl {
+class FakeSandbox final : public sdk::ExecutorBackend,
+                          public sdk::SandboxControl,
+                          public sdk::NetworkEvents {
  public:
   FakeSandbox(World& world, std::string name, std::string workspace)
       : world_(world), name_(std::move(name)), workspace_(std::move(workspace)) {}
@@ -69,6 +75,16 @@ class FakeSandbox final : public sdk::ExecutorBackend, public sdk::SandboxContro
     }
     if (int ms = world_.call_ms.load(); ms > 0) std::this_thread::sleep_for(ms * 1ms);
     std::lock_guard lock(mutex_);
+    // "refuse HOST": its egress policy refuses a request of the command's to HOST.
+    if (request.command.starts_with("refuse ") && sink_ != nullptr) {
+      sdk::NetworkEvent event;
+      event.host = request.command.substr(7);
+      event.port = 443;
+      event.method = "CONNECT";
+      event.refused = true;
+      event.reason = "not in this agent's egress allow list";
+      sink_->on_network_event(event);
+    }
     result.exit_code = 0;
     result.stdout_data = name_ + " " + workspace_ + " " + request.command;
     return result;
@@ -83,7 +99,12 @@ class FakeSandbox final : public sdk::ExecutorBackend, public sdk::SandboxContro
     return traits;
   }
   void* query_interface(std::string_view id) noexcept override {
+    if (id == sdk::kNetworkEventsId) return static_cast<sdk::NetworkEvents*>(this);
     return id == sdk::kSandboxControlId ? static_cast<sdk::SandboxControl*>(this) : nullptr;
+  }
+  void subscribe(sdk::NetworkEventSink* sink) noexcept override {
+    std::lock_guard lock(mutex_);
+    sink_ = sink;
   }
 
   std::string suspend() noexcept override {
@@ -108,6 +129,7 @@ class FakeSandbox final : public sdk::ExecutorBackend, public sdk::SandboxContro
   const std::string name_;
   std::mutex mutex_;
   std::string workspace_;
+  sdk::NetworkEventSink* sink_ = nullptr;  // guarded by mutex_
 };
 
 struct Harness {
@@ -188,6 +210,28 @@ TEST(UserSandboxes, EachUserGetsASandboxOfTheirOwnInTheirOwnWorkspace) {
   const std::string audit = tests::read_text(h.dir.path() / "audit.jsonl");
   EXPECT_THAT(audit, HasSubstr(R"("tool":"execute_command","user":"alice")"));
   EXPECT_THAT(audit, HasSubstr(R"("tool":"execute_command","user":"bob")"));
+}
+
+TEST(UserSandboxes, ARequestASandboxsPolicyRefusedIsAuditedWithItsUser) {
+  Harness h;
+  auto sandboxes = h.make();
+  auto alice = sandboxes->sandbox_for("alice");
+  auto bob = sandboxes->sandbox_for("bob");
+  ASSERT_TRUE(alice.agent && bob.agent);
+  Harness::run(*alice.agent, "refuse denied.test");
+  Harness::run(*bob.agent, "true");
+  std::vector<nlohmann::json> egress;
+  std::istringstream in(tests::read_text(h.dir.path() / "audit.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    auto record = nlohmann::json::parse(line);
+    if (record["tool"] == "egress") egress.push_back(std::move(record));
+  }
+  ASSERT_EQ(egress.size(), 1u);
+  EXPECT_EQ(egress[0]["user"], "alice");
+  EXPECT_EQ(egress[0]["agent"], "py");
+  EXPECT_EQ(egress[0]["host"], "denied.test");
+  EXPECT_EQ(egress[0]["port"], 443);
+  EXPECT_EQ(egress[0]["verdict"], "refused");
 }
 
 TEST(UserSandboxes, AKeyThatCannotNameADirectoryIsRefused) {

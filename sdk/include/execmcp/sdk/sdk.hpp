@@ -6,6 +6,7 @@
 #include "execmcp/sdk/command_filter.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/log_text.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/path_policy.hpp"
 #include "execmcp/sdk/plugin.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"

@@ -1,0 +1,121 @@
+// Follows an agent's egress proxy log (Engine::follow_logs()) on a thread of its own: each request
+// the policy refused becomes an sdk::NetworkEvent for the host's sink, and a bounded few are kept
+// for the notice on the result of the command that ran while they happened.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "docker_common/egress_policy.hpp"
+#include "docker_common/engine.hpp"
+#include "execmcp/sdk/network_events.hpp"
+#include "execmcp/sdk/types.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+// The most events a sink gets in one second; past it they are counted (NetworkEvent::
+// dropped_before) and logged, so a flood of refusals cannot flood the audit trail.
+inline constexpr std::uint32_t kEgressEventsPerSecond = 100;
+// The most of one proxy log line kept while its end has not come; a longer line is dropped.
+inline constexpr std::size_t kEgressLogLineMax = 8 * 1024;
+// The refusals kept for notices (the newest); older ones are only counted.
+inline constexpr std::size_t kEgressRecentRefusals = 64;
+// The hosts a notice names before "and N more".
+inline constexpr std::size_t kEgressNoticeHosts = 3;
+
+// Thread-safe. Not one call of the agent's ever waits for the engine here: they read what the
+// thread has taken (notice()), and the thread's engine calls are its own.
+class EgressLogFollower {
+ public:
+  // `proxy`: the proxy container's name; `log`: the backend's log (may be null).
+  EgressLogFollower(Engine& engine, std::string proxy, const EgressPolicy& policy,
+                    sdk::LogSink* log);
+  ~EgressLogFollower();
+  EgressLogFollower(const EgressLogFollower&) = delete;
+  EgressLogFollower& operator=(const EgressLogFollower&) = delete;
+
+  // Starts following unless it does already. A stream that ends (the proxy stopped, restarted or
+  // was made again) is opened again, from where it was, until stop().
+  void start();
+  // Ends the thread; returns once it has ended (within one read's wait). Idempotent.
+  void stop() noexcept;
+  [[nodiscard]] bool running() const;
+
+  // sdk::NetworkEvents::subscribe(): returns once no delivery to the previous sink is in flight.
+  void subscribe(sdk::NetworkEventSink* sink) noexcept;
+
+  // A call's start: how many refusals were seen so far.
+  [[nodiscard]] std::uint64_t mark() const;
+  // At a call's end: the notice for the refusals seen since `mark` ("" when none). While the log
+  // streams, first waits until it has been quiet for `quiet` (at most 8 x `quiet`): the proxy
+  // logs a request as it ends, and the engine passes it on a moment later.
+  std::string notice(std::uint64_t mark, std::chrono::milliseconds quiet);
+
+  // The thread's own work, public for tests: a chunk of the log as it came ("<time> <line>\n"
+  // ...). Returns how many new lines it held (a line at or before the last one seen is one
+  // replayed after a reconnection, and skipped).
+  std::size_t take(std::string_view chunk);
+  // Where a new stream starts: the second of the last line seen ("" before any).
+  [[nodiscard]] std::string since() const;
+
+  struct Counts {
+    std::uint64_t refusals = 0;        // refusals seen
+    std::uint64_t dropped_events = 0;  // refusals not delivered (over kEgressEventsPerSecond)
+    std::uint64_t dropped_lines = 0;   // lines longer than kEgressLogLineMax
+  };
+  [[nodiscard]] Counts counts() const;
+
+ private:
+  struct Refusal {
+    std::uint64_t seq = 0;
+    std::string target;  // "host:port", escaped
+  };
+  void run();
+  void take_line(std::string_view line);
+  void refused(const EgressLogRecord& record, std::int64_t unix_ms);
+  void deliver(sdk::NetworkEvent event);
+  // Sleeps `wait` unless stop() comes first; false when it came.
+  bool pause(std::chrono::milliseconds wait);
+  void log(sdk::LogLevel level, const std::string& message) const;
+
+  Engine& engine_;
+  std::string proxy_;
+  std::string allow_text_;  // the allow list as a notice shows it
+  sdk::LogSink* log_;
+
+  mutable std::mutex thread_mutex_;  // one start() or stop() at a time
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+
+  mutable std::mutex mutex_;  // guards what follows, down to the sink's
+  std::condition_variable activity_;
+  std::string partial_;    // a line whose end has not come
+  bool skipping_ = false;  // inside a line that grew past kEgressLogLineMax
+  std::int64_t last_sec_ = 0;
+  std::int64_t last_nsec_ = -1;
+  bool streaming_ = false;
+  std::chrono::steady_clock::time_point last_bytes_{};
+  std::deque<Refusal> recent_;
+  Counts counts_;
+  std::int64_t window_sec_ = 0;  // the second whose deliveries window_count_ counts
+  std::uint32_t window_count_ = 0;
+  std::uint64_t undelivered_ = 0;  // dropped since the last delivery
+
+  std::mutex sink_mutex_;  // held while delivering, so subscribe() can wait for it
+  sdk::NetworkEventSink* sink_ = nullptr;
+};
+
+// Parses the time in front of a followed log line ("2026-11-26T10:16:56.123456789Z", or with a
+// "+hh:mm" offset) into Unix seconds and nanoseconds; false when it is not one.
+bool parse_log_time(std::string_view text, std::int64_t& sec, std::int64_t& nsec);
+
+}  // namespace execmcp::plugins::docker_common

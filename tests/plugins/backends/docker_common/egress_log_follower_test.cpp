@@ -1,0 +1,326 @@
+// Tests of EgressLogFollower against FakeEngine: the proxy's log lines in, one event per refusal
+// out (escaped, bounded, capped per second, replays skipped), the notice of a call's refusals, a
+// stream that ends and is followed again, and a clean stop; and how ContainerLifecycle and
+// ContainerBackend start, stop and offer it.
+#include "docker_common/egress_log_follower.hpp"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "docker_common/container_backend.hpp"
+#include "docker_common/container_lifecycle.hpp"
+#include "docker_common/fake_engine.hpp"
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A followed line: the engine's time in front of what the proxy logged.
+std::string line(const std::string& time, const std::string& host, int port, bool refused,
+                 const std::string& method = "GET") {
+  return time + " execmcp-egress agent 1795678550.298 172.19.0.3 " + method + " " + host + " " +
+         std::to_string(port) +
+         (refused ? " TCP_DENIED 403 403:ERR_EXECMCP_EGRESS_DENIED -\n"
+                  : " TCP_MISS 200 - 172.18.0.2\n");
+}
+
+std::string at(int second, int nanos = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "2026-11-26T10:16:%02d.%09dZ", second, nanos);
+  return buf;
+}
+
+class Sink final : public sdk::NetworkEventSink {
+ public:
+  void on_network_event(const sdk::NetworkEvent& event) noexcept override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(event);
+    arrived_.notify_all();
+  }
+  // Waits up to `wait` for `n` events; all of them so far.
+  std::vector<sdk::NetworkEvent> wait_for(std::size_t n, std::chrono::milliseconds wait = 5s) {
+    std::unique_lock lock(mutex_);
+    arrived_.wait_for(lock, wait, [&] { return events_.size() >= n; });
+    return events_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::vector<sdk::NetworkEvent> events_;
+};
+
+EgressPolicy policy() {
+  EgressPolicy p;
+  p.allow.push_back({EgressEntry::Kind::kHost, "allowed.test", "allowed.test"});
+  p.allow.push_back({EgressEntry::Kind::kWildcard, "npmjs.org", "*.npmjs.org"});
+  return p;
+}
+
+TEST(EgressLogTime, ReadsTheEnginesTimes) {
+  std::int64_t sec = 0, nsec = 0;
+  ASSERT_TRUE(parse_log_time("1970-01-01T00:01:00.5Z", sec, nsec));
+  EXPECT_EQ(sec, 60);
+  EXPECT_EQ(nsec, 500000000);
+  ASSERT_TRUE(parse_log_time("2026-11-26T10:16:56.123456789Z", sec, nsec));
+  EXPECT_EQ(nsec, 123456789);
+  const auto utc = sec;
+  ASSERT_TRUE(parse_log_time("2026-11-26T11:16:56.123456789+01:00", sec, nsec));  // podman
+  EXPECT_EQ(sec, utc);
+  ASSERT_TRUE(parse_log_time("2026-11-26T10:16:56Z", sec, nsec));
+  EXPECT_EQ(nsec, 0);
+  for (const char* bad : {"", "2026-11-26", "2026-11-26T10:16:56", "2026-11-26 10:16:56Z",
+                          "2026-11-26T10:16:56.1Zjunk", "2026-11-26T10:16:56+0100"})
+    EXPECT_FALSE(parse_log_time(bad, sec, nsec)) << bad;
+}
+
+TEST(EgressLogFollower, EachRefusalBecomesOneEventWhateverTheChunks) {
+  const std::string log = "2026/11/26 10:16:50| Starting Squid\n" +  // not a followed line
+                          line(at(50), "allowed.test", 443, false, "CONNECT") +
+                          line(at(51), "denied.test", 80, true) +
+                          line(at(52, 5), "other.test", 443, true, "CONNECT");
+  // Split at every byte: the same events.
+  for (std::size_t cut = 0; cut <= log.size(); ++cut) {
+    FakeEngine engine;
+    EgressLogFollower follower(engine, "p", policy(), nullptr);
+    Sink sink;
+    follower.subscribe(&sink);
+    follower.take(std::string_view(log).substr(0, cut));
+    follower.take(std::string_view(log).substr(cut));
+    const auto events = sink.wait_for(2, 0ms);
+    ASSERT_EQ(events.size(), 2u) << "cut at " << cut;
+    EXPECT_EQ(events[0].host, "denied.test");
+    EXPECT_EQ(events[0].port, 80);
+    EXPECT_EQ(events[0].method, "GET");
+    EXPECT_TRUE(events[0].refused);
+    EXPECT_EQ(events[0].reason, "not in this agent's egress allow list");
+    EXPECT_EQ(events[1].host, "other.test");
+    EXPECT_EQ(events[1].method, "CONNECT");
+    EXPECT_EQ(events[1].unix_ms - events[0].unix_ms, 1000);
+    EXPECT_EQ(follower.counts().refusals, 2u);
+    EXPECT_EQ(follower.since(), std::to_string(events[1].unix_ms / 1000));
+  }
+}
+
+TEST(EgressLogFollower, LinesSeenBeforeAreSkippedAfterAReconnection) {
+  FakeEngine engine;
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  Sink sink;
+  follower.subscribe(&sink);
+  EXPECT_EQ(follower.take(line(at(1), "a.test", 80, true) + line(at(2), "b.test", 80, true)), 2u);
+  // The engine replays from `since` (inclusive), then what is new.
+  EXPECT_EQ(follower.take(line(at(2), "b.test", 80, true) + line(at(3), "c.test", 80, true)), 1u);
+  const auto events = sink.wait_for(3, 0ms);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2].host, "c.test");
+}
+
+TEST(EgressLogFollower, UntrustedBytesAreEscapedAndBounded) {
+  FakeEngine engine;
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  Sink sink;
+  follower.subscribe(&sink);
+  const std::string evil = "evil\x1b[31m\x7f.test" + std::string(400, 'a');
+  follower.take(line(at(1), evil, 80, true));
+  const auto events = sink.wait_for(1, 0ms);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_FALSE(has(events[0].host, "\x1b"));
+  EXPECT_TRUE(events[0].host.starts_with("evil\\x1b[31m\\x7f.test")) << events[0].host;
+  EXPECT_TRUE(has(events[0].host, "more bytes not logged")) << events[0].host;
+  EXPECT_LT(events[0].host.size(), 300u);
+}
+
+TEST(EgressLogFollower, AnEndlessLineIsDroppedAndCounted) {
+  FakeEngine engine;
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  Sink sink;
+  follower.subscribe(&sink);
+  for (int i = 0; i < 100; ++i) follower.take(std::string(1024, 'x'));  // 100 KiB, no newline
+  follower.take("\n" + line(at(1), "denied.test", 80, true));
+  EXPECT_EQ(follower.counts().dropped_lines, 1u);
+  ASSERT_EQ(sink.wait_for(1, 0ms).size(), 1u);
+}
+
+TEST(EgressLogFollower, AFloodIsCappedPerSecondAndTheDroppedAreCounted) {
+  FakeEngine engine;
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  Sink sink;
+  follower.subscribe(&sink);
+  const auto mark = follower.mark();
+  std::string flood;
+  for (int i = 0; i < 1000; ++i)
+    flood += line(at(10, i + 1), "h" + std::to_string(i % 7), 80, true);
+  follower.take(flood);
+  EXPECT_EQ(sink.wait_for(kEgressEventsPerSecond, 0ms).size(), kEgressEventsPerSecond);
+  EXPECT_EQ(follower.counts().refusals, 1000u);
+  EXPECT_EQ(follower.counts().dropped_events, 1000u - kEgressEventsPerSecond);
+  // The next second's first event says how many were not delivered.
+  follower.take(line(at(11), "late.test", 443, true));
+  const auto events = sink.wait_for(kEgressEventsPerSecond + 1, 0ms);
+  ASSERT_EQ(events.size(), kEgressEventsPerSecond + 1);
+  EXPECT_EQ(events.back().dropped_before, 1000u - kEgressEventsPerSecond);
+  // The notice stays short: a few hosts, the count, and that more were refused.
+  const auto notice = follower.notice(mark, 0ms);
+  EXPECT_TRUE(notice.starts_with("the egress proxy refused 1001 requests: ")) << notice;
+  EXPECT_TRUE(has(notice, " and more (not in this agent's egress allow list")) << notice;
+  EXPECT_LT(notice.size(), 300u);
+}
+
+TEST(EgressLogFollower, TheNoticeNamesACallsRefusalsAndTheAllowList) {
+  FakeEngine engine;
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  follower.take(line(at(1), "before.test", 80, true));
+  const auto mark = follower.mark();
+  EXPECT_EQ(follower.notice(mark, 0ms), "");
+  follower.take(line(at(2), "denied.test", 443, true, "CONNECT"));
+  EXPECT_EQ(follower.notice(mark, 0ms),
+            "the egress proxy refused a request: denied.test:443 (not in this agent's egress "
+            "allow list; allow: allowed.test, *.npmjs.org)");
+  std::string more;
+  for (int i = 0; i < 5; ++i) more += line(at(3, i), "h" + std::to_string(i) + ".test", 80, true);
+  more += line(at(4), "denied.test", 443, true);
+  follower.take(more);
+  EXPECT_EQ(follower.notice(mark, 0ms),
+            "the egress proxy refused 7 requests: denied.test:443, h0.test:80, h1.test:80 and 3 "
+            "more (not in this agent's egress allow list; allow: allowed.test, *.npmjs.org)");
+}
+
+TEST(EgressLogFollower, FollowsAcrossAProxyRestartAndStopsCleanly) {
+  FakeEngine engine;
+  auto feed = engine.log_feed("p");
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  Sink sink;
+  follower.subscribe(&sink);
+  follower.start();
+  EXPECT_TRUE(follower.running());
+  feed->push(line(at(1), "one.test", 80, true));
+  ASSERT_EQ(sink.wait_for(1).size(), 1u);
+  // The proxy restarts: the stream ends, the follower opens another from where it was (the
+  // fake engine replays the whole log: nothing is delivered twice).
+  feed->end_streams();
+  for (int i = 0; i < 100 && feed->follows() < 2; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_GE(feed->follows(), 2);
+  EXPECT_EQ(feed->last_since(), follower.since());
+  EXPECT_FALSE(feed->last_since().empty());
+  feed->push(line(at(2), "two.test", 80, true));
+  const auto events = sink.wait_for(2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].host, "two.test");
+  // A proxy that is gone for a while: retried, then followed again.
+  feed->set_missing(true);
+  feed->end_streams();
+  std::this_thread::sleep_for(300ms);
+  feed->set_missing(false);
+  feed->push(line(at(3), "three.test", 80, true));
+  EXPECT_EQ(sink.wait_for(3).size(), 3u);
+
+  const auto started = std::chrono::steady_clock::now();
+  follower.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+  EXPECT_FALSE(follower.running());
+  const int follows = feed->follows();
+  feed->push(line(at(4), "four.test", 80, true));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(sink.wait_for(4, 0ms).size(), 3u);
+  EXPECT_EQ(feed->follows(), follows);
+  follower.stop();  // idempotent
+}
+
+TEST(EgressLogFollower, UnsubscribedEventsGoNowhere) {
+  FakeEngine engine;
+  EgressLogFollower follower(engine, "p", policy(), nullptr);
+  Sink sink;
+  follower.subscribe(&sink);
+  follower.subscribe(nullptr);
+  follower.take(line(at(1), "denied.test", 80, true));
+  EXPECT_TRUE(sink.wait_for(1, 0ms).empty());
+  EXPECT_EQ(follower.counts().refusals, 1u);  // still counted for the notice
+}
+
+class EgressFollowerLifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/execmcp-egresslog-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    workspace_ = pattern;
+    init_.agent_id = "agent";
+    init_.instance_id = "unit";
+    init_.cwd = workspace_;
+    init_.paths = {{workspace_, true}};
+    settings_.user = "1000:1000";
+    settings_.exec_mode = ExecMode::Exec;
+    settings_.network = "egress";
+    settings_.egress = policy();
+    settings_.egress->upstream_network = "uplink";
+    engine_ = new FakeEngine;
+    engine_->images.insert(settings_.image);
+    engine_->images.insert(kEgressImage);
+    engine_->networks["uplink"] = {"net-uplink", "uplink", "bridge", false, {}, {}, {}};
+    proxy_ = container_name(init_.agent_id, init_.instance_id) + "-egress";
+  }
+  void TearDown() override {
+    backend_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(workspace_, ec);
+  }
+  void make() {
+    backend_ = std::make_unique<ContainerBackend>(init_, "docker-test", settings_,
+                                                  std::unique_ptr<Engine>(engine_));
+  }
+
+  std::string workspace_;
+  sdk::BackendInit init_;
+  DockerSettings settings_;
+  FakeEngine* engine_ = nullptr;  // owned by backend_ once made
+  std::unique_ptr<ContainerBackend> backend_;
+  std::string proxy_;
+};
+
+TEST_F(EgressFollowerLifecycleTest, TheBackendReportsRefusalsFromStartToCleanup) {
+  make();
+  auto* events = sdk::network_events(*backend_);
+  ASSERT_NE(events, nullptr);
+  Sink sink;
+  events->subscribe(&sink);
+  auto feed = engine_->log_feed(proxy_);
+  ASSERT_EQ(backend_->start(), "");
+  feed->push(line(at(1), "denied.test", 80, true));
+  ASSERT_EQ(sink.wait_for(1).size(), 1u);
+
+  // A suspended agent's follower stops with its proxy and follows again at the resume.
+  auto* control = sdk::sandbox_control(*backend_);
+  ASSERT_EQ(control->suspend(), "");
+  const int follows = feed->follows();
+  feed->push(line(at(2), "while.test", 80, true));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(feed->follows(), follows);
+  ASSERT_EQ(control->resume(), "");
+  EXPECT_EQ(sink.wait_for(2).size(), 2u);  // what it logged meanwhile is read then
+
+  backend_->cleanup();
+  events->subscribe(nullptr);
+  const int after = feed->follows();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(feed->follows(), after);
+}
+
+TEST_F(EgressFollowerLifecycleTest, AnAgentWithoutEgressOffersNoEvents) {
+  settings_.network = "none";
+  settings_.egress.reset();
+  make();
+  EXPECT_EQ(sdk::network_events(*backend_), nullptr);
+}
+
+}  // namespace
+}  // namespace execmcp::plugins::docker_common
