@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { CLIENT_KINDS, callKind, connectKind } from '../lib/clients.mjs';
-import { dockerAvailable, makeWorkspace, textOf, writeConfig } from '../lib/harness.mjs';
+import { dockerAvailable, makeWorkspace, textOf, waitUntil, writeConfig } from '../lib/harness.mjs';
 import { newToken, startHttpServer } from '../lib/http.mjs';
 
 const IMAGE = process.env.EXECMCP_DOCKER_IMAGE || 'execmcp/runtime:latest';
@@ -52,6 +53,14 @@ describe('network: egress over HTTP', { skip }, () => {
   let alice;
   let bob;
   let allowedHostname;
+  // The audit file's records of refused requests.
+  const egressRecords = () => {
+    const audit = path.join(w.root, 'audit.jsonl');
+    return (fs.existsSync(audit) ? fs.readFileSync(audit, 'utf8').split('\n') : [])
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+      .filter((r) => r.tool === 'egress');
+  };
 
   before(async () => {
     w = makeWorkspace();
@@ -113,6 +122,16 @@ describe('network: egress over HTTP', { skip }, () => {
     assert.match(out, /refused GET to denied\.test port 80: not in the egress allow list of agent/);
     assert.match(out, /Allowed hosts: allowed\.test/);
     assert.match(out, /403$/);
+    // The model is told even where a tool hides the 403 (pip), and the refusal is audited once.
+    assert.match(textOf(refused), /the egress proxy refused a request: denied\.test:80 \(not in this agent's egress allow list; allow: allowed\.test\)/);
+    assert.ok(await waitUntil(() => egressRecords().length >= 1, { timeoutMs: 5000 }), 'an egress audit record');
+    const records = egressRecords();
+    assert.equal(records.length, 1, JSON.stringify(records));
+    assert.equal(records[0].agent, agent);
+    assert.equal(records[0].verdict, 'refused');
+    assert.equal(records[0].host, 'denied.test');
+    assert.equal(records[0].port, 80);
+    assert.equal(records[0].method, 'GET');
   });
 
   test('around the proxy the agent gets nowhere', async () => {
@@ -143,6 +162,13 @@ describe('network: egress over HTTP', { skip }, () => {
       command: `curl -sS -m 3 -x ${bobs} http://allowed.test/hostname >/dev/null 2>&1 && echo used-bobs-proxy; echo done`,
     });
     assert.equal(r.structuredContent.stdout.trim(), 'done', textOf(r));
+    // A refusal in alice's sandbox is audited under her name.
+    await callKind(alice, 'execute_command', { command: 'curl -s -m 10 http://denied.test/ >/dev/null; true' });
+    assert.ok(await waitUntil(() => egressRecords().some((rec) => rec.agent === perUser), { timeoutMs: 5000 }));
+    const hers = egressRecords().filter((rec) => rec.agent === perUser);
+    assert.equal(hers.length, 1, JSON.stringify(hers));
+    assert.equal(hers[0].user, 'alice');
+    assert.equal(hers[0].host, 'denied.test');
   });
 
   test('SIGTERM removes every agent container, proxy and network', async () => {
