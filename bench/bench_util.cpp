@@ -69,13 +69,23 @@ int spawn_quiet(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string output_of(const std::string& command) {
+std::string capture(const std::string& command, int* status) {
   std::string out;
   FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  ::pclose(p);
+  if (p == nullptr) {
+    if (status != nullptr) *status = -1;
+    return out;
+  }
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = ::pclose(p);
+  if (status != nullptr) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+std::string output_of(const std::string& command) {
+  std::string out = capture(command);
   if (const auto nl = out.find('\n'); nl != std::string::npos) out.resize(nl);
   return out;
 }

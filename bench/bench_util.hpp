@@ -26,6 +26,10 @@ std::string random_hex(std::size_t bytes);
 // Runs `argv` (PATH lookup) with stdout and stderr on /dev/null; its exit status, or -1.
 int spawn_quiet(const std::vector<std::string>& argv);
 
+// Everything a shell command prints on stdout (its stderr is dropped); its exit status in
+// `status` (-1 when it did not exit).
+std::string capture(const std::string& command, int* status = nullptr);
+
 // The first line a shell command prints ("" on failure).
 std::string output_of(const std::string& command);
 

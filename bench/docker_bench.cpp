@@ -23,8 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include <boost/dll/shared_library.hpp>
-
+#include "bench_plugin.hpp"
 #include "bench_util.hpp"
 #include "execmcp/sdk/plugin.hpp"
 
@@ -114,34 +113,6 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
-
-struct LogToStderr : sdk::LogSink {
-  void log(sdk::LogLevel level, std::string_view message) noexcept override {
-    if (level < sdk::LogLevel::Warn) return;  // warnings and errors only
-    std::fprintf(stderr, "  [plugin] %.*s\n", static_cast<int>(message.size()), message.data());
-  }
-};
-
-class Plugin {
- public:
-  explicit Plugin(const std::string& path)
-      : lib_(path, boost::dll::load_mode::rtld_now),
-        factory_(lib_.get_alias<sdk::BackendFactory>(sdk::kBackendFactorySymbol)) {}
-
-  // Throws with the plugin's message when it refuses the settings.
-  std::unique_ptr<ExecutorBackend> create(BackendInit init) {
-    init.log = &log_;
-    std::string error;
-    std::unique_ptr<ExecutorBackend> backend(factory_(init, error));
-    if (!backend) throw std::runtime_error("the plugin refused the backend: " + error);
-    return backend;
-  }
-
- private:
-  boost::dll::shared_library lib_;
-  sdk::BackendFactory& factory_;
-  LogToStderr log_;
-};
 
 class TempDir {
  public:

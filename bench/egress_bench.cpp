@@ -3,7 +3,6 @@
 // container on the upstream network itself, in one run; then the proxy's memory and its start
 // (see README.md). Loads the docker-api plugin the way the host does (Boost.DLL).
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include <boost/dll/shared_library.hpp>
-
+#include "bench_plugin.hpp"
 #include "bench_util.hpp"
 #include "execmcp/sdk/plugin.hpp"
 
@@ -49,45 +47,6 @@ struct Options {
   int samples = 200;  // curls per side
   int batch = 10;     // curls per call (one shell loop); the sides alternate call by call
   int starts = 3;     // agents started (plain and egress) for the start-time medians
-};
-
-// Everything a shell command prints (its exit status in `status`).
-std::string capture(const std::string& command, int* status = nullptr) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  if (status != nullptr) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
-struct LogToStderr : sdk::LogSink {
-  void log(sdk::LogLevel level, std::string_view message) noexcept override {
-    if (level < sdk::LogLevel::Warn) return;
-    std::fprintf(stderr, "  [plugin] %.*s\n", static_cast<int>(message.size()), message.data());
-  }
-};
-
-class Plugin {
- public:
-  explicit Plugin(const std::string& path)
-      : lib_(path, boost::dll::load_mode::rtld_now),
-        factory_(lib_.get_alias<sdk::BackendFactory>(sdk::kBackendFactorySymbol)) {}
-  std::unique_ptr<ExecutorBackend> create(BackendInit init) {
-    init.log = &log_;
-    std::string error;
-    std::unique_ptr<ExecutorBackend> backend(factory_(init, error));
-    if (!backend) throw std::runtime_error("the plugin refused the backend: " + error);
-    return backend;
-  }
-
- private:
-  boost::dll::shared_library lib_;
-  sdk::BackendFactory& factory_;
-  LogToStderr log_;
 };
 
 // The upstream: a network of its own (--internal: nothing leaves the machine), a server of a
