@@ -16,15 +16,14 @@
 #include "docker_common/container_backend.hpp"
 #include "docker_common/container_lifecycle.hpp"
 #include "docker_common/fake_engine.hpp"
+#include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-using namespace std::chrono_literals;
+using test_support::has;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using namespace std::chrono_literals;
 
 // A followed line: the engine's time in front of what the proxy logged.
 std::string line(const std::string& time, const std::string& host, int port, bool refused,

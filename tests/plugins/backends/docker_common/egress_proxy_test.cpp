@@ -14,26 +14,14 @@
 
 #include "docker_common/container_lifecycle.hpp"
 #include "docker_common/fake_engine.hpp"
+#include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
-}
-
-long dead_pid() {
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return child;
-}
+using test_support::has;
+using test_support::dead_pid;
+using test_support::host_name;
 
 class EgressLifecycleTest : public ::testing::Test {
  protected:

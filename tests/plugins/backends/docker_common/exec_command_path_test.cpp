@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "docker_common/fake_engine.hpp"
+#include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test_support::has;
 
 class ExecCommandPathTest : public ::testing::Test {
  protected:

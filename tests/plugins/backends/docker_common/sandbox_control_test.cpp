@@ -10,15 +10,14 @@
 
 #include "docker_common/container_backend.hpp"
 #include "docker_common/fake_engine.hpp"
+#include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-namespace fs = std::filesystem;
+using test_support::has;
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+namespace fs = std::filesystem;
 
 class SandboxControlTest : public ::testing::Test {
  protected:

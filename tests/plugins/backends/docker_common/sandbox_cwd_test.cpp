@@ -10,13 +10,12 @@
 #include "docker_common/container_spec.hpp"
 #include "docker_common/fake_engine.hpp"
 #include "execmcp/sdk/background_processes.hpp"
+#include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
 
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test_support::has;
 
 sdk::BackendInit sandbox_init() {
   sdk::BackendInit init;
