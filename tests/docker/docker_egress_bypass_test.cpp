@@ -16,6 +16,7 @@
 #include <sstream>
 #include <vector>
 
+#include "docker_egress_support.hpp"
 #include "docker_test_support.hpp"
 
 namespace execmcp::docker_test {
@@ -200,20 +201,6 @@ std::vector<Route> parse_routes(const std::string& table) {
   return out;
 }
 
-std::unique_ptr<ExecutorBackend> egress_backend(const std::string& agent,
-                                                const std::string& workspace,
-                                                const std::string& upstream, std::string* error) {
-  BackendInit init;
-  init.agent_id = agent;
-  init.cwd = workspace;
-  init.paths = {{workspace, true}};
-  init.settings_json =
-      R"({"network": "egress", "egress": {"allow": ["allowed.test", "pypi.test"],
-          "upstream_network": ")" +
-      upstream + R"("}})";
-  return make_backend(init, error);
-}
-
 // One agent with its proxy and the upstreams, shared by the suite's tests (each start costs
 // seconds); removed after the last one.
 class DockerEgressBypass : public ::testing::Test {
@@ -225,9 +212,9 @@ class DockerEgressBypass : public ::testing::Test {
     if (status != 0) return;
     upstreams_ = new Upstreams();
     workspace_ = new TempDir("egressbypass");
-    backend_ =
-        egress_backend("egressbypass", workspace_->path(), upstreams_->network(), &start_error_)
-            .release();
+    backend_ = egress_backend("egressbypass", workspace_->path(), upstreams_->network(),
+                              {"allowed.test", "pypi.test"}, &start_error_)
+                   .release();
     if (backend_ != nullptr) start_error_ = backend_->start();
     // Squid listens about half a second after its start.
     if (start_error_.empty())

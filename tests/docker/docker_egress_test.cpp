@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "docker_egress_support.hpp"
 #include "docker_test_support.hpp"
 #include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
@@ -57,19 +58,6 @@ class Upstreams {
   std::string prefix_;
 };
 
-std::unique_ptr<ExecutorBackend> egress_backend(const std::string& agent,
-                                                const std::string& workspace,
-                                                const std::string& upstream, std::string* error) {
-  BackendInit init;
-  init.agent_id = agent;
-  init.cwd = workspace;
-  init.paths = {{workspace, true}};
-  init.settings_json =
-      R"({"network": "egress", "egress": {"allow": ["allowed.test"], "upstream_network": ")" +
-      upstream + R"("}})";
-  return make_backend(init, error);
-}
-
 class DockerEgress : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -87,7 +75,7 @@ TEST_F(DockerEgress, TheAgentReachesOnlyTheAllowedHostAndOnlyThroughItsProxy) {
   ASSERT_TRUE(network_exists(upstreams.network()));
   TempDir ws("egress");
   std::string error;
-  auto backend = egress_backend("egress", ws.path(), upstreams.network(), &error);
+  auto backend = egress_backend("egress", ws.path(), upstreams.network(), {"allowed.test"}, &error);
   ASSERT_TRUE(backend) << error;
   ASSERT_EQ(backend->start(), "");
   const std::string name = "execmcp-egress-" + instance_tag();
@@ -151,7 +139,7 @@ TEST_F(DockerEgress, AnUpstreamNetworkTheEngineLacksIsAClearStartError) {
   TempDir ws("egressnone");
   std::string error;
   const std::string missing = "execmcp-egresstest-missing-" + std::to_string(::getpid());
-  auto backend = egress_backend("egressnone", ws.path(), missing, &error);
+  auto backend = egress_backend("egressnone", ws.path(), missing, {"allowed.test"}, &error);
   ASSERT_TRUE(backend) << error;
   const auto err = backend->start();
   EXPECT_NE(err.find("egress.upstream_network '" + missing + "' does not exist on the engine"),
@@ -182,7 +170,8 @@ TEST_F(DockerEgress, ADeadOwnersProxyAndNetworkAreRemovedAtTheNextStart) {
   Upstreams upstreams;
   TempDir ws("egressorphan");
   std::string error;
-  auto backend = egress_backend("egressorphan", ws.path(), upstreams.network(), &error);
+  auto backend =
+      egress_backend("egressorphan", ws.path(), upstreams.network(), {"allowed.test"}, &error);
   ASSERT_TRUE(backend) << error;
   EXPECT_EQ(backend->start(), "");
   EXPECT_FALSE(container_exists(dead + "-egress"));
@@ -214,7 +203,8 @@ TEST_F(DockerEgress, ARefusedRequestIsReportedOnceAndNoticedOnTheCommandsResult)
   Upstreams upstreams;
   TempDir ws("egressaudit");
   std::string error;
-  auto backend = egress_backend("egressaudit", ws.path(), upstreams.network(), &error);
+  auto backend =
+      egress_backend("egressaudit", ws.path(), upstreams.network(), {"allowed.test"}, &error);
   ASSERT_TRUE(backend) << error;
   auto* events = execmcp::sdk::network_events(*backend);
   ASSERT_NE(events, nullptr);
