@@ -58,14 +58,14 @@ TEST_P(EngineNetworks, AreMadeFoundJoinedAndRemoved) {
       {"com.docker.network.bridge.inhibit_ipv4", "true"}};
   const auto made = engine_->create_network({net, true, labels, options});
   ASSERT_TRUE(made.ok()) << made.message;
-  ASSERT_TRUE(engine_->create_network({upstream, false, {}}).ok());
+  ASSERT_TRUE(engine_->create_network({upstream, false, {}, {}}).ok());
   dc::NetworkInfo info;
   ASSERT_TRUE(engine_->inspect_network(net, info).ok());
   EXPECT_EQ(info.name, net);
   EXPECT_TRUE(info.internal);
   EXPECT_EQ(info.labels, labels);
   EXPECT_EQ(info.options, options);  // the driver's options are passed on
-  EXPECT_EQ(engine_->create_network({net, true, labels}).kind, Kind::kConflict);
+  EXPECT_EQ(engine_->create_network({net, true, labels, options}).kind, Kind::kConflict);
   std::vector<dc::NetworkInfo> found;
   ASSERT_TRUE(engine_->list_networks(labels, found).ok());
   ASSERT_EQ(found.size(), 1u);
