@@ -19,8 +19,8 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-using test_support::has;
 using test_support::dead_pid;
+using test_support::has;
 using test_support::host_name;
 
 class EgressLifecycleTest : public ::testing::Test {
