@@ -69,6 +69,13 @@ int spawn_quiet(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 std::string capture(const std::string& command, int* status) {
   std::string out;
   FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");

@@ -17,6 +17,9 @@ struct Percentiles {
 };
 Percentiles percentiles(std::vector<double> ms);
 
+// The median (the mean of the two middle values of an even sample; 0 for an empty one).
+double median(std::vector<double> v);
+
 // Milliseconds since `t` on the steady clock.
 double ms_since(std::chrono::steady_clock::time_point t);
 

@@ -107,13 +107,6 @@ Stats summarize(std::vector<double> ms, double wall_seconds) {
   return s;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 class TempDir {
  public:
   TempDir() {

@@ -169,12 +169,6 @@ Memory proxy_memory(const std::string& proxy) {
   return m;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // start() of a plain agent (network: none) and of an egress one, and from the egress start()'s
 // return to its first curl through the proxy that succeeds; medians of `opt.starts`.
 struct Starts {
