@@ -5,12 +5,19 @@
 #                                     stop the dockerd that this script started (never anyone else's);
 #                                     refuses while containers run unless --force
 #   scripts/docker-engine.sh status   say whether an engine answers and who started it
+#   scripts/docker-engine.sh reload   register runsc (gVisor) with the running dockerd this script
+#                                     started, without restarting it (rewrites the daemon config,
+#                                     then SIGHUP: dockerd reloads its runtimes)
 #   scripts/docker-engine.sh owns     exit 0 when the engine that DOCKER_HOST reaches is the dockerd
 #                                     this script started (so `stop` would stop it), else 1 and why;
 #                                     quick: it asks no engine (tests that restart the engine ask
 #                                     first and skip when the answer is no)
+# When runsc is installed, the engine this script starts has a `runsc` runtime (see
+# docs/deployment.md, "gVisor"): dockerd gets a config file of ours, $EXECMCP_STATE_DIR/
+# execmcp-dockerd.json, unless /etc/docker/daemon.json exists (that is the operator's config: the
+# script then leaves it alone and registers nothing).
 # Environment:
-#   EXECMCP_STATE_DIR      where the log and pid file go (default /tmp)
+#   EXECMCP_STATE_DIR      where the log, pid file and daemon config go (default /tmp)
 #   EXECMCP_DOCKERD_ARGS   extra dockerd arguments, e.g. "--storage-driver=vfs"
 #   EXECMCP_DOCKER_WAIT    seconds to wait for the socket (default 60)
 #   EXECMCP_DOCKER_SOCKET  socket dockerd listens on (default /var/run/docker.sock). A second daemon
@@ -22,6 +29,8 @@ state_dir="${EXECMCP_STATE_DIR:-/tmp}"
 log_file="$state_dir/execmcp-dockerd.log"
 pid_file="$state_dir/execmcp-dockerd.pid"
 driver_file="$state_dir/execmcp-dockerd.driver"
+config_file="$state_dir/execmcp-dockerd.json"
+system_config=/etc/docker/daemon.json
 socket="${EXECMCP_DOCKER_SOCKET:-/var/run/docker.sock}"
 wait_secs="${EXECMCP_DOCKER_WAIT:-60}"
 export DOCKER_HOST="${DOCKER_HOST:-unix://$socket}"
@@ -61,11 +70,37 @@ install_engine() {
   $sudo apt-get install -y -qq --no-install-recommends docker.io >&2
 }
 
+# The daemon config this script gives dockerd: the runsc runtime when runsc is installed, else
+# nothing. runsc 0.0~20221219 refuses to start a container of `--network none` with its default
+# network stack ("cannot run with network enabled in root network namespace"), so it runs with
+# --network=none: its sandbox has loopback only, whatever network the container is on.
+write_config() {
+  local file="$1" runsc_path
+  if runsc_path="$(command -v runsc)"; then
+    printf '{\n  "runtimes": {\n    "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}\n  }\n}\n' \
+      "$runsc_path" | $sudo tee "$file.tmp" >/dev/null
+  else
+    echo '{}' | $sudo tee "$file.tmp" >/dev/null
+  fi
+  $sudo mv -f "$file.tmp" "$file"
+}
+
+# The dockerd args that give it our config file; none when the operator has a config of their own.
+config_args() {
+  if [ -e "$system_config" ]; then
+    say "$system_config exists: dockerd reads it; runsc is registered only if it lists it (docs/deployment.md)"
+    return 0
+  fi
+  write_config "$config_file"
+  echo "--config-file=$config_file"
+}
+
 # Launches dockerd with the given extra args and waits for it; returns 1 (daemon gone) on failure.
 launch() {
-  local pid
-  # shellcheck disable=SC2086 # EXECMCP_DOCKERD_ARGS is a word list on purpose
-  $sudo setsid dockerd --host="unix://$socket" "$@" ${EXECMCP_DOCKERD_ARGS:-} >>"$log_file" 2>&1 </dev/null &
+  local pid config
+  config="$(config_args)"
+  # shellcheck disable=SC2086 # EXECMCP_DOCKERD_ARGS and $config are word lists on purpose
+  $sudo setsid dockerd --host="unix://$socket" $config "$@" ${EXECMCP_DOCKERD_ARGS:-} >>"$log_file" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$pid_file"
   local waited=0
@@ -176,6 +211,7 @@ cmd_status() {
     cg="$(docker info --format '{{.CgroupVersion}}' 2>/dev/null || echo '?')"
     echo "engine running: $ver, storage driver $driver, cgroup v$cg"
     if [ -n "$pid" ]; then echo "started by this script (pid $pid, log $log_file)"; else echo "not started by this script"; fi
+    echo "runtimes: $(docker info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}' 2>/dev/null || echo '?')"
     return 0
   fi
   echo "engine not running"
@@ -196,6 +232,61 @@ cmd_owns() {
   echo "started by this script (pid $pid, socket $socket)"
 }
 
+# The config file a running dockerd reads: its --config-file, else dockerd's default.
+daemon_config_of() {
+  local pid="$1" arg next=0
+  # Not root: the recorded pid is sudo's; its child is dockerd.
+  if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sudo ]; then pid="$(pgrep -P "$pid" -x dockerd | head -n 1)"; fi
+  while IFS= read -r -d '' arg; do
+    if [ "$next" = 1 ]; then echo "$arg"; return 0; fi
+    case "$arg" in
+      --config-file=*) echo "${arg#--config-file=}"; return 0 ;;
+      --config-file) next=1 ;;
+    esac
+  done <"/proc/$pid/cmdline"
+  echo "$system_config"
+}
+
+# Registers runsc with the dockerd this script started, which keeps running: dockerd reloads
+# `runtimes` (and nothing it was not given) from its config file on SIGHUP.
+cmd_reload() {
+  local pid file
+  if ! pid="$(our_pid)"; then
+    say "the engine was not started by this script; register runsc in its own config (docs/deployment.md)"
+    return 1
+  fi
+  if ! command -v runsc >/dev/null 2>&1; then
+    say "runsc is not installed (scripts/install-deps.sh --test installs it)"
+    return 1
+  fi
+  file="$(daemon_config_of "$pid")"
+  if [ "$file" = "$system_config" ] && [ -e "$system_config" ]; then
+    # dockerd was started before this script had a config of its own, and reads the operator's.
+    if ! grep -q '"runsc"' "$system_config"; then
+      say "$system_config is the operator's config: add the runsc runtime there (docs/deployment.md), then run reload"
+      return 1
+    fi
+  else
+    # Ours, or dockerd's default path while nothing is there (an engine this script started
+    # before it wrote configs): only `runtimes`, which is all a reload changes.
+    $sudo mkdir -p "$(dirname "$file")"
+    write_config "$file"
+  fi
+  say "reloading dockerd (pid $pid) from $file"
+  $sudo kill -HUP "$pid"
+  local waited=0
+  while [ "$waited" -lt 10 ]; do
+    if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+      say "runsc registered"
+      return 0
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  say "dockerd did not list runsc after the reload; see $log_file"
+  return 1
+}
+
 force=0
 [ "${2:-}" = --force ] && force=1
 case "${1:-}" in
@@ -203,9 +294,10 @@ case "${1:-}" in
   stop) cmd_stop ;;
   status) cmd_status ;;
   owns) cmd_owns ;;
-  -h | --help | help) sed -n '2,18p' "$0" ;;
+  reload) cmd_reload ;;
+  -h | --help | help) sed -n '2,25p' "$0" ;;
   *)
-    sed -n '2,18p' "$0" >&2
+    sed -n '2,25p' "$0" >&2
     exit 2
     ;;
 esac

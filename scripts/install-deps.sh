@@ -44,6 +44,9 @@ if [ "$want_test" = 1 ]; then
   # ... and with Podman as the binary, rootful (tests/docker/podman/with-podman.sh). catatonit is
   # only a Recommends of podman, but --init needs it (mounted at /run/podman-init).
   packages+=(podman catatonit)
+  # gVisor, for the Docker suites' second run with `runtime: runsc`; scripts/docker-engine.sh
+  # registers it with the engine it starts.
+  packages+=(runsc)
   # The MCP end-to-end tests drive the server with the official TypeScript SDK client.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
