@@ -135,6 +135,13 @@ inline void require_engine() {
                           "scripts/docker-engine.sh start (or set EXECMCP_DOCKER_TESTS=0 to skip)";
   sh(outside_cli() + " image inspect " + std::string(kImage), &status);
   ASSERT_EQ(status, 0) << "image " << kImage << " is missing; build it with docker/build.sh";
+  if (const auto runtime = test_runtime(); !runtime.empty()) {
+    const auto runtimes = sh(outside_cli() + " info --format '{{json .Runtimes}}'");
+    if (runtimes.find("\"" + runtime + "\"") == std::string::npos)
+      GTEST_SKIP() << "EXECMCP_TEST_RUNTIME=" << runtime << ": the engine has no runtime '"
+                   << runtime << "' (its runtimes: " << trim(runtimes)
+                   << "); scripts/docker-engine.sh reload registers runsc";
+  }
 }
 
 #ifdef EXECMCP_BUSYBOX_IMAGE_SCRIPT

@@ -4,6 +4,9 @@
 //   EXECMCP_TEST_BACKEND_SETTINGS  a JSON object merged into every settings JSON a test builds
 //                                  (an SSH docker_host, Podman's binary and flags)
 //   EXECMCP_TEST_OUTSIDE_CLI       the CLI for "outside" actions (docker, or podman)
+//   EXECMCP_TEST_RUNTIME           the `runtime` setting of every container the tests create
+//                                  (e.g. runsc; unset: the engine's default). A run skips, saying
+//                                  why, when the engine has no runtime of that name.
 // A value the tests do not know stops the run: a typo must not quietly test the default twice.
 #pragma once
 
@@ -72,6 +75,17 @@ inline std::string outside_cli() {
   return cli;
 }
 
+// The runtime of this run's containers ("" when unset: the engine's default).
+inline std::string test_runtime() {
+  const char* value = std::getenv("EXECMCP_TEST_RUNTIME");
+  if (value == nullptr || *value == '\0') return "";
+  const std::string runtime = value;
+  if (runtime.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+      std::string::npos)
+    bad_test_setting("EXECMCP_TEST_RUNTIME", "a runtime name such as runsc", value);
+  return runtime;
+}
+
 // The settings with this run's exec_mode and extra settings added, where the test did not choose
 // them itself. Text that is not a JSON object is returned unchanged: the tests of bad settings
 // keep getting the error they expect.
@@ -81,6 +95,10 @@ inline std::string with_test_settings(const std::string& settings_json) {
   if (!settings.is_object()) return settings_json;
   const std::string mode = test_exec_mode();
   if (!mode.empty() && !settings.contains("exec_mode")) settings["exec_mode"] = mode;
+  // Not in attach mode: that container is not ours to give a runtime.
+  if (const auto runtime = test_runtime();
+      !runtime.empty() && !settings.contains("runtime") && !settings.contains("container"))
+    settings["runtime"] = runtime;
   const auto extra = test_backend_settings();  // items() must not outlive the object it walks
   for (const auto& [key, value] : extra.items())
     if (!settings.contains(key)) settings[key] = value;

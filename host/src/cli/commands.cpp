@@ -107,7 +107,10 @@ std::string describe_network(const PluginRef& backend) {
     return join(items, ", ");
   };
   const auto network = settings.contains("network") ? text(settings.at("network")) : "none";
-  std::string line = "    network: " + network;
+  // The engine checks at start that it has the runtime; here it is only said.
+  const std::string runtime =
+      settings.contains("runtime") ? "    runtime: " + text(settings.at("runtime")) + "\n" : "";
+  std::string line = runtime + "    network: " + network;
   if (network == "none") return line + " (no network)\n";
   if (network != "egress") return line + "\n";
   const auto egress = settings.value("egress", nlohmann::json::object());

@@ -30,12 +30,14 @@ void ignore_key(YamlReader& reader, const YAML::Node& key, const std::string& pa
 }
 
 // The keys only the Docker modes read; with command_line_execution_mode: local each is a warning.
-// command_line_docker_egress is ours (MassGen has no allow list): the `egress` setting as is.
-constexpr std::array<const char*, 8> kDockerKeys = {
+// command_line_docker_egress is ours (MassGen has no allow list): the `egress` setting as is;
+// command_line_docker_runtime too (the `runtime` setting, e.g. runsc for gVisor).
+constexpr std::array<const char*, 9> kDockerKeys = {
     "command_line_docker_image",       "command_line_docker_memory_limit",
     "command_line_docker_cpu_limit",   "command_line_docker_network_mode",
     "command_line_docker_enable_sudo", "command_line_docker_credentials",
-    "command_line_docker_packages",    "command_line_docker_egress"};
+    "command_line_docker_packages",    "command_line_docker_egress",
+    "command_line_docker_runtime"};
 
 const std::set<std::string>& backend_keys_we_read() {
   static const std::set<std::string> keys = [] {
@@ -167,6 +169,14 @@ void read_massgen_docker_settings(YamlReader& reader, const YAML::Node& backend,
         reader.error(value, key_path("command_line_docker_network_mode"),
                      "expected 'none', 'bridge', 'host' or 'egress', found '" + *text + "'");
       }
+    }
+  }
+  if (const auto value = backend["command_line_docker_runtime"]) {
+    // The plugin checks the name (and the engine, at start, that it has it).
+    if (auto text = reader.get_string(value, key_path("command_line_docker_runtime"))) {
+      settings["runtime"] = *text;
+      reader.record_sources(value, "/runtime", key_path("command_line_docker_runtime"),
+                            agent.backend.setting_sources);
     }
   }
   if (const auto value = backend["command_line_docker_enable_sudo"]) {

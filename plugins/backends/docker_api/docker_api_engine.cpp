@@ -165,6 +165,16 @@ dc::EngineError DockerApiEngine::connect() {
   return {};
 }
 
+dc::EngineError DockerApiEngine::runtimes(dc::RuntimeList& out) {
+  auto r = client_.request("GET", api("/info"));
+  if (!r.ok()) return failure(r);
+  const auto info = json::parse(r.body, nullptr, false);
+  if (!info.is_object() || !info.contains("Runtimes"))
+    return dc::EngineError::of(Kind::kOther, "GET /info answered with no Runtimes");
+  out = dc::runtime_list_from_info(info["Runtimes"]);
+  return {};
+}
+
 dc::EngineError DockerApiEngine::check_image(const std::string& image) {
   auto r = client_.request("GET", api("/images/" + image + "/json"));
   if (r.ok()) return {};

@@ -19,6 +19,7 @@ class DockerApiEngine final : public docker_common::Engine {
   [[nodiscard]] bool sees_host_files() const override;
 
   docker_common::EngineError connect() override;
+  docker_common::EngineError runtimes(docker_common::RuntimeList& out) override;
   docker_common::EngineError check_image(const std::string& image) override;
   docker_common::EngineError image_info(const std::string& image,
                                         docker_common::ImageInfo& out) override;

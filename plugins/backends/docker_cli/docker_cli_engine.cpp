@@ -487,6 +487,20 @@ dc::EngineError DockerCliEngine::connect() {
   return dc::EngineError{};
 }
 
+dc::EngineError DockerCliEngine::runtimes(dc::RuntimeList& out) {
+  // Podman's info has its OCI runtimes under host.ociRuntime only as the one in use.
+  if (flavor() == dc::CliFlavor::kPodman)
+    return dc::EngineError::of(Kind::kOther, "Podman does not list its runtimes");
+  const auto r = run({"info", "--format={{json .Runtimes}}"}, kCallTimeout);
+  if (auto e = check(r); !e.ok()) return e;
+  const auto runtimes = nlohmann::json::parse(r.out, nullptr, false);
+  if (!runtimes.is_object())
+    return dc::EngineError::of(Kind::kOther,
+                               "`" + settings_.docker_binary + " info` listed no runtimes");
+  out = dc::runtime_list_from_info(runtimes);
+  return dc::EngineError{};
+}
+
 dc::EngineError DockerCliEngine::check_image(const std::string& image) {
   return check(run({"image", "inspect", "--format={{.Id}}", image}, kCallTimeout));
 }

@@ -66,6 +66,7 @@ class DockerCliEngine final : public docker_common::Engine {
   [[nodiscard]] bool sees_host_files() const override { return local_; }
 
   docker_common::EngineError connect() override;
+  docker_common::EngineError runtimes(docker_common::RuntimeList& out) override;
   docker_common::EngineError check_image(const std::string& image) override;
   docker_common::EngineError list(const std::map<std::string, std::string>& labels,
                                   std::vector<docker_common::ContainerInfo>& out) override;

@@ -15,6 +15,7 @@
 
 #include "docker_common/attached_container.hpp"
 #include "docker_common/log_text.hpp"
+#include "docker_common/runtime_check.hpp"
 #include "supervision/program_path.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -449,6 +450,25 @@ std::string ContainerLifecycle::start() {
   }
 }
 
+std::string ContainerLifecycle::check_runtime() {
+  if (settings_.runtime.empty()) return {};
+  RuntimeList runtimes;
+  if (auto err = engine_.runtimes(runtimes); !err.ok()) {
+    // A socket proxy refuses GET /info (it tells too much about the host). The engine's create
+    // still refuses an unknown runtime in its own words; only a network needs the list.
+    if (err.kind != Kind::kUnreachable && settings_.network == "none") {
+      log(sdk::LogLevel::Info, "the engine's runtimes could not be listed (" + err.message +
+                                   "); runtime '" + settings_.runtime +
+                                   "' is checked when the container is created");
+      return {};
+    }
+    return describe_failure(err, "listing the engine's runtimes (to check runtime '" +
+                                     settings_.runtime + "' with network '" + settings_.network +
+                                     "')");
+  }
+  return runtime_problem(settings_.runtime, runtimes, settings_.network, engine_.describe());
+}
+
 std::string ContainerLifecycle::start_managed() {
   if (auto err = engine_.connect(); !err.ok())
     return describe_failure(err, "reaching the engine at " + engine_.describe());
@@ -457,6 +477,7 @@ std::string ContainerLifecycle::start_managed() {
       return "image '" + settings_.image + "' not found: " + kBuildHint;
     return describe_failure(err, "inspecting image '" + settings_.image + "'");
   }
+  if (auto err = check_runtime(); !err.empty()) return err;
   // With egress the install goes through the proxy, so it runs once the proxy is up (below).
   if (!settings_.preinstall.empty() && !egress_)
     if (auto err = prepare_preinstall(); !err.empty()) return err;

@@ -109,6 +109,8 @@ class ContainerLifecycle {
  private:
   std::string start_managed();
   std::string start_attached();
+  // `runtime`: "" when the engine has it and it can give the container its network, else why not.
+  std::string check_runtime();
   std::string recover_container(std::vector<std::string>& notices, sdk::LogLevel level);
   std::string prepare_workspace_access();
   // `preinstall`: sets preinstalled_image_ to the cached image of the lists (building it when it

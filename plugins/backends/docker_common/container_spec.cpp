@@ -261,6 +261,7 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
   if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
   spec.pids_limit = settings.pids_limit;
   spec.network = settings.network;
+  spec.runtime = settings.runtime;
   if (settings.egress) {
     // Only the internal network: the proxy, which the agent's tools find in these variables, is
     // the one way out (see egress_proxy.hpp). Not secret: the proxy's name and port.
@@ -309,6 +310,7 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   if (spec.read_only_rootfs) host["ReadonlyRootfs"] = true;
   if (!spec.tmpfs.empty()) host["Tmpfs"] = spec.tmpfs;
   if (spec.pids_limit > 0) host["PidsLimit"] = spec.pids_limit;
+  if (!spec.runtime.empty()) host["Runtime"] = spec.runtime;
   nlohmann::json body{{"Image", spec.image}, {"Cmd", spec.cmd},
                       {"User", spec.user},   {"WorkingDir", spec.working_dir},
                       {"Env", spec.env},     {"Labels", spec.labels},

@@ -56,6 +56,7 @@ struct ContainerSpec {
   std::optional<std::int64_t> nano_cpus;
   std::int64_t pids_limit = 0;
   std::string network = "none";
+  std::string runtime;           // "" = the engine's default
   std::vector<std::string> cmd;  // keeps the container alive between commands
   RunnerDelivery runner = RunnerDelivery::None;
   std::string runner_source;  // the host's execmcp-runner, for RunnerDelivery::Bind

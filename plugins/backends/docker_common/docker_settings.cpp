@@ -19,10 +19,10 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 17> kCommonKeys = {
+constexpr std::array<const char*, 18> kCommonKeys = {
     "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
     "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
-    "command_prefix", "venv_path", "shell", "exec_mode",  "egress"};
+    "command_prefix", "venv_path", "shell", "exec_mode",  "egress",          "runtime"};
 // Issue 11's options.
 constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "preinstall",
                                                     "preinstall_on_failure"};
@@ -30,9 +30,11 @@ constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "prei
 // Attach mode's keys (see parse_attach_key()).
 constexpr std::array<const char*, 2> kAttachKeys = {"container", "attach_accept_writable_context"};
 // Settings about the container execmcp creates: they cannot apply to one it attaches to.
-constexpr std::array<const char*, 13> kCreateOnlyKeys = {
-    "image",   "memory",       "disk", "tmpfs_size", "writable_rootfs",       "cpus",  "pids_limit",
-    "network", "extra_mounts", "sudo", "preinstall", "preinstall_on_failure", "egress"};
+constexpr std::array<const char*, 14> kCreateOnlyKeys = {
+    "image",           "memory", "disk",       "tmpfs_size",
+    "writable_rootfs", "cpus",   "pids_limit", "network",
+    "extra_mounts",    "sudo",   "preinstall", "preinstall_on_failure",
+    "egress",          "runtime"};
 constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_context", "docker_flags",
                                                  "cli_env"};
 
@@ -220,8 +222,8 @@ std::int64_t parse_size(const nlohmann::json& value, const std::string& key) {
   }
 }
 
-// True when `name` is a Docker container name or id: [A-Za-z0-9][A-Za-z0-9_.-]* (so it can never
-// read as a CLI flag).
+// True when `name` is a Docker container (or runtime) name or id: [A-Za-z0-9][A-Za-z0-9_.-]* (so
+// it can never read as a CLI flag).
 bool is_container_name(const std::string& name) {
   if (name.empty() || name.size() > 128 || !std::isalnum(static_cast<unsigned char>(name[0])))
     return false;
@@ -412,6 +414,13 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
         bad(key, "one of none, bridge, host, egress (got '" + s.network + "')");
     } else if (key == "egress") {
       s.egress = parse_egress_setting(value);
+    } else if (key == "runtime") {
+      s.runtime = get_string(value, key);
+      if (!is_container_name(s.runtime))
+        bad(key,
+            "the name of a runtime the engine has registered, e.g. runsc "
+            "([A-Za-z0-9][A-Za-z0-9_.-]*, got '" +
+                s.runtime + "')");
     } else if (key == "user") {
       s.user = get_string(value, key);
       if (is_root_user(s.user))

@@ -80,6 +80,9 @@ struct DockerSettings {
   std::optional<double> cpus;     // unset: no limit
   std::int64_t pids_limit = 512;  // <= 0: no limit
   std::string network = "none";   // none | bridge | host | egress
+  // The engine's runtime for the agent's container (HostConfig.Runtime, --runtime): the name of
+  // one the engine has registered, e.g. "runsc" (gVisor); "" is the engine's default.
+  std::string runtime;
   // `network: egress`: the agent's container is on an internal network of its own, and reaches
   // out only through its proxy, which applies this policy (see egress_proxy.hpp). Set exactly
   // when `network` is egress.

@@ -81,6 +81,20 @@ ContainerInfo container_info_from_inspect(const json& doc) {
   return info;
 }
 
+RuntimeList runtime_list_from_info(const json& runtimes) {
+  RuntimeList out;
+  if (!runtimes.is_object()) return out;
+  for (const auto& [name, runtime] : runtimes.items()) {
+    auto& args = out[name];
+    if (!runtime.is_object()) continue;
+    const auto it = runtime.find("runtimeArgs");
+    if (it == runtime.end() || !it->is_array()) continue;
+    for (const auto& arg : *it)
+      if (arg.is_string()) args.push_back(arg.get<std::string>());
+  }
+  return out;
+}
+
 NetworkInfo network_info_from_inspect(const json& doc) {
   NetworkInfo info;
   if (!doc.is_object()) return info;

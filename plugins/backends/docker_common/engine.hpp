@@ -17,6 +17,7 @@
 #include "docker_common/container_spec.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
 #include "docker_common/runner_channel.hpp"
+#include "docker_common/runtime_check.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -80,6 +81,10 @@ struct ContainerInfo {
 // Parses one container's inspect document (GET /containers/{id}/json, `docker inspect`, `podman
 // inspect`: the same shape).
 ContainerInfo container_info_from_inspect(const nlohmann::json& doc);
+
+// Parses the engine's runtimes as GET /info's `Runtimes` (and `docker info --format '{{json
+// .Runtimes}}'`) give them: {name: {path, runtimeArgs}}. Anything else is an empty list.
+RuntimeList runtime_list_from_info(const nlohmann::json& runtimes);
 
 // A network as the backend makes and checks them (an agent's internal network, the egress
 // proxy's upstream network).
@@ -207,6 +212,10 @@ class Engine {
 
   // Checks once that the engine answers (later calls return at once); kUnreachable otherwise.
   virtual EngineError connect() = 0;
+  // The runtimes the engine has registered (GET /info's Runtimes, `docker info`): each name with
+  // the arguments the engine passes it (runtimeArgs). kOther when the engine cannot list them
+  // (Podman, a socket proxy that refuses /info).
+  virtual EngineError runtimes(RuntimeList& out) = 0;
   // kImageMissing when the image is not there (nothing is ever pulled).
   virtual EngineError check_image(const std::string& image) = 0;
   // The image's id, labels and run config; kImageMissing when there is no such image.

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ class FakeEngine final : public Engine {
   // --- the engine's state, set and read by tests ---
   bool reachable = true;
   std::set<std::string> images;
+  // What runtimes() lists (name -> runtimeArgs); runtimes_error, when set, is what it fails with.
+  RuntimeList runtime_list = {{"runc", {}}};
+  std::optional<EngineError> runtimes_error;
+  int runtimes_calls = 0;
   std::map<std::string, ContainerInfo> containers;  // by name
   std::map<std::string, NetworkInfo> networks;      // by name
   // The next create() of each name fails with kConflict this many times.
@@ -145,6 +150,13 @@ class FakeEngine final : public Engine {
                      : EngineError::of(EngineError::Kind::kUnreachable,
                                        "cannot reach the engine at fake://engine");
   }
+  EngineError runtimes(RuntimeList& out) override {
+    if (auto err = connect(); !err.ok()) return err;
+    ++runtimes_calls;
+    if (runtimes_error) return *runtimes_error;
+    out = runtime_list;
+    return {};
+  }
   EngineError check_image(const std::string& image) override {
     if (auto err = connect(); !err.ok()) return err;
     if (!images.contains(image))
@@ -199,6 +211,9 @@ class FakeEngine final : public Engine {
       return EngineError::of(EngineError::Kind::kOther, "refused by the test");
     if (!images.contains(spec.image))
       return EngineError::of(EngineError::Kind::kImageMissing, "no such image");
+    if (!spec.runtime.empty() && !runtime_list.contains(spec.runtime))
+      return EngineError::of(EngineError::Kind::kOther,
+                             "Unknown runtime specified " + spec.runtime);
     last_spec = spec;
     add_container(spec.name, false, spec.labels);
     return {};

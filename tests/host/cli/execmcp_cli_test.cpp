@@ -149,6 +149,26 @@ TEST(ExecmcpCli, CheckConfigShowsTheEgressPolicyAndEachBadEntryAtItsLine) {
                                     "pypi.org, not a host; ports 80, 443"));
 }
 
+// `runtime` (gVisor's runsc) is shown above the network; an engine is only asked at start.
+TEST(ExecmcpCli, CheckConfigShowsTheDockerRuntime) {
+  TempDir dir;
+  const auto native = dir.path() / "runsc.yaml";
+  write_text(native,
+             "execmcp: 1\nagents:\n  - id: py\n    cwd: ws\n    filters: [{plugin: sanitize}]\n"
+             "    backend:\n      plugin: docker-cli\n      settings:\n        runtime: runsc\n");
+  auto result = run_execmcp("check-config " + quote(native.string()), dir);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("    runtime: runsc\n    network: none (no network)\n"));
+
+  std::string text = read_text(native);
+  text.replace(text.find("runsc"), 5, "-x");
+  write_text(native, text);
+  result = run_execmcp("check-config " + quote(native.string()), dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("runsc.yaml:9: agents[0].backend.settings.runtime: expected "
+                                    "the name of a runtime"));
+}
+
 TEST(ExecmcpCli, PluginsListsGoodOnesAndExplainsBadFiles) {
   TempDir dir;
   const auto result = run_execmcp("plugins --config " + quote(fixture_config(dir)), dir);

@@ -102,6 +102,38 @@ TEST(MassGenConfig, DockerModeMapsToDockerApi) {
   EXPECT_EQ(config->agents[1].backend.settings["image"], "my/image:2");
 }
 
+// Ours too: command_line_docker_runtime is the Docker backends' `runtime` (gVisor's runsc).
+TEST(MassGenConfig, CommandLineDockerRuntimeIsTheRuntimeSetting) {
+  const auto config = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker
+      command_line_docker_runtime: runsc
+)",
+                                       "/c/mg.yaml");
+  const auto& a = config->agents.at(0);
+  EXPECT_EQ(a.backend.settings["runtime"], "runsc");
+  const auto at = a.backend.source_of("/runtime");
+  EXPECT_EQ(at.location.line, 7);
+  EXPECT_EQ(at.key_path, "agents[0].backend.command_line_docker_runtime");
+  EXPECT_TRUE(config->warnings.empty());
+  // Not a Docker mode: the key does nothing, and says so.
+  const auto local = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_docker_runtime: runsc
+)",
+                                      "/c/mg.yaml");
+  EXPECT_FALSE(local->agents.at(0).backend.settings.contains("runtime"));
+  ASSERT_EQ(local->warnings.size(), 1u);
+  EXPECT_NE(local->warnings[0].find("command_line_docker_runtime is ignored"), std::string::npos)
+      << local->warnings[0];
+}
+
 // Our extension of MassGen's schema: network mode egress, with command_line_docker_egress as the
 // Docker backends' `egress` setting (the plugin checks it, at these lines).
 TEST(MassGenConfig, EgressModeTakesItsAllowListFromCommandLineDockerEgress) {

@@ -177,6 +177,17 @@ TEST(ContainerCreateBody, CarriesLimitsHardeningAndMounts) {
   EXPECT_EQ(host["Mounts"][1]["ReadOnly"], true);
 }
 
+TEST(ContainerCreateBody, TheRuntimeIsSetOnlyWhenConfigured) {
+  DockerSettings s;
+  EXPECT_FALSE(container_create_body(
+                   make_container_spec(sample_init(), s, "1000:1000", 77, "h"))["HostConfig"]
+                   .contains("Runtime"));
+  s.runtime = "runsc";
+  const auto body =
+      container_create_body(make_container_spec(sample_init(), s, "1000:1000", 77, "h"));
+  EXPECT_EQ(body["HostConfig"]["Runtime"], "runsc");
+}
+
 TEST(ContainerCreateBody, WritableRootfsHasNoTmpfs) {
   DockerSettings s;
   s.writable_rootfs = true;

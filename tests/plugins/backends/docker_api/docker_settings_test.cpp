@@ -312,6 +312,27 @@ TEST(DockerSettings, AttachModeTakesAContainerNameAndItsOwnOptionBothEngines) {
   EXPECT_NE(alone.find("applies only with 'container'"), std::string::npos) << alone;
 }
 
+TEST(DockerSettings, RuntimeNamesARegisteredRuntimeBothEngines) {
+  for (const auto kind : {EngineKind::kApi, EngineKind::kCli}) {
+    EXPECT_EQ(parse_docker_settings("{}", kind).runtime, "");  // the engine's default
+    EXPECT_EQ(parse_docker_settings(R"({"runtime": "runsc"})", kind).runtime, "runsc");
+    EXPECT_EQ(parse_docker_settings(R"({"runtime": "io.containerd.runc.v2"})", kind).runtime,
+              "io.containerd.runc.v2");
+    EXPECT_NE(error_of(R"({"runtime": 1})", kind).find("setting 'runtime': expected a string"),
+              std::string::npos);
+    for (const char* bad : {R"("")", R"("--privileged")", R"("a b")", R"("/usr/bin/runsc")"}) {
+      const auto error = error_of(std::string(R"({"runtime": )") + bad + "}", kind);
+      EXPECT_NE(error.find("setting 'runtime': expected the name of a runtime"), std::string::npos)
+          << bad << ": " << error;
+    }
+    // It is about the container execmcp creates.
+    const auto attach = error_of(R"({"container": "c1", "runtime": "runsc"})", kind);
+    EXPECT_NE(attach.find("'runtime'"), std::string::npos) << attach;
+    EXPECT_NE(attach.find("cannot apply to a container execmcp does not create"), std::string::npos)
+        << attach;
+  }
+}
+
 TEST(DockerSettings, AttachModeRefusesEverySettingAboutCreatingTheContainerByName) {
   const auto error = error_of(
       R"({"container": "c1", "image": "x", "memory": "1g", "pids_limit": 5, "network": "bridge",

@@ -119,6 +119,16 @@ TEST(ContainerCreateArgs, UnsetLimitsGiveNoFlags) {
   EXPECT_EQ(with_prefix(r.args, "--mount=").size(), 2u);
 }
 
+TEST(ContainerCreateArgs, TheRuntimeHasItsFlagOnlyWhenConfigured) {
+  ContainerSpec spec = full_spec();
+  EXPECT_TRUE(
+      with_prefix(container_create_args(spec, CliFlavor::kDocker).args, "--runtime").empty());
+  spec.runtime = "runsc";
+  spec.disk_bytes.reset();  // Podman refuses it
+  for (const auto flavor : {CliFlavor::kDocker, CliFlavor::kPodman})
+    EXPECT_TRUE(has(container_create_args(spec, flavor).args, "--runtime=runsc"));
+}
+
 TEST(ContainerCreateArgs, TheCopiedRunnerGetsAnAnonymousVolume) {
   ContainerSpec spec = full_spec();
   spec.runner = RunnerDelivery::Copy;
@@ -195,6 +205,7 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
     spec.runner = runner;
     spec.sudo = sudo;
     if (sudo) spec.read_only_rootfs = false;
+    if (sudo) spec.runtime = "runsc";
     const auto body = container_create_body(spec);
     const auto r = container_create_args(spec, CliFlavor::kDocker);
     ASSERT_TRUE(r.error.empty()) << r.error;
@@ -250,6 +261,8 @@ TEST(ContainerCreateArgs, SameSpecAsTheCreateBody) {
         EXPECT_EQ(with_prefix(a, "--tmpfs=").size(), value.size());
       } else if (key == "PidsLimit") {
         EXPECT_TRUE(has(a, "--pids-limit=" + std::to_string(value.get<std::int64_t>())));
+      } else if (key == "Runtime") {
+        EXPECT_TRUE(has(a, "--runtime=" + value.get<std::string>()));
       } else {
         ADD_FAILURE() << "HostConfig." << key
                       << " has no flag in container_create_args (add it there and here)";

@@ -83,6 +83,62 @@ TEST_F(ContainerLifecycleTest, AnUnreachableEngineIsNamedInTheError) {
   EXPECT_TRUE(engine_.calls.empty());
 }
 
+TEST_F(ContainerLifecycleTest, ARegisteredRuntimeIsGivenToTheContainer) {
+  engine_.runtime_list = {{"runc", {}}, {"runsc", {"--network=none"}}};
+  settings_.runtime = "runsc";
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_EQ(engine_.last_spec.runtime, "runsc");
+  EXPECT_EQ(engine_.runtimes_calls, 1);
+}
+
+TEST_F(ContainerLifecycleTest, NoRuntimeSettingAsksTheEngineNothing) {
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_EQ(engine_.last_spec.runtime, "");
+  EXPECT_EQ(engine_.runtimes_calls, 0);
+}
+
+TEST_F(ContainerLifecycleTest, AnUnknownRuntimeIsAStartErrorListingTheEnginesRuntimes) {
+  engine_.runtime_list = {{"runc", {}}, {"kata", {}}};
+  settings_.runtime = "runsc";
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "runtime 'runsc' is not registered with the engine at fake://engine"))
+      << err;
+  EXPECT_TRUE(has(err, "(its runtimes: kata, runc)")) << err;
+  EXPECT_TRUE(has(err, "docs/deployment.md")) << err;
+  EXPECT_EQ(engine_.count("create " + lifecycle.name()), 0u);
+}
+
+TEST_F(ContainerLifecycleTest, ARuntimeWithoutNetworkIsRefusedWithANetwork) {
+  engine_.runtime_list = {{"runc", {}}, {"runsc", {"--network=none"}}};
+  settings_.runtime = "runsc";
+  settings_.network = "bridge";
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "runtime 'runsc' runs with --network=none")) << err;
+  EXPECT_TRUE(has(err, "'network: bridge' cannot apply")) << err;
+  EXPECT_EQ(engine_.count("create " + lifecycle.name()), 0u);
+  // The same runtime with its own network on is left to its operator.
+  engine_.runtime_list["runsc"] = {"--network=host"};
+  EXPECT_EQ(make().start(), "");
+}
+
+TEST_F(ContainerLifecycleTest, AnEngineThatCannotListRuntimesLeavesTheCheckToCreate) {
+  // A socket proxy refuses GET /info: with network none only create can tell, in its own words.
+  engine_.runtimes_error = EngineError::of(EngineError::Kind::kOther, "403 denied by the proxy");
+  settings_.runtime = "nosuch";
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "Unknown runtime specified nosuch")) << err;
+  // With a network the list is needed: refused, saying why.
+  settings_.network = "bridge";
+  const auto networked = make().start();
+  EXPECT_TRUE(has(networked, "listing the engine's runtimes")) << networked;
+  EXPECT_TRUE(has(networked, "403 denied by the proxy")) << networked;
+}
+
 TEST_F(ContainerLifecycleTest, AStaleContainerWithOurNameIsReplaced) {
   auto lifecycle = make();
   engine_.add_container(lifecycle.name(), false);
