@@ -85,6 +85,11 @@ class TempDir {
     std::string tmpl = "/tmp/execmcp-dockertest-" + tag + "-XXXXXX";
     path_ = ::mkdtemp(tmpl.data());
     ::chmod(path_.c_str(), 0755);
+    // gVisor does not honour the ACL a root-owned workspace gets for the container user (the
+    // backend refuses it): under EXECMCP_TEST_RUNTIME the image user owns the test's dirs.
+    if (!test_runtime().empty() && ::geteuid() == 0) {
+      if (::chown(path_.c_str(), 1000, 1000) != 0) std::perror("chown");
+    }
   }
   ~TempDir() {
     std::error_code ec;

@@ -80,8 +80,8 @@ inline std::string test_runtime() {
   const char* value = std::getenv("EXECMCP_TEST_RUNTIME");
   if (value == nullptr || *value == '\0') return "";
   const std::string runtime = value;
-  if (runtime.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-      std::string::npos)
+  if (runtime.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != std::string::npos)
     bad_test_setting("EXECMCP_TEST_RUNTIME", "a runtime name such as runsc", value);
   return runtime;
 }

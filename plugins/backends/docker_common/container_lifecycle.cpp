@@ -194,6 +194,13 @@ std::string ContainerLifecycle::prepare_workspace_access() {
     access_granted_ = true;
     return {};
   }
+  if (runtime_ignores_acls_)
+    return "runtime '" + settings_.runtime +
+           "' is gVisor, which does not honour POSIX ACLs: the container user (uid 1000) could "
+           "not write the root-owned workspace '" +
+           init->cwd +
+           "'; make the workspace (and writable grants) owned by a non-root user, whom the "
+           "container then runs as (see docs/docker-backend.md, gVisor)";
   // The container runs as uid 1000 while the files belong to root: grant 1000 an ACL (rwX on
   // writable grants, r-X on read-only ones) instead of changing anyone's ownership.
   for (const auto& grant : init->paths) {
@@ -466,7 +473,13 @@ std::string ContainerLifecycle::check_runtime() {
                                      settings_.runtime + "' with network '" + settings_.network +
                                      "')");
   }
-  return runtime_problem(settings_.runtime, runtimes, settings_.network, engine_.describe());
+  const auto it = runtimes.find(settings_.runtime);
+  // gVisor checks permissions itself, by mode bits: the ACL a root-owned workspace would get is
+  // not honoured there (prepare_workspace_access() refuses it).
+  runtime_ignores_acls_ = it != runtimes.end() && is_gvisor(it->second);
+  return runtime_problem(
+      {settings_.runtime, settings_.network, settings_.exec_mode == ExecMode::Agent}, runtimes,
+      engine_.describe());
 }
 
 std::string ContainerLifecycle::start_managed() {

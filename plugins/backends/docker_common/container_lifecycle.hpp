@@ -109,7 +109,8 @@ class ContainerLifecycle {
  private:
   std::string start_managed();
   std::string start_attached();
-  // `runtime`: "" when the engine has it and it can give the container its network, else why not.
+  // `runtime`: "" when the engine has it and it can run the container as configured, else why
+  // not. Sets runtime_ignores_acls_.
   std::string check_runtime();
   std::string recover_container(std::vector<std::string>& notices, sdk::LogLevel level);
   std::string prepare_workspace_access();
@@ -162,6 +163,7 @@ class ContainerLifecycle {
   std::mutex mutex_;  // guards user_ and access_granted_
   UserChoice user_;   // chosen by prepare_workspace_access()
   bool access_granted_ = false;
+  bool runtime_ignores_acls_ = false;  // the runtime is gVisor (check_runtime())
   std::vector<MountSpec> credential_mounts_;
   std::mutex preinstall_mutex_;     // guards the two below
   std::string preinstalled_image_;  // the image id containers are made from; "": agent_image()

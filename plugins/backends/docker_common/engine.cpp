@@ -85,12 +85,14 @@ RuntimeList runtime_list_from_info(const json& runtimes) {
   RuntimeList out;
   if (!runtimes.is_object()) return out;
   for (const auto& [name, runtime] : runtimes.items()) {
-    auto& args = out[name];
+    auto& info = out[name];
     if (!runtime.is_object()) continue;
+    if (const auto path = runtime.find("path"); path != runtime.end() && path->is_string())
+      info.path = path->get<std::string>();
     const auto it = runtime.find("runtimeArgs");
     if (it == runtime.end() || !it->is_array()) continue;
     for (const auto& arg : *it)
-      if (arg.is_string()) args.push_back(arg.get<std::string>());
+      if (arg.is_string()) info.args.push_back(arg.get<std::string>());
   }
   return out;
 }

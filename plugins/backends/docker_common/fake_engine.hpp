@@ -33,7 +33,7 @@ class FakeEngine final : public Engine {
   bool reachable = true;
   std::set<std::string> images;
   // What runtimes() lists (name -> runtimeArgs); runtimes_error, when set, is what it fails with.
-  RuntimeList runtime_list = {{"runc", {}}};
+  RuntimeList runtime_list = {{"runc", {"runc", {}}}};
   std::optional<EngineError> runtimes_error;
   int runtimes_calls = 0;
   std::map<std::string, ContainerInfo> containers;  // by name

@@ -1,8 +1,6 @@
 // Checks the `runtime` setting against the runtimes the engine has registered.
 #include "docker_common/runtime_check.hpp"
 
-#include <algorithm>
-
 namespace execmcp::plugins::docker_common {
 namespace {
 
@@ -19,21 +17,34 @@ bool runs_without_network(const std::vector<std::string>& args) {
 
 }  // namespace
 
-std::string runtime_problem(const std::string& runtime, const RuntimeList& runtimes,
-                            const std::string& network, const std::string& engine) {
-  const auto it = runtimes.find(runtime);
+bool is_gvisor(const RuntimeInfo& runtime) {
+  const auto slash = runtime.path.rfind('/');
+  const std::string file =
+      slash == std::string::npos ? runtime.path : runtime.path.substr(slash + 1);
+  return file.starts_with("runsc");
+}
+
+std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
+                            const std::string& engine) {
+  const auto it = runtimes.find(use.runtime);
   if (it == runtimes.end()) {
     std::string known;
-    for (const auto& [name, args] : runtimes) known += (known.empty() ? "" : ", ") + name;
-    return "runtime '" + runtime + "' is not registered with the engine at " + engine +
+    for (const auto& [name, info] : runtimes) known += (known.empty() ? "" : ", ") + name;
+    return "runtime '" + use.runtime + "' is not registered with the engine at " + engine +
            " (its runtimes: " + (known.empty() ? "none listed" : known) +
            "): register it in the engine's config (docs/deployment.md, gVisor) or change "
            "'runtime'";
   }
-  if (network != "none" && runs_without_network(it->second))
-    return "runtime '" + runtime + "' runs with --network=none (its runtimeArgs on the engine at " +
-           engine + "): its containers have loopback only, so 'network: " + network +
+  if (use.network != "none" && runs_without_network(it->second.args))
+    return "runtime '" + use.runtime +
+           "' runs with --network=none (its runtimeArgs on the engine at " + engine +
+           "): its containers have loopback only, so 'network: " + use.network +
            "' cannot apply; use 'network: none' with it (see docs/deployment.md, gVisor)";
+  if (use.agent_mode && is_gvisor(it->second))
+    return "runtime '" + use.runtime +
+           "' is gVisor, whose kernel refuses PR_SET_CHILD_SUBREAPER (runsc 0.0~20221219): "
+           "execmcp-runner could not kill a command's whole tree, so exec_mode 'agent' cannot "
+           "run there; set 'exec_mode: exec' (see docs/docker-backend.md, gVisor)";
   return {};
 }
 

@@ -7,15 +7,33 @@
 
 namespace execmcp::plugins::docker_common {
 
-// The engine's registered runtimes: name -> the arguments it passes that runtime (runtimeArgs).
-using RuntimeList = std::map<std::string, std::vector<std::string>>;
+// One runtime the engine has registered: its program and the arguments the engine passes it.
+struct RuntimeInfo {
+  std::string path;               // "runc", "/usr/bin/runsc"
+  std::vector<std::string> args;  // runtimeArgs
+};
 
-// "" when `runtime` is registered on the engine (`engine` names it for the message) and can give
-// the container `network`; else the start error, which lists the engine's runtimes or says why
-// the network cannot apply. A runtime given `--network=none` (gVisor's runsc as
-// docs/deployment.md registers it) runs every container with loopback only, so any network but
-// `none` would be silently offline: refused.
-std::string runtime_problem(const std::string& runtime, const RuntimeList& runtimes,
-                            const std::string& network, const std::string& engine);
+// The engine's registered runtimes by name.
+using RuntimeList = std::map<std::string, RuntimeInfo>;
+
+// True when the runtime's program is gVisor's runsc (by its file name).
+bool is_gvisor(const RuntimeInfo& runtime);
+
+// What the backend is about to ask of the runtime.
+struct RuntimeUse {
+  std::string runtime;      // the `runtime` setting
+  std::string network;      // the `network` setting
+  bool agent_mode = false;  // exec_mode: agent (execmcp-runner)
+};
+
+// "" when `use.runtime` is registered on the engine (`engine` names it for the message) and can
+// run the container as configured; else the start error, which lists the engine's runtimes or says
+// why not:
+// - a runtime given `--network=none` (runsc as docs/deployment.md registers it) runs every
+//   container with loopback only, so any network but `none` would be silently offline;
+// - gVisor (runsc 0.0~20221219, Debian 12's) refuses PR_SET_CHILD_SUBREAPER, which
+//   execmcp-runner needs to kill a command's whole tree: exec_mode agent cannot work there.
+std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
+                            const std::string& engine);
 
 }  // namespace execmcp::plugins::docker_common

@@ -84,7 +84,8 @@ TEST_F(ContainerLifecycleTest, AnUnreachableEngineIsNamedInTheError) {
 }
 
 TEST_F(ContainerLifecycleTest, ARegisteredRuntimeIsGivenToTheContainer) {
-  engine_.runtime_list = {{"runc", {}}, {"runsc", {"--network=none"}}};
+  engine_.runtime_list = {{"runc", {"runc", {}}},
+                          {"runsc", {"/usr/bin/runsc", {"--network=none"}}}};
   settings_.runtime = "runsc";
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
@@ -100,7 +101,7 @@ TEST_F(ContainerLifecycleTest, NoRuntimeSettingAsksTheEngineNothing) {
 }
 
 TEST_F(ContainerLifecycleTest, AnUnknownRuntimeIsAStartErrorListingTheEnginesRuntimes) {
-  engine_.runtime_list = {{"runc", {}}, {"kata", {}}};
+  engine_.runtime_list = {{"runc", {"runc", {}}}, {"kata", {"kata-runtime", {}}}};
   settings_.runtime = "runsc";
   auto lifecycle = make();
   const auto err = lifecycle.start();
@@ -112,7 +113,7 @@ TEST_F(ContainerLifecycleTest, AnUnknownRuntimeIsAStartErrorListingTheEnginesRun
 }
 
 TEST_F(ContainerLifecycleTest, ARuntimeWithoutNetworkIsRefusedWithANetwork) {
-  engine_.runtime_list = {{"runc", {}}, {"runsc", {"--network=none"}}};
+  engine_.runtime_list = {{"runsc", {"/usr/bin/runsc", {"--network=none"}}}};
   settings_.runtime = "runsc";
   settings_.network = "bridge";
   auto lifecycle = make();
@@ -121,8 +122,29 @@ TEST_F(ContainerLifecycleTest, ARuntimeWithoutNetworkIsRefusedWithANetwork) {
   EXPECT_TRUE(has(err, "'network: bridge' cannot apply")) << err;
   EXPECT_EQ(engine_.count("create " + lifecycle.name()), 0u);
   // The same runtime with its own network on is left to its operator.
-  engine_.runtime_list["runsc"] = {"--network=host"};
+  engine_.runtime_list["runsc"].args = {"--network=host"};
   EXPECT_EQ(make().start(), "");
+}
+
+TEST_F(ContainerLifecycleTest, GvisorRefusesAgentModeAndARootOwnedWorkspace) {
+  engine_.runtime_list = {{"runsc", {"/usr/bin/runsc", {"--network=none"}}}};
+  settings_.runtime = "runsc";
+  settings_.exec_mode = ExecMode::Agent;
+  auto agent = make().start();
+  EXPECT_TRUE(has(agent, "exec_mode 'agent' cannot run there")) << agent;
+  // The workspace (a root-owned temp dir) would need an ACL for uid 1000, which gVisor ignores.
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a root-owned workspace, then a chown";
+  settings_.exec_mode = ExecMode::Exec;
+  settings_.user = "";
+  auto lifecycle = make();
+  const auto err = lifecycle.start();
+  EXPECT_TRUE(has(err, "does not honour POSIX ACLs")) << err;
+  EXPECT_TRUE(has(err, workspace_)) << err;
+  EXPECT_EQ(engine_.count("create " + lifecycle.name()), 0u);
+  // Owned by a non-root user, it is that user's container: no ACL, no refusal.
+  ASSERT_EQ(::chown(workspace_.c_str(), 1000, 1000), 0);
+  EXPECT_EQ(make().start(), "");
+  EXPECT_EQ(engine_.last_spec.user, "1000:1000");
 }
 
 TEST_F(ContainerLifecycleTest, AnEngineThatCannotListRuntimesLeavesTheCheckToCreate) {

@@ -17,33 +17,40 @@ TEST(RuntimeListFromInfo, TakesEachNameWithItsArguments) {
     "odd": "not an object"})");
   const auto list = runtime_list_from_info(info);
   ASSERT_EQ(list.size(), 3u);
-  EXPECT_TRUE(list.at("runc").empty());
-  EXPECT_EQ(list.at("runsc"), (std::vector<std::string>{"--network=none"}));
-  EXPECT_TRUE(list.at("odd").empty());
+  EXPECT_EQ(list.at("runc").path, "runc");
+  EXPECT_TRUE(list.at("runc").args.empty());
+  EXPECT_EQ(list.at("runsc").path, "/usr/bin/runsc");
+  EXPECT_EQ(list.at("runsc").args, (std::vector<std::string>{"--network=none"}));
+  EXPECT_TRUE(list.at("odd").path.empty());
   EXPECT_TRUE(runtime_list_from_info(nlohmann::json::array()).empty());
 }
 
+const RuntimeInfo kRunc{"runc", {}};
+const RuntimeInfo kRunsc{"/usr/bin/runsc", {"--network=none"}};
+
 TEST(RuntimeProblem, ARegisteredRuntimeIsFine) {
-  const RuntimeList list = {{"runc", {}}, {"runsc", {"--network=none"}}};
-  EXPECT_EQ(runtime_problem("runc", list, "bridge", "e"), "");
-  EXPECT_EQ(runtime_problem("runsc", list, "none", "e"), "");
+  const RuntimeList list = {{"runc", kRunc}, {"runsc", kRunsc}};
+  EXPECT_EQ(runtime_problem({"runc", "bridge", true}, list, "e"), "");
+  EXPECT_EQ(runtime_problem({"runsc", "none", false}, list, "e"), "");
 }
 
 TEST(RuntimeProblem, AnUnknownRuntimeListsTheEnginesOnes) {
-  const auto problem = runtime_problem("kata", {{"runc", {}}, {"runsc", {}}}, "none", "unix:///s");
+  const auto problem =
+      runtime_problem({"kata", "none", false}, {{"runc", kRunc}, {"runsc", kRunsc}}, "unix:///s");
   EXPECT_NE(problem.find("runtime 'kata' is not registered with the engine at unix:///s (its "
                          "runtimes: runc, runsc)"),
             std::string::npos)
       << problem;
-  EXPECT_NE(runtime_problem("kata", {}, "none", "e").find("none listed"), std::string::npos);
+  EXPECT_NE(runtime_problem({"kata", "none", false}, {}, "e").find("none listed"),
+            std::string::npos);
 }
 
 TEST(RuntimeProblem, ARuntimeWithoutNetworkRefusesEveryNetworkButNone) {
   for (const auto& args : {std::vector<std::string>{"--debug", "--network=none"},
                            std::vector<std::string>{"--network", "none"}}) {
-    const RuntimeList list = {{"runsc", args}};
+    const RuntimeList list = {{"sandboxed", {"/opt/other", args}}};
     for (const char* network : {"bridge", "host", "egress"}) {
-      const auto problem = runtime_problem("runsc", list, network, "e");
+      const auto problem = runtime_problem({"sandboxed", network, false}, list, "e");
       EXPECT_NE(problem.find("runs with --network=none"), std::string::npos) << problem;
       EXPECT_NE(problem.find(std::string("'network: ") + network + "' cannot apply"),
                 std::string::npos)
@@ -51,7 +58,19 @@ TEST(RuntimeProblem, ARuntimeWithoutNetworkRefusesEveryNetworkButNone) {
     }
   }
   // gVisor's host network (the container's own namespace) is the operator's choice.
-  EXPECT_EQ(runtime_problem("runsc", {{"runsc", {"--network=host"}}}, "bridge", "e"), "");
+  EXPECT_EQ(runtime_problem({"runsc", "bridge", false},
+                            {{"runsc", {"/usr/bin/runsc", {"--network=host"}}}}, "e"),
+            "");
+}
+
+TEST(RuntimeProblem, GvisorRefusesAgentModeForItsMissingSubreaper) {
+  EXPECT_TRUE(is_gvisor(kRunsc));
+  EXPECT_TRUE(is_gvisor({"runsc", {}}));
+  EXPECT_FALSE(is_gvisor(kRunc));
+  EXPECT_FALSE(is_gvisor({"/usr/bin/runc", {}}));
+  const auto problem = runtime_problem({"gv", "none", true}, {{"gv", kRunsc}}, "e");
+  EXPECT_NE(problem.find("refuses PR_SET_CHILD_SUBREAPER"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("set 'exec_mode: exec'"), std::string::npos) << problem;
 }
 
 }  // namespace
