@@ -194,7 +194,11 @@ std::string ContainerLifecycle::prepare_workspace_access() {
     access_granted_ = true;
     return {};
   }
-  if (runtime_ignores_acls_)
+  // Mode bits that let anyone write (a shared scratch dir, mode 777) need no ACL there.
+  struct stat st {};
+  const bool others_write = ::stat(init->cwd.c_str(), &st) == 0 &&
+                            (st.st_mode & (S_IWOTH | S_IXOTH)) == (S_IWOTH | S_IXOTH);
+  if (runtime_ignores_acls_ && !others_write)
     return "runtime '" + settings_.runtime +
            "' is gVisor, which does not honour POSIX ACLs: the container user (uid 1000) could "
            "not write the root-owned workspace '" +
@@ -477,9 +481,9 @@ std::string ContainerLifecycle::check_runtime() {
   // gVisor checks permissions itself, by mode bits: the ACL a root-owned workspace would get is
   // not honoured there (prepare_workspace_access() refuses it).
   runtime_ignores_acls_ = it != runtimes.end() && is_gvisor(it->second);
-  return runtime_problem(
-      {settings_.runtime, settings_.network, settings_.exec_mode == ExecMode::Agent}, runtimes,
-      engine_.describe());
+  return runtime_problem({settings_.runtime, settings_.network,
+                          settings_.exec_mode == ExecMode::Agent, settings_.sudo},
+                         runtimes, engine_.describe());
 }
 
 std::string ContainerLifecycle::start_managed() {

@@ -233,6 +233,17 @@ bool is_container_name(const std::string& name) {
   return true;
 }
 
+// `runtime`: the name of one the engine has registered (the engine is asked at start).
+std::string parse_runtime(const nlohmann::json& value) {
+  std::string runtime = get_string(value, "runtime");
+  if (!is_container_name(runtime))
+    bad("runtime",
+        "the name of a runtime the engine has registered, e.g. runsc "
+        "([A-Za-z0-9][A-Za-z0-9_.-]*, got '" +
+            runtime + "')");
+  return runtime;
+}
+
 // Parses attach mode's keys; false when `key` is not one of them.
 bool parse_attach_key(const std::string& key, const nlohmann::json& value, DockerSettings& s) {
   if (key == "container") {
@@ -415,12 +426,7 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
     } else if (key == "egress") {
       s.egress = parse_egress_setting(value);
     } else if (key == "runtime") {
-      s.runtime = get_string(value, key);
-      if (!is_container_name(s.runtime))
-        bad(key,
-            "the name of a runtime the engine has registered, e.g. runsc "
-            "([A-Za-z0-9][A-Za-z0-9_.-]*, got '" +
-                s.runtime + "')");
+      s.runtime = parse_runtime(value);
     } else if (key == "user") {
       s.user = get_string(value, key);
       if (is_root_user(s.user))

@@ -45,6 +45,11 @@ std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
            "' is gVisor, whose kernel refuses PR_SET_CHILD_SUBREAPER (runsc 0.0~20221219): "
            "execmcp-runner could not kill a command's whole tree, so exec_mode 'agent' cannot "
            "run there; set 'exec_mode: exec' (see docs/docker-backend.md, gVisor)";
+  if (use.sudo && is_gvisor(it->second))
+    return "runtime '" + use.runtime +
+           "' is gVisor, which starts every process in the container with no_new_privs set "
+           "(sudo: \"The 'no new privileges' flag is set\"): 'sudo: true' cannot work there; "
+           "remove it, or preinstall what the agent would install with sudo";
   return {};
 }
 

@@ -24,6 +24,7 @@ struct RuntimeUse {
   std::string runtime;      // the `runtime` setting
   std::string network;      // the `network` setting
   bool agent_mode = false;  // exec_mode: agent (execmcp-runner)
+  bool sudo = false;        // sudo: true
 };
 
 // "" when `use.runtime` is registered on the engine (`engine` names it for the message) and can
@@ -32,7 +33,9 @@ struct RuntimeUse {
 // - a runtime given `--network=none` (runsc as docs/deployment.md registers it) runs every
 //   container with loopback only, so any network but `none` would be silently offline;
 // - gVisor (runsc 0.0~20221219, Debian 12's) refuses PR_SET_CHILD_SUBREAPER, which
-//   execmcp-runner needs to kill a command's whole tree: exec_mode agent cannot work there.
+//   execmcp-runner needs to kill a command's whole tree: exec_mode agent cannot work there;
+// - gVisor sets no_new_privs on every process started in the container, so `sudo: true` cannot
+//   work there either.
 std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
                             const std::string& engine);
 

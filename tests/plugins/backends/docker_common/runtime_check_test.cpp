@@ -73,5 +73,12 @@ TEST(RuntimeProblem, GvisorRefusesAgentModeForItsMissingSubreaper) {
   EXPECT_NE(problem.find("set 'exec_mode: exec'"), std::string::npos) << problem;
 }
 
+TEST(RuntimeProblem, GvisorRefusesSudoForItsNoNewPrivs) {
+  RuntimeUse use{"gv", "none", false, true};
+  const auto problem = runtime_problem(use, {{"gv", kRunsc}}, "e");
+  EXPECT_NE(problem.find("'sudo: true' cannot work there"), std::string::npos) << problem;
+  EXPECT_EQ(runtime_problem(use, {{"gv", kRunc}}, "e"), "");
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common
