@@ -468,6 +468,7 @@ std::string ContainerLifecycle::check_runtime() {
     // A socket proxy refuses GET /info (it tells too much about the host). The engine's create
     // still refuses an unknown runtime in its own words; only a network needs the list.
     if (err.kind != Kind::kUnreachable && settings_.network == "none") {
+      execs_outlive_container_ = true;  // it may be gVisor
       log(sdk::LogLevel::Info, "the engine's runtimes could not be listed (" + err.message +
                                    "); runtime '" + settings_.runtime +
                                    "' is checked when the container is created");
@@ -481,6 +482,7 @@ std::string ContainerLifecycle::check_runtime() {
   // gVisor checks permissions itself, by mode bits: the ACL a root-owned workspace would get is
   // not honoured there (prepare_workspace_access() refuses it).
   runtime_ignores_acls_ = it != runtimes.end() && is_gvisor(it->second);
+  execs_outlive_container_ = runtime_ignores_acls_;
   return runtime_problem({settings_.runtime, settings_.network,
                           settings_.exec_mode == ExecMode::Agent, settings_.sudo},
                          runtimes, engine_.describe());

@@ -69,6 +69,11 @@ class ContainerLifecycle {
   bool wait_stopped(std::chrono::milliseconds timeout);
   // The container's state; nullopt when the engine did not answer.
   std::optional<ContainerState> inspect_state();
+  // True when the container may stop while an exec into it never ends: gVisor's sandbox, once its
+  // PID 1 exits, leaves the engine's exec streams open (runsc 0.0~20221219). Also when the engine
+  // would not list its runtimes, so a `runtime` could not be told apart. Commands then look now
+  // and then whether the container still runs (StopCheck, exec_command_path.hpp).
+  [[nodiscard]] bool execs_outlive_container() const { return execs_outlive_container_; }
 
   // Who runs the commands ("" until start() chose, in attach mode).
   std::string user();
@@ -110,7 +115,7 @@ class ContainerLifecycle {
   std::string start_managed();
   std::string start_attached();
   // `runtime`: "" when the engine has it and it can run the container as configured, else why
-  // not. Sets runtime_ignores_acls_.
+  // not. Sets runtime_ignores_acls_ and execs_outlive_container_.
   std::string check_runtime();
   std::string recover_container(std::vector<std::string>& notices, sdk::LogLevel level);
   std::string prepare_workspace_access();
@@ -163,7 +168,8 @@ class ContainerLifecycle {
   std::mutex mutex_;  // guards user_ and access_granted_
   UserChoice user_;   // chosen by prepare_workspace_access()
   bool access_granted_ = false;
-  bool runtime_ignores_acls_ = false;  // the runtime is gVisor (check_runtime())
+  bool runtime_ignores_acls_ = false;     // the runtime is gVisor (check_runtime())
+  bool execs_outlive_container_ = false;  // see execs_outlive_container()
   std::vector<MountSpec> credential_mounts_;
   std::mutex preinstall_mutex_;     // guards the two below
   std::string preinstalled_image_;  // the image id containers are made from; "": agent_image()

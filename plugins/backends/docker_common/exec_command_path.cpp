@@ -112,6 +112,13 @@ sdk::ExecResult ExecCommandPath::probe(std::string script, std::chrono::millisec
   return run_once(c);
 }
 
+bool StopCheck::stopped() {
+  if (!enabled_ || Clock::now() < next_) return false;
+  const auto state = lifecycle_.inspect_state();
+  next_ = Clock::now() + kEvery;
+  return state && (!state->exists || !state->running);
+}
+
 void ExecCommandPath::kill_marked(const std::string& marker) {
   const std::string script = std::string("command -v python3 >/dev/null 2>&1 && exec python3 -c ") +
                              shell_quote(scripts::kSweepPython) + " \"$1\"; " +
@@ -237,6 +244,8 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
   const bool has_deadline = spec.timeout.count() > 0;
   const auto deadline = started + spec.timeout;
   bool killed = false;
+  bool container_stopped = false;  // and the engine left the stream open (StopCheck)
+  StopCheck stop_check(lifecycle_);
   Clock::time_point drain_until{};
   for (;;) {
     if (!killed) {
@@ -270,8 +279,12 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
       break;
     }
     if (rs.eof) break;
+    if (stop_check.stopped()) {
+      container_stopped = true;  // explain_kill() says so: the exit code is unknown
+      break;
+    }
   }
-  const auto exit = session->finish(killed);
+  const auto exit = session->finish(killed || container_stopped);
   session.reset();
   if (stdin_open && stdin_error.empty()) stdin_error = sv::stdin_shortfall_error(stdin_left.size());
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {

@@ -16,6 +16,26 @@
 
 namespace execmcp::plugins::docker_common {
 
+// Whether the container stopped while a command ran, for a runtime whose exec streams outlive
+// their container (ContainerLifecycle::execs_outlive_container()): without it such a command would
+// wait for its timeout. Asks the engine at most once per kEvery; never where the runtime ends the
+// streams itself (runc).
+class StopCheck {
+ public:
+  static constexpr std::chrono::milliseconds kEvery{1000};
+  explicit StopCheck(ContainerLifecycle& lifecycle)
+      : lifecycle_(lifecycle),
+        enabled_(lifecycle.execs_outlive_container()),
+        next_(std::chrono::steady_clock::now() + kEvery) {}
+  // True once the container is seen not running (or gone).
+  bool stopped();
+
+ private:
+  ContainerLifecycle& lifecycle_;
+  bool enabled_;
+  std::chrono::steady_clock::time_point next_;
+};
+
 class ExecCommandPath final : public CommandPath {
  public:
   explicit ExecCommandPath(ContainerLifecycle& lifecycle);

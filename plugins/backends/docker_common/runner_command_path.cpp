@@ -308,6 +308,8 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
   Clock::time_point kill_sent_at;
   std::vector<RunnerCall::Chunk> chunks;
   bool gave_up = false;
+  bool container_stopped = false;  // and the engine left the runner's stream open (StopCheck)
+  StopCheck stop_check(lifecycle_);
   for (;;) {
     if (!kill_sent) {
       const auto cause =
@@ -338,6 +340,11 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     const bool over = call->wait(wait, chunks);
     for (const auto& c : chunks) (c.kind == sdk::StreamKind::Stdout ? out : err).append(c.data);
     if (over) break;
+    if (stop_check.stopped()) {
+      channel.forget(*call);
+      container_stopped = true;
+      break;
+    }
   }
   // What came after wait() returned true is still queued: nothing more comes once a call is over.
   chunks.clear();
@@ -348,6 +355,9 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
   if (call->dropped(sdk::StreamKind::Stderr)) result.stderr_truncated = true;
   if (gave_up) {
     result.exit_code = -1;
+  } else if (container_stopped) {
+    drop_runner(shared);
+    result.exit_code = -1;  // ContainerBackend::execute() says that the container stopped
   } else if (const auto& done = call->done(); done && done->not_run) {
     // The container is going down: sent again once it has stopped and is brought back.
     drop_runner(shared);
