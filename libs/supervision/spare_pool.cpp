@@ -13,6 +13,13 @@
 //   PR_SET_CHILD_SUBREAPER) ──posix_spawn per command──▶ shell (own process group, stdin
 //   from the client: /dev/null or a pipe)
 //
+// Where the kernel refuses PR_SET_CHILD_SUBREAPER (gVisor's runsc 0.0~20221219 answers EINVAL), an
+// orphan re-parents to the container's PID 1 instead. The spare then marks each command: the shell
+// gets kTreeVar=<spare pid>.<sequence> in its environment, which every process of the command
+// inherits and /proc/<pid>/environ shows however it was re-parented, and kills and signals reach
+// the marked processes too (as exec mode's sweep does; a process started with a cleared environment
+// escapes both). The container, not this program, is the boundary.
+//
 // A spare is reused only when it has no child left after a command, so commands never share a
 // process. The program keeps at least one spare idle (forking another as soon as the last idle one
 // takes a command), at most kMaxSpares in all; a spare that finds kMaxIdleSpares others idle after
@@ -148,6 +155,91 @@ void for_each_dirent(int dir_fd, Fn fn) noexcept {
   }
 }
 
+// The environment variable that marks a command's processes where there is no subreaper.
+inline constexpr char kTreeVar[] = "EXECMCP_TREE";
+
+// A pattern to find in /proc/<pid>/environ: "\0" NAME=value, and a closing "\0" when the whole
+// entry must match (a command's marker) rather than its start (every command of one spare).
+struct EnvPattern {
+  char bytes[64];
+  std::size_t size = 0;
+};
+
+// kTreeVar=<spare>.<sequence>, or kTreeVar=<spare>. (any sequence) when `sequence` is negative.
+EnvPattern tree_pattern(long spare, long sequence) noexcept {
+  EnvPattern p;
+  auto put = [&p](const char* s) {
+    for (; *s != '\0' && p.size < sizeof(p.bytes) - 1; ++s) p.bytes[p.size++] = *s;
+  };
+  auto put_number = [&p](long v) {
+    char digits[24];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v > 0);
+    while (n > 0 && p.size < sizeof(p.bytes) - 1) p.bytes[p.size++] = digits[--n];
+  };
+  p.bytes[p.size++] = '\0';
+  put(kTreeVar);
+  put("=");
+  put_number(spare);
+  put(".");
+  if (sequence >= 0) {
+    put_number(sequence);
+    p.bytes[p.size++] = '\0';
+  }
+  return p;
+}
+
+// True when the environment of the process `pid_name` has an entry matching `pattern`. Read in
+// chunks, the last pattern.size - 1 bytes carried over, behind a leading NUL so the first entry
+// matches like the others. A zombie's environment reads empty: it is already dead.
+bool environ_has(const char* pid_name, const EnvPattern& pattern) noexcept {
+  char path[64] = "/proc/";
+  std::size_t len = std::strlen(path);
+  for (const char* s = pid_name; *s != '\0' && len < sizeof(path) - 10; ++s) path[len++] = *s;
+  std::memcpy(path + len, "/environ", 9);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096 + sizeof(EnvPattern::bytes)];
+  std::size_t kept = 1;
+  buf[0] = '\0';
+  bool found = false;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf + kept, 4096);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const std::size_t have = kept + static_cast<std::size_t>(n);
+    if (::memmem(buf, have, pattern.bytes, pattern.size) != nullptr) {
+      found = true;
+      break;
+    }
+    kept = have < pattern.size - 1 ? have : pattern.size - 1;
+    std::memmove(buf, buf + have - kept, kept);
+  }
+  ::close(fd);
+  return found;
+}
+
+// Sends `signal` (and SIGCONT after a stopping-proof SIGTERM) to every process whose environment
+// matches `pattern`; returns how many it found.
+int signal_marked(const EnvPattern& pattern, int signal) noexcept {
+  const int proc = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (proc < 0) return 0;
+  const long self = ::getpid();
+  int found = 0;
+  for_each_dirent(proc, [&](const char* name) {
+    const long pid = parse_pid(name);
+    if (pid <= 0 || pid == self || !environ_has(name, pattern)) return;
+    ++found;
+    ::kill(static_cast<pid_t>(pid), signal);
+    if (signal != SIGKILL) ::kill(static_cast<pid_t>(pid), SIGCONT);
+  });
+  ::close(proc);
+  return found;
+}
+
 // SIGKILLs every process whose parent is `self` (our children, including re-parented orphans),
 // except the `keep_count` pids at `keep`.
 void kill_children(pid_t self, const pid_t* keep = nullptr, int keep_count = 0) noexcept {
@@ -168,6 +260,7 @@ struct ReapState {
   pid_t shell = -1;
   int shell_status = 0;
   bool shell_reaped = false;
+  const EnvPattern* marker = nullptr;  // without a subreaper: the command's processes' mark
 };
 
 // Reaps every exited child; returns true when no child is left at all.
@@ -188,15 +281,19 @@ bool reap_all(ReapState& state) noexcept {
 }
 
 // Kills the shell's process group and then, pass after pass, every remaining descendant (each
-// orphan re-parents to us, the subreaper) until we have no child left. Bounded so a process stuck
-// in the kernel cannot hang the supervisor forever. Returns true when no child is left.
+// orphan re-parents to us, the subreaper; without one, the marked processes) until we have no
+// child left and nothing marked lives. Bounded so a process stuck in the kernel cannot hang the
+// supervisor forever. Returns true when nothing of the command is left.
 bool kill_tree(ReapState& state) noexcept {
   if (state.shell > 0) ::kill(-state.shell, SIGKILL);
   const timespec pause{0, 2 * 1000 * 1000};
+  auto marked_left = [&state] {
+    return state.marker != nullptr && signal_marked(*state.marker, SIGKILL) > 0;
+  };
   for (int pass = 0; pass < 5000; ++pass) {
-    if (reap_all(state)) return true;
+    if (reap_all(state) && !marked_left()) return true;
     kill_children(::getpid());
-    if (reap_all(state)) return true;
+    if (reap_all(state) && !marked_left()) return true;
     ::nanosleep(&pause, nullptr);
   }
   return false;
@@ -254,6 +351,7 @@ void signal_tree(const ReapState& state, int signal) noexcept {
   }
   std::free(tree);
   std::free(links);
+  if (state.marker != nullptr) signal_marked(*state.marker, signal);  // re-parented to PID 1
 }
 
 // What the host asked on the control pipe: 'k' or EOF (the host is gone) = kill now, 't' = end
@@ -311,7 +409,8 @@ bool parse_spec(std::size_t size, Spec& spec) noexcept {
   std::size_t strings = 0;
   for (std::size_t i = 0; i < size; ++i) strings += data[i] == '\0' ? 1 : 0;
   if (strings < 3 || data[size - 1] != '\0') return false;
-  char** table = static_cast<char**>(std::malloc((strings + 3) * sizeof(char*)));
+  // Room for one more environment entry than the spec has: the tree marker (supervise()).
+  char** table = static_cast<char**>(std::malloc((strings + 4) * sizeof(char*)));
   if (table == nullptr) return false;
   spec.argv = table;
   // table: [shell, "-c", command, nullptr, env..., nullptr]; work_dir kept aside.
@@ -342,12 +441,22 @@ struct Command {
   bool spec_ok = false;
 };
 
+// Adds `marker`'s entry (kTreeVar=...) to the end of the spec's environment (parse_spec() left
+// room for it).
+void add_marker(Spec& spec, const EnvPattern& marker) noexcept {
+  char** env = spec.envp;
+  while (*env != nullptr) ++env;
+  env[0] = const_cast<char*>(marker.bytes + 1);  // after the leading NUL; ends with its own
+  env[1] = nullptr;
+}
+
 // Runs one command in this spare: starts the shell, waits for it or for a kill request, makes sure
-// nothing of the command is left, reports, and closes the command's descriptors. `on_started` runs
-// once the shell exists (or failed to). Returns false when a child could not be killed, so this
-// process must not take another command.
+// nothing of the command is left, reports, and closes the command's descriptors. `marker`: the
+// command's mark where there is no subreaper, else null. `on_started` runs once the shell exists
+// (or failed to). Returns false when a child could not be killed, so this process must not take
+// another command.
 template <class OnStarted>
-bool supervise(Command& command, int subreaper_error, OnStarted on_started) noexcept {
+bool supervise(Command& command, const EnvPattern* marker, OnStarted on_started) noexcept {
   const int* fds = command.fds;
   Spec& spec = command.spec;
   const int out_w = fds[proto::kStdout];
@@ -359,14 +468,13 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
   int status_msg = -1;
   bool clean = true;
   ReapState state;
+  state.marker = marker;
   // Whom the host wakes with SIGCONT: written before the shell exists, since the shell's first act
   // may be to stop us (kill -STOP $PPID). The host waits for the pipe's hang-up only, so these
   // writes do not wake it.
   const int self = static_cast<int>(::getpid());
   write_all(status_w, &self, sizeof(self));
-  if (subreaper_error != 0) {
-    write_error(err_w, "cannot become a child subreaper", nullptr, subreaper_error);
-  } else if (!command.spec_ok) {
+  if (!command.spec_ok) {
     write_str(err_w, "execmcp: the supervisor received an unreadable command\n");
   } else if (::fchdir(fds[proto::kWorkDir]) != 0) {
     write_error(err_w, "cannot enter work_dir", nullptr, errno);
@@ -387,6 +495,7 @@ bool supervise(Command& command, int subreaper_error, OnStarted on_started) noex
     posix_spawn_file_actions_adddup2(&actions, fds[proto::kStdin], 0);
     posix_spawn_file_actions_adddup2(&actions, out_w, 1);
     posix_spawn_file_actions_adddup2(&actions, err_w, 2);
+    if (marker != nullptr) add_marker(spec, *marker);
     pid_t shell = -1;
     const int rc = ::posix_spawn(&shell, spec.shell, &actions, &attr, spec.argv, spec.envp);
     posix_spawn_file_actions_destroy(&actions);
@@ -500,16 +609,17 @@ int receive(Command& command) noexcept {
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
   ::setsid();  // out of the host's terminal signals (Ctrl-C goes to the host, which cleans up)
-  const int subreaper_error = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : errno;
+  const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
   auto state = state_of(table, slot);
-  for (;;) {
+  for (long sequence = 0;; ++sequence) {
     Command command;
     const int got = receive(command);
     if (got == 0 || got == -2) break;  // the plugin closed its end, or the host is gone
     if (got < 0) continue;
     state.store(kBusy);
     die_with_program(false);
-    const bool clean = supervise(command, subreaper_error, [&] {
+    const EnvPattern marker = tree_pattern(::getpid(), sequence);
+    const bool clean = supervise(command, subreaper ? nullptr : &marker, [&] {
       // Only now, with the shell started, may the program fork a spare to replace us: a fork
       // woken earlier preempted this process on its CPU and delayed the shell's start.
       if (idle_spares(table) == 0) {
@@ -544,7 +654,14 @@ int serve() noexcept {
   // A spare killed while it ran a command leaves that command's processes to us (a setsid
   // escapee included), not to init: they are killed as they arrive (see below). Without it, a
   // command that kills a spare would leave the rest of its tree running, beyond any kill.
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  if (!subreaper) {
+    write_str(2, "execmcp: PR_SET_CHILD_SUBREAPER: ");
+    write_str(2, std::strerror(errno));
+    write_str(2, "; a command's processes are found by their ");
+    write_str(2, kTreeVar);
+    write_str(2, " mark instead\n");
+  }
   void* shared = ::mmap(nullptr, sizeof(SpareTable), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 1;
@@ -606,7 +723,15 @@ int serve() noexcept {
         spare = true;
         // A spare exits by itself only once its command left nothing behind (or it could not
         // kill it: then it set kFree, and what it left is reaped here when it ends).
-        orphans = orphans || state_of(table, slot).load() == kBusy;
+        const bool busy = state_of(table, slot).load() == kBusy;
+        orphans = orphans || busy;
+        // Without a subreaper its command's processes went to PID 1: found by their mark.
+        if (busy && !subreaper) {
+          const EnvPattern any_of_its = tree_pattern(pid, -1);
+          const timespec pause{0, 2 * 1000 * 1000};
+          for (int pass = 0; pass < 50 && signal_marked(any_of_its, SIGKILL) > 0; ++pass)
+            ::nanosleep(&pause, nullptr);
+        }
         pids[slot] = 0;
         state_of(table, slot).store(kFree);  // also when it was killed while idle or busy
       }

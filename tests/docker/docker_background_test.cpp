@@ -146,13 +146,15 @@ TEST_F(DockerBackground, AFiftyMegabytePrinterIsStreamedAndKeptNowhere) {
   EXPECT_EQ(w.exit().exit_code, 0);
   EXPECT_EQ(w.bytes(), 50000000u);  // every byte, no cap
   if (test_exec_mode() == "exec") return;
-  // The runner's peak memory stays far below what went through it.
+  // The runner's peak memory stays far below what went through it. gVisor's /proc has no peak
+  // (VmHWM): there the resident size after the printer is what can be read.
   const auto hwm = run(*backend_,
                        "for p in $(pgrep -f 'execmcp-runner --execmcp-runner-channel'); do "
-                       "grep VmHWM /proc/$p/status; done");
-  ASSERT_NE(hwm.stdout_data.find("VmHWM"), std::string::npos) << hwm.stderr_data;
+                       "grep VmHWM /proc/$p/status || grep VmRSS /proc/$p/status; done");
+  ASSERT_NE(hwm.stdout_data.find("Vm"), std::string::npos) << hwm.stderr_data;
   const long kb = std::stol(hwm.stdout_data.substr(hwm.stdout_data.find(':') + 1));
-  std::fprintf(stderr, "  execmcp-runner VmHWM after a 50 MB printer: %ld kB\n", kb);
+  std::fprintf(stderr, "  execmcp-runner %s after a 50 MB printer: %ld kB\n",
+               hwm.stdout_data.substr(0, 5).c_str(), kb);
   EXPECT_LT(kb, 30 * 1024);
 }
 

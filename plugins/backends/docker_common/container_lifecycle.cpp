@@ -198,7 +198,7 @@ std::string ContainerLifecycle::prepare_workspace_access() {
   struct stat st {};
   const bool others_write = ::stat(init->cwd.c_str(), &st) == 0 &&
                             (st.st_mode & (S_IWOTH | S_IXOTH)) == (S_IWOTH | S_IXOTH);
-  if (runtime_ignores_acls_ && !others_write)
+  if (runtime_is_gvisor_ && !others_write)
     return "runtime '" + settings_.runtime +
            "' is gVisor, which does not honour POSIX ACLs: the container user (uid 1000) could "
            "not write the root-owned workspace '" +
@@ -272,6 +272,7 @@ std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
   }
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
+  spec.pids_limit = engine_pids_limit(settings_.pids_limit, runtime_is_gvisor_);
   // A protection never lapses: each protected path must be there, and be what it was at this
   // process's first start.
   if (auto err = check_protected_paths(); !err.empty()) return err;
@@ -480,12 +481,12 @@ std::string ContainerLifecycle::check_runtime() {
   }
   const auto it = runtimes.find(settings_.runtime);
   // gVisor checks permissions itself, by mode bits: the ACL a root-owned workspace would get is
-  // not honoured there (prepare_workspace_access() refuses it).
-  runtime_ignores_acls_ = it != runtimes.end() && is_gvisor(it->second);
-  execs_outlive_container_ = runtime_ignores_acls_;
-  return runtime_problem({settings_.runtime, settings_.network,
-                          settings_.exec_mode == ExecMode::Agent, settings_.sudo},
-                         runtimes, engine_.describe());
+  // not honoured there (prepare_workspace_access() refuses it); its pids limit counts the
+  // sandbox's threads (engine_pids_limit()).
+  runtime_is_gvisor_ = it != runtimes.end() && is_gvisor(it->second);
+  execs_outlive_container_ = runtime_is_gvisor_;
+  return runtime_problem({settings_.runtime, settings_.network, settings_.sudo}, runtimes,
+                         engine_.describe());
 }
 
 std::string ContainerLifecycle::start_managed() {

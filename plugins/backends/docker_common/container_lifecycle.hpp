@@ -115,7 +115,7 @@ class ContainerLifecycle {
   std::string start_managed();
   std::string start_attached();
   // `runtime`: "" when the engine has it and it can run the container as configured, else why
-  // not. Sets runtime_ignores_acls_ and execs_outlive_container_.
+  // not. Sets runtime_is_gvisor_ and execs_outlive_container_.
   std::string check_runtime();
   std::string recover_container(std::vector<std::string>& notices, sdk::LogLevel level);
   std::string prepare_workspace_access();
@@ -168,7 +168,7 @@ class ContainerLifecycle {
   std::mutex mutex_;  // guards user_ and access_granted_
   UserChoice user_;   // chosen by prepare_workspace_access()
   bool access_granted_ = false;
-  bool runtime_ignores_acls_ = false;     // the runtime is gVisor (check_runtime())
+  bool runtime_is_gvisor_ = false;        // the runtime is gVisor (check_runtime())
   bool execs_outlive_container_ = false;  // see execs_outlive_container()
   std::vector<MountSpec> credential_mounts_;
   std::mutex preinstall_mutex_;     // guards the two below

@@ -24,6 +24,11 @@ bool is_gvisor(const RuntimeInfo& runtime) {
   return file.starts_with("runsc");
 }
 
+std::int64_t engine_pids_limit(std::int64_t pids_limit, bool gvisor) {
+  if (!gvisor || pids_limit <= 0) return pids_limit;
+  return kGvisorSandboxTasks + pids_limit * kGvisorTasksPerProcess;
+}
+
 std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
                             const std::string& engine) {
   const auto it = runtimes.find(use.runtime);
@@ -40,11 +45,6 @@ std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
            "' runs with --network=none (its runtimeArgs on the engine at " + engine +
            "): its containers have loopback only, so 'network: " + use.network +
            "' cannot apply; use 'network: none' with it (see docs/deployment.md, gVisor)";
-  if (use.agent_mode && is_gvisor(it->second))
-    return "runtime '" + use.runtime +
-           "' is gVisor, whose kernel refuses PR_SET_CHILD_SUBREAPER (runsc 0.0~20221219): "
-           "execmcp-runner could not kill a command's whole tree, so exec_mode 'agent' cannot "
-           "run there; set 'exec_mode: exec' (see docs/docker-backend.md, gVisor)";
   if (use.sudo && is_gvisor(it->second))
     return "runtime '" + use.runtime +
            "' is gVisor, which starts every process in the container with no_new_privs set "

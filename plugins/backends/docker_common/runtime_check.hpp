@@ -1,6 +1,7 @@
 // Whether the agent's container can run under the `runtime` setting, from the engine's runtimes.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,12 +20,22 @@ using RuntimeList = std::map<std::string, RuntimeInfo>;
 // True when the runtime's program is gVisor's runsc (by its file name).
 bool is_gvisor(const RuntimeInfo& runtime);
 
+// The engine's PidsLimit for a container whose agent may hold `pids_limit` processes (<= 0: no
+// limit). Under gVisor the engine's limit counts the sandbox's own host tasks, not the agent's
+// processes: an idle sandbox holds about 170 (the Sentry's and the Gofer's threads) and each
+// process of the agent adds a few more (its address space's stub and threads; runsc 0.0~20221219,
+// ptrace platform). At the agent's own limit the sandbox cannot make a thread and panics ("error
+// initializing first thread: resource temporarily unavailable"), which ends the container; so
+// the limit is scaled: kGvisorTasksPerProcess per process over kGvisorSandboxTasks.
+inline constexpr std::int64_t kGvisorSandboxTasks = 256;
+inline constexpr std::int64_t kGvisorTasksPerProcess = 8;
+std::int64_t engine_pids_limit(std::int64_t pids_limit, bool gvisor);
+
 // What the backend is about to ask of the runtime.
 struct RuntimeUse {
-  std::string runtime;      // the `runtime` setting
-  std::string network;      // the `network` setting
-  bool agent_mode = false;  // exec_mode: agent (execmcp-runner)
-  bool sudo = false;        // sudo: true
+  std::string runtime;  // the `runtime` setting
+  std::string network;  // the `network` setting
+  bool sudo = false;    // sudo: true
 };
 
 // "" when `use.runtime` is registered on the engine (`engine` names it for the message) and can
@@ -32,8 +43,6 @@ struct RuntimeUse {
 // why not:
 // - a runtime given `--network=none` (runsc as docs/deployment.md registers it) runs every
 //   container with loopback only, so any network but `none` would be silently offline;
-// - gVisor (runsc 0.0~20221219, Debian 12's) refuses PR_SET_CHILD_SUBREAPER, which
-//   execmcp-runner needs to kill a command's whole tree: exec_mode agent cannot work there;
 // - gVisor sets no_new_privs on every process started in the container, so `sudo: true` cannot
 //   work there either.
 std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,

@@ -126,21 +126,30 @@ TEST_F(ContainerLifecycleTest, ARuntimeWithoutNetworkIsRefusedWithANetwork) {
   EXPECT_EQ(make().start(), "");
 }
 
-TEST_F(ContainerLifecycleTest, GvisorRefusesAgentModeAndARootOwnedWorkspace) {
-  engine_.runtime_list = {{"runsc", {"/usr/bin/runsc", {"--network=none"}}}};
+TEST_F(ContainerLifecycleTest, GvisorRefusesARootOwnedWorkspaceAndIsWatchedForStops) {
+  engine_.runtime_list = {{"runsc", {"/usr/bin/runsc", {"--network=none"}}},
+                          {"runc", {"runc", {}}}};
+  settings_.runtime = "runc";
+  auto runc = make();
+  EXPECT_EQ(runc.start(), "");
+  EXPECT_FALSE(runc.execs_outlive_container());  // runc ends an exec with its container
+  EXPECT_EQ(engine_.last_spec.pids_limit, settings_.pids_limit);
   settings_.runtime = "runsc";
   settings_.exec_mode = ExecMode::Agent;
-  auto agent = make().start();
-  EXPECT_TRUE(has(agent, "exec_mode 'agent' cannot run there")) << agent;
+  auto agent = make();
+  EXPECT_EQ(agent.start(), "");  // execmcp-runner marks its commands where it cannot reap them
+  EXPECT_TRUE(agent.execs_outlive_container());
+  EXPECT_EQ(engine_.last_spec.pids_limit, engine_pids_limit(settings_.pids_limit, true));
   // The workspace (a root-owned temp dir) would need an ACL for uid 1000, which gVisor ignores.
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: a root-owned workspace, then a chown";
   settings_.exec_mode = ExecMode::Exec;
   settings_.user = "";
   auto lifecycle = make();
+  const auto creates = engine_.count("create " + lifecycle.name());
   const auto err = lifecycle.start();
   EXPECT_TRUE(has(err, "does not honour POSIX ACLs")) << err;
   EXPECT_TRUE(has(err, workspace_)) << err;
-  EXPECT_EQ(engine_.count("create " + lifecycle.name()), 0u);
+  EXPECT_EQ(engine_.count("create " + lifecycle.name()), creates);
   // Owned by a non-root user, it is that user's container: no ACL, no refusal.
   ASSERT_EQ(::chown(workspace_.c_str(), 1000, 1000), 0);
   EXPECT_EQ(make().start(), "");
@@ -154,6 +163,7 @@ TEST_F(ContainerLifecycleTest, AnEngineThatCannotListRuntimesLeavesTheCheckToCre
   auto lifecycle = make();
   const auto err = lifecycle.start();
   EXPECT_TRUE(has(err, "Unknown runtime specified nosuch")) << err;
+  EXPECT_TRUE(lifecycle.execs_outlive_container());  // it may be gVisor: watched
   // With a network the list is needed: refused, saying why.
   settings_.network = "bridge";
   const auto networked = make().start();

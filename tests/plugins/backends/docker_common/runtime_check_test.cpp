@@ -63,18 +63,24 @@ TEST(RuntimeProblem, ARuntimeWithoutNetworkRefusesEveryNetworkButNone) {
             "");
 }
 
-TEST(RuntimeProblem, GvisorRefusesAgentModeForItsMissingSubreaper) {
+TEST(RuntimeProblem, GvisorIsToldApartByItsProgram) {
   EXPECT_TRUE(is_gvisor(kRunsc));
   EXPECT_TRUE(is_gvisor({"runsc", {}}));
   EXPECT_FALSE(is_gvisor(kRunc));
   EXPECT_FALSE(is_gvisor({"/usr/bin/runc", {}}));
-  const auto problem = runtime_problem({"gv", "none", true}, {{"gv", kRunsc}}, "e");
-  EXPECT_NE(problem.find("refuses PR_SET_CHILD_SUBREAPER"), std::string::npos) << problem;
-  EXPECT_NE(problem.find("set 'exec_mode: exec'"), std::string::npos) << problem;
+  // Both exec modes run there (execmcp-runner marks a command's processes without a subreaper).
+  EXPECT_EQ(runtime_problem({"gv", "none", false}, {{"gv", kRunsc}}, "e"), "");
+}
+
+TEST(EnginePidsLimit, GvisorsLimitMakesRoomForTheSandboxsOwnTasks) {
+  EXPECT_EQ(engine_pids_limit(512, false), 512);
+  EXPECT_EQ(engine_pids_limit(512, true), kGvisorSandboxTasks + 512 * kGvisorTasksPerProcess);
+  EXPECT_EQ(engine_pids_limit(0, true), 0);  // no limit stays none
+  EXPECT_EQ(engine_pids_limit(-1, true), -1);
 }
 
 TEST(RuntimeProblem, GvisorRefusesSudoForItsNoNewPrivs) {
-  RuntimeUse use{"gv", "none", false, true};
+  RuntimeUse use{"gv", "none", true};
   const auto problem = runtime_problem(use, {{"gv", kRunsc}}, "e");
   EXPECT_NE(problem.find("'sudo: true' cannot work there"), std::string::npos) << problem;
   EXPECT_EQ(runtime_problem(use, {{"gv", kRunc}}, "e"), "");
