@@ -86,9 +86,10 @@ TEST_F(DockerShared, RunsAsUid1000NeverRoot) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
   EXPECT_EQ(r.stdout_data.substr(0, 10), "1000\n1000\n");
   EXPECT_NE(r.stdout_data.find("CapEff:\t0000000000000000"), std::string::npos) << r.stdout_data;
-  // no-new-privileges: even a setuid binary cannot become root.
-  auto su = run(b(), "cat /proc/self/status | grep NoNewPrivs");
-  EXPECT_NE(su.stdout_data.find("NoNewPrivs:\t1"), std::string::npos) << su.stdout_data;
+  // no-new-privileges: even a setuid binary cannot become root. Asked of the kernel
+  // (PR_GET_NO_NEW_PRIVS): gVisor's /proc/self/status has no NoNewPrivs line.
+  auto su = run(b(), "python3 -c 'import ctypes; print(ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))'");
+  EXPECT_EQ(su.stdout_data, "1\n") << su.stderr_data;
 }
 
 TEST_F(DockerShared, OutputExitCodeAndStderr) {
@@ -119,7 +120,9 @@ TEST_F(DockerShared, WorkspaceIsSharedBothWaysAtTheHostPath) {
 }
 
 TEST_F(DockerShared, NetworkNoneLeavesOnlyLoopback) {
-  auto r = run(b(), "ls /sys/class/net");
+  // A glob, not ls: under gVisor coreutils' ls fails on a directory (statx with AT_NO_AUTOMOUNT
+  // is EINVAL there).
+  auto r = run(b(), "for i in /sys/class/net/*; do echo \"${i##*/}\"; done");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
   EXPECT_EQ(r.stdout_data, "lo\n");
 }
@@ -131,7 +134,10 @@ TEST_F(DockerShared, ReadOnlyContextCannotBeWritten) {
   EXPECT_NE(r.stdout_data.find("original"), std::string::npos);
   EXPECT_EQ(read_host_file(file), "original");
   auto w = b().write_file({file, "changed"});
-  EXPECT_NE(w.error.find("Read-only file system"), std::string::npos) << w.error;
+  // gVisor checks permissions before the mount's read-only flag: EACCES there, not EROFS.
+  EXPECT_NE(w.error.find(under_gvisor() ? "Permission denied" : "Read-only file system"),
+            std::string::npos)
+      << w.error;
   EXPECT_EQ(read_host_file(file), "original");
   // The writable context works.
   auto ok = run(b(), "echo yes > " + ctx_rw_->path() + "/new.txt");
@@ -307,11 +313,16 @@ class DockerLimits : public SharedBackendTest<DockerLimits> {
 TEST_F(DockerLimits, MemoryHogIsKilledAndReported) {
   auto r = run(*backend_, "python3 -c \"s = b'x' * (200 * 1024 * 1024); print(len(s))\"");
   ASSERT_EQ(r.error, "");
-  EXPECT_EQ(r.exit_code, 137) << r.stdout_data << r.stderr_data;
-  bool noticed = false;
-  for (const auto& n : r.notices)
-    noticed |= n.find("out-of-memory killer (exit 137)") != std::string::npos;
-  EXPECT_TRUE(noticed);
+  if (under_gvisor()) {
+    // The limit bounds the whole sandbox: the host's OOM killer ends the container, and the call
+    // says so (its exit code is unknown); the next call starts it again.
+    EXPECT_EQ(r.exit_code, -1) << r.stdout_data << r.stderr_data;
+    EXPECT_TRUE(has_notice(r, "the container stopped during the command")) << notices_of(r);
+    EXPECT_TRUE(has_notice(r, "OOMKilled=true")) << notices_of(r);
+  } else {
+    EXPECT_EQ(r.exit_code, 137) << r.stdout_data << r.stderr_data;
+    EXPECT_TRUE(has_notice(r, "out-of-memory killer (exit 137)")) << notices_of(r);
+  }
   EXPECT_EQ(run(*backend_, "echo alive").stdout_data, "alive\n");
   // A SIGKILL from elsewhere is not blamed on memory.
   auto self = run(*backend_, "kill -9 $$");

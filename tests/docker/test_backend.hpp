@@ -86,6 +86,12 @@ inline std::string test_runtime() {
   return runtime;
 }
 
+// True when this run's runtime is gVisor's runsc, whose kernel differs where the tests say so
+// (docs/docker-backend.md, "gVisor").
+inline bool under_gvisor() {
+  return test_runtime().starts_with("runsc");
+}
+
 // The settings with this run's exec_mode and extra settings added, where the test did not choose
 // them itself. Text that is not a JSON object is returned unchanged: the tests of bad settings
 // keep getting the error they expect.

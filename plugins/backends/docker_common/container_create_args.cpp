@@ -98,6 +98,9 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
   }
   for (const auto& [path, options] : spec.tmpfs) a.push_back("--tmpfs=" + path + ":" + options);
   append_pids_limit(a, spec.pids_limit, flavor);
+  if (spec.nproc_limit > 0)
+    a.push_back("--ulimit=nproc=" + std::to_string(spec.nproc_limit) + ":" +
+                std::to_string(spec.nproc_limit));
   for (const auto& m : spec.mounts) a.push_back(bind_mount(m.source, m.target, m.read_only));
   if (spec.runner == RunnerDelivery::Bind)
     a.push_back(bind_mount(spec.runner_source, kRunnerPath, true));

@@ -273,6 +273,7 @@ std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
   spec.pids_limit = engine_pids_limit(settings_.pids_limit, runtime_is_gvisor_);
+  if (runtime_is_gvisor_ && settings_.pids_limit > 0) spec.nproc_limit = settings_.pids_limit;
   // A protection never lapses: each protected path must be there, and be what it was at this
   // process's first start.
   if (auto err = check_protected_paths(); !err.empty()) return err;

@@ -74,6 +74,8 @@ class ContainerLifecycle {
   // would not list its runtimes, so a `runtime` could not be told apart. Commands then look now
   // and then whether the container still runs (StopCheck, exec_command_path.hpp).
   [[nodiscard]] bool execs_outlive_container() const { return execs_outlive_container_; }
+  // The `runtime` is gVisor (known from the engine's runtimes; false when it would not list them).
+  [[nodiscard]] bool runtime_is_gvisor() const { return runtime_is_gvisor_; }
 
   // Who runs the commands ("" until start() chose, in attach mode).
   std::string user();

@@ -310,6 +310,9 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   if (spec.read_only_rootfs) host["ReadonlyRootfs"] = true;
   if (!spec.tmpfs.empty()) host["Tmpfs"] = spec.tmpfs;
   if (spec.pids_limit > 0) host["PidsLimit"] = spec.pids_limit;
+  if (spec.nproc_limit > 0)
+    host["Ulimits"] = nlohmann::json::array(
+        {{{"Name", "nproc"}, {"Soft", spec.nproc_limit}, {"Hard", spec.nproc_limit}}});
   if (!spec.runtime.empty()) host["Runtime"] = spec.runtime;
   nlohmann::json body{{"Image", spec.image}, {"Cmd", spec.cmd},
                       {"User", spec.user},   {"WorkingDir", spec.working_dir},

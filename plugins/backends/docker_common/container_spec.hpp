@@ -55,6 +55,10 @@ struct ContainerSpec {
   std::map<std::string, std::string> tmpfs;  // container path -> mount options
   std::optional<std::int64_t> nano_cpus;
   std::int64_t pids_limit = 0;
+  // > 0: RLIMIT_NPROC, soft and hard. Only under gVisor, whose kernel counts it per sandbox (the
+  // agent's process limit there, as the engine's pids limit counts the sandbox's own tasks);
+  // Linux counts it per user across the whole host.
+  std::int64_t nproc_limit = 0;
   std::string network = "none";
   std::string runtime;           // "" = the engine's default
   std::vector<std::string> cmd;  // keeps the container alive between commands

@@ -335,15 +335,19 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
   }
   auto state = *looked;
   std::optional<long> oom_kills;
+  const bool gvisor = lifecycle_.runtime_is_gvisor();
   if (state.exists && state.running) {
     // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
-    // says nothing while the container runs, so read the memory cgroup's own count.
-    auto r = probe(
-        "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
-        "2>/dev/null; true",
-        std::chrono::seconds(10));
+    // says nothing while the container runs, so read the memory cgroup's own count. gVisor's
+    // memory limit bounds the whole sandbox: the host's OOM killer ends the container (reported
+    // below once it stopped), never one command in a running one; the probe only tells whether
+    // it still runs.
+    auto r = probe(gvisor ? "true"
+                          : "cat /sys/fs/cgroup/memory.events "
+                            "/sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true",
+                   std::chrono::seconds(10));
     if (r.error.empty() && r.exit_code == 0) {
-      oom_kills = parse_oom_kills(r.stdout_data);
+      oom_kills = gvisor ? 0 : parse_oom_kills(r.stdout_data);
     } else if (lifecycle_.wait_stopped(std::chrono::seconds(5))) {
       state = lifecycle_.inspect_state().value_or(ContainerState{});  // it was dying when we looked
     }

@@ -357,6 +357,8 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     result.exit_code = -1;
   } else if (container_stopped) {
     drop_runner(shared);
+    // Sent into a container that had already stopped: never ran, so sent again once it is back.
+    if (!call->started()) return std::nullopt;
     result.exit_code = -1;  // ContainerBackend::execute() says that the container stopped
   } else if (const auto& done = call->done(); done && done->not_run) {
     // The container is going down: sent again once it has stopped and is brought back.

@@ -26,7 +26,9 @@ bool is_gvisor(const RuntimeInfo& runtime);
 // process of the agent adds a few more (its address space's stub and threads; runsc 0.0~20221219,
 // ptrace platform). At the agent's own limit the sandbox cannot make a thread and panics ("error
 // initializing first thread: resource temporarily unavailable"), which ends the container; so
-// the limit is scaled: kGvisorTasksPerProcess per process over kGvisorSandboxTasks.
+// the limit is scaled: kGvisorTasksPerProcess per process over kGvisorSandboxTasks, and the
+// agent's own limit becomes RLIMIT_NPROC, which gVisor's kernel counts per sandbox
+// (ContainerSpec::nproc_limit): a fork bomb gets EAGAIN inside, as under runc.
 inline constexpr std::int64_t kGvisorSandboxTasks = 256;
 inline constexpr std::int64_t kGvisorTasksPerProcess = 8;
 std::int64_t engine_pids_limit(std::int64_t pids_limit, bool gvisor);

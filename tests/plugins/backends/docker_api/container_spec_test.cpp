@@ -244,6 +244,14 @@ TEST(ContainerCreateBody, NoLimitsMeansNoLimitKeys) {
   EXPECT_FALSE(host.contains("Memory"));
   EXPECT_FALSE(host.contains("NanoCpus"));
   EXPECT_FALSE(host.contains("PidsLimit"));
+  EXPECT_FALSE(host.contains("Ulimits"));  // RLIMIT_NPROC only under gVisor (nproc_limit)
+}
+
+TEST(ContainerCreateBody, AnNprocLimitIsTheContainersNprocUlimit) {
+  auto spec = make_container_spec(sample_init(), DockerSettings{}, "1", 1, "h");
+  spec.nproc_limit = 64;
+  EXPECT_EQ(container_create_body(spec)["HostConfig"]["Ulimits"],
+            nlohmann::json::parse(R"([{"Name": "nproc", "Soft": 64, "Hard": 64}])"));
 }
 
 }  // namespace

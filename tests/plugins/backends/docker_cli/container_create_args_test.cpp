@@ -114,9 +114,17 @@ TEST(ContainerCreateArgs, UnsetLimitsGiveNoFlags) {
   const auto r = container_create_args(spec, CliFlavor::kDocker);
   ASSERT_TRUE(r.error.empty()) << r.error;
   for (const char* flag : {"--memory", "--memory-swap", "--cpus", "--storage-opt", "--read-only",
-                           "--tmpfs", "--pids-limit"})
+                           "--tmpfs", "--pids-limit", "--ulimit"})
     EXPECT_TRUE(with_prefix(r.args, flag).empty()) << flag;
   EXPECT_EQ(with_prefix(r.args, "--mount=").size(), 2u);
+}
+
+TEST(ContainerCreateArgs, AnNprocLimitIsTheNprocUlimit) {
+  auto spec = full_spec();
+  spec.nproc_limit = 64;
+  const auto r = container_create_args(spec, CliFlavor::kDocker);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(with_prefix(r.args, "--ulimit="), (std::vector<std::string>{"nproc=64:64"}));
 }
 
 TEST(ContainerCreateArgs, TheRuntimeHasItsFlagOnlyWhenConfigured) {

@@ -134,12 +134,14 @@ TEST_F(ContainerLifecycleTest, GvisorRefusesARootOwnedWorkspaceAndIsWatchedForSt
   EXPECT_EQ(runc.start(), "");
   EXPECT_FALSE(runc.execs_outlive_container());  // runc ends an exec with its container
   EXPECT_EQ(engine_.last_spec.pids_limit, settings_.pids_limit);
+  EXPECT_EQ(engine_.last_spec.nproc_limit, 0);  // Linux counts it per user, host-wide
   settings_.runtime = "runsc";
   settings_.exec_mode = ExecMode::Agent;
   auto agent = make();
   EXPECT_EQ(agent.start(), "");  // execmcp-runner marks its commands where it cannot reap them
   EXPECT_TRUE(agent.execs_outlive_container());
   EXPECT_EQ(engine_.last_spec.pids_limit, engine_pids_limit(settings_.pids_limit, true));
+  EXPECT_EQ(engine_.last_spec.nproc_limit, settings_.pids_limit);  // counted inside the sandbox
   // The workspace (a root-owned temp dir) would need an ACL for uid 1000, which gVisor ignores.
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: a root-owned workspace, then a chown";
   settings_.exec_mode = ExecMode::Exec;
