@@ -38,9 +38,11 @@ for mode in "${modes[@]}"; do
       # The deployment and load tests run the program in images and at length: once (in the main
       # pass) is enough. So are docker-cli's runs on the engine (and over SSH, with Podman): they
       # repeat docker-api's suites through the shared container backend, which runs here, and the
-      # CLI plugin's own code runs here in its unit tests (a fake docker binary).
+      # CLI plugin's own code runs here in its unit tests (a fake docker binary). The gVisor runs
+      # (runsc) repeat docker-api's suites on another runtime: their code is the same as here, and
+      # what is gVisor's own (runtime_check, the stop check) runs here in the unit tests.
       (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" \
-        -LE "format|install|bench|deploy|load|ssh|podman|docker-cli")
+        -LE "format|install|bench|deploy|load|ssh|podman|docker-cli|runsc")
       ;;
     tsan)
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
