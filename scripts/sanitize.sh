@@ -39,8 +39,8 @@ for mode in "${modes[@]}"; do
       # pass) is enough. So are docker-cli's runs on the engine (and over SSH, with Podman): they
       # repeat docker-api's suites through the shared container backend, which runs here, and the
       # CLI plugin's own code runs here in its unit tests (a fake docker binary). The gVisor runs
-      # (runsc) repeat docker-api's suites on another runtime: their code is the same as here, and
-      # what is gVisor's own (runtime_check, the stop check) runs here in the unit tests.
+      # (runsc) repeat docker-api's suites on another runtime, mostly through the same code as
+      # here; runtime_check's runs here in its unit tests, the stop check only in the main pass.
       (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" \
         -LE "format|install|bench|deploy|load|ssh|podman|docker-cli|runsc")
       ;;
