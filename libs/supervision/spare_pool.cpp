@@ -655,13 +655,6 @@ int serve() noexcept {
   // escapee included), not to init: they are killed as they arrive (see below). Without it, a
   // command that kills a spare would leave the rest of its tree running, beyond any kill.
   const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
-  if (!subreaper) {
-    write_str(2, "execmcp: PR_SET_CHILD_SUBREAPER: ");
-    write_str(2, std::strerror(errno));
-    write_str(2, "; a command's processes are found by their ");
-    write_str(2, kTreeVar);
-    write_str(2, " mark instead\n");
-  }
   void* shared = ::mmap(nullptr, sizeof(SpareTable), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 1;

@@ -486,8 +486,21 @@ std::string ContainerLifecycle::check_runtime() {
   // sandbox's threads (engine_pids_limit()).
   runtime_is_gvisor_ = it != runtimes.end() && is_gvisor(it->second);
   execs_outlive_container_ = runtime_is_gvisor_;
-  return runtime_problem({settings_.runtime, settings_.network, settings_.sudo}, runtimes,
-                         engine_.describe());
+  auto problem = runtime_problem({settings_.runtime, settings_.network, settings_.sudo}, runtimes,
+                                 engine_.describe());
+  if (problem.empty() && runtime_is_gvisor_) {
+    const auto limit = settings_.pids_limit;
+    log(sdk::LogLevel::Info,
+        "runtime '" + settings_.runtime + "' is gVisor: " +
+            (limit > 0 ? "pids_limit " + std::to_string(limit) +
+                             " is the agent's RLIMIT_NPROC and the engine's limit (which counts "
+                             "the sandbox's own tasks) " +
+                             std::to_string(engine_pids_limit(limit, true)) + "; "
+                       : std::string()) +
+            "a command's processes are found by their EXECMCP_TREE mark (no child subreaper); a "
+            "running command checks once a second whether the container stopped");
+  }
+  return problem;
 }
 
 std::string ContainerLifecycle::start_managed() {
