@@ -14,6 +14,13 @@
 
 namespace execmcp::bench {
 
+// The docker-api plugin built with the bench ("" when its build does not say).
+#ifdef EXECMCP_DOCKER_API_PLUGIN
+inline constexpr const char* kDockerApiPlugin = EXECMCP_DOCKER_API_PLUGIN;
+#else
+inline constexpr const char* kDockerApiPlugin = "";
+#endif
+
 struct LogToStderr : sdk::LogSink {
   void log(sdk::LogLevel level, std::string_view message) noexcept override {
     if (level < sdk::LogLevel::Warn) return;  // warnings and errors only

@@ -5,10 +5,15 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace execmcp::bench {
+
+// A bench's exit status when there is nothing to measure on this machine (no engine, no image):
+// ctest reads it as a skip (SKIP_RETURN_CODE 77).
+inline constexpr int kSkipped = 77;
 
 // Nearest-rank percentiles of a sample of milliseconds (0 for an empty sample).
 struct Percentiles {
@@ -49,5 +54,8 @@ struct TempDir {
 // The 1, 5 and 15 minute load averages: numbers from a busy machine are several times an idle
 // one's.
 std::string load_average();
+
+// A bench's main: `run`'s exit status, or 1 with "<program>: <what>" on stderr when it throws.
+int run_main(const char* program, const std::function<int()>& run);
 
 }  // namespace execmcp::bench

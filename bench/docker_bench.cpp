@@ -36,19 +36,12 @@ using sdk::BackendInit;
 using sdk::ExecRequest;
 using sdk::ExecutorBackend;
 
-// Exit code when no engine or image is there: ctest reads it as a skip.
-constexpr int kSkipped = 77;
-
-// The plugins built with this program; the docker-cli one only when its target exists.
+// The other plugins built with this program (docker-api's is in bench_plugin.hpp); the docker-cli
+// one only when its target exists.
 #ifdef EXECMCP_LOCAL_PLUGIN
 constexpr const char* kLocalPlugin = EXECMCP_LOCAL_PLUGIN;
 #else
 constexpr const char* kLocalPlugin = "";
-#endif
-#ifdef EXECMCP_DOCKER_API_PLUGIN
-constexpr const char* kDockerApiPlugin = EXECMCP_DOCKER_API_PLUGIN;
-#else
-constexpr const char* kDockerApiPlugin = "";
 #endif
 #ifdef EXECMCP_DOCKER_CLI_PLUGIN
 constexpr const char* kDockerCliPlugin = EXECMCP_DOCKER_CLI_PLUGIN;
@@ -577,10 +570,6 @@ int run(int argc, char** argv) {
 }  // namespace execmcp::bench
 
 int main(int argc, char** argv) {
-  try {
-    return execmcp::bench::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "execmcp_docker_bench: %s\n", e.what());
-    return 1;
-  }
+  return execmcp::bench::run_main("execmcp_docker_bench",
+                                  [&] { return execmcp::bench::run(argc, argv); });
 }

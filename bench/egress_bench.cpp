@@ -31,15 +31,7 @@ using sdk::BackendInit;
 using sdk::ExecRequest;
 using sdk::ExecutorBackend;
 
-// Exit code when no engine or image is there: ctest reads it as a skip.
-constexpr int kSkipped = 77;
 constexpr const char* kEgressImage = "execmcp/egress:latest";
-
-#ifdef EXECMCP_DOCKER_API_PLUGIN
-constexpr const char* kDockerApiPlugin = EXECMCP_DOCKER_API_PLUGIN;
-#else
-constexpr const char* kDockerApiPlugin = "";
-#endif
 
 struct Options {
   std::string plugin = kDockerApiPlugin;
@@ -375,10 +367,6 @@ int run(int argc, char** argv) {
 }  // namespace execmcp::bench
 
 int main(int argc, char** argv) {
-  try {
-    return execmcp::bench::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "execmcp_egress_bench: %s\n", e.what());
-    return 1;
-  }
+  return execmcp::bench::run_main("execmcp_egress_bench",
+                                  [&] { return execmcp::bench::run(argc, argv); });
 }

@@ -759,10 +759,6 @@ Options parse(int argc, char** argv) {
 }  // namespace execmcp::bench
 
 int main(int argc, char** argv) {
-  try {
-    return execmcp::bench::run(execmcp::bench::parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "execmcp_load_bench: %s\n", e.what());
-    return 1;
-  }
+  return execmcp::bench::run_main(
+      "execmcp_load_bench", [&] { return execmcp::bench::run(execmcp::bench::parse(argc, argv)); });
 }

@@ -444,10 +444,7 @@ Options parse(int argc, char** argv) {
 }  // namespace execmcp::bench
 
 int main(int argc, char** argv) {
-  try {
+  return execmcp::bench::run_main("execmcp_per_user_bench", [&] {
     return execmcp::bench::run(execmcp::bench::parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "execmcp_per_user_bench: %s\n", e.what());
-    return 1;
-  }
+  });
 }
