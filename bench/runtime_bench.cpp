@@ -516,10 +516,12 @@ int run(int argc, char** argv) {
   if (::geteuid() == 0 && ::chown(ws.root.c_str(), 1000, 1000) != 0)
     throw std::runtime_error("cannot give the workspace to uid 1000");
   std::printf(
-      "execmcp_runtime_bench: image %s, engine %s, %s, %u cpus, load average at the start %s\n",
+      "execmcp_runtime_bench: image %s, engine %s, %s, %u cpus, load average at the start %s\n"
+      "  workspace %s (on %s; TMPDIR chooses where)\n",
       opt.image.c_str(), output_of("docker version --format '{{.Server.Version}}'").c_str(),
       output_of("runsc --version").c_str(), std::thread::hardware_concurrency(),
-      load_average().c_str());
+      load_average().c_str(), ws.root.c_str(),
+      output_of("stat -f -c %T " + ws.root.string()).c_str());
   std::fflush(stdout);
 
   std::vector<Row> rows;  // destroyed before `plugin`: every container is removed, even on error
