@@ -499,6 +499,28 @@ std::string missing(const Options& opt) {
   return {};
 }
 
+// Each measured runtime as the engine runs it; a warning when it logs (runsc --debug logs every
+// message to its gofer, --strace every system call: both slow it down several times).
+void print_runtimes(const Options& opt) {
+  const std::string lines = capture(
+      "docker info --format '{{range $k, $v := .Runtimes}}{{$k}} {{$v.Path}} "
+      "{{$v.Args}}{{\"\\n\"}}{{end}}'");
+  for (const auto& runtime : opt.runtimes) {
+    for (std::size_t pos = 0; pos < lines.size();) {
+      const std::size_t end = std::min(lines.find('\n', pos), lines.size());
+      const std::string line = lines.substr(pos, end - pos);
+      pos = end + 1;
+      if (!line.starts_with(runtime + " ")) continue;
+      std::printf("  runtime %s\n", line.c_str());
+      if (line.find("--debug") != std::string::npos || line.find("--strace") != std::string::npos)
+        std::printf(
+            "  WARNING: %s runs with --debug or --strace (its runtimeArgs on this engine): it logs "
+            "as it works, and its numbers are slower than without\n",
+            runtime.c_str());
+    }
+  }
+}
+
 int run(int argc, char** argv) {
   const Options opt = parse(argc, argv);
   if (const std::string why = missing(opt); !why.empty()) {
@@ -522,6 +544,7 @@ int run(int argc, char** argv) {
       output_of("runsc --version").c_str(), std::thread::hardware_concurrency(),
       load_average().c_str(), ws.root.c_str(),
       output_of("stat -f -c %T " + ws.root.string()).c_str());
+  print_runtimes(opt);
   std::fflush(stdout);
 
   std::vector<Row> rows;  // destroyed before `plugin`: every container is removed, even on error
