@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench_plugin.hpp"
@@ -117,7 +118,11 @@ class BackendSubject : public Subject {
   BackendSubject& operator=(const BackendSubject&) = delete;
 
   std::string start_warm() override {
-    warm_ = plugin_.create(init_for("w"));
+    try {
+      warm_ = plugin_.create(init_for("w"));
+    } catch (const std::exception& e) {  // the plugin refused the settings
+      return e.what();
+    }
     return warm_->start();
   }
 
