@@ -134,6 +134,7 @@ TEST(DockerSandboxControl, ARelocatedWorkspaceIsSeenAtOnceAndAFreshContainerTake
   const std::string pool = root.path() + "/pool-1";
   const std::string user = root.path() + "/user-a";
   fs::create_directories(pool);
+  root.give_contents_to_image_user();  // under gVisor no ACL would let uid 1000 write it
   auto backend = sandbox_backend("sbxmove", pool);
   ASSERT_TRUE(backend);
   ASSERT_EQ(backend->start(), "");
