@@ -131,8 +131,10 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     if (auto notice = lifecycle_.take_pending_notice(); !notice.empty())
       result.notices.insert(result.notices.begin(), std::move(notice));
     // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
+    // Under gVisor a process whose sandbox ended comes back as 128.
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
-        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0))
+        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0 ||
+         (result.exit_code == 128 && lifecycle_.runtime_is_gvisor())))
       exec_.explain_kill(result);
     return result;
   } catch (const std::exception& e) {

@@ -56,9 +56,11 @@ class CappedCollector final : public ExecStreamDecoder::Handler {
   std::string stderr_tail_;
 };
 
-// The engine created the exec but runc found the container's init gone: the command never ran.
+// The engine created the exec but the runtime found the container's init gone: the command never
+// ran (runc: "stopped state"; gVisor, whose sandbox was ending: "deleted state").
 bool exec_never_ran(const sdk::ExecResult& r) {
-  for (const std::string_view says : {"OCI runtime exec failed", "cannot exec in a stopped state"})
+  for (const std::string_view says : {"OCI runtime exec failed", "cannot exec in a stopped state",
+                                      "cannot exec in a deleted state"})
     if (r.exit_code == 126 && (r.stdout_data.find(says) != std::string::npos ||
                                r.stderr_data.find(says) != std::string::npos))
       return true;
@@ -353,6 +355,8 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
     }
   }
   if (state.exists && !state.running) {
+    // gVisor's engine reports 128 for a process whose sandbox ended: not the command's code.
+    if (gvisor && result.exit_code == 128) result.exit_code = -1;
     result.notices.push_back(
         "the container stopped during the command (its PID 1 exited with code " +
         std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
