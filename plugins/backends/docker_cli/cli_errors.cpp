@@ -164,8 +164,8 @@ EngineError classify_cli_failure(const CliRun& run, const CliTarget& target) {
       (contains(err, "network") && contains(err, "not found")))
     return EngineError::of(Kind::kNotFound, said);
   if (contains(err, "is not running") || contains(err, "container state improper") ||
-      contains(err, "is restarting") || contains(err, "stopped state") ||
-      contains(err, "deleted state") || contains(err, "container that has stopped"))
+      contains(err, "is restarting") || dc::says_container_init_gone(err) ||
+      contains(err, "container that has stopped"))
     return EngineError::of(Kind::kNotRunning, said);
   if (contains(err, "conflict") || contains(err, "is already in use") ||
       contains(err, "already exists") || contains(err, "already used") ||

@@ -81,6 +81,11 @@ ContainerInfo container_info_from_inspect(const json& doc) {
   return info;
 }
 
+bool says_container_init_gone(std::string_view text) {
+  return text.find("stopped state") != std::string_view::npos ||
+         text.find("deleted state") != std::string_view::npos;
+}
+
 RuntimeList runtime_list_from_info(const json& runtimes) {
   RuntimeList out;
   if (!runtimes.is_object()) return out;

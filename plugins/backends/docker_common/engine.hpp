@@ -82,6 +82,12 @@ struct ContainerInfo {
 // inspect`: the same shape).
 ContainerInfo container_info_from_inspect(const nlohmann::json& doc);
 
+// True when `text` (an exec's failure, lower case as the runtimes write it) says the container's
+// init is gone: runc's "... stopped state", gVisor's "... deleted state" (a sandbox that is
+// ending). The exec never ran; the container is, or is about to be, not running. (exec mode's
+// exec_never_ran() matches the whole "cannot exec in a ..." phrases in a command's output.)
+bool says_container_init_gone(std::string_view text);
+
 // Parses the engine's runtimes as GET /info's `Runtimes` (and `docker info --format '{{json
 // .Runtimes}}'`) give them: {name: {path, runtimeArgs}}. Anything else is an empty list.
 RuntimeList runtime_list_from_info(const nlohmann::json& runtimes);

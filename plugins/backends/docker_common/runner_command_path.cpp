@@ -212,8 +212,7 @@ std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& not
     // The container was stopping (or gone) when the runner's exec started ("cannot exec in a
     // stopped state", "is not running"): not the runner's fault. Once it has stopped, the next
     // attempt brings it back.
-    const bool stopping = last_error.find("stopped state") != std::string::npos ||
-                          last_error.find("deleted state") != std::string::npos ||
+    const bool stopping = says_container_init_gone(last_error) ||
                           !lifecycle_.inspect_state().value_or(ContainerState{}).running;
     if (attempt == 1 && stopping) {
       lifecycle_.wait_stopped(std::chrono::seconds(5));
