@@ -164,7 +164,7 @@ EngineError classify_cli_failure(const CliRun& run, const CliTarget& target) {
       (contains(err, "network") && contains(err, "not found")))
     return EngineError::of(Kind::kNotFound, said);
   if (contains(err, "is not running") || contains(err, "container state improper") ||
-      contains(err, "is restarting") || dc::says_container_init_gone(err) ||
+      contains(err, "is restarting") || docker_common::says_container_init_gone(err) ||
       contains(err, "container that has stopped"))
     return EngineError::of(Kind::kNotRunning, said);
   if (contains(err, "conflict") || contains(err, "is already in use") ||
