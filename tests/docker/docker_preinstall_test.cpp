@@ -4,6 +4,8 @@
 // preinstall_on_failure: continue, starts from the base image and says so.
 #include <time.h>
 
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "docker_test_support.hpp"
@@ -290,9 +292,19 @@ TEST(DockerPreinstall, WithEgressTheInstallGoesThroughTheAgentsProxyUnderItsPoli
   EXPECT_NE(failure.find("preinstall failed at step python"), std::string::npos) << failure;
   EXPECT_NE(failure.find("403"), std::string::npos) << failure;  // pip names the proxy's answer
   denied->cleanup();
-  // Nothing of either agent is left: no container, proxy or network.
-  EXPECT_EQ(trim(sh(outside_cli() + " ps -aq --filter name=execmcp-preeg-")), "");
-  EXPECT_EQ(trim(sh(outside_cli() + " network ls -q --filter name=execmcp-preeg-")), "");
+  // Nothing of either agent is left: no container, proxy or network. By this run's own names:
+  // the suite's run through the other backend may have its own "preeg" agent up at the same time.
+  const std::string name = container_of(agent("preeg", ws, ""));
+  const auto left = [&](const std::string& listing) {
+    std::string found;
+    std::istringstream names(sh(outside_cli() + " " + listing + " --filter name=" + name));
+    for (std::string line; std::getline(names, line);)
+      if (line == name || line == name + "-egress" || line == name + "-egress-net")
+        found += line + " ";
+    return found;
+  };
+  EXPECT_EQ(left("ps -a --format '{{.Names}}'"), "");
+  EXPECT_EQ(left("network ls --format '{{.Name}}'"), "");
 
   sh(outside_cli() + " rm -f " + server);
   sh(outside_cli() + " network rm " + net);
