@@ -265,15 +265,13 @@ std::map<std::string, std::string> ContainerLifecycle::owner_labels() const {
 std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
                                              const std::vector<ContainerInfo>* managed) {
   const auto init = this->init();
-  spec = make_container_spec(*init, settings_, user(), ::getpid(), host_name_);
+  spec = make_container_spec(*init, settings_, user(), ::getpid(), host_name_, runtime_is_gvisor_);
   {
     std::lock_guard lock(preinstall_mutex_);
     if (!preinstalled_image_.empty()) spec.image = preinstalled_image_;
   }
   spec.runner = runner_delivery_;
   spec.runner_source = runner_host_path_;
-  spec.pids_limit = engine_pids_limit(settings_.pids_limit, runtime_is_gvisor_);
-  if (runtime_is_gvisor_ && settings_.pids_limit > 0) spec.nproc_limit = settings_.pids_limit;
   // A protection never lapses: each protected path must be there, and be what it was at this
   // process's first start.
   if (auto err = check_protected_paths(); !err.empty()) return err;

@@ -1,6 +1,7 @@
 // Tests for the container spec: name sanitizing, labels, mounts, limits and the create body.
 #include "docker_common/container_spec.hpp"
 
+#include "docker_common/runtime_check.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "execmcp/common/base64.hpp"
 
@@ -245,6 +246,21 @@ TEST(ContainerCreateBody, NoLimitsMeansNoLimitKeys) {
   EXPECT_FALSE(host.contains("NanoCpus"));
   EXPECT_FALSE(host.contains("PidsLimit"));
   EXPECT_FALSE(host.contains("Ulimits"));  // RLIMIT_NPROC only under gVisor (nproc_limit)
+}
+
+TEST(ContainerSpec, UnderGvisorThePidsLimitCountsTheSandboxAndTheAgentsIsItsNproc) {
+  DockerSettings s;
+  s.pids_limit = 64;
+  const auto runc = make_container_spec(sample_init(), s, "1000:1000", 1, "h");
+  EXPECT_EQ(runc.pids_limit, 64);
+  EXPECT_EQ(runc.nproc_limit, 0);  // Linux counts RLIMIT_NPROC per user, host-wide
+  const auto gvisor = make_container_spec(sample_init(), s, "1000:1000", 1, "h", true);
+  EXPECT_EQ(gvisor.pids_limit, kGvisorSandboxTasks + 64 * kGvisorTasksPerProcess);
+  EXPECT_EQ(gvisor.nproc_limit, 64);
+  s.pids_limit = 0;  // no limit stays no limit
+  const auto unlimited = make_container_spec(sample_init(), s, "1000:1000", 1, "h", true);
+  EXPECT_EQ(unlimited.pids_limit, 0);
+  EXPECT_EQ(unlimited.nproc_limit, 0);
 }
 
 TEST(ContainerCreateBody, AnNprocLimitIsTheContainersNprocUlimit) {
