@@ -19,8 +19,6 @@
 #include <boost/filesystem/path.hpp>
 #include <boost/process/args.hpp>
 #include <boost/process/child.hpp>
-#include <boost/process/env.hpp>
-#include <boost/process/environment.hpp>
 #include <boost/process/exe.hpp>
 #include <boost/process/extend.hpp>
 #include <boost/process/posix.hpp>
@@ -281,18 +279,28 @@ std::unique_ptr<Child> ChildLauncher::spawn(
     return nullptr;
   }
 
-  bp::environment env;  // built from nothing: the child inherits no variable of ours
-  for (const auto& [k, v] : env_) env[k] = v;
+  // The child's whole environment, built from nothing: it inherits no variable of ours. Not with
+  // bp::environment: Boost 1.74 compares a name with each entry over the name's length, reading
+  // past the end of a shorter entry (ASan saw it). Both maps are keyed, so no name repeats.
+  std::vector<std::string> entries;
+  entries.reserve(env_.size() + (extra_env != nullptr ? extra_env->size() : 0));
+  for (const auto& [k, v] : env_) entries.push_back(k + '=' + v);
   if (extra_env != nullptr)
     for (const auto& [k, v] : *extra_env)
-      if (env_.count(k) == 0) env[k] = v;  // never one of the CLI's own
+      if (env_.count(k) == 0) entries.push_back(k + '=' + v);  // never one of the CLI's own
+  std::vector<char*> envp;
+  envp.reserve(entries.size() + 1);
+  for (auto& entry : entries) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   std::error_code ec;
   pid_t pid = -1;
   {
     std::lock_guard lock(spawn_mutex());
     bp::child c(
-        bp::exe = program_, bp::args = args, env, bp::posix::fd.bind(STDIN_FILENO, in),
-        bp::posix::fd.bind(STDOUT_FILENO, out), bp::posix::fd.bind(STDERR_FILENO, err),
+        bp::exe = program_, bp::args = args,
+        bp::extend::on_setup = [&envp](auto& exec) { exec.env = envp.data(); },
+        bp::posix::fd.bind(STDIN_FILENO, in), bp::posix::fd.bind(STDOUT_FILENO, out),
+        bp::posix::fd.bind(STDERR_FILENO, err),
         bp::extend::on_exec_setup =
             [](auto&) {
               // A group of its own: a terminal's ^C reaches the server, whose clean-up still

@@ -50,6 +50,33 @@ TEST(ChildLauncher, TheEnvironmentIsExactlyTheOneGiven) {
   EXPECT_EQ(r.out, "DOCKER_CONFIG=/cfg\nHOME=/nonexistent\nLC_ALL=C\nPATH=/usr/bin:/bin\n");
 }
 
+// Boost.Process 1.74's environment compared a name with every entry over the name's length, so a
+// long name read past a shorter entry's end (ASan: heap-buffer-overflow in docker_options_cli_exec,
+// 37 variables). Names sort after a short heap-held entry, in env and in extra_env alike.
+TEST(ChildLauncher, LongNamesBesideShortEntriesAreSetExactly) {
+  auto env = base_env();
+  env["AA_SHORT_ENTRY"] = "12";  // 17 bytes with its '=': held on the heap, shorter than the next
+  env["ZZ_A_VARIABLE_NAME_FAR_LONGER_THAN_THE_ENTRY_BEFORE_IT"] = "one";
+  ChildLauncher launcher("env", env);
+  ASSERT_TRUE(launcher.error().empty()) << launcher.error();
+  const std::map<std::string, std::string> extra{
+      {"ZZ_ANOTHER_VARIABLE_NAME_LONGER_THAN_EVERY_ENTRY_OF_THE_LAUNCHER_ITSELF", "two"},
+      {"PATH", "/never/replaced"}};
+  std::string error;
+  auto child = launcher.spawn({}, ChildStdio{}, error, &extra);
+  ASSERT_TRUE(child) << error;
+  EXPECT_EQ(child->wait_exit(), 0);
+  std::string out;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(child->out_fd(), buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  EXPECT_EQ(out,
+            "AA_SHORT_ENTRY=12\nHOME=/nonexistent\nLC_ALL=C\nPATH=/usr/bin:/bin\n"
+            "ZZ_A_VARIABLE_NAME_FAR_LONGER_THAN_THE_ENTRY_BEFORE_IT=one\n"
+            "ZZ_ANOTHER_VARIABLE_NAME_LONGER_THAN_EVERY_ENTRY_OF_THE_LAUNCHER_ITSELF=two\n");
+}
+
 TEST(ChildLauncher, TheBinaryIsLookedUpInTheChildsPath) {
   ChildLauncher found("sh", base_env());
   EXPECT_TRUE(found.error().empty());
