@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Installs missing Debian packages, then configures and builds execmcp into build/ (or $EXECMCP_BUILD_DIR).
-#   scripts/build.sh [--test] [extra cmake args...]
-# Without --test it builds what `cmake --install` installs (the server, its plugins and programs:
-# target execmcp_product); --test adds the test dependencies and builds every target.
+#   scripts/build.sh [--test|--release-checks] [extra cmake args...]
+# Without an option it builds what `cmake --install` installs (the server, its plugins and
+# programs: target execmcp_product); --test adds the test dependencies and builds every target;
+# --release-checks builds the product and the benches, all that the tests with the labels bench,
+# deploy, load and install run (CI runs every other test in the ASan tree: scripts/test.sh --ci).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
 
 deps_args=()
 targets=(--target execmcp_product)
-if [ "${1:-}" = "--test" ]; then
-  deps_args+=(--test)
-  targets=()
-  shift
-fi
+case "${1:-}" in
+  --test) deps_args+=(--test); targets=(); shift ;;
+  --release-checks) deps_args+=(--test); targets=(--target execmcp_product execmcp_benches); shift ;;
+esac
 "$root/scripts/install-deps.sh" "${deps_args[@]}"
 
 jobs="${EXECMCP_JOBS:-$(nproc)}"

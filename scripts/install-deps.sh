@@ -21,7 +21,7 @@ for arg in "$@"; do
 done
 
 packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates clang-format
+  build-essential cmake ninja-build pkg-config git ca-certificates clang-format ccache
   libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
   libssl-dev libjwt-dev

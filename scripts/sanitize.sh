@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
 # Runs the test suites under the sanitizers, each in its own build tree next to build/:
-#   build-asan  the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails)
+#   build-asan  every test under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails)
+#               but those that must run release binaries (labels bench, deploy, load, install:
+#               scripts/test.sh --ci runs them in build/): CI's main pass
 #   build-tsan  the MCP layer, the HTTP server, the local backend, command supervision, the
 #               docker-api runner channel, the agents (per-user sandboxes' timers and pool) and the
 #               container backend's unit tests under ThreadSanitizer
-#   scripts/sanitize.sh [asan|tsan]...     (default: both)
+#   scripts/sanitize.sh [--build-only|--test-only] [asan|tsan]...     (default: both)
 # Called by `scripts/test.sh --ci`, which sets up what the suites need first (packages, Docker
-# engine and runtime image, the e2e client); run alone, the docker-labelled tests skip.
+# engine and runtime image, the e2e client); run alone, the docker-labelled tests fail without an
+# engine (EXECMCP_DOCKER_TESTS=0 skips them).
+# The sanitizer trees compile at -O1 -g1 (line tables: a report still names file and line), as
+# OSS-Fuzz builds its sanitizer targets: half the compile time of -O2 -g, and nothing the
+# sanitizers check is lost (they see every line that runs either way).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+do_build=1
+do_test=1
+case "${1:-}" in
+  --build-only) do_test=0; shift ;;
+  --test-only) do_build=0; shift ;;
+esac
 modes=("$@")
 [ "${#modes[@]}" -gt 0 ] || modes=(asan tsan)
 
-"$root/scripts/install-deps.sh" --test
+[ "$do_build" = 0 ] || "$root/scripts/install-deps.sh" --test
 
 configure_and_build() {  # dir flags targets...
   local dir="$1" flags="$2"
   shift 2
+  [ "$do_build" = 1 ] || return 0
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXECMCP_BUILD_BENCH=OFF \
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
       "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
       "-DCMAKE_SHARED_LINKER_FLAGS=$flags" "-DCMAKE_MODULE_LINKER_FLAGS=$flags" >&2
   fi
@@ -34,15 +48,12 @@ for mode in "${modes[@]}"; do
       # Every report is fatal; leaks of a test process count too.
       export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=0"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-      echo "sanitize: whole suite under ASan+UBSan" >&2
-      # The deployment and load tests run the program in images and at length: once (in the main
-      # pass) is enough. So are docker-cli's runs on the engine (and over SSH, with Podman): they
-      # repeat docker-api's suites through the shared container backend, which runs here, and the
-      # CLI plugin's own code runs here in its unit tests (a fake docker binary). The gVisor runs
-      # (runsc) repeat docker-api's suites on another runtime, mostly through the same code as
-      # here; runtime_check's runs here in its unit tests, the stop check only in the main pass.
-      (cd "$dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" \
-        -LE "format|install|bench|deploy|load|ssh|podman|docker-cli|runsc")
+      [ "$do_test" = 1 ] || continue
+      echo "sanitize: every test under ASan+UBSan but the release-only labels" >&2
+      # The benches, the deployment images, the load tests and `cmake --install` run release
+      # binaries (scripts/test.sh --ci runs them in build/); everything else runs here, the
+      # Docker suites in every column (backend, exec mode, runtime, SSH, Podman) included.
+      "$root/scripts/ctest-pass.sh" "$dir" asan --skip '^(bench|deploy|load|install)$'
       ;;
     tsan)
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
@@ -50,6 +61,7 @@ for mode in "${modes[@]}"; do
         --target execmcp_mcp_tests execmcp_http_tests execmcp_local_tests execmcp_plugin_local \
         execmcp_local_supervisor execmcp_supervision_tests execmcp_docker_api_unit_tests \
         execmcp_host_agent_test execmcp_docker_common_unit_tests
+      [ "$do_test" = 1 ] || continue
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
       echo "sanitize: MCP, HTTP, local, supervision, runner-channel, agent (per-user sandboxes) and" \
         "container-backend suites under TSan" >&2

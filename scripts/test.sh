@@ -2,43 +2,209 @@
 # Installs everything the tests need, builds, starts a Docker engine if none answers, builds the
 # runtime image (cached), installs the MCP client for the end-to-end tests, and runs every test.
 #   scripts/test.sh [ctest args...]      e.g. scripts/test.sh -L docker   or   -LE docker
-#   scripts/test.sh --ci                 what CI runs: every test, then the whole suite again under
-#                                        ASan+UBSan, the MCP and local suites under TSan
-#                                        (scripts/sanitize.sh) and each fuzz target for 30 s
-#                                        (scripts/fuzz.sh) from a fixed seed, so a CI run
-#                                        can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one)
+#   scripts/test.sh --ci                 what CI runs (.ci/run): every test once, with the sanitizers
+# Without --ci every test runs once in the release tree build/ (scripts/ctest-pass.sh: the tests
+# without an engine one per core, then the Docker ones EXECMCP_DOCKER_TEST_JOBS at once).
+# With --ci the main pass runs in the ASan+UBSan tree (build-asan/): every test but those that must
+# run release binaries (label bench, deploy, load, install), which run in build/, where only the
+# product and the benches are built. Then the MCP, HTTP, local and container suites under TSan
+# (scripts/sanitize.sh) and each fuzz target for 30 s (scripts/fuzz.sh) from a fixed seed, so a CI
+# run can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one).
+# Each phase prints its wall time, and a table of them closes the run; under --ci a phase that goes
+# past its budget (below) fails the run with its name, so a slow change is caught by its author.
+# Each ctest run writes a JUnit file into its build tree (junit-*.xml).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
+asan_dir="${EXECMCP_ASAN_BUILD_DIR:-$root/build-asan}"
 ci=0
 if [ "${1:-}" = "--ci" ]; then ci=1; shift; fi
+docker_tests="${EXECMCP_DOCKER_TESTS:-1}"
+# The labels whose tests run release binaries: the benches, the deployment images, the load tests
+# and `cmake --install`. In CI they are the release tree's whole pass.
+release_labels='^(bench|deploy|load|install)$'
 
-"$root/scripts/build.sh" --test
+# --- phases: name, wall time, budget --------------------------------------------------------------
+start_all=$(date +%s)
+phase_rows=()
+log_dir="$(mktemp -d "${TMPDIR:-/tmp}/execmcp-test.XXXXXX")"
 
-engine_started=0
+say() { echo "test.sh: $*" >&2; }
+
+print_table() {
+  local total=$(($(date +%s) - start_all)) row budget=- result=ok
+  if [ "$ci" = 1 ]; then
+    budget="$ci_budget_total"
+    [ "$total" -le "$budget" ] || result=OVER
+  fi
+  say "phases (wall seconds; budgets apply under --ci):"
+  printf '  %-34s %7s %7s %7s  %s\n' phase start wall budget result >&2
+  for row in "${phase_rows[@]}"; do
+    # shellcheck disable=SC2086
+    printf '  %-34s %7s %7s %7s  %s\n' $row >&2
+  done
+  printf '  %-34s %7s %7s %7s  %s\n' total 0 "$total" "$budget" "$result" >&2
+}
+
+# record NAME START SECONDS BUDGET RESULT
+record() {
+  local name="${1// /_}"
+  local budget="$4"
+  [ "$budget" != 0 ] || budget=-
+  phase_rows+=("$name $(($2 - start_all)) $3 $budget $5")
+}
+
+# phase NAME BUDGET CMD...: runs CMD, records its wall time; a failure ends the run, and under --ci
+# so does a phase past its budget (seconds; 0 for none).
+phase() {
+  local name="$1" budget="$2" t0 rc=0 secs
+  shift 2
+  t0=$(date +%s)
+  say "==> $name"
+  "$@" || rc=$?
+  secs=$(($(date +%s) - t0))
+  if [ "$rc" != 0 ]; then
+    record "$name" "$t0" "$secs" "$budget" "FAILED($rc)"
+    say "<== $name FAILED (exit $rc) after ${secs}s"
+    exit "$rc"
+  fi
+  if [ "$ci" = 1 ] && [ "$budget" -gt 0 ] && [ "$secs" -gt "$budget" ]; then
+    record "$name" "$t0" "$secs" "$budget" OVER
+    say "<== $name took ${secs}s, over its budget of ${budget}s (scripts/test.sh): find what made" \
+      "it slower in the table and the slowest tests above, then speed it up or, if the cost is" \
+      "worth it, raise the budget in the same change"
+    exit 1
+  fi
+  record "$name" "$t0" "$secs" "$budget" ok
+  say "<== $name ${secs}s"
+}
+
+# --- phases in the background: they wait on the network or the engine, or take only idle CPU -------
+declare -A bg_pid=() bg_t0=() bg_budget=()
+
+# background NAME BUDGET CMD...: starts CMD beside what follows, its output into a log of its own.
+background() {
+  local name="$1" budget="$2"
+  shift 2
+  bg_t0[$name]=$(date +%s)
+  bg_budget[$name]="$budget"
+  say "==> $name (in the background)"
+  (
+    rc=0
+    "$@" >"$log_dir/$name.log" 2>&1 || rc=$?
+    echo "$rc $(date +%s)" >"$log_dir/$name.done"
+  ) &
+  bg_pid[$name]=$!
+}
+
+# await NAME: waits for a background phase and records the wall time it ran; a failure prints its
+# log and ends the run, and under --ci so does a phase past its budget.
+await() {
+  local name="$1" rc end secs budget
+  [ -n "${bg_pid[$name]:-}" ] || return 0
+  wait "${bg_pid[$name]}" || true
+  unset "bg_pid[$name]"
+  read -r rc end <"$log_dir/$name.done" || { rc=1; end=$(date +%s); }
+  secs=$((end - bg_t0[$name]))
+  budget="${bg_budget[$name]}"
+  if [ "$rc" != 0 ]; then
+    cat "$log_dir/$name.log" >&2
+    record "$name" "${bg_t0[$name]}" "$secs" "$budget" "FAILED($rc)"
+    say "<== $name FAILED (exit $rc) after ${secs}s: its log is above"
+    exit "$rc"
+  fi
+  grep -E '^[a-z.-]+(\.sh)?: ' "$log_dir/$name.log" | tail -n 20 >&2 || true
+  if [ "$ci" = 1 ] && [ "$budget" -gt 0 ] && [ "$secs" -gt "$budget" ]; then
+    record "$name" "${bg_t0[$name]}" "$secs" "$budget" OVER
+    say "<== $name took ${secs}s, over its budget of ${budget}s (scripts/test.sh)"
+    exit 1
+  fi
+  record "$name" "${bg_t0[$name]}" "$secs" "$budget" ok
+  say "<== $name ${secs}s (in the background)"
+}
+
+kill_tree() {  # pid: the process and everything it started
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+
 cleanup() {
-  if [ "$engine_started" = 1 ]; then "$root/scripts/docker-engine.sh" stop --force || true; fi
+  local rc=$? name
+  for name in "${!bg_pid[@]}"; do kill_tree "${bg_pid[$name]}"; done
+  print_table
+  # The engine, when this run started it (engine_and_images leaves the mark).
+  if [ -f "$log_dir/engine-started" ]; then "$root/scripts/docker-engine.sh" stop --force || true; fi
+  rm -rf "$log_dir"
+  exit "$rc"
 }
 trap cleanup EXIT
 
-if [ "${EXECMCP_DOCKER_TESTS:-1}" != 0 ]; then
+# Budgets (seconds) under --ci, each with room over a cold run's time on 2 cores; the total is CI's
+# own goal (45 minutes; its limit is 90).
+ci_budget_total=2700
+budget_deps=480 budget_engine=600 budget_e2e=300
+budget_build_asan=900 budget_build_rest=1500 budget_test_asan=900 budget_test_release=600
+budget_test_tsan=300 budget_fuzz=300
+
+engine_and_images() {
   if ! "$root/scripts/docker-engine.sh" status >/dev/null 2>&1; then
-    "$root/scripts/docker-engine.sh" start
-    engine_started=1
+    "$root/scripts/docker-engine.sh" start || return 1
+    touch "$log_dir/engine-started"
   fi
   # The runtime image, its sudo variant for the `sudo: true` tests (docker_options), and the
   # egress proxy of `network: egress` agents (docker_egress_*, preinstall, e2e; they skip without).
   "$root/docker/build.sh" --runtime --sudo --egress
-fi
+}
 
-# The end-to-end tests drive the real server with the official MCP TypeScript SDK client.
-if [ -f "$root/tests/e2e/package.json" ]; then
+start_engine_and_images() {
+  [ "$docker_tests" = 0 ] || background engine_and_images "$budget_engine" engine_and_images
+}
+
+e2e_deps() {
+  # The end-to-end tests drive the real server with the official MCP TypeScript SDK client.
+  [ -f "$root/tests/e2e/package.json" ] || return 0
   (cd "$root/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error >&2)
+}
+
+if [ "$ci" = 0 ]; then
+  phase deps 0 "$root/scripts/install-deps.sh" --test
+  start_engine_and_images
+  phase build 0 "$root/scripts/build.sh" --test
+  phase e2e_deps 0 e2e_deps
+  await engine_and_images
+  phase tests 0 "$root/scripts/ctest-pass.sh" "$build_dir" main "$@"
+  exit 0
 fi
 
-(cd "$build_dir" && ctest --output-on-failure --timeout 900 -j "${EXECMCP_TEST_JOBS:-2}" "$@")
-
-if [ "$ci" = 1 ]; then
-  "$root/scripts/sanitize.sh" asan tsan
-  EXECMCP_FUZZ_SEED="${EXECMCP_FUZZ_SEED:-1}" "$root/scripts/fuzz.sh" "${EXECMCP_FUZZ_SECONDS:-30}"
+# --- CI -------------------------------------------------------------------------------------------
+# The ASan tree first, with both cores. Then, while its tests run (the Docker half waits on the
+# engine, not the CPU), the release, TSan and fuzz trees build at the lowest CPU priority, so they
+# take only what the tests leave idle.
+rest_of_builds() {
+  nice -n 19 "$root/scripts/build.sh" --release-checks &&
+    nice -n 19 "$root/scripts/sanitize.sh" --build-only tsan &&
+    nice -n 19 "$root/scripts/fuzz.sh" build
+}
+[ "$#" = 0 ] || { say "--ci takes no ctest arguments (it runs every test)"; exit 2; }
+phase deps "$budget_deps" "$root/scripts/install-deps.sh" --test --fuzz
+start_engine_and_images
+phase build_asan "$budget_build_asan" "$root/scripts/sanitize.sh" --build-only asan
+phase e2e_deps "$budget_e2e" e2e_deps
+await engine_and_images
+background build_release_tsan_fuzz "$budget_build_rest" rest_of_builds
+phase tests_asan "$budget_test_asan" "$root/scripts/sanitize.sh" --test-only asan
+await build_release_tsan_fuzz
+phase tests_release "$budget_test_release" \
+  "$root/scripts/ctest-pass.sh" "$build_dir" release --only "$release_labels"
+phase tests_tsan "$budget_test_tsan" "$root/scripts/sanitize.sh" --test-only tsan
+phase fuzz "$budget_fuzz" env EXECMCP_FUZZ_SEED="${EXECMCP_FUZZ_SEED:-1}" \
+  "$root/scripts/fuzz.sh" run "${EXECMCP_FUZZ_SECONDS:-30}"
+# Every test the trees register ran in one of the passes (a label moved out of both fails here).
+phase coverage 60 python3 "$root/scripts/ci-coverage.py" asan="$asan_dir" \
+  release="$build_dir:$release_labels"
+total=$(($(date +%s) - start_all))
+if [ "$total" -gt "$ci_budget_total" ]; then
+  say "the whole run took ${total}s, over CI's goal of ${ci_budget_total}s: the table says where"
+  exit 1
 fi
