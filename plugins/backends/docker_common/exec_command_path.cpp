@@ -355,6 +355,15 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
     }
   }
   if (state.exists && !state.running) {
+    // The engine learns of an OOM kill from an event of its own, which can land after the exit it
+    // already reports (seen under gVisor on a loaded machine): a PID 1 ended by SIGKILL is looked
+    // at again for up to 2 s before the kill is put down to something else.
+    for (int i = 0; i < 10 && state.exit_code == 137 && !state.oom_killed; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const auto again = lifecycle_.inspect_state();
+      if (!again || !again->exists || again->running) break;
+      state = *again;
+    }
     // gVisor's engine reports 128 for a process whose sandbox ended: not the command's code.
     if (gvisor && result.exit_code == 128) result.exit_code = -1;
     result.notices.push_back(

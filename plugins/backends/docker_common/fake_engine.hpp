@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,9 @@ class FakeEngine final : public Engine {
   InstallSpec last_install;
   // The options of the last exec().
   ExecOptions last_exec;
+  // Called on the stored container at each inspect(), before it is copied out: a state that
+  // changes between two looks (an OOM event the engine learns of after the exit).
+  std::function<void(ContainerInfo&)> on_inspect;
 
   // What follow_logs() of one container reads: text a test appends (from any thread), streams that
   // it can end (the container stopped or restarted). Every follow reads the whole log from its
@@ -193,8 +197,9 @@ class FakeEngine final : public Engine {
   }
   EngineError inspect(const std::string& name, ContainerInfo& out) override {
     if (auto err = connect(); !err.ok()) return err;
-    const auto* c = find(name);
+    auto* c = find(name);
     if (c == nullptr) return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    if (on_inspect) on_inspect(*c);
     out = *c;
     return {};
   }

@@ -104,6 +104,25 @@ TEST_F(ExecCommandPathTest, AProbeNeverBringsTheContainerBack) {
   EXPECT_EQ(engine_.count("create " + name()), 0u);
 }
 
+// The engine learns of an OOM kill from an event of its own, which can land after the exit it
+// reports (seen under gVisor on a loaded machine: "exited with code 137, OOMKilled=false").
+TEST_F(ExecCommandPathTest, AnOomKillTheEngineLearnsOfAfterTheExitIsReportedAsOne) {
+  auto& state = engine_.containers[name()].state;
+  state.running = false;
+  state.exit_code = 137;
+  state.oom_killed = false;
+  int looks = 0;
+  engine_.on_inspect = [&looks](ContainerInfo& c) {
+    if (++looks == 3) c.state.oom_killed = true;
+  };
+  sdk::ExecResult r;
+  r.exit_code = 137;
+  path_->explain_kill(r);
+  ASSERT_EQ(r.notices.size(), 1u);
+  EXPECT_TRUE(has(r.notices[0], "exited with code 137, OOMKilled=true")) << r.notices[0];
+  EXPECT_GE(looks, 3);
+}
+
 TEST_F(ExecCommandPathTest, AnUnreachableEngineIsTheCallsError) {
   engine_.reachable = false;
   const auto r = path_->run(echo());
