@@ -3,8 +3,9 @@
 #   scripts/build.sh [--test|--release-checks] [extra cmake args...]
 # Without an option it builds what `cmake --install` installs (the server, its plugins and
 # programs: target execmcp_product); --test adds the test dependencies and builds every target;
-# --release-checks builds the product and the benches, all that the tests with the labels bench,
-# deploy, load and install run (CI runs every other test in the ASan tree: scripts/test.sh --ci).
+# --release-checks builds the product, the benches and the programs that the tests with the labels
+# bench, deploy, load and install run (target execmcp_release_checks; CI runs every other test in
+# the ASan tree: scripts/test.sh --ci).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${EXECMCP_BUILD_DIR:-$root/build}"
@@ -13,7 +14,7 @@ deps_args=()
 targets=(--target execmcp_product)
 case "${1:-}" in
   --test) deps_args+=(--test); targets=(); shift ;;
-  --release-checks) deps_args+=(--test); targets=(--target execmcp_product execmcp_benches); shift ;;
+  --release-checks) deps_args+=(--test); targets=(--target execmcp_release_checks); shift ;;
 esac
 "$root/scripts/install-deps.sh" "${deps_args[@]}"
 

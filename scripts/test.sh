@@ -7,9 +7,9 @@
 # without an engine one per core, then the Docker ones EXECMCP_DOCKER_TEST_JOBS at once).
 # With --ci the main pass runs in the ASan+UBSan tree (build-asan/): every test but those that must
 # run release binaries (label bench, deploy, load, install), which run in build/, where only the
-# product and the benches are built. Then the MCP, HTTP, local and container suites under TSan
-# (scripts/sanitize.sh) and each fuzz target for 30 s (scripts/fuzz.sh) from a fixed seed, so a CI
-# run can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one).
+# product, the benches and the programs those tests call are built. Then the MCP, HTTP, local and
+# container suites under TSan (scripts/sanitize.sh) and each fuzz target for 30 s (scripts/fuzz.sh)
+# from a fixed seed, so a CI run can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one).
 # Each phase prints its wall time, and a table of them closes the run; under --ci a phase that goes
 # past its budget (below) fails the run with its name, so a slow change is caught by its author.
 # Each ctest run writes a JUnit file into its build tree (junit-*.xml).
