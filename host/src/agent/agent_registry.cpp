@@ -62,13 +62,16 @@ AgentRegistry::Entry AgentRegistry::build_per_user(const AgentConfig& agent_conf
     std::filesystem::create_directories(per_user.workspace_root, ec);
     if (!ec) ::chmod(per_user.workspace_root.c_str(), 0700);
   }
-  // The template: checks the plugins' settings now and answers tools/list; never started.
-  Entry entry;
-  entry.agent = build_per_user_template(*config_, agent_config, *plugins_, options);
-  entry.isolated = true;
-  AgentConfig shape = agent_config;
   const std::string instance =
       options.instance_id.empty() ? make_instance_id() : options.instance_id;
+  // The template: checks the plugins' settings now and answers tools/list; never started. It has
+  // the longest instance id a user's sandbox can have, so a name that would not fit is refused now.
+  Entry entry;
+  AgentBuildOptions template_options = options;
+  template_options.instance_id = instance + "-" + UserSandboxes::longest_sandbox_name();
+  entry.agent = build_per_user_template(*config_, agent_config, *plugins_, template_options);
+  entry.isolated = true;
+  AgentConfig shape = agent_config;
   SandboxBuilder build = [config = config_, plugins = plugins_.get(), shape, options, instance](
                              const std::string& workspace, const std::string& name) {
     AgentConfig one = shape;

@@ -303,7 +303,7 @@ std::string UserSandbox::make(std::vector<std::string>& notices) {
     owner_.release_surplus_warm();
     if (std::string error = make_private_dir(dir_); !error.empty()) return error;
     try {
-      agent = owner_.build(dir_, key_);
+      agent = owner_.build(dir_, UserSandboxes::user_sandbox_name(key_));
     } catch (const std::exception& e) {
       return "agent '" + owner_.id() + "': cannot make a sandbox for this user: " + e.what();
     }
@@ -388,8 +388,37 @@ UserSandboxes::~UserSandboxes() {
   stop_all();
 }
 
+std::string UserSandboxes::user_sandbox_name(const std::string& key) {
+  std::string out = "u-";
+  for (char c : key) {
+    switch (c) {
+      case '_':
+        out += "__";
+        break;
+      case '-':
+        out += "_d";
+        break;
+      case '.':
+        out += "_p";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string UserSandboxes::warm_sandbox_name(std::uint64_t n) {
+  return "w-" + std::to_string(n);
+}
+
+std::string UserSandboxes::longest_sandbox_name() {
+  return user_sandbox_name(std::string(kMaxUserKey, '_'));
+}
+
 bool UserSandboxes::valid_user_key(const std::string& key) {
-  if (key.empty() || key.size() > 63 || key.front() == '.' || key.front() == '-') return false;
+  if (key.empty() || key.size() > kMaxUserKey || key.front() == '.' || key.front() == '-')
+    return false;
   for (char c : key) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
@@ -558,7 +587,7 @@ bool UserSandboxes::make_warm() {
   {
     std::lock_guard lock(mutex_);
     const std::uint64_t n = ++warm_serial_;
-    name = "warm-" + std::to_string(n);
+    name = warm_sandbox_name(n);
     dir = config_.workspace_root + "/.warm-" + std::to_string(::getpid()) + "-" + std::to_string(n);
   }
   std::error_code ec;

@@ -27,7 +27,8 @@ namespace execmcp::host {
 inline const std::string kUserSandboxCwd = "/workspace";
 
 // Makes one sandbox's agent, not started: `workspace` is its directory on the host (it exists),
-// `name` goes into its container's name ("alice", "warm-3"). Throws like build_agent.
+// `name` goes into its instance id and so its container's name (UserSandboxes::user_sandbox_name(),
+// warm_sandbox_name()). Throws like build_agent.
 using SandboxBuilder = std::function<std::unique_ptr<ConfiguredAgent>(const std::string& workspace,
                                                                       const std::string& name)>;
 
@@ -82,8 +83,20 @@ class UserSandboxes {
   [[nodiscard]] const PerUserConfig& config() const { return config_; }
   [[nodiscard]] SandboxCounts counts() const;
   [[nodiscard]] SandboxEvents events() const;
-  // A key that can name a workspace directory: a token name's alphabet, not starting with '.'.
+  // A key that can name a workspace directory: a token name's alphabet, not starting with '.',
+  // at most kMaxUserKey characters.
   [[nodiscard]] static bool valid_user_key(const std::string& key);
+  static constexpr std::size_t kMaxUserKey = 63;
+  // The part of a sandbox's instance id (and so of its container's name) that tells it from the
+  // others of its agent. A user's is "u-" and the key with '_', '-' and '.' written as "__", "_d"
+  // and "_p": one key gives one name and no two keys the same, it holds no '-' after the prefix,
+  // so it never ends in a suffix execmcp adds for another object ("-egress"), and it never equals a
+  // warm sandbox's "w-<n>" (docs/security.md, Names and ownership).
+  [[nodiscard]] static std::string user_sandbox_name(const std::string& key);
+  [[nodiscard]] static std::string warm_sandbox_name(std::uint64_t n);
+  // The longest user_sandbox_name() (a key of kMaxUserKey '_'): the per-user template is checked
+  // with it at load, so a key that fits the alphabet always fits the engine's names too.
+  [[nodiscard]] static std::string longest_sandbox_name();
 
  private:
   friend class UserSandbox;
@@ -91,7 +104,7 @@ class UserSandboxes {
   struct Warm {
     std::unique_ptr<ConfiguredAgent> agent;  // started, runner ready
     std::string dir;                         // <workspace_root>/.warm-<instance>-<n>
-    std::string name;                        // "warm-<n>": in its container's name
+    std::string name;                        // warm_sandbox_name(): in its container's name
   };
   // A started warm container moved to `dir` (renamed from its pool directory); null when none is
   // ready or the move failed (then the caller makes one).

@@ -79,6 +79,7 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
   if (!spec.user.empty()) a.push_back("--user=" + spec.user);  // empty: the image's, as "User": ""
   if (!spec.working_dir.empty()) a.push_back("--workdir=" + spec.working_dir);
   a.push_back("--network=" + spec.network);
+  if (!spec.network_alias.empty()) a.push_back("--network-alias=" + spec.network_alias);
   if (!spec.runtime.empty()) a.push_back("--runtime=" + spec.runtime);
   a.push_back("--cap-drop=ALL");
   if (spec.sudo) {

@@ -117,7 +117,8 @@ ContainerLifecycle::ContainerLifecycle(const sdk::BackendInit& init, std::string
       !err.empty())
     throw std::invalid_argument(err);
   if (settings_.egress && !attached()) {
-    egress_ = std::make_unique<EgressProxy>(engine_, name_, *settings_.egress, init_->agent_id);
+    egress_ = std::make_unique<EgressProxy>(engine_, name_, *settings_.egress, init_->agent_id,
+                                            ownership());
     egress_log_ =
         std::make_unique<EgressLogFollower>(engine_, egress_->proxy(), *settings_.egress, log_);
   }
@@ -257,6 +258,11 @@ void ContainerLifecycle::remove_orphan_networks() {
   }
 }
 
+Ownership ContainerLifecycle::ownership() const {
+  const auto init = this->init();
+  return {init->agent_id, init->instance_id, ""};
+}
+
 std::map<std::string, std::string> ContainerLifecycle::owner_labels() const {
   const auto init = this->init();
   return container_labels(init->agent_id, init->instance_id, ::getpid(), host_name_);
@@ -379,9 +385,12 @@ std::string ContainerLifecycle::create_and_start(const std::vector<ContainerInfo
     if (err.kind == Kind::kImageMissing)
       return "image '" + spec.image + "' not found: " + kBuildHint;
     if (err.kind == Kind::kConflict && !removed_stale) {
-      // A stale container holds our name (e.g. left by a previous run with our instance id).
+      // A stale container holds our name (e.g. left by a previous run with our instance id):
+      // removed when its labels say it is ours, else left alone and the start refused.
       removed_stale = true;
-      engine_.remove(name_);
+      std::string refusal;
+      remove_own(engine_, name_, ownership(), refusal);
+      if (!refusal.empty()) return refusal;
       continue;
     }
     return describe_failure(err, "creating container '" + name_ + "'") +
@@ -525,9 +534,12 @@ std::string ContainerLifecycle::start_managed() {
   const std::size_t orphans = remove_orphans(managed);
   // Only when the listing shows one (a create that meets an unlabelled one removes it then):
   // for docker-cli each engine call is a process, and a per-user sandbox's first call waits.
-  const bool stale = std::any_of(managed.begin(), managed.end(),
-                                 [this](const ContainerInfo& c) { return c.name == name_; });
-  if (stale && engine_.remove(name_).ok())
+  // Ours only by its labels: one of another sandbox under this name is never removed nor used.
+  const auto stale = std::find_if(managed.begin(), managed.end(),
+                                  [this](const ContainerInfo& c) { return c.name == name_; });
+  if (stale != managed.end() && !is_own(stale->labels, ownership()))
+    return not_own_refusal("container", name_, stale->labels, ownership());
+  if (stale != managed.end() && engine_.remove(stale->id.empty() ? name_ : stale->id).ok())
     log(sdk::LogLevel::Info, "removed stale container " + name_);
   // A dead owner's egress network outlives its proxy only if a removal failed: looked for when
   // orphans were found or this agent has egress (one engine call fewer for every other start).
@@ -544,7 +556,8 @@ std::string ContainerLifecycle::start_managed() {
   std::string err = settings_.preinstall.empty() ? "" : prepare_preinstall();
   if (err.empty()) err = create_and_start(&managed);
   if (!err.empty()) {
-    engine_.remove(name_);
+    std::string refusal;  // a container of another sandbox under our name stays
+    remove_own(engine_, name_, ownership(), refusal);
     egress_log_->stop();
     egress_->remove();
   }
@@ -610,7 +623,7 @@ std::string ContainerLifecycle::build_preinstall(const ImageInfo& base, const Pr
   spec.user = base.user.empty() ? "" : "0:0";
   // network: egress: the install reaches out through the agent's proxy, under its policy (the
   // proxy is up: start_managed() starts it first).
-  const auto exports = egress_ ? egress_client_env(egress_->proxy()) : std::vector<std::string>{};
+  const auto exports = egress_ ? egress_client_env(kEgressProxyAlias) : std::vector<std::string>{};
   spec.cmd = {"/bin/sh", "-eu", "-c", "export HOME=/root\n" + preinstall_script(plan, exports)};
   spec.network = egress_ ? egress_->network() : settings_.network;
   spec.memory_bytes = settings_.memory_bytes;
@@ -680,10 +693,14 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
     egress_log_->start();  // stopped with a suspended agent's proxy
   }
   ContainerInfo info;
-  const auto looked = engine_.inspect(name_, info);
+  bool own = false;
+  const auto looked = inspect_own(engine_, name_, ownership(), info, own);
+  // Another sandbox's container under this name is neither started, used nor removed.
+  if (looked.ok() && !own) return not_own_refusal("container", name_, info.labels, ownership());
+  const std::string id = info.id.empty() ? name_ : info.id;
   if (looked.ok() && !info.state.running && stale_mounts_) {
     // Its bind sources name the workspace's old place, where something else may be by now.
-    if (const auto del = engine_.remove(name_); !del.ok() && del.kind != Kind::kNotFound)
+    if (const auto del = engine_.remove(id); !del.ok() && del.kind != Kind::kNotFound)
       return describe_failure(del, "removing container '" + name_ + "'");
     if (auto err = create_and_start(); !err.empty()) return err;
     notices.push_back("container was recreated: " + name_ +
@@ -697,11 +714,11 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
     // A restart mounts the sources again, following whatever they are now: check them first.
     ContainerSpec spec;
     if (auto err = checked_spec(spec); !err.empty()) {
-      engine_.remove(name_);
+      engine_.remove(id);
       return err;
     }
     oom_kills_seen_ = 0;
-    if (engine_.start(name_).ok()) {
+    if (engine_.start(id).ok()) {
       notices.push_back("container was recreated: " + name_ +
                         " had stopped and was started again (" +
                         (settings_.writable_rootfs
@@ -712,7 +729,7 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
       log(level, "container " + name_ + " was not running; restarted it");
       return {};
     }
-    engine_.remove(name_);
+    engine_.remove(id);
   } else if (looked.kind != Kind::kNotFound) {
     return describe_failure(looked, "inspecting container '" + name_ + "'");
   }
@@ -732,7 +749,11 @@ std::string ContainerLifecycle::not_ours(const std::string& what) const {
 std::string ContainerLifecycle::stop_container(std::chrono::seconds timeout) {
   if (attached()) return not_ours("stop");
   std::lock_guard lock(recover_mutex_);  // not while a recovery starts it
-  const auto err = engine_.stop(name_, timeout);
+  ContainerInfo info;
+  bool own = false;
+  auto err = inspect_own(engine_, name_, ownership(), info, own);
+  if (err.ok() && !own) return not_own_refusal("container", name_, info.labels, ownership());
+  if (err.ok()) err = engine_.stop(info.id.empty() ? name_ : info.id, timeout);
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "stopping container '" + name_ + "'");
   if (egress_) {
@@ -826,9 +847,17 @@ std::vector<std::string> ContainerLifecycle::call_env(
 void ContainerLifecycle::remove_container() noexcept {
   try {
     if (attached() || !engine_.connect().ok()) return;
+    ContainerInfo info;
+    bool own = false;
+    const auto looked = inspect_own(engine_, name_, ownership(), info, own);
+    if (looked.ok() && !own)
+      log(sdk::LogLevel::Warn, not_own_refusal("container", name_, info.labels, ownership()));
+    // Only ours, by its id: one made under the name since is another's.
+    const bool remove = looked.ok() && own;
+    const std::string id = info.id.empty() ? name_ : info.id;
     std::string text;
     const std::string log_dir = init()->log_dir;
-    if (!log_dir.empty() && engine_.logs(name_, text).ok()) {
+    if (remove && !log_dir.empty() && engine_.logs(id, text).ok()) {
       std::error_code ec;
       std::filesystem::create_directories(log_dir, ec);
       const std::string file = log_dir + "/" + name_ + ".log";
@@ -836,7 +865,7 @@ void ContainerLifecycle::remove_container() noexcept {
       f << text;
       if (!f) log(sdk::LogLevel::Warn, "cannot write container log to " + file);
     }
-    const auto del = engine_.remove(name_);
+    const auto del = remove ? engine_.remove(id) : EngineError{};
     if (!del.ok() && del.kind != Kind::kNotFound)
       log(sdk::LogLevel::Warn, log_text(describe_failure(del, "removing container " + name_)));
     // After the agent's container: a network is removed only once nothing is on it.

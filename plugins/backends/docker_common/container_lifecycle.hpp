@@ -20,6 +20,7 @@
 #include "docker_common/egress_log_follower.hpp"
 #include "docker_common/egress_proxy.hpp"
 #include "docker_common/engine.hpp"
+#include "docker_common/ownership.hpp"
 #include "docker_common/preinstall.hpp"
 #include "docker_common/workspace_access.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
@@ -147,6 +148,8 @@ class ContainerLifecycle {
   std::string create_and_start(const std::vector<ContainerInfo>* managed = nullptr);
   // The labels of everything made for this agent: its container, its egress proxy and network.
   std::map<std::string, std::string> owner_labels() const;
+  // What the labels of this agent's container must say for it to be ours (ownership.hpp).
+  Ownership ownership() const;
   // True when `labels` say this host made it and its owner process is gone.
   bool orphaned(const std::map<std::string, std::string>& labels) const;
   // Removes this host's egress networks whose owner process is gone (after their containers).

@@ -5,21 +5,30 @@
 #include <cmath>
 #include <filesystem>
 
+#include "docker_common/log_text.hpp"
 #include "docker_common/runtime_check.hpp"
 
 namespace execmcp::plugins::docker_common {
 
 std::string container_name(const std::string& agent_id, const std::string& instance_id) {
-  std::string raw = "execmcp-" + agent_id + "-" + instance_id;
-  std::string out;
-  out.reserve(raw.size());
-  for (char c : raw) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-';
-    out.push_back(ok ? c : '-');
-  }
-  if (out.size() > 128) out.resize(128);
-  return out;
+  std::string name = "execmcp-" + agent_id + "-" + instance_id;
+  const bool charset_ok = std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
+  if (!charset_ok)
+    throw std::invalid_argument("container name '" + log_text(name, 300) +
+                                "' may contain only letters, digits, '_', '.' and '-': the agent "
+                                "id and the instance id must keep to them");
+  if (name.size() + kLongestNameSuffix.size() > kMaxEngineName)
+    throw std::invalid_argument(
+        "container name '" + name + "' is " + std::to_string(name.size()) +
+        " characters, and with the longest suffix execmcp adds ('" +
+        std::string(kLongestNameSuffix) + "') more than " + std::to_string(kMaxEngineName) +
+        ": shorten the agent id or the instance id (a per-user agent's sandboxes add '-u-' and "
+        "their user's key, encoded: up to " +
+        std::to_string(3 + 2 * kMaxUserKeyLength) + " characters)");
+  return name;
 }
 
 namespace {
@@ -217,6 +226,7 @@ std::map<std::string, std::string> container_labels(const std::string& agent_id,
                                                     std::int64_t owner_pid,
                                                     const std::string& owner_host) {
   return {{kLabelManaged, "true"},
+          {kLabelRole, kRoleAgent},
           {kLabelAgent, agent_id},
           {kLabelInstance, instance_id},
           {kLabelOwnerPid, std::to_string(owner_pid)},
@@ -269,7 +279,7 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
     // Only the internal network: the proxy, which the agent's tools find in these variables, is
     // the one way out (see egress_proxy.hpp). Not secret: the proxy's name and port.
     spec.network = egress_network_name(spec.name);
-    const auto proxy_env = egress_client_env(egress_proxy_name(spec.name));
+    const auto proxy_env = egress_client_env(kEgressProxyAlias);
     spec.env.insert(spec.env.end(), proxy_env.begin(), proxy_env.end());
   }
   spec.cmd = {"sleep", "infinity"};
@@ -326,6 +336,9 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   // same; they only matter to a client attached at start, which nobody is.
   body["AttachStdout"] = true;
   body["AttachStderr"] = true;
+  if (!spec.network_alias.empty())
+    body["NetworkingConfig"] = {
+        {"EndpointsConfig", {{spec.network, {{"Aliases", {spec.network_alias}}}}}}};
   return body;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,9 +22,10 @@ inline constexpr const char* kLabelAgent = "execmcp.agent";
 inline constexpr const char* kLabelInstance = "execmcp.instance";
 inline constexpr const char* kLabelOwnerPid = "execmcp.owner.pid";
 inline constexpr const char* kLabelOwnerHost = "execmcp.owner.host";
-// What an execmcp object other than an agent's container is for (kRoleEgressProxy,
-// kRoleEgressNetwork); an agent's container has no such label.
+// What an execmcp object is for: an agent's container (kRoleAgent; one made before round 4 of
+// the hardening carries no role label), its egress proxy or its egress network.
 inline constexpr const char* kLabelRole = "execmcp.role";
+inline constexpr const char* kRoleAgent = "agent";
 inline constexpr const char* kRoleEgressProxy = "egress-proxy";
 inline constexpr const char* kRoleEgressNetwork = "egress-network";
 
@@ -31,6 +33,20 @@ inline constexpr const char* kRoleEgressNetwork = "egress-network";
 // agent's container ("<container>-egress-net", "<container>-egress").
 std::string egress_network_name(const std::string& container);
 std::string egress_proxy_name(const std::string& container);
+// The proxy's name on its agent's internal network, where the agent's HTTP_PROXY finds it: the
+// network is the agent's own, so one fixed name serves, and it stays within DNS's 63 characters a
+// label, which a long container name does not.
+inline constexpr const char* kEgressProxyAlias = "execmcp-egress-proxy";
+
+// The longest name execmcp gives an engine object (container or network), and the longest suffix
+// it adds to an agent's container name for one: a name is refused (never cut) past it, so two
+// sandboxes never share one. Docker sets no limit; the container's log file
+// (<log_dir>/<name>.log) must stay a valid file name.
+inline constexpr std::size_t kMaxEngineName = 240;
+inline constexpr std::string_view kLongestNameSuffix = "-egress-net";
+// The longest user key a per-user sandbox takes (UserSandboxes::valid_user_key()); its encoding
+// in a container name is at most twice as long.
+inline constexpr std::size_t kMaxUserKeyLength = 63;
 
 // Where execmcp-runner, the backend's agent inside the container, lives there.
 inline constexpr const char* kRunnerDir = "/.execmcp";
@@ -60,6 +76,7 @@ struct ContainerSpec {
   // Linux counts it per user across the whole host.
   std::int64_t nproc_limit = 0;
   std::string network = "none";
+  std::string network_alias;     // another name it has on `network` ("" = none)
   std::string runtime;           // "" = the engine's default
   std::vector<std::string> cmd;  // keeps the container alive between commands
   RunnerDelivery runner = RunnerDelivery::None;
@@ -81,8 +98,10 @@ inline constexpr std::array<const char*, 8> kSudoCapabilities = {
 // `.agent/skills`) look in the image user's home. The first is /skills.
 inline constexpr const char* kSkillsHomeTarget = "/home/execmcp/.agent/skills";
 
-// "execmcp-<agent>-<instance>", with every character outside Docker's name charset
-// [a-zA-Z0-9_.-] replaced by '-', at most 128 characters.
+// "execmcp-<agent>-<instance>". Never changed nor cut: throws std::invalid_argument when a
+// character lies outside Docker's name charset [a-zA-Z0-9_.-] or the name with kLongestNameSuffix
+// is longer than kMaxEngineName. The host makes instance ids that no user can make collide
+// (docs/security.md, Names and ownership).
 std::string container_name(const std::string& agent_id, const std::string& instance_id);
 
 // `path`, which lies at or under `from`, moved to lie under `to` instead.

@@ -31,12 +31,37 @@ std::string missing_image() {
 }  // namespace
 
 EgressProxy::EgressProxy(Engine& engine, const std::string& agent_container, EgressPolicy policy,
-                         std::string agent_label)
+                         std::string agent_label, const Ownership& owner)
     : engine_(engine),
       policy_(std::move(policy)),
       agent_label_(std::move(agent_label)),
       network_(egress_network_name(agent_container)),
-      proxy_(egress_proxy_name(agent_container)) {}
+      proxy_(egress_proxy_name(agent_container)),
+      proxy_owner_{owner.agent, owner.instance, kRoleEgressProxy},
+      network_owner_{owner.agent, owner.instance, kRoleEgressNetwork} {}
+
+std::string EgressProxy::remove_proxy() {
+  std::string refusal;
+  const auto err = remove_own(engine_, proxy_, proxy_owner_, refusal, "egress proxy");
+  if (!refusal.empty()) return refusal;
+  if (!err.ok() && err.kind != Kind::kNotFound)
+    return describe_failure(err, "removing the egress proxy '" + proxy_ + "'");
+  return {};
+}
+
+std::string EgressProxy::remove_network() {
+  NetworkInfo net;
+  const auto looked = engine_.inspect_network(network_, net);
+  if (looked.kind == Kind::kNotFound) return {};
+  if (!looked.ok())
+    return describe_failure(looked, "inspecting the egress network '" + network_ + "'");
+  if (!is_own(net.labels, network_owner_))
+    return not_own_refusal("egress network", network_, net.labels, network_owner_);
+  const auto err = engine_.remove_network(net.id.empty() ? network_ : net.id);
+  if (!err.ok() && err.kind != Kind::kNotFound)
+    return describe_failure(err, "removing the egress network '" + network_ + "'");
+  return {};
+}
 
 ContainerSpec EgressProxy::proxy_spec(const std::map<std::string, std::string>& labels,
                                       const std::vector<std::string>& clients) const {
@@ -53,6 +78,7 @@ ContainerSpec EgressProxy::proxy_spec(const std::map<std::string, std::string>& 
   // Created on the internal network first: its resolver is then the engine's, which Squid uses
   // for every name (see the docs); the upstream network is connected before the start.
   spec.network = network_;
+  spec.network_alias = kEgressProxyAlias;
   return spec;
 }
 
@@ -81,8 +107,9 @@ std::string EgressProxy::create_network(const std::map<std::string, std::string>
   spec.labels = with_role(labels, kRoleEgressNetwork);
   auto err = engine_.create_network(spec);
   if (err.kind == Kind::kConflict) {
-    // Left by an earlier run of this agent (its proxy is removed first by the callers).
-    engine_.remove_network(network_);
+    // Left by an earlier run of this agent (its proxy is removed first by the callers); one that
+    // is not this agent's is left alone.
+    if (auto refused = remove_network(); !refused.empty()) return refused;
     err = engine_.create_network(spec);
   }
   if (!err.ok() && err.message.find(kNoHostAddressOption) != std::string::npos)
@@ -110,7 +137,7 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
   const auto spec = proxy_spec(labels, net.subnets);
   auto err = engine_.create(spec);
   if (err.kind == Kind::kConflict) {
-    engine_.remove(proxy_);
+    if (auto refused = remove_proxy(); !refused.empty()) return refused;
     err = engine_.create(spec);
   }
   if (err.kind == Kind::kImageMissing) return missing_image();
@@ -129,10 +156,11 @@ std::string EgressProxy::start(const std::map<std::string, std::string>& labels)
     if (err.kind == Kind::kImageMissing) return missing_image();
     return describe_failure(err, std::string("inspecting image '") + kEgressImage + "'");
   }
-  engine_.remove(proxy_);  // a leftover of an earlier run; kNotFound is the usual answer
+  // A leftover of an earlier run (none is the usual answer); one that is not ours stays.
+  if (auto refused = remove_proxy(); !refused.empty()) return refused;
   std::string err = create_network(labels);
   if (err.empty()) err = create_proxy(labels);
-  if (!err.empty()) remove();
+  if (!err.empty()) remove();  // only what is ours
   return err;
 }
 
@@ -147,35 +175,40 @@ std::string EgressProxy::ensure_running(const std::map<std::string, std::string>
   }
   if (!looked_net.ok())
     return describe_failure(looked_net, "inspecting the egress network '" + network_ + "'");
+  if (!is_own(net.labels, network_owner_))
+    return not_own_refusal("egress network", network_, net.labels, network_owner_);
   ContainerInfo info;
-  const auto looked = engine_.inspect(proxy_, info);
+  bool own = false;
+  const auto looked = inspect_own(engine_, proxy_, proxy_owner_, info, own);
+  if (looked.ok() && !own)
+    return not_own_refusal("egress proxy", proxy_, info.labels, proxy_owner_);
   if (looked.ok() && info.state.running) return {};
-  if (looked.ok() && engine_.start(proxy_).ok()) {
+  if (looked.ok() && engine_.start(info.id.empty() ? proxy_ : info.id).ok()) {
     what = "its egress proxy was started again";
     return {};
   }
   if (!looked.ok() && looked.kind != Kind::kNotFound)
     return describe_failure(looked, "inspecting the egress proxy '" + proxy_ + "'");
   if (auto err = check_upstream(); !err.empty()) return err;
-  engine_.remove(proxy_);
+  if (auto refused = remove_proxy(); !refused.empty()) return refused;
   what = "its egress proxy was made again";
   return create_proxy(labels);
 }
 
 std::string EgressProxy::stop(std::chrono::seconds timeout) {
-  const auto err = engine_.stop(proxy_, timeout);
+  ContainerInfo info;
+  bool own = false;
+  auto err = inspect_own(engine_, proxy_, proxy_owner_, info, own);
+  if (err.ok() && !own) return not_own_refusal("egress proxy", proxy_, info.labels, proxy_owner_);
+  if (err.ok()) err = engine_.stop(info.id.empty() ? proxy_ : info.id, timeout);
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "stopping the egress proxy '" + proxy_ + "'");
   return {};
 }
 
 std::string EgressProxy::remove() {
-  std::string out;
-  if (const auto err = engine_.remove(proxy_); !err.ok() && err.kind != Kind::kNotFound)
-    out = describe_failure(err, "removing the egress proxy '" + proxy_ + "'");
-  if (const auto err = engine_.remove_network(network_); !err.ok() && err.kind != Kind::kNotFound)
-    out += (out.empty() ? "" : "; ") +
-           describe_failure(err, "removing the egress network '" + network_ + "'");
+  std::string out = remove_proxy();
+  if (auto err = remove_network(); !err.empty()) out += (out.empty() ? "" : "; ") + err;
   return out;
 }
 

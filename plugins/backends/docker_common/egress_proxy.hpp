@@ -9,6 +9,7 @@
 
 #include "docker_common/egress_policy.hpp"
 #include "docker_common/engine.hpp"
+#include "docker_common/ownership.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -23,9 +24,12 @@ inline constexpr const char* kNoHostAddressOption = "com.docker.network.bridge.i
 class EgressProxy {
  public:
   // `agent_container`: the agent's container name, which the network and proxy are named after;
-  // `agent_label`: how the proxy's log and refusal page name the agent.
+  // `agent_label`: how the proxy's log and refusal page name the agent; `owner`: the agent's
+  // container's ownership (its agent and instance), which the proxy and network carry with their
+  // roles. Neither is ever removed, started or stopped when its labels say otherwise (then each
+  // method returns why: ownership.hpp).
   EgressProxy(Engine& engine, const std::string& agent_container, EgressPolicy policy,
-              std::string agent_label);
+              std::string agent_label, const Ownership& owner);
 
   // Makes the network and the proxy anew (a leftover of the same name is removed first) and
   // starts the proxy, connected to the upstream network; `labels` are the agent container's (the
@@ -54,12 +58,17 @@ class EgressProxy {
   std::string check_upstream();
   std::string create_network(const std::map<std::string, std::string>& labels);
   std::string create_proxy(const std::map<std::string, std::string>& labels);
+  // Each removes its part when it is there and ours: "" (also when it is gone) or why not.
+  std::string remove_proxy();
+  std::string remove_network();
 
   Engine& engine_;
   EgressPolicy policy_;
   std::string agent_label_;
   std::string network_;
   std::string proxy_;
+  Ownership proxy_owner_;
+  Ownership network_owner_;
 };
 
 }  // namespace execmcp::plugins::docker_common

@@ -305,7 +305,13 @@ class FakeEngine final : public Engine {
     for (const auto& [name, c] : containers)
       if (c.networks.contains(name_or_id))
         return EngineError::of(EngineError::Kind::kConflict, "network has active endpoints");
-    if (networks.erase(name_or_id) == 0)
+    std::string name = name_or_id;
+    for (const auto& [n, info] : networks)
+      if (info.id == name_or_id) name = n;
+    for (const auto& [n, c] : containers)
+      if (c.networks.contains(name))
+        return EngineError::of(EngineError::Kind::kConflict, "network has active endpoints");
+    if (networks.erase(name) == 0)
       return EngineError::of(EngineError::Kind::kNotFound, "no such network");
     return {};
   }

@@ -198,8 +198,8 @@ TEST(UserSandboxes, EachUserGetsASandboxOfTheirOwnInTheirOwnWorkspace) {
   const auto a = Harness::run(*alice.agent, "pwd");
   const auto b = Harness::run(*bob.agent, "pwd");
   ASSERT_TRUE(a.result.error.empty()) << a.result.error;
-  EXPECT_EQ(a.result.stdout_data, "alice " + h.config.workspace_root + "/alice pwd");
-  EXPECT_EQ(b.result.stdout_data, "bob " + h.config.workspace_root + "/bob pwd");
+  EXPECT_EQ(a.result.stdout_data, "u-alice " + h.config.workspace_root + "/alice pwd");
+  EXPECT_EQ(b.result.stdout_data, "u-bob " + h.config.workspace_root + "/bob pwd");
   struct stat st {};
   ASSERT_EQ(::stat((h.config.workspace_root + "/alice").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);  // no other user of this host may enter it
@@ -247,6 +247,45 @@ TEST(UserSandboxes, AKeyThatCannotNameADirectoryIsRefused) {
   EXPECT_TRUE(UserSandboxes::valid_user_key("jwt-0123456789abcdef0123456789abcdef"));
 }
 
+// Issue 28, finding 1: a token named "warm-1" took warm sandbox 1's container name, one named
+// "alice-egress" alice's proxy's, and keys cut at 128 characters shared one.
+TEST(UserSandboxes, NoUserKeyNamesAnotherUsersWarmOrProxyObject) {
+  const std::vector<std::string> keys = {"alice",
+                                         "warm-1",
+                                         "alice-egress",
+                                         "w-1",
+                                         "u-alice",
+                                         "alice_degress",
+                                         "alice.egress",
+                                         "a_d",
+                                         "a-",
+                                         "a_",
+                                         "a.",
+                                         "A",
+                                         "a",
+                                         "x-egress-net",
+                                         "1",
+                                         "w_1"};
+  std::set<std::string> names;
+  for (const auto& key : keys) {
+    ASSERT_TRUE(UserSandboxes::valid_user_key(key)) << key;
+    const std::string name = UserSandboxes::user_sandbox_name(key);
+    EXPECT_TRUE(names.insert(name).second) << key << " -> " << name << " twice";
+    EXPECT_TRUE(name.starts_with("u-")) << name;
+    // No '-' after the role: no user's name ends in a suffix another object of a sandbox has.
+    EXPECT_EQ(name.find('-', 2), std::string::npos) << name;
+    for (std::uint64_t n : {1u, 2u, 10u}) EXPECT_NE(name, UserSandboxes::warm_sandbox_name(n));
+  }
+  // Long keys that share all but their last character stay apart, and none is cut.
+  const std::string stem(62, 'k');
+  EXPECT_NE(UserSandboxes::user_sandbox_name(stem + "a"),
+            UserSandboxes::user_sandbox_name(stem + "b"));
+  EXPECT_EQ(UserSandboxes::longest_sandbox_name().size(), 2 + 2 * UserSandboxes::kMaxUserKey);
+  for (const auto& key : keys)
+    EXPECT_LE(UserSandboxes::user_sandbox_name(key).size(),
+              UserSandboxes::longest_sandbox_name().size());
+}
+
 TEST(UserSandboxes, MaxUsersRefusesANewUserAndNoExistingUserNotices) {
   Harness h;
   h.config.max_users = 2;
@@ -271,12 +310,12 @@ TEST(UserSandboxes, AnIdleSandboxIsStoppedAndItsNextCallStartsItAgainWithANotice
   auto alice = sandboxes->sandbox_for("alice");
   ASSERT_TRUE(Harness::run(*alice.agent, "one").result.error.empty());
   ASSERT_TRUE(eventually([&] { return sandboxes->counts().stopped == 1; }));
-  EXPECT_EQ(h.world.get("alice"), "stopped");
+  EXPECT_EQ(h.world.get("u-alice"), "stopped");
   EXPECT_EQ(sandboxes->events().stops, 1u);
 
   const auto again = Harness::run(*alice.agent, "two");
   ASSERT_TRUE(again.result.error.empty()) << again.result.error;
-  EXPECT_EQ(again.result.stdout_data, "alice " + h.config.workspace_root + "/alice two");
+  EXPECT_EQ(again.result.stdout_data, "u-alice " + h.config.workspace_root + "/alice two");
   ASSERT_FALSE(again.result.notices.empty());
   EXPECT_THAT(again.result.notices.front(), HasSubstr("sandbox started again"));
   EXPECT_EQ(h.world.resumes.load(), 1);
@@ -329,7 +368,7 @@ TEST(UserSandboxes, AStoppedSandboxIsRemovedThenMadeAnewWithTheWorkspaceKept) {
     ASSERT_TRUE(Harness::run(*alice.agent, "one").result.error.empty());
     tests::write_text(h.config.workspace_root + "/alice/kept.txt", "x");
   }
-  ASSERT_TRUE(eventually([&] { return h.world.get("alice") == "removed"; }));
+  ASSERT_TRUE(eventually([&] { return h.world.get("u-alice") == "removed"; }));
   // Forgotten once it holds nothing: it no longer counts toward max_users.
   ASSERT_TRUE(eventually([&] {
     const auto counts = sandboxes->counts();
@@ -352,24 +391,24 @@ TEST(UserSandboxes, ANewUserClaimsAWarmSandboxAndThePoolRefills) {
   auto sandboxes = h.make();
   sandboxes->start();
   ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 1; }));
-  EXPECT_EQ(h.world.get("warm-1"), "running");  // started before any user called
+  EXPECT_EQ(h.world.get("w-1"), "running");  // started before any user called
 
   auto alice = sandboxes->sandbox_for("alice");
   const auto outcome = Harness::run(*alice.agent, "pwd");
   ASSERT_TRUE(outcome.result.error.empty()) << outcome.result.error;
   // The warm container, its workspace renamed to the user's.
-  EXPECT_EQ(outcome.result.stdout_data, "warm-1 " + h.config.workspace_root + "/alice pwd");
+  EXPECT_EQ(outcome.result.stdout_data, "w-1 " + h.config.workspace_root + "/alice pwd");
   EXPECT_TRUE(std::filesystem::is_directory(h.config.workspace_root + "/alice"));
   EXPECT_EQ(sandboxes->events().claims, 1u);
   EXPECT_EQ(h.world.relocations.load(), 1);
   ASSERT_TRUE(eventually([&] { return sandboxes->counts().warm == 1; }));
-  EXPECT_EQ(h.world.get("warm-2"), "running");
+  EXPECT_EQ(h.world.get("w-2"), "running");
 
   // A returning user (a workspace from before) gets a container made for that workspace.
   std::filesystem::create_directories(h.config.workspace_root + "/bob");
   auto bob = sandboxes->sandbox_for("bob");
   EXPECT_EQ(Harness::run(*bob.agent, "pwd").result.stdout_data,
-            "bob " + h.config.workspace_root + "/bob pwd");
+            "u-bob " + h.config.workspace_root + "/bob pwd");
   EXPECT_EQ(sandboxes->events().claims, 1u);
   EXPECT_EQ(sandboxes->events().creates, 1u);
 }
@@ -393,13 +432,14 @@ TEST(UserSandboxes, TheWarmPoolNeverMakesTheEngineHoldMoreThanMaxUsers) {
 TEST(UserSandboxes, ASandboxThatCannotBeMadeFailsOnlyItsUsersCallsWithTheReason) {
   Harness h;
   h.config.warm = 1;
-  h.refuse = [](const std::string& name) { return name != "bob"; };
+  h.refuse = [](const std::string& name) { return name != "u-bob"; };
   auto sandboxes = h.make();
   sandboxes->start();
   auto alice = sandboxes->sandbox_for("alice");
   const auto failed = Harness::run(*alice.agent, "x");
-  EXPECT_THAT(failed.result.error,
-              HasSubstr("agent 'py': cannot make a sandbox for this user: engine down for alice"));
+  EXPECT_THAT(
+      failed.result.error,
+      HasSubstr("agent 'py': cannot make a sandbox for this user: engine down for u-alice"));
   auto bob = sandboxes->sandbox_for("bob");
   EXPECT_TRUE(Harness::run(*bob.agent, "x").result.error.empty());
   EXPECT_EQ(sandboxes->counts().warm, 0u);  // the pool kept failing; no user waited on it
@@ -425,7 +465,7 @@ TEST(UserSandboxes, AReturningUserTakesTheRoomOfAWarmContainerPastMaxUsers) {
   const std::string warm_dir =
       h.config.workspace_root + "/.warm-" + std::to_string(::getpid()) + "-1";
   ASSERT_TRUE(eventually(
-      [&] { return h.world.get("warm-1") == "removed" && !std::filesystem::exists(warm_dir); }));
+      [&] { return h.world.get("w-1") == "removed" && !std::filesystem::exists(warm_dir); }));
   const auto counts = sandboxes->counts();
   EXPECT_EQ(counts.warm, 0u);
   EXPECT_EQ(counts.running, 2u);
@@ -439,7 +479,7 @@ TEST(UserSandboxes, AWarmContainerFinishedAfterUsersFilledMaxUsersIsNotKept) {
   std::shared_future<void> released = release.get_future().share();
   std::atomic<bool> warm_building{false};
   h.before_build = [&](const std::string& name) {
-    if (!name.starts_with("warm-")) return;
+    if (!name.starts_with("w-")) return;
     warm_building = true;
     released.wait();
   };
@@ -449,10 +489,10 @@ TEST(UserSandboxes, AWarmContainerFinishedAfterUsersFilledMaxUsersIsNotKept) {
   auto alice = sandboxes->sandbox_for("alice");  // no warm one is ready: made for her
   ASSERT_TRUE(Harness::run(*alice.agent, "x").result.error.empty());
   release.set_value();
-  ASSERT_TRUE(eventually([&] { return h.world.get("warm-1") == "removed"; }));
+  ASSERT_TRUE(eventually([&] { return h.world.get("w-1") == "removed"; }));
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(sandboxes->counts().warm, 0u);
-  EXPECT_EQ(h.world.get("alice"), "running");
+  EXPECT_EQ(h.world.get("u-alice"), "running");
 }
 
 TEST(UserSandboxes, StopAllRemovesEveryContainerAndNoWorkspace) {
@@ -465,8 +505,8 @@ TEST(UserSandboxes, StopAllRemovesEveryContainerAndNoWorkspace) {
   auto bob = sandboxes->sandbox_for("bob");
   ASSERT_TRUE(Harness::run(*bob.agent, "x").result.error.empty());
   sandboxes->stop_all();
-  EXPECT_EQ(h.world.get("bob"), "removed");
-  EXPECT_EQ(h.world.get("warm-1"), "removed");
+  EXPECT_EQ(h.world.get("u-bob"), "removed");
+  EXPECT_EQ(h.world.get("w-1"), "removed");
   EXPECT_TRUE(std::filesystem::is_directory(h.config.workspace_root + "/bob"));
   std::set<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(h.config.workspace_root))

@@ -22,15 +22,22 @@ sdk::BackendInit sample_init() {
   return init;
 }
 
-TEST(ContainerName, SanitizesToDockersCharset) {
+// Issue 28, finding 1: names were made to fit by replacing characters and cutting at 128, so two
+// agents or two users could share one. Now a name is what it says, or refused.
+TEST(ContainerName, IsNeverChangedNorCutButRefused) {
   EXPECT_EQ(container_name("agent_a", "i42"), "execmcp-agent_a-i42");
-  const std::string n = container_name("my agent/ü:1", "x@y");
-  EXPECT_EQ(
-      n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"),
-      std::string::npos)
-      << n;
-  EXPECT_EQ(n.rfind("execmcp-my-agent-", 0), 0u) << n;
-  EXPECT_LE(container_name(std::string(500, 'a'), "b").size(), 128u);
+  EXPECT_THROW((void)container_name("my agent/ü:1", "x"), std::invalid_argument);
+  EXPECT_THROW((void)container_name("a", "x@y"), std::invalid_argument);
+  const std::string fits(kMaxEngineName - kLongestNameSuffix.size() - 10, 'b');
+  EXPECT_EQ(container_name("a", fits), "execmcp-a-" + fits);
+  try {
+    (void)container_name("a", fits + "c");
+    FAIL() << "a name one character too long was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("shorten the agent id or the instance id"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ContainerMounts, SamePathsAsTheHostWithTheRightModes) {

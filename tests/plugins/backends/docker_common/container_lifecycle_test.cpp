@@ -173,23 +173,54 @@ TEST_F(ContainerLifecycleTest, AnEngineThatCannotListRuntimesLeavesTheCheckToCre
   EXPECT_TRUE(has(networked, "403 denied by the proxy")) << networked;
 }
 
-TEST_F(ContainerLifecycleTest, AStaleContainerWithOurNameIsReplaced) {
-  auto lifecycle = make();
-  engine_.add_container(lifecycle.name(), false);
-  ASSERT_EQ(lifecycle.start(), "");
-  // Not in the listing of execmcp's containers (no labels), so no removal is asked ahead: the
-  // create meets it and removes it (one engine call fewer for every start without one).
-  const std::vector<std::string> want = {"create " + lifecycle.name(), "remove " + lifecycle.name(),
-                                         "create " + lifecycle.name(), "start " + lifecycle.name()};
-  EXPECT_EQ(engine_.calls, want);
-}
-
-TEST_F(ContainerLifecycleTest, AListedContainerWithOurNameIsRemovedBeforeTheCreate) {
+TEST_F(ContainerLifecycleTest, AListedContainerOfOursIsRemovedBeforeTheCreate) {
   auto lifecycle = make();
   add_managed(lifecycle.name(), static_cast<long>(getpid()), host_name());
+  engine_.containers[lifecycle.name()].labels[kLabelAgent] = init_.agent_id;
+  engine_.containers[lifecycle.name()].labels[kLabelInstance] = init_.instance_id;
+  engine_.containers[lifecycle.name()].labels[kLabelRole] = kRoleAgent;
   ASSERT_EQ(lifecycle.start(), "");
-  EXPECT_EQ(engine_.count("remove " + lifecycle.name()), 1u);
+  EXPECT_EQ(engine_.count("remove id-" + lifecycle.name()), 1u);
   EXPECT_EQ(engine_.count("create " + lifecycle.name()), 1u);  // no conflict to meet
+}
+
+// Issue 28, finding 1: a container under our name was removed as "stale" and the next one under it
+// adopted, whoever made it. Now its labels decide: another sandbox's (or no one's) is neither
+// removed, started, stopped nor used, and the start, recovery or stop says why.
+TEST_F(ContainerLifecycleTest, AContainerOfAnotherSandboxUnderOurNameIsNeverRemovedNorUsed) {
+  const std::map<std::string, std::map<std::string, std::string>> others = {
+      {"unlabelled", {}},
+      {"another user",
+       {{kLabelManaged, "true"},
+        {kLabelAgent, init_.agent_id},
+        {kLabelInstance, init_.instance_id + "-u-bob"}}},
+      {"another agent",
+       {{kLabelManaged, "true"}, {kLabelAgent, "other"}, {kLabelInstance, init_.instance_id}}},
+      {"a proxy",
+       {{kLabelManaged, "true"},
+        {kLabelAgent, init_.agent_id},
+        {kLabelInstance, init_.instance_id},
+        {kLabelRole, kRoleEgressProxy}}}};
+  for (const auto& [what, labels] : others) {
+    SCOPED_TRACE(what);
+    engine_.containers.clear();
+    auto lifecycle = make();
+    engine_.add_container(lifecycle.name(), true, labels);
+    engine_.calls.clear();
+    const auto started = lifecycle.start();
+    EXPECT_TRUE(has(started, "is not this sandbox's")) << started;
+    std::vector<std::string> notices;
+    const auto recovered = lifecycle.recover(notices);
+    EXPECT_TRUE(has(recovered, "is not this sandbox's")) << recovered;
+    const auto stopped = lifecycle.stop_container(std::chrono::seconds(1));
+    EXPECT_TRUE(has(stopped, "is not this sandbox's")) << stopped;
+    lifecycle.remove_container();
+    for (const auto& call : engine_.calls)
+      EXPECT_FALSE(has(call, "remove") || has(call, "start ") || has(call, "stop ")) << call;
+    ASSERT_TRUE(engine_.containers.contains(lifecycle.name()));
+    EXPECT_EQ(engine_.containers[lifecycle.name()].labels, labels);
+    EXPECT_TRUE(engine_.containers[lifecycle.name()].state.running);
+  }
 }
 
 TEST_F(ContainerLifecycleTest, ANameConflictRemovesTheHolderOnceAndCreatesAgain) {
@@ -229,7 +260,7 @@ TEST_F(ContainerLifecycleTest, RecoverStartsAStoppedContainerWithANotice) {
   engine_.calls.clear();
   std::vector<std::string> notices;
   ASSERT_EQ(lifecycle.recover(notices), "");
-  EXPECT_EQ(engine_.calls, std::vector<std::string>{"start " + lifecycle.name()});
+  EXPECT_EQ(engine_.calls, std::vector<std::string>{"start id-" + lifecycle.name()});
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_TRUE(has(notices[0], "had stopped and was started again")) << notices[0];
   EXPECT_EQ(lifecycle.incarnation(), 1u);  // the same container: its runner volume is kept

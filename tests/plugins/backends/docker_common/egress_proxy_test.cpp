@@ -66,15 +66,16 @@ class EgressLifecycleTest : public ::testing::Test {
 TEST_F(EgressLifecycleTest, TheNetworkAndProxyAreUpBeforeTheAgentsContainerIsMade) {
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
-  const std::vector<std::string> want = {"remove " + proxy_, "create_network " + net_,
-                                         "create " + proxy_, "connect_network uplink " + proxy_,
-                                         "start " + proxy_,  "create " + name_,
-                                         "start " + name_};
+  // No leftover proxy: nothing to remove (its labels would be checked first).
+  const std::vector<std::string> want = {
+      "create_network " + net_, "create " + proxy_, "connect_network uplink " + proxy_,
+      "start " + proxy_,        "create " + name_,  "start " + name_};
   EXPECT_EQ(engine_.calls, want);
   // The agent: on the internal network only, told where the proxy is.
   EXPECT_EQ(engine_.last_spec.network, net_);
   const auto& env = engine_.last_spec.env;
-  const std::string url = "http://" + proxy_ + ":3128";
+  // By its alias on the agent's network: a name of at most 63 characters, as DNS needs.
+  const std::string url = std::string("http://") + kEgressProxyAlias + ":3128";
   for (const char* var : {"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy="})
     EXPECT_NE(std::find(env.begin(), env.end(), var + url), env.end()) << var;
   // The network is internal; it and the proxy carry the owner labels and a role.
@@ -94,7 +95,7 @@ TEST_F(EgressLifecycleTest, TheNetworkAndProxyAreUpBeforeTheAgentsContainerIsMad
 }
 
 TEST_F(EgressLifecycleTest, TheProxyIsHardenedAndCarriesThePolicy) {
-  EgressProxy egress(engine_, name_, *settings_.egress, "agent");
+  EgressProxy egress(engine_, name_, *settings_.egress, "agent", {"agent", "unit", ""});
   ASSERT_EQ(egress.start(container_labels("agent", "unit", getpid(), host_name())), "");
   const auto& spec = engine_.last_spec;
   EXPECT_EQ(spec.name, proxy_);
@@ -121,8 +122,9 @@ TEST_F(EgressLifecycleTest, CleanupRemovesTheAgentThenTheProxyThenTheNetwork) {
   ASSERT_EQ(lifecycle.start(), "");
   const auto from = engine_.calls.size();
   lifecycle.remove_container();
-  const std::vector<std::string> want = {"remove " + name_, "remove " + proxy_,
-                                         "remove_network " + net_};
+  // Each by its id, once its labels said it is this agent's.
+  const std::vector<std::string> want = {"remove id-" + name_, "remove id-" + proxy_,
+                                         "remove_network net-" + net_};
   EXPECT_EQ(calls_from(from), want);
   EXPECT_TRUE(engine_.containers.empty());
   EXPECT_FALSE(engine_.networks.contains(net_));
@@ -169,7 +171,9 @@ TEST_F(EgressLifecycleTest, APreinstallGoesThroughTheAgentsProxy) {
   EXPECT_EQ(engine_.last_install.network, net_);
   ASSERT_EQ(engine_.last_install.cmd.size(), 4u);
   const auto& script = engine_.last_install.cmd[3];
-  EXPECT_TRUE(has(script, "export 'HTTPS_PROXY=http://" + proxy_ + ":3128'\n")) << script;
+  EXPECT_TRUE(
+      has(script, std::string("export 'HTTPS_PROXY=http://") + kEgressProxyAlias + ":3128'\n"))
+      << script;
   EXPECT_LT(script.find("HTTPS_PROXY"), script.find("pip install")) << script;
   // A failed install leaves neither the proxy nor its network.
   EXPECT_FALSE(engine_.containers.contains(proxy_));
@@ -196,6 +200,34 @@ TEST_F(EgressLifecycleTest, AFailedAgentCreateLeavesNoProxyOrNetwork) {
   EXPECT_FALSE(engine_.networks.contains(net_));
 }
 
+// Issue 28, finding 1: a user whose key made "<alice's container>-egress" and alice's proxy
+// removed each other's proxy at each start. A proxy or network under our names that another
+// sandbox made is now left alone, and the start says why.
+TEST_F(EgressLifecycleTest, AProxyOrNetworkOfAnotherSandboxUnderOurNamesIsLeftAlone) {
+  const std::map<std::string, std::string> bobs = {{kLabelManaged, "true"},
+                                                   {kLabelAgent, init_.agent_id},
+                                                   {kLabelInstance, "unit-u-bob"},
+                                                   {kLabelRole, kRoleEgressProxy}};
+  engine_.add_container(proxy_, true, bobs);
+  auto err = make().start();
+  EXPECT_TRUE(has(err, "an egress proxy named " + proxy_)) << err;
+  EXPECT_TRUE(has(err, "is not this sandbox's")) << err;
+  ASSERT_TRUE(engine_.containers.contains(proxy_));
+  EXPECT_EQ(engine_.containers.at(proxy_).labels, bobs);
+  EXPECT_TRUE(engine_.containers.at(proxy_).state.running);
+  EXPECT_FALSE(engine_.containers.contains(name_));
+  EXPECT_EQ(engine_.count("remove id-" + proxy_) + engine_.count("remove " + proxy_), 0u);
+
+  engine_.containers.clear();
+  auto net_labels = bobs;
+  net_labels[kLabelRole] = kRoleEgressNetwork;
+  engine_.networks[net_] = {"net-bob", net_, "bridge", true, net_labels, {"172.31.0.0/24"}, {}};
+  err = make().start();
+  EXPECT_TRUE(has(err, "egress network named " + net_)) << err;
+  ASSERT_TRUE(engine_.networks.contains(net_));
+  EXPECT_EQ(engine_.networks.at(net_).labels, net_labels);
+}
+
 TEST_F(EgressLifecycleTest, RecoveryBringsAGoneProxyBackBeforeTheAgent) {
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
@@ -204,9 +236,8 @@ TEST_F(EgressLifecycleTest, RecoveryBringsAGoneProxyBackBeforeTheAgent) {
   const auto from = engine_.calls.size();
   std::vector<std::string> notices;
   ASSERT_EQ(lifecycle.recover(notices), "");
-  const std::vector<std::string> want = {"remove " + proxy_, "create " + proxy_,
-                                         "connect_network uplink " + proxy_, "start " + proxy_,
-                                         "start " + name_};
+  const std::vector<std::string> want = {"create " + proxy_, "connect_network uplink " + proxy_,
+                                         "start " + proxy_, "start id-" + name_};
   EXPECT_EQ(calls_from(from), want);
 }
 
@@ -215,16 +246,17 @@ TEST_F(EgressLifecycleTest, SuspendStopsTheProxyAndResumeStartsItFirst) {
   ASSERT_EQ(lifecycle.start(), "");
   auto from = engine_.calls.size();
   ASSERT_EQ(lifecycle.stop_container(std::chrono::seconds(1)), "");
-  EXPECT_EQ(calls_from(from), (std::vector<std::string>{"stop " + name_, "stop " + proxy_}));
+  EXPECT_EQ(calls_from(from), (std::vector<std::string>{"stop id-" + name_, "stop id-" + proxy_}));
   from = engine_.calls.size();
   std::vector<std::string> notices;
   ASSERT_EQ(lifecycle.recover(notices, /*expected=*/true), "");
-  EXPECT_EQ(calls_from(from), (std::vector<std::string>{"start " + proxy_, "start " + name_}));
+  EXPECT_EQ(calls_from(from),
+            (std::vector<std::string>{"start id-" + proxy_, "start id-" + name_}));
   // A running proxy is left alone.
   from = engine_.calls.size();
   engine_.containers.at(name_).state.running = false;
   ASSERT_EQ(lifecycle.recover(notices), "");
-  EXPECT_EQ(calls_from(from), std::vector<std::string>{"start " + name_});
+  EXPECT_EQ(calls_from(from), std::vector<std::string>{"start id-" + name_});
 }
 
 TEST_F(EgressLifecycleTest, ADeadOwnersNetworksAreRemovedAtStartAndLiveOnesKept) {

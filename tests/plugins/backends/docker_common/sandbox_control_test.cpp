@@ -80,7 +80,7 @@ class SandboxControlTest : public ::testing::Test {
 TEST_F(SandboxControlTest, SuspendStopsTheContainerAndKeepsIt) {
   make_backend();
   EXPECT_EQ(control_->suspend(), "");
-  EXPECT_EQ(engine_->calls, std::vector<std::string>{"stop " + name()});
+  EXPECT_EQ(engine_->calls, std::vector<std::string>{"stop id-" + name()});
   ASSERT_TRUE(engine_->containers.contains(name()));
   EXPECT_FALSE(running());
 }
@@ -90,7 +90,7 @@ TEST_F(SandboxControlTest, ResumeStartsTheSameContainerAndRunsTrueInIt) {
   ASSERT_EQ(control_->suspend(), "");
   engine_->calls.clear();
   EXPECT_EQ(control_->resume(), "");
-  const std::vector<std::string> want = {"start " + name(), "exec " + name()};
+  const std::vector<std::string> want = {"start id-" + name(), "exec " + name()};
   EXPECT_EQ(engine_->calls, want);
   EXPECT_TRUE(running());
   EXPECT_EQ(engine_->count("create " + name()), 0u);
@@ -123,8 +123,8 @@ TEST_F(SandboxControlTest, ResumeAfterARelocationRecreatesInsteadOfStarting) {
   ASSERT_EQ(control_->suspend(), "");
   engine_->calls.clear();
   EXPECT_EQ(control_->resume(), "");
-  const std::vector<std::string> want = {"remove " + name(), "create " + name(), "start " + name(),
-                                         "exec " + name()};
+  const std::vector<std::string> want = {"remove id-" + name(), "create " + name(),
+                                         "start " + name(), "exec " + name()};
   EXPECT_EQ(engine_->calls, want);
   ASSERT_TRUE(workspace_mount());
   EXPECT_EQ(workspace_mount()->source, moved);
@@ -134,7 +134,7 @@ TEST_F(SandboxControlTest, ResumeAfterARelocationRecreatesInsteadOfStarting) {
   engine_->calls.clear();
   EXPECT_EQ(control_->resume(), "");
   EXPECT_EQ(engine_->count("create " + name()), 0u);
-  EXPECT_EQ(engine_->count("start " + name()), 1u);
+  EXPECT_EQ(engine_->count("start id-" + name()), 1u);
 }
 
 TEST_F(SandboxControlTest, AContainerThatStopsByItselfAfterARelocationIsMadeAnewByTheNextCall) {
