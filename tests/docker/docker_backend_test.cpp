@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -825,6 +826,14 @@ TEST_F(DockerLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWorks) 
       EXPECT_TRUE(has_notice(dying, "the container stopped during the command"))
           << notices_of(dying) << " error: " << dying.error << " exit: " << dying.exit_code
           << " after " << dying.duration_seconds << " s";
+      // Said once (issue 28, finding 7: the runner's path said it a second time).
+      EXPECT_EQ(std::count_if(dying.notices.begin(), dying.notices.end(),
+                              [](const std::string& n) {
+                                return n.find("the container stopped during the command") !=
+                                       std::string::npos;
+                              }),
+                1)
+          << notices_of(dying);
       EXPECT_TRUE(has_notice(dying, "OOMKilled=false")) << notices_of(dying);
       EXPECT_FALSE(has_notice(dying, "memory limit")) << notices_of(dying);
     }

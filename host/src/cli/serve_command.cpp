@@ -88,12 +88,16 @@ std::unique_ptr<AgentRegistry> prepare_http_agents(const Arguments& args,
   return reporting_failure([&]() -> std::unique_ptr<AgentRegistry> {
     config = load_config_logged(args);
     const auto selected = selected_agents(*config, args);
-    if (std::string refusal = auth::local_agents_refusal(*config, args.agent_ids);
+    auto agents = build_registry(*config, selected, args);
+    // Built, not started: each backend says whether it isolates its commands.
+    std::vector<std::string> not_isolated;
+    for (std::size_t i = 0; i < agents->size(); ++i)
+      if (!agents->isolated(i)) not_isolated.push_back(agents->configured(i).id());
+    if (std::string refusal = auth::unisolated_agents_refusal(*config, not_isolated);
         !refusal.empty()) {
       std::cerr << "error: " << refusal << "\n";
       return nullptr;
     }
-    auto agents = build_registry(*config, selected, args);
     if (args.start_all) agents->start_all([&signals] { return signals.noted() == 0; });
     spdlog::info("execmcp: serving {} agent(s) over HTTP: {}", agents->size(),
                  join(agents->ids(), ", "));

@@ -296,11 +296,8 @@ void read_native_agent(YamlReader& reader, const YAML::Node& node, const std::st
     agent.backend.plugin_key_path = agent.backend.key_path;
     agent.backend.plugin_location = agent.location;
   }
-  if (agent.per_user && agent.backend.plugin == "local")
-    reader.error(node["backend"] ? node["backend"] : node, join_key(path, "backend"),
-                 "a per-user agent needs a backend that gives each user a sandbox of their own "
-                 "(docker-api or docker-cli); the local backend runs every user's commands on "
-                 "this host as one user");
+  // Whether the backend gives each user a sandbox is its own word (its isolated trait and
+  // execmcp.sandbox/1), asked when the per-user template is built: build_per_user_template().
   if (const auto filters = node["filters"]) {
     const std::string filters_path = join_key(path, "filters");
     if (reader.expect_list(filters, filters_path)) {

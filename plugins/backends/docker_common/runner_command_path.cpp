@@ -389,7 +389,8 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
           "execmcp-runner, the agent in the container, ended during the command (" + call->lost() +
           "): a command may have killed it, or the container stopped; the command's exit code "
           "is unknown, and the next call starts a new runner");
-      exec_.explain_kill(result);  // says whether the container stopped
+      // Whether the container stopped is said once, by the backend's explain_kill() of every
+      // command that ended without an exit code (issue 28, finding 7: it was said twice).
     }
   }
   result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();

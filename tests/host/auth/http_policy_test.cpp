@@ -1,4 +1,4 @@
-// Tests of the local-backend refusal.
+// Tests of the refusal of agents whose backend runs commands in no sandbox.
 #include "auth/http_policy.hpp"
 
 #include <gmock/gmock.h>
@@ -22,20 +22,26 @@ Config two_agents(const std::string& backend_b) {
   return config;
 }
 
-TEST(LocalAgentsRefusal, LocalAgentsAreRefusedUnlessAllowed) {
+TEST(UnisolatedAgentsRefusal, AgentsTheirBackendDoesNotIsolateAreRefusedUnlessAllowed) {
   Config config = two_agents("local");
-  const std::string refusal = local_agents_refusal(config, {});
-  EXPECT_THAT(refusal, HasSubstr("/cfg/shared.yaml: agent(s) 'agent_b' use the local backend"));
+  const std::string refusal = unisolated_agents_refusal(config, {"agent_b"});
+  EXPECT_THAT(refusal, HasSubstr("/cfg/shared.yaml: agent(s) 'agent_b' (backend 'local') run "
+                                 "commands in no sandbox"));
   EXPECT_THAT(refusal, HasSubstr("server.allow_local_agents: true"));
-  EXPECT_EQ(local_agents_refusal(config, {"agent_a"}), "") << "agent_b is not served";
-  EXPECT_NE(local_agents_refusal(config, {"agent_b"}), "");
+  EXPECT_EQ(unisolated_agents_refusal(config, {}), "") << "every served backend isolates";
 
   config.server = ServerConfig{};
-  EXPECT_NE(local_agents_refusal(config, {}), "") << "the default is to refuse";
+  EXPECT_NE(unisolated_agents_refusal(config, {"agent_b"}), "") << "the default is to refuse";
   config.server->allow_local_agents = true;
-  EXPECT_EQ(local_agents_refusal(config, {}), "");
+  EXPECT_EQ(unisolated_agents_refusal(config, {"agent_b"}), "");
 
-  EXPECT_EQ(local_agents_refusal(two_agents("docker-api"), {}), "");
+  // Issue 28, finding 6: the rule compared the plugin's name with "local", so a third-party
+  // backend that isolates nothing passed. The backend's own word decides now, whatever its name.
+  EXPECT_THAT(unisolated_agents_refusal(two_agents("acme-shell"), {"agent_b"}),
+              HasSubstr("'agent_b' (backend 'acme-shell') run commands in no sandbox"));
+  auto disabled = two_agents("acme-shell");
+  disabled.agents[1].mcp_enabled = false;  // never served: nothing to refuse
+  EXPECT_EQ(unisolated_agents_refusal(disabled, {"agent_b"}), "");
 }
 
 }  // namespace

@@ -493,9 +493,15 @@ TEST(ExecmcpCliHttp, RefusesLocalAgentsAndUnauthenticatedPublicAddresses) {
   write_text(local, "execmcp: 1\nagents:\n  - id: a\n    cwd: ws\n    backend: {plugin: local}\n");
   auto result = run_execmcp("serve --config " + quote(local.string()) + " --http 127.0.0.1:0", dir);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_THAT(result.err, HasSubstr("'a' use the local backend, which runs commands as this "
-                                    "server's own user"));
+  EXPECT_THAT(result.err, HasSubstr("'a' (backend 'local') run commands in no sandbox"));
   EXPECT_THAT(result.err, HasSubstr("server.allow_local_agents: true"));
+  // Issue 28, finding 6: any backend that says it isolates nothing, whatever its name.
+  const auto echo = dir.path() / "echo.yaml";
+  write_text(echo, "execmcp: 1\nplugin_paths: [" + std::string(EXECMCP_FIXTURE_PLUGIN_DIR) +
+                       "]\nagents:\n  - id: e\n    cwd: ws\n    backend: {plugin: fixture-echo}\n");
+  result = run_execmcp("serve --config " + quote(echo.string()) + " --http 127.0.0.1:0", dir);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("'e' (backend 'fixture-echo') run commands in no sandbox"));
 
   const auto allowed = dir.path() / "allowed.yaml";
   write_text(allowed,
@@ -605,7 +611,8 @@ TEST(ExecmcpCliHttp, ATokenFromTheEnvironmentLeavesNoTraceInProcEnviron) {
   const auto config = dir.path() / "env-token.yaml";
   write_text(config, "execmcp: 1\nplugin_paths: [" + std::string(EXECMCP_FIXTURE_PLUGIN_DIR) +
                          "]\nagents:\n  - id: echo\n    cwd: ws\n    backend: {plugin: "
-                         "fixture-echo, settings: {}}\nserver:\n  tokens:\n"
+                         "fixture-echo, settings: {}}\nserver:\n  allow_local_agents: true\n"
+                         "  tokens:\n"
                          "    - {name: from-env, env: EXECMCP_TEST_ENV_TOKEN, agents: [echo]}\n");
   const HttpServe server(
       config.string(), {"EXECMCP_TEST_ENV_TOKEN=" + token, "EXECMCP_TEST_ENV_NEIGHBOUR=kept"}, dir);
