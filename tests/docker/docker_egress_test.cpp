@@ -16,6 +16,8 @@
 namespace execmcp::docker_test {
 namespace {
 
+using namespace std::chrono_literals;
+
 constexpr const char* kEgressImage = "execmcp/egress:latest";
 
 bool network_exists(const std::string& name) {
@@ -182,7 +184,8 @@ TEST_F(DockerEgress, ADeadOwnersProxyAndNetworkAreRemovedAtTheNextStart) {
   sh(outside_cli() + " network rm " + dead + "-egress-net");
 }
 
-// What the host makes an audit record of: one event per refused request, from the proxy's log.
+// What the host makes an audit record of: an event per refused request, from the proxy's log,
+// within the backend's budget (docs/docker-backend.md, "Refusals").
 class RefusalSink final : public execmcp::sdk::NetworkEventSink {
  public:
   void on_network_event(const execmcp::sdk::NetworkEvent& event) noexcept override {
@@ -199,7 +202,7 @@ class RefusalSink final : public execmcp::sdk::NetworkEventSink {
   std::vector<execmcp::sdk::NetworkEvent> events_;
 };
 
-TEST_F(DockerEgress, ARefusedRequestIsReportedOnceAndNoticedOnTheCommandsResult) {
+TEST_F(DockerEgress, ARefusedRequestIsReportedOnceNoticedAndAFloodKeptToTheBudget) {
   Upstreams upstreams;
   TempDir ws("egressaudit");
   std::string error;
@@ -227,28 +230,60 @@ TEST_F(DockerEgress, ARefusedRequestIsReportedOnceAndNoticedOnTheCommandsResult)
             std::string::npos)
       << notice;
   const auto got = sink.events();
+  const auto first_reported = std::chrono::steady_clock::now();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].host, "denied.test");
   EXPECT_EQ(got[0].port, 80);
   EXPECT_EQ(got[0].method, "GET");
   EXPECT_TRUE(got[0].refused);
 
-  // A proxy that stopped and started again is followed on from where it was: nothing twice.
+  // A proxy that stopped and started again is followed on from where it was: nothing twice (the
+  // GET above, replayed, would be held as a repeat and make the summary below say 104).
   auto* control = execmcp::sdk::sandbox_control(*backend);
   ASSERT_NE(control, nullptr);
   ASSERT_EQ(control->suspend(), "");
   ASSERT_EQ(control->resume(), "");
   r = run(*backend,
-          "for i in $(seq 50); do [ \"$(curl -s -o /dev/null -w '%{http_code}' "
+          "for i in $(seq 50); do [ \"$(curl -s -I -o /dev/null -w '%{http_code}' "
           "http://denied.test/)\" = 403 ] && exit 0; sleep 0.2; done; exit 1");
   EXPECT_EQ(r.exit_code, 0);
   for (int i = 0; i < 50 && sink.events().size() < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(sink.events().size(), 2u);
+  ASSERT_EQ(sink.events().size(), 2u);
+  EXPECT_EQ(sink.events()[1].method, "HEAD");
+
+  // The budget, end to end: the same refusal again within the minute is only counted; a flood of
+  // 400 hosts gets the rest of the hour's 300 reports, and the stop one summary of what was held.
+  r = run(*backend,
+          "curl -s -o /dev/null http://denied.test/ && curl -s 'http://f[1-400].test/' >/dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_data;
+  const bool within_the_minute = std::chrono::steady_clock::now() - first_reported < 55s;
+  const auto singles = [&] {
+    std::size_t n = 0;
+    for (const auto& e : sink.events()) n += e.host == "*" ? 0 : 1;
+    return n;
+  };
+  for (int i = 0; i < 100 && singles() < 300; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(singles(), 300u);
 
   backend->cleanup();
   events->subscribe(nullptr);
-  EXPECT_EQ(sink.events().size(), 2u);
+  const auto all = sink.events();
+  ASSERT_EQ(all.size(), 301u);
+  EXPECT_EQ(singles(), 300u);
+  EXPECT_EQ(all.back().host, "*");
+  // The repeated GET and 102 hosts past the budget (had a minute passed: 103 hosts).
+  const std::string expected = within_the_minute
+                                   ? ": 1 repeated one reported in the last 60 s, 102 over this "
+                                     "sandbox's budget of 300 an hour; hosts: denied.test, f"
+                                   : ": 103 over this sandbox's budget of 300 an hour; hosts: f";
+  EXPECT_TRUE(
+      all.back().reason.starts_with("summary of 103 refusals (not in this agent's egress "
+                                    "allow list) not reported one by one" +
+                                    expected))
+      << all.back().reason;
+  EXPECT_TRUE(all.back().reason.ends_with(" and more")) << all.back().reason;
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // The egress proxy's log followed on a thread: lines split and bounded, replays after a
-// reconnection skipped, refusals delivered to the host's sink (capped per second) and kept for
-// the notice of the command that ran while they happened.
+// reconnection skipped, refusals delivered to the host's sink within a budget (repeats and the
+// excess summed up once a minute) and kept for the notice of the command that ran while they
+// happened.
 #include "docker_common/egress_log_follower.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <ctime>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -15,7 +16,7 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = EgressLogFollower::Clock;
 using namespace std::chrono_literals;
 
 // How long one read of the stream waits: stop() returns within about this.
@@ -28,6 +29,27 @@ constexpr std::size_t kMethodMax = 32;
 // The allow-list entries a notice names before "and N more".
 constexpr std::size_t kNoticeAllowEntries = 8;
 constexpr const char* kRefusalReason = "not in this agent's egress allow list";
+// A summary's host, port and method: it stands for several.
+constexpr const char* kSummaryHost = "*";
+
+// Escaped already: ASCII letters only, so the same name in other cases is the same refusal.
+std::string lower_ascii(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// At most `max` bytes of escaped (printable, valid UTF-8) text, cut between characters.
+std::string cut_text(const std::string& text, std::size_t max) {
+  if (text.size() <= max) return text;
+  std::size_t n = max - 3;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80) --n;
+  return text.substr(0, n) + "...";
+}
+
+std::string refusals(std::uint64_t n) {
+  return std::to_string(n) + (n == 1 ? " refusal" : " refusals");
+}
 
 bool digits(std::string_view text, std::size_t at, std::size_t n, int& out) {
   if (at + n > text.size()) return false;
@@ -92,8 +114,12 @@ bool parse_log_time(std::string_view text, std::int64_t& sec, std::int64_t& nsec
 }
 
 EgressLogFollower::EgressLogFollower(Engine& engine, std::string proxy, const EgressPolicy& policy,
-                                     sdk::LogSink* log)
-    : engine_(engine), proxy_(std::move(proxy)), allow_text_(allow_text(policy)), log_(log) {}
+                                     sdk::LogSink* log, ClockFn clock)
+    : engine_(engine),
+      proxy_(std::move(proxy)),
+      allow_text_(allow_text(policy)),
+      log_(log),
+      clock_(clock ? std::move(clock) : ClockFn([] { return Clock::now(); })) {}
 
 EgressLogFollower::~EgressLogFollower() {
   stop();
@@ -108,21 +134,23 @@ void EgressLogFollower::start() {
 
 void EgressLogFollower::stop() noexcept {
   std::lock_guard lock(thread_mutex_);
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard stop_lock(stop_mutex_);
-    stopping_ = true;
+  if (thread_.joinable()) {
+    {
+      std::lock_guard stop_lock(stop_mutex_);
+      stopping_ = true;
+    }
+    stop_cv_.notify_all();
+    thread_.join();
   }
-  stop_cv_.notify_all();
-  thread_.join();
-  std::lock_guard state(mutex_);
-  streaming_ = false;
-  activity_.notify_all();
-  if (undelivered_ > 0)
-    log(sdk::LogLevel::Warn, "egress proxy " + proxy_ + ": " + std::to_string(undelivered_) +
-                                 " refusals were not reported (more than " +
-                                 std::to_string(kEgressEventsPerSecond) + " a second)");
-  undelivered_ = 0;
+  // What was held back is reported now: the agent may never start again.
+  std::optional<sdk::NetworkEvent> last;
+  {
+    std::lock_guard state(mutex_);
+    streaming_ = false;
+    activity_.notify_all();
+    last = summary(clock_(), true);
+  }
+  if (last) deliver(*last);
 }
 
 bool EgressLogFollower::running() const {
@@ -151,6 +179,7 @@ void EgressLogFollower::run() {
         std::string chunk;
         const auto status = stream->read(kReadWait, chunk);
         if (!chunk.empty()) fresh += take(chunk);
+        tick();
         if (!status.error.empty()) error = EngineError::of(EngineError::Kind::kOther, status.error);
         if (status.eof || !status.error.empty()) break;
       }
@@ -221,33 +250,94 @@ void EgressLogFollower::refused(const EgressLogRecord& record, std::int64_t unix
   event.refused = true;
   event.reason = kRefusalReason;
   event.unix_ms = unix_ms;
+  std::optional<sdk::NetworkEvent> due;
+  bool now_too = false;
   {
     std::lock_guard lock(mutex_);
     ++counts_.refusals;
     recent_.push_back({counts_.refusals, event.host + ":" + std::to_string(event.port)});
     if (recent_.size() > kEgressRecentRefusals) recent_.pop_front();
-    const std::int64_t second = unix_ms / 1000;
-    if (second != window_sec_) {
-      window_sec_ = second;
-      window_count_ = 0;
-    }
-    if (window_count_ >= kEgressEventsPerSecond) {
-      ++undelivered_;
-      ++counts_.dropped_events;
-      return;
-    }
-    ++window_count_;
-    event.dropped_before = std::exchange(undelivered_, 0);
+    const auto now = clock_();
+    now_too = within_budget(event, now);
+    due = summary(now, false);
   }
-  deliver(std::move(event));
+  // The summary first: it covers refusals before this one.
+  if (due) deliver(*due);
+  if (now_too) deliver(event);
 }
 
-void EgressLogFollower::deliver(sdk::NetworkEvent event) {
-  if (event.dropped_before > 0)
-    log(sdk::LogLevel::Warn, "egress proxy " + proxy_ + ": " +
-                                 std::to_string(event.dropped_before) +
-                                 " refusals were not reported (more than " +
-                                 std::to_string(kEgressEventsPerSecond) + " a second)");
+bool EgressLogFollower::within_budget(const sdk::NetworkEvent& event, Clock::time_point now) {
+  while (!reported_.empty() && now - reported_.front() >= kEgressBudgetWindow)
+    reported_.pop_front();
+  while (!recent_keys_.empty() && now - recent_keys_.front().first >= kEgressRepeatWindow) {
+    const auto it = last_reported_.find(recent_keys_.front().second);
+    if (it != last_reported_.end() && it->second == recent_keys_.front().first)
+      last_reported_.erase(it);
+    recent_keys_.pop_front();
+  }
+  const std::string host = lower_ascii(event.host);
+  std::string key = host + '\n' + std::to_string(event.port) + '\n' + event.method;
+  const bool repeat = last_reported_.contains(key);
+  if (!repeat && reported_.size() < kEgressRecordsPerHour) {
+    reported_.push_back(now);
+    last_reported_[key] = now;
+    recent_keys_.emplace_back(now, std::move(key));
+    ++counts_.reported;
+    return true;
+  }
+  if (held_.repeats + held_.over_budget == 0) held_.since = now;
+  ++(repeat ? held_.repeats : held_.over_budget);
+  ++(repeat ? counts_.repeats : counts_.over_budget);
+  held_.last_unix_ms = event.unix_ms;
+  auto shown = cut_text(host, kEgressSummaryHostMax);
+  if (held_.hosts.size() < kEgressSummaryHosts || held_.hosts.contains(shown)) {
+    held_.hosts.insert(std::move(shown));
+  } else {
+    held_.more_hosts = true;
+  }
+  return false;
+}
+
+std::optional<sdk::NetworkEvent> EgressLogFollower::summary(Clock::time_point now, bool stopping) {
+  const std::uint64_t held = held_.repeats + held_.over_budget;
+  if (held == 0 || (!stopping && now - held_.since < kEgressSummaryEvery)) return std::nullopt;
+  sdk::NetworkEvent event;
+  event.host = kSummaryHost;
+  event.method = kSummaryHost;
+  event.refused = true;
+  event.unix_ms = held_.last_unix_ms;
+  // At most ~190 bytes of words and numbers and 6 x 42 of hosts: under the 512 the host keeps.
+  event.reason =
+      "summary of " + refusals(held) + " (" + kRefusalReason + ") not reported one by one: ";
+  if (held_.repeats > 0)
+    event.reason += std::to_string(held_.repeats) + " repeated one reported in the last " +
+                    std::to_string(kEgressRepeatWindow.count()) + " s";
+  if (held_.over_budget > 0)
+    event.reason += std::string(held_.repeats > 0 ? ", " : "") + std::to_string(held_.over_budget) +
+                    " over this sandbox's budget of " + std::to_string(kEgressRecordsPerHour) +
+                    " an hour";
+  event.reason += "; hosts: ";
+  bool first = true;
+  for (const auto& host : held_.hosts) {
+    event.reason += (first ? "" : ", ") + host;
+    first = false;
+  }
+  if (held_.more_hosts) event.reason += " and more";
+  held_ = Held{};
+  ++counts_.summaries;
+  return event;
+}
+
+void EgressLogFollower::tick() {
+  std::optional<sdk::NetworkEvent> due;
+  {
+    std::lock_guard lock(mutex_);
+    due = summary(clock_(), false);
+  }
+  if (due) deliver(*due);
+}
+
+void EgressLogFollower::deliver(const sdk::NetworkEvent& event) {
   std::lock_guard lock(sink_mutex_);
   if (sink_ != nullptr) sink_->on_network_event(event);
 }

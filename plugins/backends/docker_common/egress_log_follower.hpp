@@ -1,6 +1,7 @@
 // Follows an agent's egress proxy log (Engine::follow_logs()) on a thread of its own: each request
-// the policy refused becomes an sdk::NetworkEvent for the host's sink, and a bounded few are kept
-// for the notice on the result of the command that ran while they happened.
+// the policy refused becomes an sdk::NetworkEvent for the host's sink (an audit record and a log
+// line there), within a budget, and a bounded few are kept for the notice on the result of the
+// command that ran while they happened.
 #pragma once
 
 #include <atomic>
@@ -8,10 +9,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "docker_common/egress_policy.hpp"
 #include "docker_common/engine.hpp"
@@ -20,9 +25,21 @@
 
 namespace execmcp::plugins::docker_common {
 
-// The most events a sink gets in one second; past it they are counted (NetworkEvent::
-// dropped_before) and logged, so a flood of refusals cannot flood the audit trail.
-inline constexpr std::uint32_t kEgressEventsPerSecond = 100;
+// What one sandbox's refusals may write (each event is an audit record and a log line at the
+// host, about 1 KB together): a refusal is reported on its own unless the same one (host, port,
+// method) was reported less than kEgressRepeatWindow before, or kEgressRecordsPerHour were
+// reported in the last hour. The others are counted and summed up in one event at most every
+// kEgressSummaryEvery (host "*", the counts and up to kEgressSummaryHosts hosts in its reason),
+// and in one more at stop(). So at most kEgressRecordsPerHour + 61 events an hour (~0.4 MB)
+// whatever the sandbox does; a flood used to write 100 a second (~7 GB a day).
+inline constexpr std::size_t kEgressRecordsPerHour = 300;
+inline constexpr std::chrono::seconds kEgressBudgetWindow{3600};
+inline constexpr std::chrono::seconds kEgressRepeatWindow{60};
+inline constexpr std::chrono::seconds kEgressSummaryEvery{60};
+// The hosts a summary names (each cut at kEgressSummaryHostMax bytes) before "and more", so that
+// its reason stays under the 512 bytes the host keeps of one.
+inline constexpr std::size_t kEgressSummaryHosts = 6;
+inline constexpr std::size_t kEgressSummaryHostMax = 40;
 // The most of one proxy log line kept while its end has not come; a longer line is dropped.
 inline constexpr std::size_t kEgressLogLineMax = 8 * 1024;
 // The refusals kept for notices (the newest); older ones are only counted.
@@ -34,9 +51,15 @@ inline constexpr std::size_t kEgressNoticeHosts = 3;
 // thread has taken (notice()), and the thread's engine calls are its own.
 class EgressLogFollower {
  public:
-  // `proxy`: the proxy container's name; `log`: the backend's log (may be null).
+  // What the budget and the repeat window are measured on (steady_clock::now by default): when
+  // a refusal's line is read, not when the engine stamped it.
+  using Clock = std::chrono::steady_clock;
+  using ClockFn = std::function<Clock::time_point()>;
+
+  // `proxy`: the proxy container's name; `log`: the backend's log (may be null); `clock`: for
+  // tests (empty: steady_clock::now).
   EgressLogFollower(Engine& engine, std::string proxy, const EgressPolicy& policy,
-                    sdk::LogSink* log);
+                    sdk::LogSink* log, ClockFn clock = {});
   ~EgressLogFollower();
   EgressLogFollower(const EgressLogFollower&) = delete;
   EgressLogFollower& operator=(const EgressLogFollower&) = delete;
@@ -44,7 +67,8 @@ class EgressLogFollower {
   // Starts following unless it does already. A stream that ends (the proxy stopped, restarted or
   // was made again) is opened again, from where it was, until stop().
   void start();
-  // Ends the thread; returns once it has ended (within one read's wait). Idempotent.
+  // Ends the thread; returns once it has ended (within one read's wait), after delivering the
+  // summary of what was counted and not yet reported, if any. Idempotent.
   void stop() noexcept;
   [[nodiscard]] bool running() const;
 
@@ -62,13 +86,19 @@ class EgressLogFollower {
   // ...). Returns how many new lines it held (a line at or before the last one seen is one
   // replayed after a reconnection, and skipped).
   std::size_t take(std::string_view chunk);
+  // The thread's own work too (after each read, so also while the log is quiet): delivers the
+  // summary that is due, if one is.
+  void tick();
   // Where a new stream starts: the second of the last line seen ("" before any).
   [[nodiscard]] std::string since() const;
 
   struct Counts {
-    std::uint64_t refusals = 0;        // refusals seen
-    std::uint64_t dropped_events = 0;  // refusals not delivered (over kEgressEventsPerSecond)
-    std::uint64_t dropped_lines = 0;   // lines longer than kEgressLogLineMax
+    std::uint64_t refusals = 0;       // refusals seen
+    std::uint64_t reported = 0;       // delivered one by one
+    std::uint64_t repeats = 0;        // not: the same one was reported within kEgressRepeatWindow
+    std::uint64_t over_budget = 0;    // not: kEgressRecordsPerHour were reported in the last hour
+    std::uint64_t summaries = 0;      // summary events delivered
+    std::uint64_t dropped_lines = 0;  // lines longer than kEgressLogLineMax
   };
   [[nodiscard]] Counts counts() const;
 
@@ -79,8 +109,21 @@ class EgressLogFollower {
   };
   void run();
   void take_line(std::string_view line);
+  // What the budget holds back until the next summary.
+  struct Held {
+    std::uint64_t repeats = 0;
+    std::uint64_t over_budget = 0;
+    std::set<std::string> hosts;  // at most kEgressSummaryHosts, escaped
+    bool more_hosts = false;      // others were not kept
+    Clock::time_point since{};    // the first one's
+    std::int64_t last_unix_ms = 0;
+  };
   void refused(const EgressLogRecord& record, std::int64_t unix_ms);
-  void deliver(sdk::NetworkEvent event);
+  // With mutex_ held: true when `event` may be delivered now; otherwise counts it as held.
+  bool within_budget(const sdk::NetworkEvent& event, Clock::time_point now);
+  // With mutex_ held: the summary of what is held, when one is due at `now` (or `now` is a stop).
+  std::optional<sdk::NetworkEvent> summary(Clock::time_point now, bool stopping);
+  void deliver(const sdk::NetworkEvent& event);
   // Sleeps `wait` unless stop() comes first; false when it came.
   bool pause(std::chrono::milliseconds wait);
   void log(sdk::LogLevel level, const std::string& message) const;
@@ -89,6 +132,7 @@ class EgressLogFollower {
   std::string proxy_;
   std::string allow_text_;  // the allow list as a notice shows it
   sdk::LogSink* log_;
+  ClockFn clock_;
 
   mutable std::mutex thread_mutex_;  // one start() or stop() at a time
   std::thread thread_;
@@ -106,9 +150,13 @@ class EgressLogFollower {
   std::chrono::steady_clock::time_point last_bytes_{};
   std::deque<Refusal> recent_;
   Counts counts_;
-  std::int64_t window_sec_ = 0;  // the second whose deliveries window_count_ counts
-  std::uint32_t window_count_ = 0;
-  std::uint64_t undelivered_ = 0;  // dropped since the last delivery
+  // The budget: when each of the last hour's events was delivered (at most
+  // kEgressRecordsPerHour), and when each refusal delivered within kEgressRepeatWindow was
+  // (its key: host, port, method), oldest first, with the newest time of each key.
+  std::deque<Clock::time_point> reported_;
+  std::deque<std::pair<Clock::time_point, std::string>> recent_keys_;
+  std::unordered_map<std::string, Clock::time_point> last_reported_;
+  Held held_;
 
   std::mutex sink_mutex_;  // held while delivering, so subscribe() can wait for it
   sdk::NetworkEventSink* sink_ = nullptr;
