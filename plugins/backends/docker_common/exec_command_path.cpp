@@ -10,6 +10,7 @@
 
 #include "docker_common/container_scripts.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/runtime_check.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -22,6 +23,29 @@ using sv::shell_quote;
 
 // The wrapper's word on stderr that its own sweep could not finish (forks kept failing).
 constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
+
+// Why a container stopped under a command, as far as its state tells. Under gVisor the sandbox
+// itself ends: at its memory limit (which bounds the Sentry and its host threads too) the host's
+// OOM killer takes it, and at the engine's pids limit the Sentry cannot make a host thread and
+// exits 2 (a Go panic). The ptrace platform makes host threads per process and per Sentry thread,
+// so a fork bomb reaches either limit before its RLIMIT_NPROC (docs/docker-backend.md, gVisor).
+std::string why_stopped(const ContainerState& state, bool gvisor, const DockerSettings& settings) {
+  if (!gvisor) return "something killed it from inside";
+  const auto mib = [](std::int64_t bytes) { return std::to_string(bytes / (1024 * 1024)); };
+  if (state.oom_killed)
+    return "the gVisor sandbox reached its memory limit" +
+           (settings.memory_bytes ? " (" + mib(*settings.memory_bytes) + " MiB)" : std::string()) +
+           ", which bounds gVisor's own kernel and host threads too (a memory hog, or a fork bomb)";
+  if (state.exit_code == 2)
+    return "gVisor's kernel gave up, as it does when the sandbox reaches the engine's pids limit" +
+           (settings.pids_limit > 0
+                ? " (" + std::to_string(engine_pids_limit(settings.pids_limit, true)) +
+                      " host tasks)"
+                : std::string()) +
+           ": each process there costs host threads, more the more processes run (a fork bomb "
+           "gets there before pids_limit)";
+  return "something killed it from inside";
+}
 
 // Collects decoded exec output with per-stream caps (draining past the cap) and streams the kept
 // part to the sink, like the local backend.
@@ -369,7 +393,7 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
     result.notices.push_back(
         "the container stopped during the command (its PID 1 exited with code " +
         std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
-        "): something killed it from inside; " +
+        "): " + why_stopped(state, gvisor, lifecycle_.settings()) + "; " +
         (lifecycle_.attached() ? "execmcp does not manage attached containers: start it again"
                                : "the next call starts it again"));
     return;

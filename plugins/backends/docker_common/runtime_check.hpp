@@ -28,7 +28,13 @@ bool is_gvisor(const RuntimeInfo& runtime);
 // initializing first thread: resource temporarily unavailable"), which ends the container; so
 // the limit is scaled: kGvisorTasksPerProcess per process over kGvisorSandboxTasks, and the
 // agent's own limit becomes RLIMIT_NPROC, which gVisor's kernel counts per sandbox
-// (ContainerSpec::nproc_limit): a fork bomb gets EAGAIN inside, as under runc.
+// (ContainerSpec::nproc_limit). That holds an ordinary workload, not a fork bomb: the ptrace
+// platform gives each process a host stub with two host threads per Sentry thread that has run
+// it, kept for the sandbox's life, and the Sentry has a thread per process running at once; so a
+// bomb at 64 processes makes about 1,000 host tasks in 5 s and 1,700 in 40 s, growing towards
+// 64 x 2 x 140. No limit that still guards the host holds that: the sandbox ends at this one
+// (the Sentry exits 2) or at its memory limit, and the next call starts it again
+// (docs/docker-backend.md, gVisor).
 inline constexpr std::int64_t kGvisorSandboxTasks = 256;
 inline constexpr std::int64_t kGvisorTasksPerProcess = 8;
 std::int64_t engine_pids_limit(std::int64_t pids_limit, bool gvisor);
