@@ -81,6 +81,25 @@ TEST(DockerSandboxCwd, TheWorkspaceIsAtWorkspaceForCommandsAndFileCalls) {
   r = backend->execute(in_sub);
   EXPECT_NE(r.error.find("work_dir refused"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("/workspace/nope"), std::string::npos) << r.error;
+
+  // Links the user made in their sandbox (issue 28, finding 4): one to a directory commands see is
+  // followed; one out of the workspace is refused in the same words whether its target exists (on
+  // the host, in another user's workspace, in the container) or not, and no host path is named.
+  in_sub.work_dir = "peek";
+  const std::string refused =
+      "work_dir refused: '/workspace/peek' is not a directory in this agent's workspace or "
+      "granted paths";
+  const std::string host_parent = fs::path(ws.path()).parent_path().string();
+  for (const std::string& target :
+       {host_parent, host_parent + "/missing", ws.path() + "/sub", std::string("/etc"),
+        std::string("/proc/self/root/root"), std::string("/nonexistent"), std::string("../..")}) {
+    ASSERT_EQ(run(*backend, "ln -sfn '" + target + "' peek").exit_code, 0) << target;
+    EXPECT_EQ(backend->execute(in_sub).error, refused) << target;
+  }
+  ASSERT_EQ(run(*backend, "ln -sfn /workspace/sub peek").exit_code, 0);
+  r = backend->execute(in_sub);
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.stdout_data, "/workspace/sub\n");
   backend->cleanup();
   EXPECT_FALSE(container_exists(container_of("sbxcwd")));
   EXPECT_EQ(read_host_file(ws.path() + "/x"), "hi\n");  // the workspace stays

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,15 @@ struct AgentCapabilities {
   bool background = false;  // background shells: the backend offers execmcp.background/1
 };
 
+// What the service counts an agent's calls (running or waiting) by, and how many it allows.
+struct CallLimit {
+  std::string key;  // the agent's id, or "<agent>/<user key>" for a per-user agent's user
+  // A per-user agent's user: bounded even without --max-calls-per-agent (one user's share of the
+  // workers every user shares).
+  bool per_user = false;
+  std::size_t max_calls = 0;  // per_user.max_calls_per_user; 0: not set (the server's default)
+};
+
 // One configured agent: its filter chain, its backend, its limits, its audit log.
 // Thread-safe: the MCP layer calls it from several request threads at once. Never throws on the
 // request path; failures come back inside the outcome / result.
@@ -49,9 +59,9 @@ class Agent {
 
   [[nodiscard]] virtual const std::string& id() const = 0;
   [[nodiscard]] virtual const std::string& cwd() const = 0;
-  // What the per-agent call limit counts calls by: the agent; a per-user agent's sandbox counts
-  // each user's own, so no user can take another's share.
-  [[nodiscard]] virtual std::string call_limit_key() const { return id(); }
+  // How the service bounds this agent's calls (McpService::call_tool): by the agent; a per-user
+  // agent's sandbox counts each user's own, bounded by default: no user takes another's share.
+  [[nodiscard]] virtual CallLimit call_limit() const { return CallLimit{id()}; }
 
   // Filters, then the backend; applies the agent's default timeout and output cap; writes one
   // audit line (agent, command, verdict, exit code, duration).

@@ -45,7 +45,9 @@ class UserSandbox final : public Agent {
 
   [[nodiscard]] const std::string& id() const override { return owner_.id(); }
   [[nodiscard]] const std::string& cwd() const override { return kUserSandboxCwd; }
-  [[nodiscard]] std::string call_limit_key() const override { return owner_.id() + "/" + key_; }
+  [[nodiscard]] CallLimit call_limit() const override {
+    return CallLimit{owner_.id() + "/" + key_, true, owner_.config().max_calls_per_user};
+  }
   [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.traits_; }
   [[nodiscard]] AgentCapabilities capabilities() const override { return owner_.capabilities_; }
   BackgroundShellControl* background_shells() override {

@@ -228,7 +228,9 @@ std::string usage_text() {
       allowed unless --insecure-no-auth. Each agent's backend starts on its first call (all at
       start with --start-all). --max-concurrent and --max-queued-calls (default 64 each
       here) count over all agents;
-      --max-calls-per-agent bounds one agent (429 past it).
+      --max-calls-per-agent bounds one agent (429 past it); each user of a per-user agent
+      is bounded even without it (per_user.max_calls_per_user, by default a quarter of
+      --max-concurrent), and with it by the lower of the two.
   execmcp serve [options above] --massgen [--allowed-paths WORKSPACE [CONTEXT...]]
                 [--execution-mode local|docker] [--agent-id A] [--instance-id I] [--enable-sudo]
                 [--allowed-commands RE...] [--blocked-commands RE...] [--timeout S]

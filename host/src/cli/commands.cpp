@@ -159,7 +159,11 @@ int command_check_config(const Arguments& args) {
       std::cout << "    per user: a sandbox per authenticated HTTP user, at most "
                 << per_user->max_users << "; stopped after " << per_user->idle_stop.count() / 1000.0
                 << "s without a call, removed after " << per_user->idle_remove.count() / 1000.0
-                << "s stopped (workspaces kept); " << per_user->warm << " warm\n";
+                << "s stopped (workspaces kept); " << per_user->warm << " warm; calls per user: "
+                << (per_user->max_calls_per_user == 0
+                        ? std::string("a quarter of --max-concurrent")
+                        : std::to_string(per_user->max_calls_per_user))
+                << "\n";
     }
   }
   for (const auto& warning : config->warnings) std::cout << "warning: " << warning << "\n";

@@ -73,6 +73,9 @@ struct PerUserConfig {
   std::chrono::milliseconds idle_stop{std::chrono::seconds(600)};      // without a call: stopped
   std::chrono::milliseconds idle_remove{std::chrono::seconds(86400)};  // stopped: removed
   std::size_t warm = 0;  // containers made ahead of time, claimed by new users
+  // A user's calls running or waiting at once; 0: a quarter of the server's workers
+  // (McpService::kUserShareOfWorkers).
+  std::size_t max_calls_per_user = 0;
   SourceLocation location;
 };
 

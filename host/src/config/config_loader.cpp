@@ -232,13 +232,14 @@ void read_background(YamlReader& reader, const YAML::Node& node, const std::stri
 }
 
 // `per_user:` of a native agent. The limits keep one server's engine and disk bounded; warm
-// containers never outnumber the sandboxes allowed.
+// containers never outnumber the sandboxes allowed; one user's calls leave the workers to others.
 void read_per_user(YamlReader& reader, const YAML::Node& node, const std::string& path,
                    const std::string& base_dir, PerUserConfig& out) {
   out.location = reader.location(node);
   if (!reader.expect_map(node, path)) return;
-  reader.reject_unknown_keys(node, path,
-                             {"workspace_root", "max_users", "idle_stop", "idle_remove", "warm"});
+  reader.reject_unknown_keys(
+      node, path,
+      {"workspace_root", "max_users", "idle_stop", "idle_remove", "warm", "max_calls_per_user"});
   if (!node["workspace_root"]) {
     reader.error(node, join_key(path, "workspace_root"),
                  "required key is missing (where each user's workspace is made: "
@@ -252,7 +253,8 @@ void read_per_user(YamlReader& reader, const YAML::Node& node, const std::string
       out.workspace_root = *root;
   }
   read_counts(reader, node, path,
-              {Count{"max_users", &out.max_users, 1, 100000}, Count{"warm", &out.warm, 0, 1000}});
+              {Count{"max_users", &out.max_users, 1, 100000}, Count{"warm", &out.warm, 0, 1000},
+               Count{"max_calls_per_user", &out.max_calls_per_user, 1, 4096}});
   if (out.warm > out.max_users)
     reader.error(node["warm"], join_key(path, "warm"),
                  "warm (" + std::to_string(out.warm) + ") is larger than max_users (" +

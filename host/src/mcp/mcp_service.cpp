@@ -45,6 +45,23 @@ std::string instructions_for(const Agent& agent) {
            : std::string()));
 }
 
+// The answer to a call past its agent's or its user's bound (HTTP 429), naming the bound.
+RpcError busy_key(const Agent& agent, const CallLimit& limit, const McpService::KeyBound& bound) {
+  const std::string calls = std::to_string(bound.calls);
+  if (!limit.per_user) {
+    return RpcError{kServerBusy,
+                    "Server busy: agent '" + agent.id() + "' already has " + calls +
+                        " calls running or waiting (" + bound.set_by +
+                        "); retry when one has finished",
+                    json{{"retryAfterSeconds", 1}, {"limit", "agent"}, {"max", bound.calls}}};
+  }
+  return RpcError{kServerBusy,
+                  "Too many calls: you already have " + calls + " calls to agent '" + agent.id() +
+                      "' running or waiting, the most one user may have (" + bound.set_by +
+                      "); retry when one has finished",
+                  json{{"retryAfterSeconds", 1}, {"limit", "user"}, {"max", bound.calls}}};
+}
+
 // Runs `action` when it goes out of scope, however the scope is left.
 template <typename F>
 class ScopeExit {
@@ -180,11 +197,22 @@ std::string McpService::tool_label(const Agent& agent, const std::string& name) 
   return "unknown";
 }
 
-bool McpService::admit_agent(const std::string& agent_id) {
+McpService::KeyBound McpService::bound_for(const CallLimit& limit) const {
+  const std::size_t agent = options_.max_calls_per_agent;
+  if (!limit.per_user) return {agent, "--max-calls-per-agent"};
+  // Whatever is set applies (the lower of the two); the default only when nothing is.
+  if (limit.max_calls != 0 && (agent == 0 || limit.max_calls <= agent))
+    return {limit.max_calls, "per_user.max_calls_per_user"};
+  if (agent != 0) return {agent, "--max-calls-per-agent"};
+  return {std::max<std::size_t>(1, call_limit_ / kUserShareOfWorkers),
+          "per_user.max_calls_per_user; by default a quarter of --max-concurrent"};
+}
+
+bool McpService::admit_agent(const std::string& key, std::size_t bound) {
   std::lock_guard lock(agents_mutex_);
-  std::size_t& count = per_agent_[agent_id];
-  if (options_.max_calls_per_agent != 0 && count >= options_.max_calls_per_agent) {
-    if (count == 0) per_agent_.erase(agent_id);
+  std::size_t& count = per_agent_[key];
+  if (bound != 0 && count >= bound) {
+    if (count == 0) per_agent_.erase(key);
     return false;
   }
   ++count;
@@ -253,16 +281,10 @@ void McpService::call_tool(ToolCall call) {
       return refuse(
           RpcError{rpc_error::kInvalidParams, "Invalid params: 'arguments' must be an object"});
     }
-    const std::string agent_id = shared->caller.agent->id();
-    const std::string limit_key = shared->caller.agent->call_limit_key();
-    if (!admit_agent(limit_key)) {
-      return refuse(RpcError{kServerBusy,
-                             "Server busy: agent '" + agent_id + "' already has " +
-                                 std::to_string(options_.max_calls_per_agent) +
-                                 " calls running or waiting; retry when one has "
-                                 "finished",
-                             json{{"retryAfterSeconds", 1}, {"limit", "agent"}}});
-    }
+    const CallLimit limit = shared->caller.agent->call_limit();
+    const std::string& limit_key = limit.key;
+    if (const KeyBound bound = bound_for(limit); !admit_agent(limit_key, bound.calls))
+      return refuse(busy_key(*shared->caller.agent, limit, bound));
     std::shared_ptr<Admission> admission;
     try {
       admission = std::make_shared<Admission>(*this, limit_key);

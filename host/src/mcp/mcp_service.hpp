@@ -42,12 +42,20 @@ struct CallerContext {
   std::shared_ptr<Agent> hold;
 };
 
+// A per-user agent's user with no bound set (neither per_user.max_calls_per_user nor
+// --max-calls-per-agent) may hold 1/kUserShareOfWorkers of the workers, running or waiting. A user
+// at that bound never needs the queue and leaves three quarters of the workers to everyone else;
+// it takes four users at their bound to fill the workers. serve --http's 64 workers give 16 calls
+// per user: more than an agent loop runs at once.
+inline constexpr std::size_t kUserShareOfWorkers = 4;
+
 struct ServiceOptions {
   std::string server_name = "execmcp";
   std::string server_version;
   std::size_t max_concurrent_calls = 8;  // running at once, over all agents
   std::size_t max_queued_calls = 16;     // waiting for a slot, over all agents
   std::size_t max_calls_per_agent = 0;   // running or waiting per agent; 0: no own limit
+  // (Each user's of a per-user agent, like per_user.max_calls_per_user: the lower applies.)
 };
 
 class McpService {
@@ -100,6 +108,13 @@ class McpService {
   void shutdown();
 
   [[nodiscard]] std::size_t call_limit() const { return call_limit_; }
+  // How many calls `limit`'s key may have running or waiting (0: no bound of its own), and which
+  // setting says so.
+  struct KeyBound {
+    std::size_t calls = 0;
+    std::string set_by;
+  };
+  [[nodiscard]] KeyBound bound_for(const CallLimit& limit) const;
   [[nodiscard]] const ServiceOptions& options() const { return options_; }
   [[nodiscard]] std::size_t calls_in_flight() const { return in_flight_.load(); }
 
@@ -113,7 +128,8 @@ class McpService {
   void run_call(ToolCall& call, const tools::Tool& tool) noexcept;
   // finished, then the response (or nothing, for a call the client cancelled), then answered.
   static void complete(ToolCall& call, RpcOutcome outcome) noexcept;
-  [[nodiscard]] bool admit_agent(const std::string& agent_id);
+  // Counts a call for `key` unless it already has `bound` (0: no bound).
+  [[nodiscard]] bool admit_agent(const std::string& key, std::size_t bound);
   void release_agent(const std::string& agent_id);
 
   const ServiceOptions options_;

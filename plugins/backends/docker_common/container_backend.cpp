@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "docker_common/container_work_dir.hpp"
 #include "docker_common/log_text.hpp"
 #include "docker_common/runner_command_path.hpp"
-#include "execmcp/sdk/path_policy.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -58,34 +58,12 @@ void ContainerBackend::cleanup() noexcept {
 
 std::string ContainerBackend::resolve_work_dir(const std::string& requested,
                                                std::string& path) const {
-  const auto snapshot = lifecycle_.init();
-  const auto& init = *snapshot;
-  // The request is in the commands' view (the workspace at sandbox_cwd, when set); the check is on
-  // the host's paths.
-  std::string on_host = requested;
-  if (!init.sandbox_cwd.empty() && !requested.empty() && requested.front() == '/') {
-    const std::string normal = std::filesystem::path(requested).lexically_normal().string();
-    if (path_within(normal, init.sandbox_cwd)) {
-      on_host = host_path(init, normal);
-    } else if (path_within(normal, init.cwd)) {
-      return "work_dir refused: '" + requested + "' is not a directory commands see (the " +
-             "workspace is at " + init.sandbox_cwd + ")";
-    }
-  }
-  const auto resolved = sdk::resolve_inside(on_host, init.cwd, init.paths, sdk::Access::Read);
-  if (!resolved.error.empty())
-    return "work_dir refused: " + in_container_terms(init, resolved.error);
-  // The grants are mounted where the host can tell (container_path()); runc would silently create
-  // a missing working directory instead of failing.
-  std::error_code ec;
-  path = container_path(init, resolved.path);
-  if (!std::filesystem::is_directory(resolved.path, ec)) {
-    const std::string shown = path;
-    path.clear();
-    return "work_dir refused: '" + requested + "' (" + shown +
-           ") does not exist or is not a directory";
-  }
-  return {};
+  // In the commands' view, never following a symlink on the host out of the grants: what lies
+  // outside them changes neither the answer nor its message (container_work_dir.hpp). Checked
+  // here because runc would silently create a missing working directory instead of failing.
+  ContainerWorkDir resolved = resolve_container_work_dir(*lifecycle_.init(), requested);
+  path = std::move(resolved.path);
+  return std::move(resolved.error);
 }
 
 std::string ContainerBackend::prepared_command(const std::string& request_command) const {

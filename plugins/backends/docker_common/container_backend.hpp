@@ -67,7 +67,8 @@ class ContainerBackend : public sdk::ExecutorBackend,
  private:
   // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
   void end_all_background(std::chrono::milliseconds grace) noexcept;
-  // work_dir resolved inside the grants and existing; "" or why it is refused.
+  // work_dir resolved inside the grants and existing, in the commands' view
+  // (resolve_container_work_dir); "" or why it is refused.
   std::string resolve_work_dir(const std::string& requested, std::string& path) const;
   // The command as the shell gets it: command_prefix and venv_path applied.
   std::string prepared_command(const std::string& command) const;

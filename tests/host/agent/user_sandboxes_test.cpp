@@ -205,7 +205,8 @@ TEST(UserSandboxes, EachUserGetsASandboxOfTheirOwnInTheirOwnWorkspace) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);  // no other user of this host may enter it
   EXPECT_EQ(sandboxes->events().creates, 2u);
   EXPECT_EQ(sandboxes->counts().running, 2u);
-  EXPECT_NE(alice.agent->call_limit_key(), bob.agent->call_limit_key());
+  EXPECT_NE(alice.agent->call_limit().key, bob.agent->call_limit().key);
+  EXPECT_TRUE(alice.agent->call_limit().per_user);
   // Each audit record names the user whose sandbox ran the call.
   const std::string audit = tests::read_text(h.dir.path() / "audit.jsonl");
   EXPECT_THAT(audit, HasSubstr(R"("tool":"execute_command","user":"alice")"));

@@ -337,7 +337,8 @@ TEST(ExecmcpCli, APerUserAgentIsRefusedOverStdioAndCheckConfigShowsIt) {
               HasSubstr("workspace " + dir.str() + "/users/<user key> (seen as /workspace)"));
   EXPECT_THAT(checked.out, HasSubstr("per user: a sandbox per authenticated HTTP user, at most 7; "
                                      "stopped after 30s without a call, removed after 86400s "
-                                     "stopped (workspaces kept); 1 warm"));
+                                     "stopped (workspaces kept); 1 warm; calls per user: a "
+                                     "quarter of --max-concurrent"));
   // The echo fixture runs commands in no sandbox it could stop: refused at its line.
   EXPECT_EQ(checked.exit_code, 1);
   EXPECT_THAT(checked.err, HasSubstr("backend 'fixture-echo' cannot serve a per-user agent"));

@@ -36,6 +36,7 @@ TEST(PerUserConfig, ReadsEveryKey) {
       idle_stop: 600
       idle_remove: 86400
       warm: 2
+      max_calls_per_user: 8
     backend: {plugin: docker-api, settings: {memory: 1g}}
     filters: [{plugin: sanitize}]
 )",
@@ -47,6 +48,7 @@ TEST(PerUserConfig, ReadsEveryKey) {
   EXPECT_EQ(agent.per_user->idle_stop, 600s);
   EXPECT_EQ(agent.per_user->idle_remove, 86400s);
   EXPECT_EQ(agent.per_user->warm, 2u);
+  EXPECT_EQ(agent.per_user->max_calls_per_user, 8u);
   EXPECT_EQ(agent.per_user->location.line, 5);
   EXPECT_TRUE(agent.cwd.empty());
   // No tools directory under workspace_root, where a user named "tools" would be.
@@ -64,6 +66,7 @@ TEST(PerUserConfig, DefaultsAreBounded) {
   EXPECT_EQ(per_user.idle_stop, 600s);
   EXPECT_EQ(per_user.idle_remove, 86400s);
   EXPECT_EQ(per_user.warm, 0u);
+  EXPECT_EQ(per_user.max_calls_per_user, 0u);  // the server's default share (McpService)
 }
 
 TEST(PerUserConfig, RefusesWhatCannotWorkWithItsLine) {
@@ -86,6 +89,12 @@ TEST(PerUserConfig, RefusesWhatCannotWorkWithItsLine) {
     backend: {plugin: docker-api}
 )"),
       HasSubstr("agents[0].per_user.max_users: expected an integer from 1"));
+  EXPECT_THAT(load_error(std::string(kHead) +
+                         R"(    per_user: {workspace_root: /srv/u, max_calls_per_user: 0}
+    backend: {plugin: docker-api}
+)"),
+              HasSubstr("agents[0].per_user.max_calls_per_user: expected an integer from 1 to "
+                        "4096, found '0'"));
   EXPECT_THAT(
       load_error(std::string(kHead) + R"(    per_user: {workspace_root: /srv/u, idle_stop: 0}
     backend: {plugin: docker-api}

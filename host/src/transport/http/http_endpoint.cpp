@@ -91,10 +91,12 @@ int status_for(const json& message, bool stateless) {
   if (error == message.end()) return 200;
   const int code = error->value("code", 0);
   if (code == kServerBusy) {
+    // An agent's or a user's own bound is theirs to wait for (429); the server's is everyone's.
     const auto data = error->find("data");
-    const bool agent_limit =
-        data != error->end() && data->is_object() && data->value("limit", std::string()) == "agent";
-    return agent_limit ? 429 : 503;
+    const std::string limit = data != error->end() && data->is_object()
+                                  ? data->value("limit", std::string())
+                                  : std::string();
+    return limit == "agent" || limit == "user" ? 429 : 503;
   }
   if (!stateless) return 200;
   if (code == protocol::kHeaderMismatch || code == protocol::kUnsupportedProtocolVersion ||
