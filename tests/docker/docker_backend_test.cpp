@@ -9,7 +9,6 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -338,9 +337,7 @@ TEST_F(DockerLimits, MemoryHogIsKilledAndReported) {
 TEST_F(DockerLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
   ASSERT_EQ(run(*backend_, "true").exit_code, 0);
   const std::string container = "execmcp-" + std::string(kAgent) + "-" + instance_tag();
-  const auto identity = [&] {
-    return trim(sh(outside_cli() + " inspect -f '{{.Id}} {{.State.StartedAt}}' " + container));
-  };
+  const auto identity = [&] { return container_identity(container); };
   const std::string before = identity();
   // The shell stays (sleep), so the bomb keeps forking until the call's timeout kills its tree; a
   // bomb whose shell returns at once mostly dies out by itself within a second.
@@ -364,14 +361,11 @@ TEST_F(DockerLimits, ForkBombIsContainedAndTheBackendKeepsServing) {
   std::printf("[fork bomb] %s; %s\n", restarted ? "the container was restarted" : "it stayed",
               notices_of(r).c_str());
   if (under_gvisor() && restarted) {
-    // gVisor's ptrace platform makes host threads per process and per Sentry thread: the bomb
-    // reaches the engine's pids limit (the sandbox exits 2) or the memory limit (OOMKilled)
-    // before its RLIMIT_NPROC, and the sandbox ends (docs/docker-backend.md, gVisor). Then the
-    // call says at once which limit it was, and the next call starts the container again.
-    EXPECT_TRUE(has_notice(r,
-                           "gVisor's kernel gave up, as it does when the sandbox reaches the "
-                           "engine's pids limit (768 host tasks)") ||
-                has_notice(r, "the gVisor sandbox reached its memory limit (64 MiB)"))
+    // gVisor's ptrace platform: the bomb meets the engine's pids or memory limit before its
+    // RLIMIT_NPROC (docs/docker-backend.md, gVisor); the call says which, the next restarts it.
+    EXPECT_TRUE(
+        has_notice(r, "when the sandbox reaches the engine's pids limit (768 host tasks)") ||
+        has_notice(r, "the gVisor sandbox reached its memory limit (64 MiB)"))
         << notices_of(r);
     EXPECT_TRUE(has_notice(next, "container was recreated")) << notices_of(next);
     return;
@@ -857,12 +851,7 @@ TEST_F(DockerLifecycle, ContainerKilledFromInsideIsReportedAndTheNextCallWorks) 
           << notices_of(dying) << " error: " << dying.error << " exit: " << dying.exit_code
           << " after " << dying.duration_seconds << " s";
       // Said once (issue 28, finding 7: the runner's path said it a second time).
-      EXPECT_EQ(std::count_if(dying.notices.begin(), dying.notices.end(),
-                              [](const std::string& n) {
-                                return n.find("the container stopped during the command") !=
-                                       std::string::npos;
-                              }),
-                1)
+      EXPECT_EQ(count_notices(dying, "the container stopped during the command"), 1u)
           << notices_of(dying);
       EXPECT_TRUE(has_notice(dying, "OOMKilled=false")) << notices_of(dying);
       EXPECT_FALSE(has_notice(dying, "memory limit")) << notices_of(dying);

@@ -190,11 +190,20 @@ inline std::string build_busybox_image() {
     if (IsSkipped() || HasFatalFailure()) return; \
   } while (0)
 
-// Whether one of the result's notices contains `text`; all of them, for a failure message.
+// How many of the result's notices contain `text`; whether one does; all of them, for a
+// failure message.
+inline std::size_t count_notices(const ExecResult& r, const std::string& text) {
+  std::size_t n = 0;
+  for (const auto& notice : r.notices) n += notice.find(text) != std::string::npos ? 1 : 0;
+  return n;
+}
 inline bool has_notice(const ExecResult& r, const std::string& text) {
-  for (const auto& n : r.notices)
-    if (n.find(text) != std::string::npos) return true;
-  return false;
+  return count_notices(r, text) > 0;
+}
+
+// A container's id and start time, from the engine: a restart changes them.
+inline std::string container_identity(const std::string& name) {
+  return trim(sh(outside_cli() + " inspect -f '{{.Id}} {{.State.StartedAt}}' " + name));
 }
 
 inline std::string notices_of(const ExecResult& r) {

@@ -93,6 +93,9 @@ std::string EgressProxy::check_upstream() {
   // An internal one is fine: a local mirror on a network without a route out.
   if (!err.ok())
     return describe_failure(err, "inspecting network '" + policy_.upstream_network + "'");
+  // The engine's default bridge (the default upstream) takes no network-scoped alias.
+  const auto it = upstream.options.find(kDefaultBridgeOption);
+  upstream_is_default_bridge_ = it != upstream.options.end() && it->second == "true";
   return {};
 }
 
@@ -142,7 +145,10 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
   }
   if (err.kind == Kind::kImageMissing) return missing_image();
   if (!err.ok()) return describe_failure(err, "creating the egress proxy '" + proxy_ + "'");
-  if (err = engine_.connect_network(policy_.upstream_network, proxy_, proxy_); !err.ok())
+  // Its own name as an alias where the network takes one; nothing on the upstream network looks
+  // the proxy up, so on the default bridge it goes without.
+  const std::string alias = upstream_is_default_bridge_ ? std::string() : proxy_;
+  if (err = engine_.connect_network(policy_.upstream_network, proxy_, alias); !err.ok())
     return describe_failure(err, "connecting the egress proxy '" + proxy_ + "' to network '" +
                                      policy_.upstream_network + "'");
   if (err = engine_.start(proxy_); !err.ok())

@@ -18,6 +18,9 @@ inline constexpr const char* kEgressImage = "execmcp/egress:latest";
 // The bridge driver's option that leaves this machine without an address on the network (the
 // agent's network: no gateway on the host to reach the host's services through).
 inline constexpr const char* kNoHostAddressOption = "com.docker.network.bridge.inhibit_ipv4";
+// The option by which the engine marks its default bridge network (`bridge`), which takes no
+// network-scoped alias ("supported only for containers in user defined networks").
+inline constexpr const char* kDefaultBridgeOption = "com.docker.network.bridge.default_bridge";
 
 // The proxy and network of one agent's container. Not thread-safe: ContainerLifecycle calls it
 // under its own locks (start, recovery, stop and removal never overlap for one agent).
@@ -67,6 +70,7 @@ class EgressProxy {
   std::string agent_label_;
   std::string network_;
   std::string proxy_;
+  bool upstream_is_default_bridge_ = false;  // check_upstream() learns it
   Ownership proxy_owner_;
   Ownership network_owner_;
 };

@@ -54,6 +54,7 @@ class FakeEngine final : public Engine {
   std::vector<std::string> calls;
   // The last spec create() took.
   ContainerSpec last_spec;
+  std::string last_connect_alias;  // of the last connect_network()
   // The last spec create_install() took.
   InstallSpec last_install;
   // The options of the last exec().
@@ -295,8 +296,13 @@ class FakeEngine final : public Engine {
     auto* c = find(container);
     if (c == nullptr || !networks.contains(network))
       return EngineError::of(EngineError::Kind::kNotFound, "no such container or network");
+    if (!alias.empty() &&
+        networks.at(network).options.contains("com.docker.network.bridge.default_bridge"))
+      return EngineError::of(EngineError::Kind::kOther,
+                             "network-scoped alias is supported only for containers in user "
+                             "defined networks");
     c->networks[network] = "10.0.0." + std::to_string(c->networks.size() + 2);
-    (void)alias;
+    last_connect_alias = alias;
     return {};
   }
   EngineError remove_network(const std::string& name_or_id) override {

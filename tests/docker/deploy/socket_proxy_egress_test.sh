@@ -124,6 +124,12 @@ post_json "POST connect, the backend's body" 200 '' "$api/networks/$upstream/con
 aliases="$(docker inspect -f "{{json (index .NetworkSettings.Networks \"$upstream\").Aliases}}" "$egress" 2>&1)"
 [[ "$aliases" == *"\"$egress\""* ]] && pass "the proxy container is on the upstream network as $egress" ||
   fail "the proxy container's aliases on $upstream: $aliases"
+# The default bridge takes no alias, so there the backend sends none.
+egress2="execmcp-$run_tag-cli-egress"
+docker create --name "$egress2" --label "$run_tag" --network "$net" "$runtime" sleep 60 >/dev/null
+post_json "POST connect without an alias (the default bridge's body)" 200 '' \
+  "$api/networks/$upstream/connect" "{\"Container\":\"$egress2\"}"
+docker rm -f "$egress2" >/dev/null
 post_json "POST networks/{id}/disconnect" 403 "$denied_text" "$api/networks/$upstream/disconnect" \
   "{\"Container\":\"$egress\"}"
 expect_http "POST networks/prune" 403 "$denied_text" -X POST "$api/networks/prune"

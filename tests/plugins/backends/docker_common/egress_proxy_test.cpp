@@ -228,6 +228,24 @@ TEST_F(EgressLifecycleTest, AProxyOrNetworkOfAnotherSandboxUnderOurNamesIsLeftAl
   EXPECT_EQ(engine_.networks.at(net_).labels, net_labels);
 }
 
+// The default upstream is the engine's default bridge, which refuses a network-scoped alias: the
+// proxy was connected with one, so `network: egress` with the default upstream never started.
+TEST_F(EgressLifecycleTest, TheProxyJoinsTheDefaultBridgeWithoutAnAlias) {
+  engine_.networks["bridge"] = {
+      "net-bridge", "bridge", "bridge", false, {}, {}, {{kDefaultBridgeOption, "true"}}};
+  settings_.egress->upstream_network = "bridge";
+  auto lifecycle = make();
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_EQ(engine_.last_connect_alias, "");
+  EXPECT_TRUE(engine_.containers.at(proxy_).networks.contains("bridge"));
+  lifecycle.remove_container();
+  // A network of the operator's own takes the proxy's name as its alias, as before.
+  settings_.egress->upstream_network = "uplink";
+  auto other = make();
+  ASSERT_EQ(other.start(), "");
+  EXPECT_EQ(engine_.last_connect_alias, proxy_);
+}
+
 TEST_F(EgressLifecycleTest, RecoveryBringsAGoneProxyBackBeforeTheAgent) {
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
