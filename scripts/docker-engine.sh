@@ -70,18 +70,22 @@ install_engine() {
   $sudo apt-get install -y -qq --no-install-recommends docker.io >&2
 }
 
-# The daemon config this script gives dockerd: the runsc runtime when runsc is installed, else
-# nothing. runsc 0.0~20221219 refuses to start a container of `--network none` with its default
-# network stack ("cannot run with network enabled in root network namespace"), so it runs with
-# --network=none: its sandbox has loopback only, whatever network the container is on.
+# The daemon config this script gives dockerd:
+# - address pools of /24 networks in Docker's own 172.16.0.0/12 (4096 networks): each sandbox with
+#   `network: egress` has an internal network of its own, and Docker's defaults (/16s and /20s) run
+#   out at about 30 networks ("could not find an available, non-overlapping IPv4 address pool"),
+#   so a shared server could hold no more than about 30 such sandboxes (docs/deployment.md);
+# - the runsc runtime when runsc is installed. runsc 0.0~20221219 refuses to start a container of
+#   `--network none` with its default network stack ("cannot run with network enabled in root
+#   network namespace"), so it runs with --network=none: its sandbox has loopback only, whatever
+#   network the container is on.
 write_config() {
-  local file="$1" runsc_path
+  local file="$1" runsc_path runtimes=""
   if runsc_path="$(command -v runsc)"; then
-    printf '{\n  "runtimes": {\n    "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}\n  }\n}\n' \
-      "$runsc_path" | $sudo tee "$file.tmp" >/dev/null
-  else
-    echo '{}' | $sudo tee "$file.tmp" >/dev/null
+    runtimes="$(printf ',\n  "runtimes": {\n    "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}\n  }' "$runsc_path")"
   fi
+  printf '{\n  "default-address-pools": [{"base": "172.16.0.0/12", "size": 24}]%s\n}\n' "$runtimes" |
+    $sudo tee "$file.tmp" >/dev/null
   $sudo mv -f "$file.tmp" "$file"
 }
 
