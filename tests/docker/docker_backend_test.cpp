@@ -421,21 +421,25 @@ TEST_F(DockerLifecycle, ContainerKilledOrRemovedFromOutsideIsRecreated) {
   b->cleanup();
 }
 
+// A stale container of ours (its labels say so) is replaced; one under our name that is not ours
+// (issue 28: another sandbox's, or no one's) is neither removed nor used.
 TEST_F(DockerLifecycle, StaleContainerWithOurNameIsReplaced) {
   TempDir ws("stale");
   const std::string name = "execmcp-stale-" + instance_tag();
-  sh(outside_cli() + " rm -f " + name);
-  const std::string stale_id = trim(
-      sh(outside_cli() + " create --name " + name + " --label stale=yes " + kImage + " sleep 5"));
-  ASSERT_FALSE(stale_id.empty());
+  const auto create = [&](const std::string& labels) {
+    sh(outside_cli() + " rm -f " + name);
+    return trim(sh(outside_cli() + " create --name " + name + labels + " " + kImage + " sleep 5"));
+  };
+  const std::string foreign_id = create(" --label stale=yes");
   auto b = make_backend(init_for("stale", ws));
   ASSERT_TRUE(b);
+  EXPECT_NE(b->start().find("is not this sandbox's"), std::string::npos);
+  EXPECT_EQ(container_identity(name).substr(0, 64), foreign_id);
+  const std::string ours = " --label execmcp.managed=true --label execmcp.agent=stale";
+  const std::string stale_id = create(ours + " --label execmcp.instance=" + instance_tag());
+  ASSERT_FALSE(stale_id.empty());
   ASSERT_EQ(b->start(), "");
-  const std::string now_id = trim(sh(outside_cli() + " inspect --format '{{.Id}}' " + name));
-  EXPECT_NE(now_id, stale_id);
-  EXPECT_EQ(trim(sh(outside_cli() +
-                    " inspect --format '{{index .Config.Labels \"execmcp.managed\"}}' " + name)),
-            "true");
+  EXPECT_NE(container_identity(name).substr(0, 64), stale_id);
   EXPECT_EQ(run(*b, "echo ok").stdout_data, "ok\n");
   b->cleanup();
 }
@@ -960,11 +964,6 @@ class DockerBusybox : public DockerLifecycle {
   std::unique_ptr<TempDir> ws_;
   std::unique_ptr<ExecutorBackend> backend_;
 };
-
-// The first 300 bytes, enough to say what went wrong without flooding the log.
-std::string head_of(const std::string& s) {
-  return s.size() <= 300 ? s : s.substr(0, 300) + "... (" + std::to_string(s.size()) + " bytes)";
-}
 
 TEST_F(DockerBusybox, RunsCommandsAndFileTools) {
   auto& b = *backend_;

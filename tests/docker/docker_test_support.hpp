@@ -201,6 +201,11 @@ inline bool has_notice(const ExecResult& r, const std::string& text) {
   return count_notices(r, text) > 0;
 }
 
+// The first 300 bytes, enough to say what went wrong without flooding the log.
+inline std::string head_of(const std::string& s) {
+  return s.size() <= 300 ? s : s.substr(0, 300) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 // A container's id and start time, from the engine: a restart changes them.
 inline std::string container_identity(const std::string& name) {
   return trim(sh(outside_cli() + " inspect -f '{{.Id}} {{.State.StartedAt}}' " + name));

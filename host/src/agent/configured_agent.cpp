@@ -253,8 +253,9 @@ void ConfiguredAgent::audit_network(const sdk::NetworkEvent& event) const {
   record.method = sdk::log_text(event.method, kMethodMax);
   record.reason = sdk::log_text(event.reason, kReasonMax);
   if (event.dropped_before > 0)
-    record.reason += (record.reason.empty() ? "" : "; ") + std::to_string(event.dropped_before) +
-                     " earlier requests were refused but not reported (too many a second)";
+    record.reason +=
+        (record.reason.empty() ? "" : "; ") + std::to_string(event.dropped_before) +
+        " earlier requests were refused but not reported (beyond the backend's budget)";
   stamp(record);
   parts_.audit->record(record);
 }

@@ -57,7 +57,9 @@ std::string EgressProxy::remove_network() {
     return describe_failure(looked, "inspecting the egress network '" + network_ + "'");
   if (!is_own(net.labels, network_owner_))
     return not_own_refusal("egress network", network_, net.labels, network_owner_);
-  const auto err = engine_.remove_network(net.id.empty() ? network_ : net.id);
+  // By name: the socket proxy lets a network be removed only by an execmcp-… name (a network with
+  // endpoints is never removed anyway, and only this agent makes one under this name).
+  const auto err = engine_.remove_network(network_);
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "removing the egress network '" + network_ + "'");
   return {};
@@ -93,9 +95,12 @@ std::string EgressProxy::check_upstream() {
   // An internal one is fine: a local mirror on a network without a route out.
   if (!err.ok())
     return describe_failure(err, "inspecting network '" + policy_.upstream_network + "'");
-  // The engine's default bridge (the default upstream) takes no network-scoped alias.
+  // The engine's default bridge (the default upstream) takes no network-scoped alias. By its
+  // option, or by its name, which Docker keeps for it: behind the socket proxy an inspect of a
+  // network not named execmcp-… answers only its name.
   const auto it = upstream.options.find(kDefaultBridgeOption);
-  upstream_is_default_bridge_ = it != upstream.options.end() && it->second == "true";
+  upstream_is_default_bridge_ = (it != upstream.options.end() && it->second == "true") ||
+                                policy_.upstream_network == "bridge";
   return {};
 }
 

@@ -291,7 +291,7 @@ def idle_phases(server, probe, opts):
                          m.get("execmcp_sandboxes_running", 0) == 0)
     say(f"every user's sandbox removed {waited:.1f} s later: {brief(m)}")
     left = our_containers(server.pid)
-    warm_names = [name for name, state in left if "warm" in name and state == "running"]
+    warm_names = [name for name, state in left if "-w-" in name and state == "running"]
     if len(warm_names) != len(left) or len(left) > opts["warm"]:
         fail(f"after idle_remove, containers other than the running warm pool: {left[:6]}")
     else:

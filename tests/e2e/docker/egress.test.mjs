@@ -151,15 +151,17 @@ describe('network: egress over HTTP', { skip }, () => {
       assert.notEqual(r.isError, true, textOf(r));
       const [hostname, proxyUrl] = r.structuredContent.stdout.trim().split('\n');
       assert.equal(hostname, allowedHostname);
-      assert.match(proxyUrl, new RegExp(`^http://execmcp-${perUser}-[^:]+-egress:3128$`));
+      // The proxy's alias on the user's own network: the same name, each user's own proxy.
+      assert.equal(proxyUrl, 'http://execmcp-egress-proxy:3128');
     }
     const proxies = containersNamed(`execmcp-${perUser}-`).filter((n) => n.endsWith('-egress'));
     assert.equal(proxies.length, 2, JSON.stringify(proxies));
     assert.equal(networksNamed(`execmcp-${perUser}-`).length, 2);
     // Alice names bob's proxy: her network has no such name, and no route to its address.
-    const bobs = (await callKind(bob, 'execute_command', { command: 'echo "$HTTP_PROXY"' })).structuredContent.stdout.trim();
+    const bobs = proxies.find((n) => n.endsWith('-u-bob-egress'));
+    assert.ok(bobs, JSON.stringify(proxies));
     const r = await callKind(alice, 'execute_command', {
-      command: `curl -sS -m 3 -x ${bobs} http://allowed.test/hostname >/dev/null 2>&1 && echo used-bobs-proxy; echo done`,
+      command: `curl -sS -m 3 -x http://${bobs}:3128 http://allowed.test/hostname >/dev/null 2>&1 && echo used-bobs-proxy; echo done`,
     });
     assert.equal(r.structuredContent.stdout.trim(), 'done', textOf(r));
     // A refusal in alice's sandbox is audited under her name.

@@ -131,7 +131,7 @@ for (const plugin of ['docker-api', 'docker-cli']) {
       });
       assert.doesNotMatch(r.structuredContent.stdout, /bob's secret/);
       assert.equal(r.structuredContent.stdout.trim(), '0');
-      const [mine] = containers(agent).filter(([name]) => name.endsWith('-warm-1'));
+      const [mine] = containers(agent).filter(([name]) => name.endsWith('-w-1'));
       assert.ok(mine, `alice's container: ${JSON.stringify(containers(agent))}`);
       const mounts = JSON.parse(spawnSync('docker', ['inspect', '--format', '{{json .Mounts}}', mine[0]], { encoding: 'utf8' }).stdout);
       const workspace = mounts.filter((m) => m.Destination === '/workspace');
