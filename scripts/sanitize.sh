@@ -59,8 +59,8 @@ for mode in "${modes[@]}"; do
       dir="${EXECMCP_TSAN_BUILD_DIR:-$root/build-tsan}"
       configure_and_build "$dir" "-fsanitize=thread" \
         --target execmcp_mcp_tests execmcp_http_tests execmcp_local_tests execmcp_plugin_local \
-        execmcp_local_supervisor execmcp_supervision_tests execmcp_docker_api_unit_tests \
-        execmcp_host_agent_test execmcp_docker_common_unit_tests
+        execmcp_local_supervisor execmcp_supervision_tests execmcp_host_agent_test \
+        execmcp_docker_common_unit_tests
       [ "$do_test" = 1 ] || continue
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
       echo "sanitize: MCP, HTTP, local, supervision, runner-channel, agent (per-user sandboxes) and" \
@@ -87,8 +87,7 @@ for mode in "${modes[@]}"; do
       }
       run_tsan execmcp_mcp_tests execmcp_http_tests
       run_tsan execmcp_local_tests execmcp_supervision_tests
-      run_tsan execmcp_docker_api_unit_tests execmcp_host_agent_test
-      run_tsan execmcp_docker_common_unit_tests
+      run_tsan execmcp_docker_common_unit_tests execmcp_host_agent_test
       rm -rf "$logs"
       [ "$failed" = 0 ] || exit 1
       ;;

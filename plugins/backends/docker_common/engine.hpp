@@ -1,7 +1,8 @@
 // What a container engine does for ContainerBackend: the Engine API over a socket (docker-api) or
 // a docker-compatible CLI binary (docker-cli). Everything above it (lifecycle and orphan policy,
 // recovery, the kill sweep, capping, the runner) is the same for both: container_lifecycle.cpp and
-// the command paths (command_path.hpp). fake_engine.hpp fakes it for unit tests.
+// the command paths (command_path.hpp). FakeEngine fakes it for unit tests
+// (tests/plugins/backends/docker_common/fake_engine.hpp).
 #pragma once
 
 #include <chrono>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "docker_common/fake_engine.hpp"
+#include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {

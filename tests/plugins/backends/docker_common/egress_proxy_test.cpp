@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "docker_common/container_lifecycle.hpp"
-#include "docker_common/fake_engine.hpp"
+#include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {

@@ -8,8 +8,8 @@
 
 #include "docker_common/container_backend.hpp"
 #include "docker_common/container_spec.hpp"
-#include "docker_common/fake_engine.hpp"
 #include "execmcp/sdk/background_processes.hpp"
+#include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 
 namespace execmcp::plugins::docker_common {
