@@ -7,8 +7,10 @@
   scripts/code_shape.py includes        #include edges between rooms: host/src/<room>,
                                         host/src/transport/<t>, plugins/<kind>/<plugin>, libs/<lib>,
                                         programs/<program>, sdk
+  scripts/code_shape.py names           where the host compares a string with a plugin's name
   scripts/code_shape.py check           exit 1 when a file is over 1000 lines, a function over 150,
-                                        or the host includes anything of plugins/ (a ctest runs it)
+                                        the host includes anything of plugins/, or compares a
+                                        plugin's name with a string (a ctest runs it)
 """
 import collections
 import os
@@ -108,6 +110,20 @@ def include_edges():
     return edges
 
 
+def plugin_name_comparisons():
+    """Lines of host/src that compare a plugin's name with a string literal (`.plugin == "local"`,
+    `"docker-api" != backend.plugin`): a decision that depends on a backend asks its traits, and
+    what the host prints of a plugin's settings comes from the plugin (SDK 2.4)."""
+    rows = []
+    pattern = re.compile(r'\bplugin\s*[!=]=\s*"|"\s*[!=]=\s*[\w.>-]*\bplugin\b')
+    for f in tracked('host/src/*.cpp', 'host/src/*.hpp'):
+        with open(f, errors='replace') as text:
+            for i, line in enumerate(text, 1):
+                if pattern.search(line):
+                    rows.append((f, i, line.strip()))
+    return rows
+
+
 def main(argv):
     command = argv[1] if len(argv) > 1 else 'check'
     limit = int(argv[2]) if len(argv) > 2 else None
@@ -117,6 +133,9 @@ def main(argv):
     elif command == 'functions':
         for n, f, start, name in long_functions(limit or 150):
             print(f"{n:5d} {f}:{start}  {name[-70:]}")
+    elif command == 'names':
+        for f, i, line in plugin_name_comparisons():
+            print(f"{f}:{i}: {line}")
     elif command == 'includes':
         for (a, b), n in sorted(include_edges().items()):
             print(f"{a} -> {b} ({n})")
@@ -127,6 +146,8 @@ def main(argv):
         problems += [f"{a} includes {b} ({n} times): the host never includes plugins/"
                      for (a, b), n in include_edges().items()
                      if a.startswith('host') and b.startswith('plugins/')]
+        problems += [f"{f}:{i}: the host compares a plugin's name with a string: {line}"
+                     for f, i, line in plugin_name_comparisons()]
         for p in problems:
             print(p)
         return 1 if problems else 0

@@ -16,6 +16,7 @@
 #include "cli/serve_command.hpp"
 #include "common/signal_service.hpp"
 #include "config/config.hpp"
+#include "execmcp/sdk/log_text.hpp"
 #include "plugins/plugin_registry.hpp"
 
 #ifndef EXECMCP_VERSION
@@ -91,41 +92,6 @@ int command_exec(const Arguments& args) {
   return result.exit_code >= 0 ? result.exit_code : kExitCouldNotRun;
 }
 
-// The Docker backends' `network` and `egress` settings in words, for check-config: "" for other
-// backends. Read from the settings as written; the plugin's own check reports what is wrong.
-std::string describe_network(const PluginRef& backend) {
-  if (backend.plugin != "docker-api" && backend.plugin != "docker-cli") return "";
-  const auto& settings = backend.settings;
-  if (!settings.is_object() || settings.contains("container")) return "";  // attach mode
-  const auto text = [](const nlohmann::json& value) {
-    return value.is_string() ? value.get<std::string>() : value.dump();
-  };
-  const auto list = [&](const nlohmann::json* value) {
-    std::vector<std::string> items;
-    if (value != nullptr && value->is_array())
-      for (const auto& item : *value) items.push_back(text(item));
-    return join(items, ", ");
-  };
-  const auto network = settings.contains("network") ? text(settings.at("network")) : "none";
-  // The engine checks at start that it has the runtime; here it is only said.
-  const std::string runtime =
-      settings.contains("runtime") ? "    runtime: " + text(settings.at("runtime")) + "\n" : "";
-  std::string line = runtime + "    network: " + network;
-  if (network == "none") return line + " (no network)\n";
-  if (network != "egress") return line + "\n";
-  const auto egress = settings.value("egress", nlohmann::json::object());
-  if (!egress.is_object()) return line + "\n";
-  const auto find = [&](const char* key) {
-    const auto it = egress.find(key);
-    return it == egress.end() ? nullptr : &*it;
-  };
-  const auto* ports = find("ports");
-  const auto* upstream = find("upstream_network");
-  return line + ", only through the agent's own proxy, to: " + list(find("allow")) + "; ports " +
-         (ports != nullptr ? list(ports) : std::string("80, 443")) + "; upstream network " +
-         (upstream != nullptr ? text(*upstream) : std::string("bridge")) + "\n";
-}
-
 int command_check_config(const Arguments& args) {
   std::shared_ptr<const Config> config;
   try {
@@ -136,6 +102,8 @@ int command_check_config(const Arguments& args) {
     print_problems(e.problems());
     return 1;
   }
+  // The plugins are read first: each describes its own settings (SDK 2.4).
+  PluginRegistry registry = scan_plugins(config.get());
   std::cout << args.config_file << ": " << schema_name(config->schema) << " config, "
             << config->agents.size() << (config->agents.size() == 1 ? " agent" : " agents") << "\n";
   for (const auto& agent : config->agents) {
@@ -154,7 +122,9 @@ int command_check_config(const Arguments& args) {
       std::cout << ", " << agent.context_paths.size() << " context path(s)";
     if (!agent.mcp_enabled) std::cout << " [MCP command line disabled]";
     std::cout << "\n";
-    std::cout << describe_network(agent.backend);
+    for (const auto& line : registry.describe_settings(
+             agent.backend.plugin, sdk::PluginKind::Backend, agent.backend.settings.dump()))
+      std::cout << "    " << sdk::log_text(line, 1024) << "\n";
     if (const auto& per_user = agent.per_user) {
       std::cout << "    per user: a sandbox per authenticated HTTP user, at most "
                 << per_user->max_users << "; stopped after " << per_user->idle_stop.count() / 1000.0
@@ -169,7 +139,6 @@ int command_check_config(const Arguments& args) {
   for (const auto& warning : config->warnings) std::cout << "warning: " << warning << "\n";
 
   // Instantiate (never start) each agent's plugins so their settings errors show up now.
-  PluginRegistry registry = scan_plugins(config.get());
   for (const auto& warning : registry.warnings()) std::cout << "warning: " << warning << "\n";
   std::vector<std::string> problems;
   std::vector<std::string> capabilities;  // what each agent's tools will be, once all is OK

@@ -244,6 +244,23 @@ std::vector<sdk::SettingsProblem> PluginRegistry::check_settings(
   return problems;
 }
 
+std::vector<std::string> PluginRegistry::describe_settings(const std::string& name,
+                                                           sdk::PluginKind kind,
+                                                           const std::string& settings_json) const {
+  std::vector<std::string> lines;
+  const auto it = loaded_.find(name);
+  if (it == loaded_.end() || it->second.info.kind != kind) return lines;
+  const auto& library = it->second.library;
+  try {
+    if (!library->has(sdk::kSettingsDescriptionSymbol)) return lines;
+    auto& describe = library->get_alias<sdk::SettingsDescription>(sdk::kSettingsDescriptionSymbol);
+    describe(settings_json, lines);
+  } catch (...) {
+    lines.clear();  // only shown: a failing description shows nothing
+  }
+  return lines;
+}
+
 PluginPtr<sdk::ExecutorBackend> PluginRegistry::create_backend(const std::string& name,
                                                                const sdk::BackendInit& init) const {
   const auto& loaded = require(name, sdk::PluginKind::Backend);

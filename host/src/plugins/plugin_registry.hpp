@@ -89,6 +89,10 @@ class PluginRegistry {
   // (create_* says so) or exports no check.
   std::vector<sdk::SettingsProblem> check_settings(const std::string& name, sdk::PluginKind kind,
                                                    const std::string& settings_json) const;
+  // The plugin's own description of `settings_json` (SDK 2.4): the lines check-config prints.
+  // Nothing when the plugin is unknown, of another kind or exports no description.
+  std::vector<std::string> describe_settings(const std::string& name, sdk::PluginKind kind,
+                                             const std::string& settings_json) const;
 
   // Throw PluginError when the plugin is unknown, of the other kind, or its factory fails.
   PluginPtr<sdk::ExecutorBackend> create_backend(const std::string& name,

@@ -3,6 +3,7 @@
 #include "execmcp/sdk/plugin.hpp"
 #include "docker_api_engine.hpp"
 #include "docker_common/container_backend.hpp"
+#include "docker_common/settings_description.hpp"
 #include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::plugins::docker_api {
@@ -28,3 +29,4 @@ void check_settings(const std::string& settings_json, std::vector<sdk::SettingsP
 EXECMCP_BACKEND_PLUGIN(execmcp::plugins::docker_api::DockerApiBackend, "docker-api", "0.1.0",
                        "one persistent Docker container per agent, driven over the Engine API")
 EXECMCP_SETTINGS_CHECK(execmcp::plugins::docker_api::check_settings)
+EXECMCP_SETTINGS_DESCRIPTION(execmcp::plugins::docker_common::describe_docker_settings)

@@ -4,6 +4,7 @@
 #include "execmcp/sdk/plugin.hpp"
 #include "docker_cli/docker_cli_engine.hpp"
 #include "docker_common/container_backend.hpp"
+#include "docker_common/settings_description.hpp"
 #include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::plugins::docker_cli {
@@ -31,3 +32,4 @@ EXECMCP_BACKEND_PLUGIN(execmcp::plugins::docker_cli::DockerCliBackend, "docker-c
                        "one persistent container per agent, driven through the docker (or podman) "
                        "CLI: remote engines over SSH, docker contexts, Podman")
 EXECMCP_SETTINGS_CHECK(execmcp::plugins::docker_cli::check_settings)
+EXECMCP_SETTINGS_DESCRIPTION(execmcp::plugins::docker_common::describe_docker_settings)

@@ -95,6 +95,8 @@ TEST(ExecmcpCli, CheckConfigInstantiatesPluginsAndReportsTheirSettingsErrors) {
   auto result = run_execmcp("check-config " + quote(fixture_config(dir)), dir);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("agent 'echo': backend fixture-echo, filters: fixture-word"));
+  // The plugin's own words for its settings (SDK 2.4), whatever its name.
+  EXPECT_THAT(result.out, HasSubstr("\n    echoes every command, exit code 3\n"));
   EXPECT_THAT(result.out, HasSubstr(": OK"));
   // What the agent's tools will be: this backend offers no background processes.
   EXPECT_THAT(result.out, HasSubstr("agent 'echo': background shells off (backend fixture-echo "

@@ -63,6 +63,28 @@ void guarded_check(Check& check, const std::string& settings_json,
 }
 }  // namespace detail
 
+// Since SDK 2.4. A plugin's own words for its settings: the lines `execmcp check-config` prints
+// under the agent (without newlines; the host indents them), as the plugin reads `settings_json`
+// and with the defaults it applies ("network: egress, only through the agent's own proxy, ..."),
+// so the host never repeats a plugin's defaults or parses its settings. Run without creating the
+// plugin, like the check, and also on settings the check refuses: describe what is written, and
+// skip what cannot be read (the check reports it). Optional: without one nothing is printed.
+using SettingsDescription = void(const std::string& settings_json, std::vector<std::string>& lines);
+
+inline constexpr const char* kSettingsDescriptionSymbol = "execmcp_describe_settings";
+
+namespace detail {
+template <class Describe>
+void guarded_description(Describe& describe, const std::string& settings_json,
+                         std::vector<std::string>& lines) noexcept {
+  try {
+    describe(settings_json, lines);
+  } catch (...) {
+    // A description is only shown: one that fails shows nothing more.
+  }
+}
+}  // namespace detail
+
 }  // namespace execmcp::sdk
 
 // Export `function` (a SettingsCheck) as the plugin's settings check. Use once, at namespace
@@ -75,3 +97,14 @@ void guarded_check(Check& check, const std::string& settings_json,
   }                                                                                     \
   }                                                                                     \
   BOOST_DLL_ALIAS(execmcp_plugin_export::execmcp_check_settings, execmcp_check_settings)
+
+// Export `function` (a SettingsDescription) as the plugin's description of its settings (SDK 2.4).
+// Use once, at namespace scope, in the .cpp file that exports the plugin.
+#define EXECMCP_SETTINGS_DESCRIPTION(function)                                   \
+  namespace execmcp_plugin_export {                                              \
+  void execmcp_describe_settings(const std::string& settings_json,               \
+                                 std::vector<std::string>& lines) {              \
+    ::execmcp::sdk::detail::guarded_description(function, settings_json, lines); \
+  }                                                                              \
+  }                                                                              \
+  BOOST_DLL_ALIAS(execmcp_plugin_export::execmcp_describe_settings, execmcp_describe_settings)
