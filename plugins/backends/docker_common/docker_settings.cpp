@@ -19,25 +19,6 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-constexpr std::array<const char*, 18> kCommonKeys = {
-    "image",          "memory",    "disk",  "tmpfs_size", "writable_rootfs", "cpus",
-    "pids_limit",     "network",   "user",  "env",        "extra_mounts",    "docker_host",
-    "command_prefix", "venv_path", "shell", "exec_mode",  "egress",          "runtime"};
-// Issue 11's options.
-constexpr std::array<const char*, 4> kOptionKeys = {"sudo", "credentials", "preinstall",
-                                                    "preinstall_on_failure"};
-// Only the docker CLI has these: docker-api refuses them by name rather than ignoring them.
-// Attach mode's keys (see parse_attach_key()).
-constexpr std::array<const char*, 2> kAttachKeys = {"container", "attach_accept_writable_context"};
-// Settings about the container execmcp creates: they cannot apply to one it attaches to.
-constexpr std::array<const char*, 14> kCreateOnlyKeys = {
-    "image",           "memory", "disk",       "tmpfs_size",
-    "writable_rootfs", "cpus",   "pids_limit", "network",
-    "extra_mounts",    "sudo",   "preinstall", "preinstall_on_failure",
-    "egress",          "runtime"};
-constexpr std::array<const char*, 4> kCliKeys = {"docker_binary", "docker_context", "docker_flags",
-                                                 "cli_env"};
-
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
   throw SettingError(key, "expected " + expected);
 }
@@ -52,20 +33,9 @@ std::string get_string(const nlohmann::json& value, const std::string& key) {
   return value.get<std::string>();
 }
 
-std::string known_keys(EngineKind kind) {
-  std::string out;
-  for (const char* k : kCommonKeys) out += (out.empty() ? "" : ", ") + std::string(k);
-  for (const char* k : kOptionKeys) out += ", " + std::string(k);
-  for (const char* k : kAttachKeys) out += ", " + std::string(k);
-  if (kind == EngineKind::kCli)
-    for (const char* k : kCliKeys) out += ", " + std::string(k);
-  return out;
-}
-
-bool is_cli_key(const std::string& key) {
-  for (const char* k : kCliKeys)
-    if (key == k) return true;
-  return false;
+bool get_bool(const nlohmann::json& value, const std::string& key) {
+  if (!value.is_boolean()) bad(key, "true or false");
+  return value.get<bool>();
 }
 
 // Variables the CLI's environment gets from settings of their own, or that must stay as they are.
@@ -244,54 +214,6 @@ std::string parse_runtime(const nlohmann::json& value) {
   return runtime;
 }
 
-// Parses attach mode's keys; false when `key` is not one of them.
-bool parse_attach_key(const std::string& key, const nlohmann::json& value, DockerSettings& s) {
-  if (key == "container") {
-    s.container = get_string(value, key);
-    if (!is_container_name(s.container))
-      bad(key, "the name or id of an existing container ([A-Za-z0-9][A-Za-z0-9_.-]*, got '" +
-                   s.container + "')");
-    return true;
-  }
-  if (key == "attach_accept_writable_context") {
-    if (!value.is_boolean()) bad(key, "true or false");
-    s.attach_accept_writable_context = value.get<bool>();
-    return true;
-  }
-  return false;
-}
-
-// Attach mode refuses, by name, every setting that only means something for a container execmcp
-// creates: ignoring them would leave the user believing a limit or a mount is in place.
-void check_attach_settings(const nlohmann::json& root, const DockerSettings& s) {
-  if (s.container.empty()) {
-    if (root.contains("attach_accept_writable_context"))
-      throw SettingError("attach_accept_writable_context",
-                         "applies only with 'container' (attach mode)");
-    return;
-  }
-  std::string refused;
-  auto refuse = [&](const std::string& key) {
-    refused += (refused.empty() ? "'" : ", '") + key + "'";
-  };
-  for (const char* k : kCreateOnlyKeys)
-    if (root.contains(k)) refuse(k);
-  // Credentials passed per command still work; mounted ones need a container we create.
-  if (const auto it = root.find("credentials"); it != root.end() && it->is_object())
-    for (const char* k : {"mount", "additional_mounts"})
-      if (it->contains(k)) refuse("credentials." + std::string(k));
-  if (!refused.empty())
-    throw SettingError(
-        "container",
-        "attaches to an existing container ('" + s.container + "'), to which settings " + refused +
-            " cannot apply: remove them, or remove 'container' to let execmcp create and manage "
-            "the agent's container",
-        "settings " + refused + " cannot apply to a container execmcp does not create " +
-            "('container': '" + s.container +
-            "' attaches to an existing one): remove them, or remove 'container' to let "
-            "execmcp create and manage the agent's container");
-}
-
 // "/egress/allow/3" as the settings' own words: "egress.allow[3]".
 std::string pointer_as_key(const std::string& pointer) {
   std::string out;
@@ -325,6 +247,382 @@ void check_egress_settings(const DockerSettings& s) {
     throw SettingError(
         "egress", "applies only with 'network: egress' (network is '" + s.network + "')",
         "setting 'egress' applies only with 'network: egress' (network is '" + s.network + "')");
+}
+
+using Json = nlohmann::json;
+
+// The settings' readers, one for each row of kRows: each reads the value of `key` into `s`.
+
+void read_image(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.image = get_string(value, key);
+  if (s.image.empty()) bad(key, "a non-empty image reference");
+}
+
+void read_memory(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  if (value.is_string() && value.get<std::string>() == "none") {
+    s.memory_bytes.reset();
+  } else {
+    s.memory_bytes = parse_size(value, key);
+  }
+}
+
+void read_disk(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.disk_bytes = parse_size(value, key);
+}
+
+void read_tmpfs_size(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.tmpfs_bytes = parse_size(value, key);
+}
+
+void read_writable_rootfs(const std::string& key, const Json& value, EngineKind,
+                          DockerSettings& s) {
+  s.writable_rootfs = get_bool(value, key);
+}
+
+void read_cpus(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  if (!value.is_number()) bad(key, "a positive number of CPUs, e.g. 1.5");
+  const double cpus = value.get<double>();
+  if (!(cpus > 0.0) || !std::isfinite(cpus) || cpus > 1024.0)
+    bad(key, "a positive number of CPUs, e.g. 1.5");
+  s.cpus = cpus;
+}
+
+void read_pids_limit(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  if (!value.is_number_integer()) bad(key, "an integer (<= 0 for no limit)");
+  s.pids_limit = value.get<std::int64_t>();
+}
+
+void read_network(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.network = get_string(value, key);
+  if (s.network != "none" && s.network != "bridge" && s.network != "host" && s.network != "egress")
+    bad(key, "one of none, bridge, host, egress (got '" + s.network + "')");
+}
+
+void read_user(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.user = get_string(value, key);
+  if (is_root_user(s.user))
+    bad(key, "a non-root user (\"uid\" or \"uid:gid\"); root is never allowed");
+}
+
+void read_env(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  if (!value.is_object()) bad(key, "an object of string values");
+  for (const auto& [name, v] : value.items()) {
+    if (name.empty() || name.find('=') != std::string::npos)
+      bad(key, "variable names without '=' (got '" + name + "')");
+    s.env[name] = get_string(v, "env." + name);
+  }
+}
+
+void read_extra_mounts(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  if (!value.is_array()) bad(key, "a list of {source, target, read_only}");
+  for (std::size_t i = 0; i < value.size(); ++i) s.extra_mounts.push_back(parse_mount(value[i], i));
+}
+
+void read_docker_host(const std::string& key, const Json& value, EngineKind kind,
+                      DockerSettings& s) {
+  s.docker_host = get_string(value, key);
+  // The Engine API client speaks unix:// and tcp:// only; the docker CLI runs ssh itself.
+  if (kind == EngineKind::kApi && s.docker_host.starts_with("ssh://"))
+    throw SettingError(key, "an ssh:// engine ('" + s.docker_host +
+                                "') is reached through the docker CLI; use plugin docker-cli");
+}
+
+void read_command_prefix(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.command_prefix = get_string(value, key);
+}
+
+void read_venv_path(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.venv_path = get_string(value, key);  // relative: taken from the agent's cwd
+}
+
+void read_shell(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.shell = get_string(value, key);
+  if (s.shell.empty() || s.shell.front() != '/') bad(key, "an absolute path, e.g. /bin/sh");
+}
+
+void read_exec_mode(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  constexpr const char* kModes = "one of agent, exec";
+  if (!value.is_string()) bad(key, kModes);
+  const std::string mode = value.get<std::string>();
+  if (mode == "agent") {
+    s.exec_mode = ExecMode::Agent;
+  } else if (mode == "exec") {
+    s.exec_mode = ExecMode::Exec;
+  } else {
+    bad(key, std::string(kModes) + " (got '" + mode + "')");
+  }
+}
+
+void read_egress(const std::string&, const Json& value, EngineKind, DockerSettings& s) {
+  s.egress = parse_egress_setting(value);
+}
+
+void read_runtime(const std::string&, const Json& value, EngineKind, DockerSettings& s) {
+  s.runtime = parse_runtime(value);
+}
+
+void read_sudo(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.sudo = get_bool(value, key);
+}
+
+void read_credentials(const std::string&, const Json& value, EngineKind, DockerSettings& s) {
+  s.credentials = parse_credentials(value);
+  s.extra_mounts.insert(s.extra_mounts.end(), s.credentials.additional_mounts.begin(),
+                        s.credentials.additional_mounts.end());
+}
+
+void read_preinstall(const std::string&, const Json& value, EngineKind, DockerSettings& s) {
+  const bool keep = s.preinstall.continue_on_failure;
+  s.preinstall = parse_preinstall(value);
+  s.preinstall.continue_on_failure = keep;
+}
+
+void read_preinstall_on_failure(const std::string& key, const Json& value, EngineKind,
+                                DockerSettings& s) {
+  constexpr const char* kChoices = "one of fail, continue";
+  if (!value.is_string()) bad(key, kChoices);
+  const std::string choice = value.get<std::string>();
+  if (choice != "fail" && choice != "continue")
+    bad(key, std::string(kChoices) + " (got '" + choice + "')");
+  s.preinstall.continue_on_failure = choice == "continue";
+}
+
+void read_container(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.container = get_string(value, key);
+  if (!is_container_name(s.container))
+    bad(key, "the name or id of an existing container ([A-Za-z0-9][A-Za-z0-9_.-]*, got '" +
+                 s.container + "')");
+}
+
+void read_attach_accept_writable_context(const std::string& key, const Json& value, EngineKind,
+                                         DockerSettings& s) {
+  s.attach_accept_writable_context = get_bool(value, key);
+}
+
+void read_docker_binary(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.docker_binary = get_string(value, key);
+  const bool name = !s.docker_binary.empty() && s.docker_binary.find('/') == std::string::npos;
+  const bool absolute = s.docker_binary.size() > 1 && s.docker_binary.front() == '/';
+  if ((!name && !absolute) || s.docker_binary.front() == '-')
+    bad(key, "a program name looked up in PATH (docker, podman) or an absolute path (got '" +
+                 s.docker_binary + "')");
+}
+
+void read_docker_context(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  s.docker_context = get_string(value, key);
+  if (s.docker_context.empty() || s.docker_context.front() == '-')
+    bad(key, "the name of a docker context (see `docker context ls`)");
+}
+
+void read_docker_flags(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  constexpr const char* kFlags =
+      "a list of global flags, each one string starting with '-' (e.g. "
+      "\"--cgroup-manager=cgroupfs\"; a flag's value goes after '=')";
+  if (!value.is_array()) bad(key, kFlags);
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string flag = get_string(value[i], key + "[" + std::to_string(i) + "]");
+    if (flag.size() < 2 || flag.front() != '-') bad(key + "[" + std::to_string(i) + "]", kFlags);
+    s.docker_flags.push_back(flag);
+  }
+}
+
+void read_cli_env(const std::string& key, const Json& value, EngineKind, DockerSettings& s) {
+  if (!value.is_object()) bad(key, "an object of string values");
+  for (const auto& [name, v] : value.items()) {
+    if (name.empty() || name.find('=') != std::string::npos)
+      bad(key, "variable names without '=' (got '" + name + "')");
+    if (auto why = reserved_cli_variable(name); !why.empty())
+      bad(key + "." + name, "no " + name + " here: " + why);
+    s.cli_env[name] = get_string(v, "cli_env." + name);
+  }
+}
+
+// Every setting, in the order the "unknown setting" error lists them. `attach: false`: a setting
+// about the container execmcp creates, which cannot apply to one it attaches to.
+constexpr SettingRow kRows[] = {
+    {.name = "image",
+     .attach = false,
+     .default_text = kDefaultImage,
+     .description = "the image of the agent's container",
+     .parse = read_image},
+    {.name = "memory",
+     .attach = false,
+     .default_text = "2g",
+     .description = "the container's memory limit, tmpfs pages included (\"none\": no limit)",
+     .parse = read_memory},
+    {.name = "disk",
+     .attach = false,
+     .default_text = "no bound",
+     .description = "the container's writable layer (overlay2 on xfs with pquota, btrfs, zfs)",
+     .parse = read_disk},
+    {.name = "tmpfs_size",
+     .attach = false,
+     .default_text = "512m",
+     .description = "the size of each tmpfs at /tmp, /var/tmp and $HOME",
+     .parse = read_tmpfs_size},
+    {.name = "writable_rootfs",
+     .attach = false,
+     .default_text = "false",
+     .description = "true: the image's filesystem is writable (no tmpfs; bounded only by disk)",
+     .parse = read_writable_rootfs},
+    {.name = "cpus",
+     .attach = false,
+     .default_text = "no limit",
+     .description = "a positive number of CPUs, e.g. 1.5",
+     .parse = read_cpus},
+    {.name = "pids_limit",
+     .attach = false,
+     .default_text = "512",
+     .description = "the most processes the container may hold (<= 0: no limit)",
+     .parse = read_pids_limit},
+    {.name = "network",
+     .attach = false,
+     .default_text = "none",
+     .description = "none, bridge, host, or egress (only egress.allow, through the agent's proxy)",
+     .parse = read_network},
+    {.name = "user",
+     .default_text = "the workspace's owner, or execmcp (uid 1000) when root owns it",
+     .description = "\"uid\" or \"uid:gid\" the commands run as (never root)",
+     .parse = read_user},
+    {.name = "env",
+     .default_text = "{}",
+     .description = "environment variables every command gets",
+     .parse = read_env},
+    {.name = "extra_mounts",
+     .attach = false,
+     .default_text = "[]",
+     .description = "[{source, target, read_only}]: more host paths in the container",
+     .parse = read_extra_mounts},
+    {.name = "docker_host",
+     .default_text = "$DOCKER_HOST, then unix:///var/run/docker.sock",
+     .description = "the engine: unix://, tcp:// (and ssh:// with docker-cli)",
+     .parse = read_docker_host},
+    {.name = "command_prefix",
+     .default_text = "empty",
+     .description = "put before every command with a space, e.g. uv run",
+     .parse = read_command_prefix},
+    {.name = "venv_path",
+     .default_text = "unset",
+     .description = "a virtualenv whose bin/ goes first on PATH (relative: from the cwd)",
+     .parse = read_venv_path},
+    {.name = "shell",
+     .default_text = "/bin/sh",
+     .description = "the shell that runs each command (shell -c command)",
+     .parse = read_shell},
+    {.name = "exec_mode",
+     .default_text = "agent",
+     .description = "agent: through execmcp-runner in the container; exec: one exec per command",
+     .parse = read_exec_mode},
+    {.name = "egress",
+     .attach = false,
+     .default_text = "unset (required with network: egress)",
+     .description = "{allow, ports, upstream_network}: what network: egress may reach",
+     .parse = read_egress},
+    {.name = "runtime",
+     .attach = false,
+     .default_text = "the engine's default",
+     .description = "the engine's runtime for the container, e.g. runsc (gVisor)",
+     .parse = read_runtime},
+    {.name = "sudo",
+     .attach = false,
+     .default_text = "false",
+     .description = "true: passwordless sudo for the container user",
+     .parse = read_sudo},
+    {.name = "credentials",
+     .default_text = "unset",
+     .description = "files of $HOME mounted, and variables given to every command",
+     .parse = read_credentials},
+    {.name = "preinstall",
+     .attach = false,
+     .default_text = "unset",
+     .description = "{system, python, npm}: packages installed once into a derived image",
+     .parse = read_preinstall},
+    {.name = "preinstall_on_failure",
+     .attach = false,
+     .default_text = "fail",
+     .description = "fail: a failed install fails the start; continue: start from the base image",
+     .parse = read_preinstall_on_failure},
+    {.name = "container",
+     .default_text = "unset (execmcp creates the agent's container)",
+     .description = "attach mode: run the commands in this existing container",
+     .parse = read_container},
+    {.name = "attach_accept_writable_context",
+     .default_text = "false",
+     .description = "attach mode: accept a read-only context path the container mounts writable",
+     .parse = read_attach_accept_writable_context},
+    // Only the docker CLI has these: docker-api refuses them by name rather than ignoring them.
+    {.name = "docker_binary",
+     .api = false,
+     .default_text = "docker",
+     .description = "the docker-compatible CLI: a name looked up in PATH, or an absolute path",
+     .parse = read_docker_binary},
+    {.name = "docker_context",
+     .api = false,
+     .default_text = "unset",
+     .description = "--context NAME (not with docker_host)",
+     .parse = read_docker_context},
+    {.name = "docker_flags",
+     .api = false,
+     .default_text = "[]",
+     .description = "global flags before every command, each --flag=value",
+     .parse = read_docker_flags},
+    {.name = "cli_env",
+     .api = false,
+     .default_text = "{}",
+     .description = "variables added to the CLI's environment",
+     .parse = read_cli_env},
+};
+
+const SettingRow* find_row(const std::string& key) {
+  for (const SettingRow& row : kRows)
+    if (row.name == key) return &row;
+  return nullptr;
+}
+
+// "image, memory, ...": the keys `kind` takes.
+std::string known_keys(EngineKind kind) {
+  std::string out;
+  for (const SettingRow& row : kRows)
+    if (row.accepts(kind)) out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
+}
+
+// Attach mode refuses, by name, every setting that only means something for a container execmcp
+// creates: ignoring them would leave the user believing a limit or a mount is in place.
+void check_attach_settings(const nlohmann::json& root, const DockerSettings& s) {
+  if (s.container.empty()) {
+    if (root.contains("attach_accept_writable_context"))
+      throw SettingError("attach_accept_writable_context",
+                         "applies only with 'container' (attach mode)");
+    return;
+  }
+  std::string refused;
+  auto refuse = [&](const std::string& key) {
+    refused += (refused.empty() ? "'" : ", '") + key + "'";
+  };
+  // Named in the table's order, but for 'egress' and 'runtime' (named last, as before the table).
+  constexpr std::array<std::string_view, 2> kNamedLast = {"egress", "runtime"};
+  const auto named_last = [&](const SettingRow& row) {
+    return std::find(kNamedLast.begin(), kNamedLast.end(), row.name) != kNamedLast.end();
+  };
+  for (const bool last : {false, true})
+    for (const SettingRow& row : kRows)
+      if (!row.attach && named_last(row) == last && root.contains(row.name))
+        refuse(std::string(row.name));
+  // Credentials passed per command still work; mounted ones need a container we create.
+  if (const auto it = root.find("credentials"); it != root.end() && it->is_object())
+    for (const char* k : {"mount", "additional_mounts"})
+      if (it->contains(k)) refuse("credentials." + std::string(k));
+  if (!refused.empty())
+    throw SettingError(
+        "container",
+        "attaches to an existing container ('" + s.container + "'), to which settings " + refused +
+            " cannot apply: remove them, or remove 'container' to let execmcp create and manage "
+            "the agent's container",
+        "settings " + refused + " cannot apply to a container execmcp does not create " +
+            "('container': '" + s.container +
+            "' attaches to an existing one): remove them, or remove 'container' to let "
+            "execmcp create and manage the agent's container");
 }
 
 }  // namespace
@@ -375,6 +673,10 @@ void check_docker_settings(const std::string& settings_json, EngineKind kind,
   }
 }
 
+std::span<const SettingRow> docker_setting_rows() {
+  return kRows;
+}
+
 bool is_root_user(const std::string& user) {
   const std::string name = user.substr(0, user.find(':'));
   return name == "root" || name == "0" ||
@@ -389,135 +691,12 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
   const nlohmann::json& root = *parsed;
 
   for (const auto& [key, value] : root.items()) {
-    if (kind == EngineKind::kApi && is_cli_key(key))
+    const SettingRow* row = find_row(key);
+    if (row == nullptr) unknown(key, known_keys(kind));
+    if (!row->accepts(kind))  // only docker-cli's own rows are refused by an engine
       throw SettingError(key, "is a docker-cli setting; use plugin docker-cli",
                          "setting '" + key + "' is a docker-cli setting; use plugin docker-cli");
-    if (parse_attach_key(key, value, s)) continue;
-    if (key == "image") {
-      s.image = get_string(value, key);
-      if (s.image.empty()) bad(key, "a non-empty image reference");
-    } else if (key == "memory") {
-      if (value.is_string() && value.get<std::string>() == "none") {
-        s.memory_bytes.reset();
-      } else {
-        s.memory_bytes = parse_size(value, key);
-      }
-    } else if (key == "disk") {
-      s.disk_bytes = parse_size(value, key);
-    } else if (key == "tmpfs_size") {
-      s.tmpfs_bytes = parse_size(value, key);
-    } else if (key == "writable_rootfs") {
-      if (!value.is_boolean()) bad(key, "true or false");
-      s.writable_rootfs = value.get<bool>();
-    } else if (key == "cpus") {
-      if (!value.is_number()) bad(key, "a positive number of CPUs, e.g. 1.5");
-      const double cpus = value.get<double>();
-      if (!(cpus > 0.0) || !std::isfinite(cpus) || cpus > 1024.0)
-        bad(key, "a positive number of CPUs, e.g. 1.5");
-      s.cpus = cpus;
-    } else if (key == "pids_limit") {
-      if (!value.is_number_integer()) bad(key, "an integer (<= 0 for no limit)");
-      s.pids_limit = value.get<std::int64_t>();
-    } else if (key == "network") {
-      s.network = get_string(value, key);
-      if (s.network != "none" && s.network != "bridge" && s.network != "host" &&
-          s.network != "egress")
-        bad(key, "one of none, bridge, host, egress (got '" + s.network + "')");
-    } else if (key == "egress") {
-      s.egress = parse_egress_setting(value);
-    } else if (key == "runtime") {
-      s.runtime = parse_runtime(value);
-    } else if (key == "user") {
-      s.user = get_string(value, key);
-      if (is_root_user(s.user))
-        bad(key, "a non-root user (\"uid\" or \"uid:gid\"); root is never allowed");
-    } else if (key == "env") {
-      if (!value.is_object()) bad(key, "an object of string values");
-      for (const auto& [name, v] : value.items()) {
-        if (name.empty() || name.find('=') != std::string::npos)
-          bad(key, "variable names without '=' (got '" + name + "')");
-        s.env[name] = get_string(v, "env." + name);
-      }
-    } else if (key == "extra_mounts") {
-      if (!value.is_array()) bad(key, "a list of {source, target, read_only}");
-      for (std::size_t i = 0; i < value.size(); ++i)
-        s.extra_mounts.push_back(parse_mount(value[i], i));
-    } else if (key == "docker_host") {
-      s.docker_host = get_string(value, key);
-      // The Engine API client speaks unix:// and tcp:// only; the docker CLI runs ssh itself.
-      if (kind == EngineKind::kApi && s.docker_host.starts_with("ssh://"))
-        throw SettingError(key, "an ssh:// engine ('" + s.docker_host +
-                                    "') is reached through the docker CLI; use plugin docker-cli");
-    } else if (key == "docker_binary") {
-      s.docker_binary = get_string(value, key);
-      const bool name = !s.docker_binary.empty() && s.docker_binary.find('/') == std::string::npos;
-      const bool absolute = s.docker_binary.size() > 1 && s.docker_binary.front() == '/';
-      if ((!name && !absolute) || s.docker_binary.front() == '-')
-        bad(key, "a program name looked up in PATH (docker, podman) or an absolute path (got '" +
-                     s.docker_binary + "')");
-    } else if (key == "docker_context") {
-      s.docker_context = get_string(value, key);
-      if (s.docker_context.empty() || s.docker_context.front() == '-')
-        bad(key, "the name of a docker context (see `docker context ls`)");
-    } else if (key == "docker_flags") {
-      constexpr const char* kFlags =
-          "a list of global flags, each one string starting with '-' (e.g. "
-          "\"--cgroup-manager=cgroupfs\"; a flag's value goes after '=')";
-      if (!value.is_array()) bad(key, kFlags);
-      for (std::size_t i = 0; i < value.size(); ++i) {
-        const std::string flag = get_string(value[i], key + "[" + std::to_string(i) + "]");
-        if (flag.size() < 2 || flag.front() != '-')
-          bad(key + "[" + std::to_string(i) + "]", kFlags);
-        s.docker_flags.push_back(flag);
-      }
-    } else if (key == "cli_env") {
-      if (!value.is_object()) bad(key, "an object of string values");
-      for (const auto& [name, v] : value.items()) {
-        if (name.empty() || name.find('=') != std::string::npos)
-          bad(key, "variable names without '=' (got '" + name + "')");
-        if (auto why = reserved_cli_variable(name); !why.empty())
-          bad(key + "." + name, "no " + name + " here: " + why);
-        s.cli_env[name] = get_string(v, "cli_env." + name);
-      }
-    } else if (key == "command_prefix") {
-      s.command_prefix = get_string(value, key);
-    } else if (key == "venv_path") {
-      s.venv_path = get_string(value, key);  // relative: taken from the agent's cwd
-    } else if (key == "shell") {
-      s.shell = get_string(value, key);
-      if (s.shell.empty() || s.shell.front() != '/') bad(key, "an absolute path, e.g. /bin/sh");
-    } else if (key == "exec_mode") {
-      constexpr const char* kModes = "one of agent, exec";
-      if (!value.is_string()) bad(key, kModes);
-      const std::string mode = value.get<std::string>();
-      if (mode == "agent") {
-        s.exec_mode = ExecMode::Agent;
-      } else if (mode == "exec") {
-        s.exec_mode = ExecMode::Exec;
-      } else {
-        bad(key, std::string(kModes) + " (got '" + mode + "')");
-      }
-    } else if (key == "sudo") {
-      if (!value.is_boolean()) bad(key, "true or false");
-      s.sudo = value.get<bool>();
-    } else if (key == "credentials") {
-      s.credentials = parse_credentials(value);
-      s.extra_mounts.insert(s.extra_mounts.end(), s.credentials.additional_mounts.begin(),
-                            s.credentials.additional_mounts.end());
-    } else if (key == "preinstall") {
-      const bool keep = s.preinstall.continue_on_failure;
-      s.preinstall = parse_preinstall(value);
-      s.preinstall.continue_on_failure = keep;
-    } else if (key == "preinstall_on_failure") {
-      constexpr const char* kChoices = "one of fail, continue";
-      if (!value.is_string()) bad(key, kChoices);
-      const std::string choice = value.get<std::string>();
-      if (choice != "fail" && choice != "continue")
-        bad(key, std::string(kChoices) + " (got '" + choice + "')");
-      s.preinstall.continue_on_failure = choice == "continue";
-    } else {
-      unknown(key, known_keys(kind));
-    }
+    row->parse(key, value, kind, s);
   }
   if (!s.docker_host.empty() && !s.docker_context.empty())
     throw SettingError("docker_context",

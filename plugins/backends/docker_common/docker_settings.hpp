@@ -4,9 +4,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "execmcp/sdk/settings_check.hpp"
 
@@ -126,6 +130,28 @@ enum class EngineKind {
   kApi,  // docker-api: the Engine API over a socket
   kCli,  // docker-cli: a docker-compatible CLI binary
 };
+
+// One setting the Docker plugins accept: parse_docker_settings() finds a key's row and calls its
+// parser; whatever lists the settings with their defaults (check-config, later) reads them here.
+struct SettingRow {
+  // Reads the value of `key` (the row's name) into `settings`; throws SettingError.
+  using Parse = void (*)(const std::string& key, const nlohmann::json& value, EngineKind kind,
+                         DockerSettings& settings);
+
+  std::string_view name;
+  bool api = true;  // docker-api takes it; when false, it refuses it by name (use docker-cli)
+  bool cli = true;  // docker-cli takes it
+  // Allowed with `container` (attach mode); attach mode refuses the others by name.
+  bool attach = true;
+  std::string_view default_text;  // the default, to be shown: a value ("2g") or words ("no limit")
+  std::string_view description;   // one line
+  Parse parse = nullptr;
+
+  [[nodiscard]] bool accepts(EngineKind kind) const { return kind == EngineKind::kApi ? api : cli; }
+};
+
+// Every setting, in the order the "unknown setting" error lists them.
+std::span<const SettingRow> docker_setting_rows();
 
 // A setting that is wrong. what() names it the way the settings are written ("setting
 // 'egress.allow[3]': ..."); key() and message() keep the two apart, so the plugins' settings check
