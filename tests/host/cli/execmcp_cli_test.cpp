@@ -151,6 +151,23 @@ TEST(ExecmcpCli, CheckConfigShowsTheEgressPolicyAndEachBadEntryAtItsLine) {
                                     "pypi.org, not a host; ports 80, 443"));
 }
 
+// Issue 29: an agent that serve would refuse for another reason (a MassGen agent without
+// enable_mcp_command_line: true) still has its plugins' settings checked, each at its line: an
+// invalid regular expression passed check-config ("OK") until the agent was enabled.
+TEST(ExecmcpCli, CheckConfigChecksThePluginSettingsOfAnAgentServeWouldRefuse) {
+  TempDir dir;
+  const auto massgen = dir.path() / "mg.yaml";
+  write_text(massgen,
+             "agents:\n  - id: a\n    backend:\n      cwd: ws\n"
+             "      command_line_allowed_commands: [\"(unclosed\"]\n");
+  const auto result = run_execmcp("check-config " + quote(massgen.string()), dir);
+  EXPECT_EQ(result.exit_code, 1) << result.out;
+  EXPECT_THAT(result.err,
+              HasSubstr("mg.yaml:5: agents[0].backend.command_line_allowed_commands[0]: "
+                        "invalid regular expression '(unclosed'"));
+  EXPECT_THAT(result.out, Not(HasSubstr(": OK")));
+}
+
 // `runtime` (gVisor's runsc) is shown above the network; an engine is only asked at start.
 TEST(ExecmcpCli, CheckConfigShowsTheDockerRuntime) {
   TempDir dir;
