@@ -112,7 +112,7 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     // Under gVisor a process whose sandbox ended comes back as 128.
     if (!result.timed_out && !result.cancelled && result.error.empty() &&
         (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0 ||
-         (result.exit_code == 128 && lifecycle_.runtime_is_gvisor())))
+         (result.exit_code == 128 && lifecycle_.runtime().exit_128_means_sandbox_ended)))
       exec_.explain_kill(result);
     return result;
   } catch (const std::exception& e) {

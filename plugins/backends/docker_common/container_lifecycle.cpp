@@ -199,7 +199,7 @@ std::string ContainerLifecycle::prepare_workspace_access() {
   struct stat st {};
   const bool others_write = ::stat(init->cwd.c_str(), &st) == 0 &&
                             (st.st_mode & (S_IWOTH | S_IXOTH)) == (S_IWOTH | S_IXOTH);
-  if (runtime_is_gvisor_ && !others_write)
+  if (!runtime_.honours_acls && !others_write)
     return "runtime '" + settings_.runtime +
            "' is gVisor, which does not honour POSIX ACLs: the container user (uid 1000) could "
            "not write the root-owned workspace '" +
@@ -271,7 +271,7 @@ std::map<std::string, std::string> ContainerLifecycle::owner_labels() const {
 std::string ContainerLifecycle::checked_spec(ContainerSpec& spec,
                                              const std::vector<ContainerInfo>* managed) {
   const auto init = this->init();
-  spec = make_container_spec(*init, settings_, user(), ::getpid(), host_name_, runtime_is_gvisor_);
+  spec = make_container_spec(*init, settings_, user(), ::getpid(), host_name_, runtime_);
   {
     std::lock_guard lock(preinstall_mutex_);
     if (!preinstalled_image_.empty()) spec.image = preinstalled_image_;
@@ -477,7 +477,7 @@ std::string ContainerLifecycle::check_runtime() {
     // A socket proxy refuses GET /info (it tells too much about the host). The engine's create
     // still refuses an unknown runtime in its own words; only a network needs the list.
     if (err.kind != Kind::kUnreachable && settings_.network == "none") {
-      execs_outlive_container_ = true;  // it may be gVisor
+      runtime_ = RuntimeProfile::unknown();  // it may be gVisor
       log(sdk::LogLevel::Info, "the engine's runtimes could not be listed (" + err.message +
                                    "); runtime '" + settings_.runtime +
                                    "' is checked when the container is created");
@@ -491,11 +491,11 @@ std::string ContainerLifecycle::check_runtime() {
   // gVisor checks permissions itself, by mode bits: the ACL a root-owned workspace would get is
   // not honoured there (prepare_workspace_access() refuses it); its pids limit counts the
   // sandbox's threads (engine_pids_limit()).
-  runtime_is_gvisor_ = it != runtimes.end() && is_gvisor(it->second);
-  execs_outlive_container_ = runtime_is_gvisor_;
+  const bool gvisor = it != runtimes.end() && is_gvisor(it->second);
+  runtime_ = gvisor ? RuntimeProfile::gvisor() : RuntimeProfile::runc();
   auto problem = runtime_problem({settings_.runtime, settings_.network, settings_.sudo}, runtimes,
                                  engine_.describe());
-  if (problem.empty() && runtime_is_gvisor_) {
+  if (problem.empty() && gvisor) {
     const auto limit = settings_.pids_limit;
     log(sdk::LogLevel::Info,
         "runtime '" + settings_.runtime + "' is gVisor: " +

@@ -74,9 +74,9 @@ class ContainerLifecycle {
   // PID 1 exits, leaves the engine's exec streams open (runsc 0.0~20221219). Also when the engine
   // would not list its runtimes, so a `runtime` could not be told apart. Commands then look now
   // and then whether the container still runs (StopCheck, exec_command_path.hpp).
-  [[nodiscard]] bool execs_outlive_container() const { return execs_outlive_container_; }
+  [[nodiscard]] bool execs_outlive_container() const { return runtime_.execs_outlive_container; }
   // The `runtime` is gVisor (known from the engine's runtimes; false when it would not list them).
-  [[nodiscard]] bool runtime_is_gvisor() const { return runtime_is_gvisor_; }
+  [[nodiscard]] const RuntimeProfile& runtime() const { return runtime_; }
 
   // Who runs the commands ("" until start() chose, in attach mode).
   std::string user();
@@ -118,7 +118,7 @@ class ContainerLifecycle {
   std::string start_managed();
   std::string start_attached();
   // `runtime`: "" when the engine has it and it can run the container as configured, else why
-  // not. Sets runtime_is_gvisor_ and execs_outlive_container_.
+  // not. Sets runtime_.
   std::string check_runtime();
   std::string recover_container(std::vector<std::string>& notices, sdk::LogLevel level);
   std::string prepare_workspace_access();
@@ -173,8 +173,7 @@ class ContainerLifecycle {
   std::mutex mutex_;  // guards user_ and access_granted_
   UserChoice user_;   // chosen by prepare_workspace_access()
   bool access_granted_ = false;
-  bool runtime_is_gvisor_ = false;        // the runtime is gVisor (check_runtime())
-  bool execs_outlive_container_ = false;  // see execs_outlive_container()
+  RuntimeProfile runtime_;  // check_runtime(); runc's until then
   std::vector<MountSpec> credential_mounts_;
   std::mutex preinstall_mutex_;     // guards the two below
   std::string preinstalled_image_;  // the image id containers are made from; "": agent_image()

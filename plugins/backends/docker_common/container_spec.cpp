@@ -248,7 +248,7 @@ std::string agent_image(const DockerSettings& settings) {
 
 ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
                                   const std::string& user, std::int64_t owner_pid,
-                                  const std::string& owner_host, bool gvisor) {
+                                  const std::string& owner_host, const RuntimeProfile& runtime) {
   ContainerSpec spec;
   spec.name = container_name(init.agent_id, init.instance_id);
   spec.image = agent_image(settings);
@@ -271,8 +271,9 @@ ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSett
           "rw,nosuid,nodev,exec,mode=1777,size=" + std::to_string(settings.tmpfs_bytes);
   }
   if (settings.cpus) spec.nano_cpus = static_cast<std::int64_t>(std::llround(*settings.cpus * 1e9));
-  spec.pids_limit = engine_pids_limit(settings.pids_limit, gvisor);
-  if (gvisor && settings.pids_limit > 0) spec.nproc_limit = settings.pids_limit;
+  spec.pids_limit = engine_pids_limit(settings.pids_limit, runtime.pids_limit_is_nproc);
+  if (runtime.pids_limit_is_nproc && settings.pids_limit > 0)
+    spec.nproc_limit = settings.pids_limit;
   spec.network = settings.network;
   spec.runtime = settings.runtime;
   if (settings.egress) {

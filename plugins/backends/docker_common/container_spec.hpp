@@ -13,6 +13,7 @@
 
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/mount_source.hpp"
+#include "docker_common/runtime_check.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -169,7 +170,8 @@ std::string agent_image(const DockerSettings& settings);
 // agent's `pids_limit` is enforced (engine_pids_limit(), ContainerSpec::nproc_limit).
 ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
                                   const std::string& user, std::int64_t owner_pid,
-                                  const std::string& owner_host, bool gvisor = false);
+                                  const std::string& owner_host,
+                                  const RuntimeProfile& runtime = RuntimeProfile::runc());
 
 // The body of POST /containers/create. Hardened: CapDrop ALL, no-new-privileges, an init process
 // (reaps the orphans a killed command leaves behind, so they do not eat the pids limit), and a

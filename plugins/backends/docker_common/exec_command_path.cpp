@@ -29,8 +29,9 @@ constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
 // OOM killer takes it, and at the engine's pids limit the Sentry cannot make a host thread and
 // exits 2 (a Go panic). The ptrace platform makes host threads per process and per Sentry thread,
 // so a fork bomb reaches either limit before its RLIMIT_NPROC (docs/docker-backend.md, gVisor).
-std::string why_stopped(const ContainerState& state, bool gvisor, const DockerSettings& settings) {
-  if (!gvisor) return "something killed it from inside";
+std::string why_stopped(const ContainerState& state, const RuntimeProfile& runtime,
+                        const DockerSettings& settings) {
+  if (!runtime.limits_end_the_sandbox) return "something killed it from inside";
   const auto mib = [](std::int64_t bytes) { return std::to_string(bytes / (1024 * 1024)); };
   if (state.oom_killed)
     return "the gVisor sandbox reached its memory limit" +
@@ -361,19 +362,20 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
   }
   auto state = *looked;
   std::optional<long> oom_kills;
-  const bool gvisor = lifecycle_.runtime_is_gvisor();
+  const RuntimeProfile& runtime = lifecycle_.runtime();
   if (state.exists && state.running) {
     // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
     // says nothing while the container runs, so read the memory cgroup's own count. gVisor's
     // memory limit bounds the whole sandbox: the host's OOM killer ends the container (reported
     // below once it stopped), never one command in a running one; the probe only tells whether
     // it still runs.
-    auto r = probe(gvisor ? "true"
-                          : "cat /sys/fs/cgroup/memory.events "
-                            "/sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true",
+    auto r = probe(runtime.limits_end_the_sandbox
+                       ? "true"
+                       : "cat /sys/fs/cgroup/memory.events "
+                         "/sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true",
                    std::chrono::seconds(10));
     if (r.error.empty() && r.exit_code == 0) {
-      oom_kills = gvisor ? 0 : parse_oom_kills(r.stdout_data);
+      oom_kills = runtime.limits_end_the_sandbox ? 0 : parse_oom_kills(r.stdout_data);
     } else if (lifecycle_.wait_stopped(std::chrono::seconds(5))) {
       state = lifecycle_.inspect_state().value_or(ContainerState{});  // it was dying when we looked
     }
@@ -388,12 +390,12 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
       if (!again || !again->exists || again->running) break;
       state = *again;
     }
-    // gVisor's engine reports 128 for a process whose sandbox ended: not the command's code.
-    if (gvisor && result.exit_code == 128) result.exit_code = -1;
+    // 128 for a process whose sandbox ended (gVisor) is not the command's code.
+    if (runtime.exit_128_means_sandbox_ended && result.exit_code == 128) result.exit_code = -1;
     result.notices.push_back(
         "the container stopped during the command (its PID 1 exited with code " +
         std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
-        "): " + why_stopped(state, gvisor, lifecycle_.settings()) + "; " +
+        "): " + why_stopped(state, runtime, lifecycle_.settings()) + "; " +
         (lifecycle_.attached() ? "execmcp does not manage attached containers: start it again"
                                : "the next call starts it again"));
     return;

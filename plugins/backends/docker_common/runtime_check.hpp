@@ -20,6 +20,37 @@ using RuntimeList = std::map<std::string, RuntimeInfo>;
 // True when the runtime's program is gVisor's runsc (by its file name).
 bool is_gvisor(const RuntimeInfo& runtime);
 
+// What the container's runtime means for the backend, as behaviours rather than a name: chosen
+// once at start from the engine's runtimes (ContainerLifecycle::check_runtime()) and read by the
+// spec, the workspace access and the command paths.
+struct RuntimeProfile {
+  // The sandbox's own kernel runs its tasks as host tasks, which the engine's pids limit counts:
+  // the agent's limit is RLIMIT_NPROC (counted by that kernel) and the engine's one is scaled
+  // (engine_pids_limit()).
+  bool pids_limit_is_nproc = false;
+  // A process whose sandbox ended comes back with exit code 128, which is not the command's.
+  bool exit_128_means_sandbox_ended = false;
+  // An exec may outlive its container (the engine keeps its stream open once PID 1 exits), so a
+  // running command looks now and then whether the container still runs (StopCheck).
+  bool execs_outlive_container = false;
+  // POSIX ACLs on bind mounts are honoured (gVisor checks mode bits only).
+  bool honours_acls = true;
+  // The memory and pids limits bound the whole sandbox: a command never meets them alone (no
+  // memory cgroup of its own to read inside), the container ends and is said to have (why and
+  // what to do: exec_command_path.cpp, why_stopped()).
+  bool limits_end_the_sandbox = false;
+
+  static RuntimeProfile runc() { return {}; }
+  static RuntimeProfile gvisor() { return {true, true, true, false, true}; }
+  // A runtime the engine would not list (a socket proxy refuses GET /info): it may be gVisor, so
+  // a running command watches its container; everything else as runc.
+  static RuntimeProfile unknown() {
+    RuntimeProfile p;
+    p.execs_outlive_container = true;
+    return p;
+  }
+};
+
 // The engine's PidsLimit for a container whose agent may hold `pids_limit` processes (<= 0: no
 // limit). Under gVisor the engine's limit counts the sandbox's own host tasks, not the agent's
 // processes: an idle sandbox holds about 170 (the Sentry's and the Gofer's threads) and each

@@ -261,11 +261,13 @@ TEST(ContainerSpec, UnderGvisorThePidsLimitCountsTheSandboxAndTheAgentsIsItsNpro
   const auto runc = make_container_spec(sample_init(), s, "1000:1000", 1, "h");
   EXPECT_EQ(runc.pids_limit, 64);
   EXPECT_EQ(runc.nproc_limit, 0);  // Linux counts RLIMIT_NPROC per user, host-wide
-  const auto gvisor = make_container_spec(sample_init(), s, "1000:1000", 1, "h", true);
+  const auto gvisor =
+      make_container_spec(sample_init(), s, "1000:1000", 1, "h", RuntimeProfile::gvisor());
   EXPECT_EQ(gvisor.pids_limit, kGvisorSandboxTasks + 64 * kGvisorTasksPerProcess);
   EXPECT_EQ(gvisor.nproc_limit, 64);
   s.pids_limit = 0;  // no limit stays no limit
-  const auto unlimited = make_container_spec(sample_init(), s, "1000:1000", 1, "h", true);
+  const auto unlimited =
+      make_container_spec(sample_init(), s, "1000:1000", 1, "h", RuntimeProfile::gvisor());
   EXPECT_EQ(unlimited.pids_limit, 0);
   EXPECT_EQ(unlimited.nproc_limit, 0);
 }
