@@ -162,7 +162,7 @@ trap cleanup EXIT
 # own goal (45 minutes; its limit is 90).
 ci_budget_total=2700
 budget_deps=480 budget_engine=600 budget_e2e=300
-budget_build_asan=900 budget_build_rest=1500 budget_test_asan=900 budget_test_release=600
+budget_build_asan=900 budget_build_rest=1500 budget_test_asan=1020 budget_test_release=600
 budget_test_tsan=300 budget_fuzz=300
 
 engine_and_images() {

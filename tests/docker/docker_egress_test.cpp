@@ -206,12 +206,12 @@ TEST_F(DockerEgress, ARefusedRequestIsReportedOnceNoticedAndAFloodKeptToTheBudge
   Upstreams upstreams;
   TempDir ws("egressaudit");
   std::string error;
+  RefusalSink sink;  // outlives the backend, whose follower thread delivers to it
   auto backend =
       egress_backend("egressaudit", ws.path(), upstreams.network(), {"allowed.test"}, &error);
   ASSERT_TRUE(backend) << error;
   auto* events = execmcp::sdk::network_events(*backend);
   ASSERT_NE(events, nullptr);
-  RefusalSink sink;
   events->subscribe(&sink);
   ASSERT_EQ(backend->start(), "");
   // Squid listens about half a second after its start.
@@ -222,13 +222,18 @@ TEST_F(DockerEgress, ARefusedRequestIsReportedOnceNoticedAndAFloodKeptToTheBudge
   ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
   EXPECT_TRUE(r.notices.empty()) << r.notices.front();
 
-  r = run(*backend, "curl -s -o /dev/null -w '%{http_code}' http://denied.test/");
+  // The command outlives its refusal by a second: the proxy's log reaches the follower through the
+  // engine's log stream, which a loaded machine (CI: ASan tests beside background builds) delays
+  // past the 80 ms a call's end waits for it.
+  r = run(*backend, "curl -s -o /dev/null -w '%{http_code}' http://denied.test/; sleep 1");
   EXPECT_EQ(r.stdout_data, "403");
   const std::string notice = r.notices.empty() ? "" : r.notices.back();
   EXPECT_NE(notice.find("the egress proxy refused a request: denied.test:80 (not in this agent's "
                         "egress allow list; allow: allowed.test)"),
             std::string::npos)
       << notice;
+  for (int i = 0; i < 50 && sink.events().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto got = sink.events();
   const auto first_reported = std::chrono::steady_clock::now();
   ASSERT_EQ(got.size(), 1u);
