@@ -415,6 +415,16 @@ sdk::SandboxControl* ConfiguredAgent::sandbox_control() const {
   return parts_.backend ? sdk::sandbox_control(*parts_.backend) : nullptr;
 }
 
+std::vector<std::string> plugin_settings_problems(const PluginRef& ref, sdk::PluginKind kind,
+                                                  const PluginRegistry& registry) {
+  std::vector<std::string> problems;
+  for (const auto& p : registry.check_settings(ref.plugin, kind, ref.settings.dump())) {
+    const auto source = ref.source_of(p.pointer);
+    problems.push_back(source.location.str() + ": " + source.key_path + ": " + p.message);
+  }
+  return problems;
+}
+
 std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,
                                              const PluginRegistry& registry,
                                              const AgentBuildOptions& options) {
@@ -461,11 +471,8 @@ std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentCo
   // A plugin checks its own settings before it is created (SDK 2.1), so each problem can name
   // the line the setting was written on.
   auto settings_ok = [&](const PluginRef& ref, sdk::PluginKind kind) {
-    const auto found = registry.check_settings(ref.plugin, kind, ref.settings.dump());
-    for (const auto& p : found) {
-      const auto source = ref.source_of(p.pointer);
-      problems.push_back(source.location.str() + ": " + source.key_path + ": " + p.message);
-    }
+    const auto found = plugin_settings_problems(ref, kind, registry);
+    problems.insert(problems.end(), found.begin(), found.end());
     return found.empty();
   };
 

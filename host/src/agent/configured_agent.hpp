@@ -128,6 +128,12 @@ struct AgentBuildOptions {
 // A process-unique id: the pid and random hex, e.g. "12345-9f3a1c". Safe in container names.
 std::string make_instance_id();
 
+// The plugin's own check of `ref`'s settings (SDK 2.1), before it is created: each problem at the
+// config line and key of the setting at fault. None when the plugin exports no check or is not
+// loaded (PluginRegistry::absent() says so).
+std::vector<std::string> plugin_settings_problems(const PluginRef& ref, sdk::PluginKind kind,
+                                                  const PluginRegistry& registry);
+
 // Creates the agent's filters and backend through the registry (does not start the backend).
 // Throws ConfigError naming the config line of every plugin whose settings were refused.
 std::unique_ptr<ConfiguredAgent> build_agent(const Config& config, const AgentConfig& agent,

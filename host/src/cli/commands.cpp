@@ -94,23 +94,18 @@ int command_exec(const Arguments& args) {
 
 // The plugins' own checks of an agent's settings (SDK 2.1), each problem at its config line: for
 // an agent that serve would refuse for another reason (no MCP command line), so that a bad
-// setting shows before someone enables it. Unknown plugins are named too.
-std::vector<std::string> plugin_settings_problems(const AgentConfig& agent,
-                                                  const PluginRegistry& registry) {
+// setting shows before someone enables it. A plugin that is not there is named, as a build would.
+std::vector<std::string> agent_settings_problems(const AgentConfig& agent,
+                                                 const PluginRegistry& registry) {
   std::vector<std::string> problems;
   auto check = [&](const PluginRef& ref, sdk::PluginKind kind) {
     if (ref.plugin.empty()) return;
-    const auto* info = registry.find(ref.plugin);
-    if (info == nullptr || info->kind != kind) {
-      problems.push_back(ref.plugin_location.str() + ": " + ref.plugin_key_path + ": no " +
-                         (kind == sdk::PluginKind::Backend ? "backend" : "filter") +
-                         " plugin named '" + ref.plugin + "'");
+    if (auto why = registry.absent(ref.plugin, kind); !why.empty()) {
+      problems.push_back(ref.plugin_location.str() + ": " + ref.plugin_key_path + ": " + why);
       return;
     }
-    for (const auto& p : registry.check_settings(ref.plugin, kind, ref.settings.dump())) {
-      const auto source = ref.source_of(p.pointer);
-      problems.push_back(source.location.str() + ": " + source.key_path + ": " + p.message);
-    }
+    const auto found = plugin_settings_problems(ref, kind, registry);
+    problems.insert(problems.end(), found.begin(), found.end());
   };
   check(agent.backend, sdk::PluginKind::Backend);
   for (const auto& filter : agent.filters) check(filter, sdk::PluginKind::Filter);
@@ -169,7 +164,7 @@ int command_check_config(const Arguments& args) {
   std::vector<std::string> capabilities;  // what each agent's tools will be, once all is OK
   for (const auto& agent : config->agents) {
     if (!agent.mcp_enabled) {
-      const auto found = plugin_settings_problems(agent, registry);
+      const auto found = agent_settings_problems(agent, registry);
       problems.insert(problems.end(), found.begin(), found.end());
       continue;
     }

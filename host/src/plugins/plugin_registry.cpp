@@ -193,14 +193,19 @@ std::string PluginRegistry::unknown_plugin_message(const std::string& name,
          "what is found.";
 }
 
+std::string PluginRegistry::absent(const std::string& name, sdk::PluginKind kind) const {
+  auto it = loaded_.find(name);
+  if (it == loaded_.end()) return unknown_plugin_message(name, kind);
+  if (it->second.info.kind != kind)
+    return "plugin '" + name + "' (" + it->second.info.file + ") is a " +
+           kind_name(it->second.info.kind) + ", not a " + kind_name(kind);
+  return {};
+}
+
 const PluginRegistry::Loaded& PluginRegistry::require(const std::string& name,
                                                       sdk::PluginKind kind) const {
-  auto it = loaded_.find(name);
-  if (it == loaded_.end()) throw PluginError(unknown_plugin_message(name, kind));
-  if (it->second.info.kind != kind)
-    throw PluginError("plugin '" + name + "' (" + it->second.info.file + ") is a " +
-                      kind_name(it->second.info.kind) + ", not a " + kind_name(kind));
-  return it->second;
+  if (auto why = absent(name, kind); !why.empty()) throw PluginError(why);
+  return loaded_.find(name)->second;
 }
 
 namespace {

@@ -94,6 +94,10 @@ class PluginRegistry {
   std::vector<std::string> describe_settings(const std::string& name, sdk::PluginKind kind,
                                              const std::string& settings_json) const;
 
+  // "" when a plugin `name` of `kind` is loaded; else why not (unknown, or of the other kind), as
+  // create_* says it.
+  [[nodiscard]] std::string absent(const std::string& name, sdk::PluginKind kind) const;
+
   // Throw PluginError when the plugin is unknown, of the other kind, or its factory fails.
   PluginPtr<sdk::ExecutorBackend> create_backend(const std::string& name,
                                                  const sdk::BackendInit& init) const;

@@ -539,7 +539,7 @@ std::string ContainerLifecycle::start_managed() {
                                   [this](const ContainerInfo& c) { return c.name == name_; });
   if (stale != managed.end() && !is_own(stale->labels, ownership()))
     return not_own_refusal("container", name_, stale->labels, ownership());
-  if (stale != managed.end() && engine_.remove(stale->id.empty() ? name_ : stale->id).ok())
+  if (stale != managed.end() && engine_.remove(own_handle(*stale, name_)).ok())
     log(sdk::LogLevel::Info, "removed stale container " + name_);
   // A dead owner's egress network outlives its proxy only if a removal failed: looked for when
   // orphans were found or this agent has egress (one engine call fewer for every other start).
@@ -693,11 +693,11 @@ std::string ContainerLifecycle::recover_container(std::vector<std::string>& noti
     egress_log_->start();  // stopped with a suspended agent's proxy
   }
   ContainerInfo info;
-  bool own = false;
-  const auto looked = inspect_own(engine_, name_, ownership(), info, own);
+  std::string refusal;
+  const auto looked = inspect_own(engine_, name_, ownership(), info, refusal);
   // Another sandbox's container under this name is neither started, used nor removed.
-  if (looked.ok() && !own) return not_own_refusal("container", name_, info.labels, ownership());
-  const std::string id = info.id.empty() ? name_ : info.id;
+  if (!refusal.empty()) return refusal;
+  const std::string id = own_handle(info, name_);
   if (looked.ok() && !info.state.running && stale_mounts_) {
     // Its bind sources name the workspace's old place, where something else may be by now.
     if (const auto del = engine_.remove(id); !del.ok() && del.kind != Kind::kNotFound)
@@ -749,11 +749,9 @@ std::string ContainerLifecycle::not_ours(const std::string& what) const {
 std::string ContainerLifecycle::stop_container(std::chrono::seconds timeout) {
   if (attached()) return not_ours("stop");
   std::lock_guard lock(recover_mutex_);  // not while a recovery starts it
-  ContainerInfo info;
-  bool own = false;
-  auto err = inspect_own(engine_, name_, ownership(), info, own);
-  if (err.ok() && !own) return not_own_refusal("container", name_, info.labels, ownership());
-  if (err.ok()) err = engine_.stop(info.id.empty() ? name_ : info.id, timeout);
+  std::string refusal;
+  const auto err = stop_own(engine_, name_, ownership(), timeout, refusal);
+  if (!refusal.empty()) return refusal;
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "stopping container '" + name_ + "'");
   if (egress_) {
@@ -848,13 +846,12 @@ void ContainerLifecycle::remove_container() noexcept {
   try {
     if (attached() || !engine_.connect().ok()) return;
     ContainerInfo info;
-    bool own = false;
-    const auto looked = inspect_own(engine_, name_, ownership(), info, own);
-    if (looked.ok() && !own)
-      log(sdk::LogLevel::Warn, not_own_refusal("container", name_, info.labels, ownership()));
+    std::string refusal;
+    const auto looked = inspect_own(engine_, name_, ownership(), info, refusal);
+    if (!refusal.empty()) log(sdk::LogLevel::Warn, refusal);
     // Only ours, by its id: one made under the name since is another's.
-    const bool remove = looked.ok() && own;
-    const std::string id = info.id.empty() ? name_ : info.id;
+    const bool remove = looked.ok() && refusal.empty();
+    const std::string id = own_handle(info, name_);
     std::string text;
     const std::string log_dir = init()->log_dir;
     if (remove && !log_dir.empty() && engine_.logs(id, text).ok()) {

@@ -189,12 +189,11 @@ std::string EgressProxy::ensure_running(const std::map<std::string, std::string>
   if (!is_own(net.labels, network_owner_))
     return not_own_refusal("egress network", network_, net.labels, network_owner_);
   ContainerInfo info;
-  bool own = false;
-  const auto looked = inspect_own(engine_, proxy_, proxy_owner_, info, own);
-  if (looked.ok() && !own)
-    return not_own_refusal("egress proxy", proxy_, info.labels, proxy_owner_);
+  std::string refusal;
+  const auto looked = inspect_own(engine_, proxy_, proxy_owner_, info, refusal, "egress proxy");
+  if (!refusal.empty()) return refusal;
   if (looked.ok() && info.state.running) return {};
-  if (looked.ok() && engine_.start(info.id.empty() ? proxy_ : info.id).ok()) {
+  if (looked.ok() && engine_.start(own_handle(info, proxy_)).ok()) {
     what = "its egress proxy was started again";
     return {};
   }
@@ -207,11 +206,9 @@ std::string EgressProxy::ensure_running(const std::map<std::string, std::string>
 }
 
 std::string EgressProxy::stop(std::chrono::seconds timeout) {
-  ContainerInfo info;
-  bool own = false;
-  auto err = inspect_own(engine_, proxy_, proxy_owner_, info, own);
-  if (err.ok() && !own) return not_own_refusal("egress proxy", proxy_, info.labels, proxy_owner_);
-  if (err.ok()) err = engine_.stop(info.id.empty() ? proxy_ : info.id, timeout);
+  std::string refusal;
+  const auto err = stop_own(engine_, proxy_, proxy_owner_, timeout, refusal, "egress proxy");
+  if (!refusal.empty()) return refusal;
   if (!err.ok() && err.kind != Kind::kNotFound)
     return describe_failure(err, "stopping the egress proxy '" + proxy_ + "'");
   return {};

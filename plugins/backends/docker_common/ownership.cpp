@@ -38,24 +38,32 @@ std::string not_own_refusal(const std::string& what, const std::string& name,
 }
 
 EngineError inspect_own(Engine& engine, const std::string& name, const Ownership& ownership,
-                        ContainerInfo& out, bool& own) {
-  own = false;
+                        ContainerInfo& out, std::string& refusal, const std::string& what) {
+  refusal.clear();
   const auto err = engine.inspect(name, out);
-  if (err.ok()) own = is_own(out.labels, ownership);
+  if (err.ok() && !is_own(out.labels, ownership))
+    refusal = not_own_refusal(what, name, out.labels, ownership);
   return err;
+}
+
+std::string own_handle(const ContainerInfo& info, const std::string& name) {
+  return info.id.empty() ? name : info.id;
 }
 
 EngineError remove_own(Engine& engine, const std::string& name, const Ownership& ownership,
                        std::string& refusal, const std::string& what) {
-  refusal.clear();
   ContainerInfo info;
-  bool own = false;
-  if (auto err = inspect_own(engine, name, ownership, info, own); !err.ok()) return err;
-  if (!own) {
-    refusal = not_own_refusal(what, name, info.labels, ownership);
-    return {};
-  }
-  return engine.remove(info.id.empty() ? name : info.id);
+  const auto err = inspect_own(engine, name, ownership, info, refusal, what);
+  if (!err.ok() || !refusal.empty()) return err;
+  return engine.remove(own_handle(info, name));
+}
+
+EngineError stop_own(Engine& engine, const std::string& name, const Ownership& ownership,
+                     std::chrono::seconds timeout, std::string& refusal, const std::string& what) {
+  ContainerInfo info;
+  const auto err = inspect_own(engine, name, ownership, info, refusal, what);
+  if (!err.ok() || !refusal.empty()) return err;
+  return engine.stop(own_handle(info, name), timeout);
 }
 
 }  // namespace execmcp::plugins::docker_common

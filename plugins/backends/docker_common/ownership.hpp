@@ -4,6 +4,7 @@
 // instance, and the same role.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -28,14 +29,21 @@ struct Ownership {
                                           const Ownership& own);
 
 // Looks `name` up. kNotFound and engine failures come back as they are; a container that is there
-// fills `out`, and `own` says whether its labels are ours.
+// fills `out`, and `refusal` (not_own_refusal() of `what`) is set when its labels are not ours.
 EngineError inspect_own(Engine& engine, const std::string& name, const Ownership& ownership,
-                        ContainerInfo& out, bool& own);
+                        ContainerInfo& out, std::string& refusal,
+                        const std::string& what = "container");
 
-// Removes the container `name` when it is ours (by its id, so that a container made under the name
-// since cannot be the one removed). kNotFound when there is none; `refusal` is set (and nothing
-// removed) when one is there that is not ours.
+// What to act on once inspect_own() found `info` ours: its id, so that a container made under
+// `name` since cannot be the one acted on (its name when the engine gave no id).
+[[nodiscard]] std::string own_handle(const ContainerInfo& info, const std::string& name);
+
+// Remove or stop the container `name` when it is ours (inspect_own(), then by own_handle()).
+// kNotFound when there is none; `refusal` is set, and nothing done, when one is there that is not.
 EngineError remove_own(Engine& engine, const std::string& name, const Ownership& ownership,
                        std::string& refusal, const std::string& what = "container");
+EngineError stop_own(Engine& engine, const std::string& name, const Ownership& ownership,
+                     std::chrono::seconds timeout, std::string& refusal,
+                     const std::string& what = "container");
 
 }  // namespace execmcp::plugins::docker_common

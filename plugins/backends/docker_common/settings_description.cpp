@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "docker_common/docker_settings.hpp"
 #include "docker_common/egress_policy.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -25,7 +26,9 @@ void describe_docker_settings(const std::string& settings_json, std::vector<std:
   const auto settings = nlohmann::json::parse(settings_json, nullptr, false);
   if (!settings.is_object() || settings.contains("container")) return;  // attach mode
   if (settings.contains("runtime")) lines.push_back("runtime: " + text(settings.at("runtime")));
-  const std::string network = settings.contains("network") ? text(settings.at("network")) : "none";
+  // Unset keys: the settings' own defaults.
+  const std::string network =
+      settings.contains("network") ? text(settings.at("network")) : DockerSettings{}.network;
   if (network == "none") {
     lines.push_back("network: none (no network)");
     return;
@@ -39,7 +42,6 @@ void describe_docker_settings(const std::string& settings_json, std::vector<std:
     const auto it = egress.find(key);
     return it == egress.end() ? nullptr : &*it;
   };
-  // Unset keys: the policy's own defaults.
   const EgressPolicy defaults;
   std::string default_ports;
   for (const auto port : defaults.ports)
