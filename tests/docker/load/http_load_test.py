@@ -23,16 +23,14 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 from mcp_http import (PROTOCOL, Client, Report, check_result, docker, engine_problem, proc_counts,
-                      proc_status_kib)
+                      proc_status_kib, start_server, stop_server)
 
 # Growth allowed between the start and the end of the load: calls in flight at the moment of a
 # sample hold a few fds (exec streams) and threads each, so the two samples are maxima over
@@ -231,21 +229,11 @@ def main():
             f.write(f"    - name: group{i:02d}\n      sha256: {digest}\n      agents: [{a}]\n")
 
     log_path = os.path.join(root, "server.log")
-    log = open(log_path, "w")
     total_clients = n_agents * n_clients
-    server = subprocess.Popen(
-        [binary, "serve", "--config", config, "--http", "127.0.0.1:0",
-         "--max-concurrent", "32", "--max-queued-calls", str(total_clients + 16)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
     t_start = time.monotonic()
+    server, log, port = start_server(binary, config, log_path, "--max-concurrent", "32",
+                                     "--max-queued-calls", str(total_clients + 16))
     try:
-        port = None
-        while time.monotonic() - t_start < 120 and server.poll() is None:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
-            if m:
-                port = int(m.group(1))
-                break
-            time.sleep(0.05)
         if port is None:
             say("FAIL: the server did not log its port:\n" + open(log_path).read()[-3000:])
             return 1
@@ -348,17 +336,10 @@ def main():
         say(f"memory: VmHWM {hwm / 1024:.1f} MiB, VmRSS {rss / 1024:.1f} MiB after the load")
 
         # SIGTERM: exit 0, and no container of this server's agents left behind.
-        t_stop = time.monotonic()
-        server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            code = server.wait()
-            fail("the server did not exit within 60 s of SIGTERM")
+        code, took = stop_server(server, 60, report)
         if code != 0:
             fail(f"the server exited {code} after SIGTERM")
-        say(f"SIGTERM -> exit {code} in {time.monotonic() - t_stop:.1f} s")
+        say(f"SIGTERM -> exit {code} in {took:.1f} s")
         leaked = [a for a in agents if docker("ps", "-aq", "--filter", "label=execmcp.managed=true",
                                               "--filter", f"label=execmcp.agent={a}").strip()]
         if leaked:

@@ -7,9 +7,13 @@ import http.client
 import itertools
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
+import tempfile
 import threading
+import time
 
 SKIP = 77
 PROTOCOL = "2026-07-28"
@@ -28,6 +32,57 @@ class Report:
     def fail(self, msg):
         self.failures.append(msg)
         self.say(f"FAIL: {msg}")
+
+
+def start_server(binary, config, log_path, *extra_args):
+    """`execmcp serve --http 127.0.0.1:0` with the config and extra arguments, its stderr into
+    log_path: (process, the open log, its port, or None when it logged none within 120 s)."""
+    log = open(log_path, "w")
+    server = subprocess.Popen(
+        [binary, "serve", "--config", config, "--http", "127.0.0.1:0", *extra_args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    start = time.monotonic()
+    while time.monotonic() - start < 120 and server.poll() is None:
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
+        if m:
+            return server, log, int(m.group(1))
+        time.sleep(0.05)
+    return server, log, None
+
+
+def stop_server(server, timeout, report):
+    """SIGTERM, then its exit code within `timeout` seconds (killed and reported failed when it
+    takes longer) and how long it took."""
+    t_stop = time.monotonic()
+    server.send_signal(signal.SIGTERM)
+    try:
+        code = server.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        code = server.wait()
+        report.fail(f"the server did not exit within {timeout} s of SIGTERM")
+    return code, time.monotonic() - t_stop
+
+
+def run_in_tempdir(report, prefix, body):
+    """body(root) in a fresh directory (mode 0755: containers reach their workspaces through it),
+    removed unless something failed; then the total time and the verdict: the exit code."""
+    t_start = time.monotonic()
+    root = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(root, 0o755)
+    try:
+        body(root)
+    finally:
+        if report.failures:
+            report.say(f"server log and workspaces kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    report.say(f"total {time.monotonic() - t_start:.1f} s")
+    if report.failures:
+        report.say(f"{len(report.failures)} failures")
+        return 1
+    report.say("all checks passed")
+    return 0
 
 
 def docker(*args, check=True):

@@ -33,15 +33,13 @@ import json
 import os
 import re
 import secrets
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from mcp_http import Client, Report, check_result, docker, engine_problem
+from mcp_http import (Client, Report, check_result, docker, engine_problem, run_in_tempdir,
+                      start_server, stop_server)
 
 API = "api-" + "x" * 56
 CLI = "cli-" + "x" * 56
@@ -151,20 +149,6 @@ def write_config(path, root, tokens, cli_users, image):
             digest = hashlib.sha256(token.encode()).hexdigest()
             agents = f"[{API}, {CLI}]" if name in cli_users else f"[{API}]"
             f.write(f"    - {{name: \"{name}\", sha256: {digest}, agents: {agents}}}\n")
-
-
-def start_server(binary, config, log_path):
-    log = open(log_path, "w")
-    # The default limits: what an operator who sets none gets.
-    server = subprocess.Popen([binary, "serve", "--config", config, "--http", "127.0.0.1:0"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
-    start = time.monotonic()
-    while time.monotonic() - start < 120 and server.poll() is None:
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
-        if m:
-            return server, log, int(m.group(1))
-        time.sleep(0.05)
-    return server, log, None
 
 
 def wait_warm(port, token, agent, want):
@@ -278,7 +262,7 @@ def run_test(binary, image, root, n_users, flood_seconds, max_egress):
         for user in RETURNING:
             os.makedirs(os.path.join(root, plugin, user), mode=0o700)
     log_path = os.path.join(root, "server.log")
-    server, log, port = start_server(binary, config, log_path)
+    server, log, port = start_server(binary, config, log_path)  # the default limits
     try:
         if port is None:
             return fail("the server did not log its port:\n" + open(log_path).read()[-3000:])
@@ -348,18 +332,11 @@ def run_test(binary, image, root, n_users, flood_seconds, max_egress):
         if mine == 0 or mine > max_egress:
             fail(f"the flooder's sandbox wrote {mine} egress records (want 1 to {max_egress})")
         # 5. SIGTERM.
-        t5 = time.monotonic()
-        server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            code = server.wait()
-            fail("the server did not exit within 180 s of SIGTERM")
+        code, took = stop_server(server, 180, report)
         left = owned_objects(server.pid)
         warm = [e for d in ("docker-api", "docker-cli") for e in os.listdir(os.path.join(root, d))
                 if e.startswith(".warm-")]
-        say(f"step 5: SIGTERM -> exit {code} in {time.monotonic() - t5:.1f} s; left: "
+        say(f"step 5: SIGTERM -> exit {code} in {took:.1f} s; left: "
             f"{left[:4] or 'nothing'}, warm directories: {warm or 'none'}")
         if code != 0 or left or warm:
             fail("SIGTERM left something behind or failed")
@@ -395,24 +372,9 @@ def main():
             f"test makes up to {needed} (one per egress sandbox): start the engine with "
             "scripts/docker-engine.sh, or give it default-address-pools (docs/deployment.md)")
         return 77
-    t_start = time.monotonic()
-    root = tempfile.mkdtemp(prefix="execmcp-hostile-")
-    os.chmod(root, 0o755)
-    try:
-        run_test(sys.argv[1], image, root, n_users,
-                 int(os.environ.get("EXECMCP_PH_FLOOD_SECONDS", 20)),
-                 int(os.environ.get("EXECMCP_PH_MAX_EGRESS_RECORDS", 120)))
-    finally:
-        if failures:
-            say(f"server log, audit trail and workspaces kept in {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    say(f"total {time.monotonic() - t_start:.1f} s")
-    if failures:
-        say(f"{len(failures)} failures")
-        return 1
-    say("all checks passed")
-    return 0
+    return run_in_tempdir(report, "execmcp-hostile-", lambda root: run_test(
+        sys.argv[1], image, root, n_users, int(os.environ.get("EXECMCP_PH_FLOOD_SECONDS", 20)),
+        int(os.environ.get("EXECMCP_PH_MAX_EGRESS_RECORDS", 120))))
 
 
 if __name__ == "__main__":

@@ -28,15 +28,12 @@ import os
 import queue
 import re
 import secrets
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from mcp_http import Client, Report, check_result, docker, engine_problem, proc_status_kib
+from mcp_http import (Client, Report, check_result, docker, engine_problem, proc_status_kib,
+                      run_in_tempdir, start_server, stop_server)
 
 AGENT = "py"
 CALLS_PER_USER = 4
@@ -256,21 +253,6 @@ def write_config(path, users_root, users, extra_name, extra_token, opts, image):
             f.write(f"    - {{name: {name}, sha256: {digest}, agents: [{AGENT}]}}\n")
 
 
-def start_server(binary, config, log_path, users):
-    log = open(log_path, "w")
-    server = subprocess.Popen(
-        [binary, "serve", "--config", config, "--http", "127.0.0.1:0", "--max-concurrent", "32",
-         "--max-queued-calls", str(users + 16)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
-    start = time.monotonic()
-    while time.monotonic() - start < 120 and server.poll() is None:
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
-        if m:
-            return server, log, int(m.group(1))
-        time.sleep(0.05)
-    return server, log, None
-
-
 def idle_phases(server, probe, opts):
     """idle_stop stops every user's container, idle_remove removes it; the pool stays."""
     n = opts["users"]
@@ -299,17 +281,10 @@ def idle_phases(server, probe, opts):
 
 
 def shut_down(server, users_root, users):
-    t_stop = time.monotonic()
-    server.send_signal(signal.SIGTERM)
-    try:
-        code = server.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        code = server.wait()
-        fail("the server did not exit within 120 s of SIGTERM")
+    code, took = stop_server(server, 120, report)
     if code != 0:
         fail(f"the server exited {code} after SIGTERM")
-    say(f"SIGTERM -> exit {code} in {time.monotonic() - t_stop:.1f} s")
+    say(f"SIGTERM -> exit {code} in {took:.1f} s")
     left = our_containers(server.pid)
     if left:
         fail(f"{len(left)} containers left after SIGTERM: {left[:4]}")
@@ -329,7 +304,8 @@ def run(binary, opts, image, root):
     config = os.path.join(root, "config.yaml")
     write_config(config, users_root, users, extra_name, extra_token, opts, image)
     log_path = os.path.join(root, "server.log")
-    server, log, port = start_server(binary, config, log_path, opts["users"])
+    server, log, port = start_server(binary, config, log_path, "--max-concurrent", "32",
+                                     "--max-queued-calls", str(opts["users"] + 16))
     try:
         if port is None:
             return fail("the server did not log its port:\n" + open(log_path).read()[-3000:])
@@ -396,22 +372,8 @@ def main():
         "idle_stop": env_number("EXECMCP_PU_IDLE_STOP", 3),
         "idle_remove": env_number("EXECMCP_PU_IDLE_REMOVE", 30),
     }
-    t_start = time.monotonic()
-    root = tempfile.mkdtemp(prefix="execmcp-peruser-")
-    os.chmod(root, 0o755)
-    try:
-        run(sys.argv[1], opts, image, root)
-    finally:
-        if failures:
-            say(f"server log and workspaces kept in {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    say(f"total {time.monotonic() - t_start:.1f} s")
-    if failures:
-        say(f"{len(failures)} failures")
-        return 1
-    say("all checks passed")
-    return 0
+    return run_in_tempdir(report, "execmcp-peruser-",
+                          lambda root: run(sys.argv[1], opts, image, root))
 
 
 if __name__ == "__main__":
