@@ -8,9 +8,16 @@
                                         host/src/transport/<t>, plugins/<kind>/<plugin>, libs/<lib>,
                                         programs/<program>, sdk
   scripts/code_shape.py names           where the host compares a string with a plugin's name
+  scripts/code_shape.py classes [N] [PATH...]
+                                        the N largest classes (default 10) by data members, with
+                                        their methods, under PATHs (default: the whole tree); a
+                                        class with behaviour is one with a method (plain settings
+                                        structs have none)
   scripts/code_shape.py check           exit 1 when a file is over 1000 lines, a function over 150,
-                                        the host includes anything of plugins/, or compares a
-                                        plugin's name with a string (a ctest runs it)
+                                        the host includes anything of plugins/, compares a
+                                        plugin's name with a string, or a class with behaviour in
+                                        the Docker backends' shared code or the host's agent code
+                                        has over 20 data members (a ctest runs it)
 """
 import collections
 import os
@@ -124,6 +131,102 @@ def plugin_name_comparisons():
     return rows
 
 
+def strip_code(text):
+    """`text` without comments, string and character literals (same length per line)."""
+    text = re.sub(r'/\*.*?\*/', lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text, flags=re.S)
+    out = []
+    for raw in text.split('\n'):
+        line = re.sub(r'R"([^(]*)\((.*?)\)\1"', '""', raw)
+        line = re.sub(r'"(\\.|[^"\\])*"', '""', line)
+        line = re.sub(r"'(\\.|[^'\\])*'", "''", line)
+        out.append(re.sub(r'//.*', '', line))
+    return '\n'.join(out)
+
+
+def drop_angles(text):
+    """`text` with template argument lists removed (`std::map<a, b<c>> x` -> `std::map x`)."""
+    prev = None
+    while prev != text:
+        prev = text
+        text = re.sub(r'<[^<>;{}()]*>', '', text)
+    return text
+
+
+def classify(statement):
+    """'field', 'method' or None for one member declaration of a class body."""
+    st = re.sub(r'^\s*((public|private|protected)\s*:\s*)+', '', statement).strip()
+    st = re.sub(r'\[\[[^\]]*\]\]', '', st).strip()
+    if not st or re.match(r'(using|friend|typedef|static_assert|enum|struct|class|union)\b', st):
+        return None
+    st = drop_angles(re.sub(r'^template\s*<.*?>\s*', '', st, flags=re.S))
+    head = re.split(r'=|\{', st, maxsplit=1)[0]
+    if '(' in head or re.search(r'\boperator\b', st):
+        return 'method'
+    if re.match(r'(static|inline static)\b', st):
+        return None  # shared by every object, not its state
+    return 'field'
+
+
+def classes_in(path):
+    """(name, fields, methods, line) of each class or struct defined in `path`."""
+    text = strip_code(open(path, encoding='utf-8', errors='replace').read())
+    found = []
+    for m in re.finditer(r'\b(class|struct)\s+(?:\[\[[^\]]*\]\]\s*)?(\w+)(\s+final)?\s*(:[^;{]*)?\{', text):
+        if text[:m.start()].rstrip().endswith(('enum', '<', ',')):
+            continue
+        i = m.end()
+        depth = 1
+        statement = ''
+        fields = methods = 0
+        while i < len(text) and depth > 0:
+            ch = text[i]
+            if ch == '{':
+                if depth == 1:
+                    kind = classify(statement)
+                    is_nested = re.match(r'\s*((public|private|protected)\s*:\s*)*(struct|class|enum|union)\b', statement)
+                    if kind == 'method' and not is_nested:
+                        # a body: skip it, the declaration ends with it
+                        j, d = i + 1, 1
+                        while j < len(text) and d > 0:
+                            d += {'{': 1, '}': -1}.get(text[j], 0)
+                            j += 1
+                        methods += 1
+                        statement = ''
+                        i = j
+                        continue
+                depth += 1
+                statement += ch
+            elif ch == '}':
+                depth -= 1
+                statement += ch
+            elif ch == ';' and depth == 1:
+                kind = classify(statement)
+                if kind == 'field':
+                    fields += 1 + drop_angles(re.split(r'=|\{', statement)[0]).count(',')
+                elif kind == 'method':
+                    methods += 1
+                statement = ''
+            else:
+                statement += ch
+            i += 1
+        found.append((m.group(2), fields, methods, text.count('\n', 0, m.start()) + 1))
+    return found
+
+
+def class_sizes(paths):
+    rows = []
+    for f in tracked(*(paths or ['*'])):
+        if f.endswith(('.hpp', '.cpp')) and not f.startswith(('tests/', 'bench/')):
+            for name, fields, methods, line in classes_in(f):
+                rows.append((fields, methods, f, line, name))
+    return sorted(rows, reverse=True)
+
+
+# Where a class with behaviour has at most this many data members (issue 29).
+FIELD_LIMIT = 20
+FIELD_LIMIT_ROOMS = ['plugins/backends/docker_common', 'host/src/agent']
+
+
 def main(argv):
     command = argv[1] if len(argv) > 1 else 'check'
     limit = int(argv[2]) if len(argv) > 2 else None
@@ -136,6 +239,12 @@ def main(argv):
     elif command == 'names':
         for f, i, line in plugin_name_comparisons():
             print(f"{f}:{i}: {line}")
+    elif command == 'classes':
+        rest = argv[2:]
+        count = int(rest.pop(0)) if rest and rest[0].isdigit() else 10
+        print(f"{'fields':>6} {'methods':>7}  class")
+        for fields, methods, f, line, name in class_sizes(rest)[:count]:
+            print(f"{fields:6d} {methods:7d}  {name} ({f}:{line})")
     elif command == 'includes':
         for (a, b), n in sorted(include_edges().items()):
             print(f"{a} -> {b} ({n})")

@@ -1,15 +1,16 @@
 // Reads MassGen config files: the code-execution keys of each agent's backend, nothing else.
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "config/config_parsers.hpp"
 
 namespace execmcp::host::config_detail {
 
 namespace {
-
-constexpr const char* kDefaultDockerImage = "execmcp/runtime:latest";
 
 constexpr const char* kWhyOrchestration = "MassGen orchestration";
 constexpr const char* kWhyUi = "MassGen UI";
@@ -29,19 +30,51 @@ void ignore_key(YamlReader& reader, const YAML::Node& key, const std::string& pa
   config.ignored.push_back({reader.location(key), join_key(parent, name), why});
 }
 
-// The keys only the Docker modes read; with command_line_execution_mode: local each is a warning.
-// command_line_docker_egress is ours (MassGen has no allow list): the `egress` setting as is;
-// command_line_docker_runtime too (the `runtime` setting, e.g. runsc for gVisor).
-constexpr std::array<const char*, 9> kDockerKeys = {
-    "command_line_docker_image",       "command_line_docker_memory_limit",
-    "command_line_docker_cpu_limit",   "command_line_docker_network_mode",
-    "command_line_docker_enable_sudo", "command_line_docker_credentials",
-    "command_line_docker_packages",    "command_line_docker_egress",
-    "command_line_docker_runtime"};
+// MassGen's command_line_docker_* keys are the Docker backends' settings under other names: a
+// rename table, with no checks of its own. Each value goes to the plugin as written, with its
+// place in the file recorded, so the plugin's settings check (at check-config and when the agent
+// is built) reports a bad value at its MassGen line. The last two are ours (MassGen has neither):
+// the allow list behind the agent's proxy, and the runtime (e.g. runsc for gVisor).
+struct DockerRename {
+  const char* key;
+  const char* setting;
+};
+constexpr std::array<DockerRename, 7> kDockerRenames = {{
+    {"command_line_docker_image", "image"},
+    {"command_line_docker_memory_limit", "memory"},
+    {"command_line_docker_cpu_limit", "cpus"},
+    {"command_line_docker_network_mode", "network"},
+    {"command_line_docker_enable_sudo", "sudo"},
+    {"command_line_docker_egress", "egress"},
+    {"command_line_docker_runtime", "runtime"},
+}};
+// Two more change shape on the way (not a check either): credentials' host paths are resolved
+// like every other path of the config, and packages.preinstall is the `preinstall` setting.
+constexpr const char* kDockerCredentials = "command_line_docker_credentials";
+constexpr const char* kDockerPackages = "command_line_docker_packages";
+
+// command_line_execution_mode -> the backend plugin.
+constexpr std::array<std::pair<std::string_view, const char*>, 3> kModes = {{
+    {"local", "local"},
+    {"docker", "docker-api"},
+    // Ours (MassGen knows local and docker): the docker CLI instead of the Engine API, for SSH
+    // remotes, contexts and Podman.
+    {"docker-cli", "docker-cli"},
+}};
+
+// Every key only the Docker modes read; with command_line_execution_mode: local each is a warning.
+std::vector<const char*> docker_keys() {
+  std::vector<const char*> keys;
+  for (const auto& rename : kDockerRenames) keys.push_back(rename.key);
+  keys.push_back(kDockerCredentials);
+  keys.push_back(kDockerPackages);
+  return keys;
+}
 
 const std::set<std::string>& backend_keys_we_read() {
   static const std::set<std::string> keys = [] {
-    std::set<std::string> all(kDockerKeys.begin(), kDockerKeys.end());
+    std::set<std::string> all;
+    for (const char* key : docker_keys()) all.insert(key);
     all.insert({"cwd", "enable_mcp_command_line", "command_line_execution_mode",
                 "command_line_allowed_commands", "command_line_blocked_commands",
                 "command_execution_prefix", "command_execution_venv_path", "context_paths"});
@@ -140,65 +173,20 @@ void read_massgen_docker_settings(YamlReader& reader, const YAML::Node& backend,
                                   AgentConfig& agent, Config& config) {
   auto key_path = [&](const char* key) { return join_key(backend_path, key); };
   auto& settings = agent.backend.settings;
-  settings["image"] = kDefaultDockerImage;
-  if (const auto value = backend["command_line_docker_image"]) {
-    if (auto text = reader.get_string(value, key_path("command_line_docker_image")))
-      settings["image"] = *text;
+  for (const auto& rename : kDockerRenames) {
+    const auto value = backend[rename.key];
+    if (!value) continue;
+    settings[rename.setting] = to_json(value);
+    reader.record_sources(value, std::string("/") + rename.setting, key_path(rename.key),
+                          agent.backend.setting_sources);
   }
-  if (const auto value = backend["command_line_docker_memory_limit"]) {
-    if (auto text = reader.get_string(value, key_path("command_line_docker_memory_limit")))
-      settings["memory"] = *text;
-  }
-  if (const auto value = backend["command_line_docker_cpu_limit"]) {
-    if (auto cpus = reader.get_number(value, key_path("command_line_docker_cpu_limit"))) {
-      if (*cpus <= 0) {
-        reader.error(value, key_path("command_line_docker_cpu_limit"),
-                     "expected a number of CPUs > 0, found '" + value.Scalar() + "'");
-      } else {
-        settings["cpus"] = *cpus;
-      }
-    }
-  }
-  if (const auto value = backend["command_line_docker_network_mode"]) {
-    if (auto text = reader.get_string(value, key_path("command_line_docker_network_mode"))) {
-      // egress is ours: the agent reaches out only through its proxy, as command_line_docker_egress
-      // allows.
-      if (*text == "none" || *text == "bridge" || *text == "host" || *text == "egress") {
-        settings["network"] = *text;
-      } else {
-        reader.error(value, key_path("command_line_docker_network_mode"),
-                     "expected 'none', 'bridge', 'host' or 'egress', found '" + *text + "'");
-      }
-    }
-  }
-  if (const auto value = backend["command_line_docker_runtime"]) {
-    // The plugin checks the name (and the engine, at start, that it has it).
-    if (auto text = reader.get_string(value, key_path("command_line_docker_runtime"))) {
-      settings["runtime"] = *text;
-      reader.record_sources(value, "/runtime", key_path("command_line_docker_runtime"),
-                            agent.backend.setting_sources);
-    }
-  }
-  if (const auto value = backend["command_line_docker_enable_sudo"]) {
-    auto sudo = reader.get_bool(value, key_path("command_line_docker_enable_sudo"));
-    if (sudo && *sudo) {
-      settings["sudo"] = true;
-      agent.filters.front().settings["allow"] = sudo_rules();
-    }
-  }
-  if (const auto value = backend["command_line_docker_credentials"])
-    read_credentials(reader, value, key_path("command_line_docker_credentials"), base_dir,
-                     settings);
-  if (const auto value = backend["command_line_docker_packages"])
-    read_packages(reader, value, key_path("command_line_docker_packages"), settings, config);
-  if (const auto value = backend["command_line_docker_egress"]) {
-    // The plugin checks it; its problems point back at these lines.
-    if (reader.expect_map(value, key_path("command_line_docker_egress"))) {
-      settings["egress"] = to_json(value);
-      reader.record_sources(value, "/egress", key_path("command_line_docker_egress"),
-                            agent.backend.setting_sources);
-    }
-  }
+  // MassGen stops enforcing its sudo rules where sudo is enabled.
+  if (settings.value("sudo", nlohmann::json()) == true)
+    agent.filters.front().settings["allow"] = sudo_rules();
+  if (const auto value = backend[kDockerCredentials])
+    read_credentials(reader, value, key_path(kDockerCredentials), base_dir, settings);
+  if (const auto value = backend[kDockerPackages])
+    read_packages(reader, value, key_path(kDockerPackages), settings, config);
 }
 
 void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::string& path,
@@ -236,26 +224,27 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
                  "required key is missing (enable_mcp_command_line needs a workspace)");
   }
 
-  std::string mode = "local";
+  const char* plugin = "local";
   if (const auto value = backend["command_line_execution_mode"]) {
     if (auto text = reader.get_string(value, key_path("command_line_execution_mode"))) {
-      // docker-cli is our extension (MassGen knows local and docker): the docker CLI instead of
-      // the Engine API, for SSH remotes, contexts and Podman.
-      if (*text == "local" || *text == "docker" || *text == "docker-cli") {
-        mode = *text;
+      const auto* mode = std::find_if(kModes.begin(), kModes.end(),
+                                      [&](const auto& m) { return m.first == *text; });
+      if (mode != kModes.end()) {
+        plugin = mode->second;
       } else {
         reader.error(value, key_path("command_line_execution_mode"),
                      "expected 'local', 'docker' or 'docker-cli', found '" + *text + "'");
       }
     }
   }
+  const bool local = std::string_view(plugin) == "local";
 
   add_massgen_filters(reader, backend, backend_path, agent);
 
   PluginRef& backend_ref = agent.backend;
   backend_ref.key_path = backend_path;
   backend_ref.location = reader.location(backend);
-  backend_ref.plugin = mode == "docker" ? "docker-api" : mode;  // local or docker-cli
+  backend_ref.plugin = plugin;
   backend_ref.plugin_key_path = key_path("command_line_execution_mode");
   backend_ref.plugin_location = reader.location(
       backend["command_line_execution_mode"] ? backend["command_line_execution_mode"] : backend);
@@ -268,10 +257,10 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
     if (auto venv = get_path(reader, value, key_path("command_execution_venv_path"), base_dir))
       settings["venv_path"] = *venv;
   }
-  if (mode != "local") {  // both Docker backends read the same settings
+  if (!local) {  // both Docker backends read the same settings
     read_massgen_docker_settings(reader, backend, backend_path, base_dir, agent, config);
   } else {
-    for (const char* key : kDockerKeys) {
+    for (const char* key : docker_keys()) {
       if (backend[key])
         config.warnings.push_back(reader.location(backend[key]).str() + ": " + key_path(key) +
                                   " is ignored because command_line_execution_mode is local");

@@ -168,6 +168,31 @@ TEST(ExecmcpCli, CheckConfigChecksThePluginSettingsOfAnAgentServeWouldRefuse) {
   EXPECT_THAT(result.out, Not(HasSubstr(": OK")));
 }
 
+// Issue 29: the MassGen dialect is a rename table; its Docker values are the plugin's to check,
+// and each problem names the MassGen line it came from.
+TEST(ExecmcpCli, CheckConfigReportsMassGenDockerValuesAtTheirLines) {
+  TempDir dir;
+  const auto massgen = dir.path() / "mg.yaml";
+  write_text(
+      massgen,
+      "agents:\n  - id: a\n    backend:\n      cwd: ws\n      enable_mcp_command_line: true\n"
+      "      command_line_execution_mode: docker\n      command_line_docker_cpu_limit: lots\n"
+      "  - id: b\n    backend:\n      cwd: ws\n      enable_mcp_command_line: true\n"
+      "      command_line_execution_mode: docker-cli\n"
+      "      command_line_docker_network_mode: everywhere\n"
+      "  - id: c\n    backend:\n      cwd: ws\n      enable_mcp_command_line: true\n"
+      "      command_line_execution_mode: docker\n      command_line_docker_enable_sudo: maybe\n");
+  const auto result = run_execmcp("check-config " + quote(massgen.string()), dir);
+  EXPECT_EQ(result.exit_code, 1) << result.out;
+  EXPECT_THAT(result.err, HasSubstr("mg.yaml:7: agents[0].backend.command_line_docker_cpu_limit: "
+                                    "expected a positive number of CPUs"));
+  EXPECT_THAT(result.err,
+              HasSubstr("mg.yaml:13: agents[1].backend.command_line_docker_network_mode: expected "
+                        "one of none, bridge, host, egress (got 'everywhere')"));
+  EXPECT_THAT(result.err,
+              HasSubstr("mg.yaml:19: agents[2].backend.command_line_docker_enable_sudo"));
+}
+
 // `runtime` (gVisor's runsc) is shown above the network; an engine is only asked at start.
 TEST(ExecmcpCli, CheckConfigShowsTheDockerRuntime) {
   TempDir dir;
