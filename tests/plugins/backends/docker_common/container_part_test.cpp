@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -153,6 +155,24 @@ TEST_F(ContainerPartTest, APartsEnvAndNoticesGoWithEachCallInPartOrder) {
   sdk::ExecResult result;
   lifecycle_->parts().decorate_results(marks, result);
   EXPECT_EQ(result.notices, (std::vector<std::string>{"a saw call 2", "b saw call 2"}));
+}
+
+// The credentials part alone: its secret goes with each call, never into the container's config,
+// and a value changed in the server's environment is read again at the next start.
+TEST_F(ContainerPartTest, TheCredentialsPartGivesEachCallItsSecretsAndTheContainerNone) {
+  ::setenv("EXECMCP_PART_TEST_SECRET", "first", 1);
+  settings_.credentials.env_vars = {"EXECMCP_PART_TEST_SECRET"};
+  ContainerLifecycle lifecycle(init_, "docker-test", settings_, engine_);
+  ::setenv("EXECMCP_PART_TEST_SECRET", "second", 1);
+  auto env = lifecycle.call_env({});
+  EXPECT_NE(std::find(env.begin(), env.end(), "EXECMCP_PART_TEST_SECRET=first"), env.end());
+  ASSERT_EQ(lifecycle.start(), "");
+  env = lifecycle.call_env({});
+  EXPECT_NE(std::find(env.begin(), env.end(), "EXECMCP_PART_TEST_SECRET=second"), env.end());
+  for (const auto& e : engine_.last_spec.env) EXPECT_FALSE(has(e, "EXECMCP_PART_TEST_SECRET")) << e;
+  ::unsetenv("EXECMCP_PART_TEST_SECRET");
+  // A variable that is not set is a config error, found when the settings are read.
+  EXPECT_THROW(ContainerLifecycle(init_, "docker-test", settings_, engine_), std::invalid_argument);
 }
 
 }  // namespace
