@@ -175,5 +175,29 @@ TEST_F(ContainerPartTest, TheCredentialsPartGivesEachCallItsSecretsAndTheContain
   EXPECT_THROW(ContainerLifecycle(init_, "docker-test", settings_, engine_), std::invalid_argument);
 }
 
+// The preinstall part alone: without egress the install goes on the `network` setting, and with
+// preinstall_on_failure: continue a failed build starts the container from the base image and
+// tells the next command, once.
+TEST_F(ContainerPartTest, APreinstallThatFailsWithContinueTellsTheNextCommandOnce) {
+  settings_.preinstall.python = {"tinypkg"};
+  const auto failed = ContainerLifecycle(init_, "docker-test", settings_, engine_).start();
+  EXPECT_TRUE(has(failed, "not faked")) << failed;  // the fake builds no image
+  EXPECT_EQ(engine_.last_install.network, settings_.network);
+  EXPECT_EQ(engine_.count("create " + lifecycle_->name()), 0u);
+
+  settings_.preinstall.continue_on_failure = true;
+  ContainerLifecycle lifecycle(init_, "docker-test", settings_, engine_);
+  ASSERT_EQ(lifecycle.start(), "");
+  EXPECT_EQ(engine_.last_spec.image, agent_image(settings_));
+  sdk::ExecResult first, second;
+  first.notices = {"the command's own"};
+  lifecycle.parts().decorate_results(lifecycle.parts().begin_calls(), first);
+  ASSERT_EQ(first.notices.size(), 2u);
+  EXPECT_TRUE(has(first.notices[0], "without these packages (preinstall_on_failure: continue)"))
+      << first.notices[0];
+  lifecycle.parts().decorate_results(lifecycle.parts().begin_calls(), second);
+  EXPECT_TRUE(second.notices.empty());
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::docker_common
