@@ -1,11 +1,13 @@
 // Attach mode (`container: NAME`): the checks that make a container execmcp does not manage safe
 // to run an agent's commands in: who runs them, and whether every path grant is visible there at
-// its own path with the access the config gives it.
+// its own path with the access the config gives it; and the part that puts them into the
+// container's lifecycle.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "docker_common/container_part.hpp"
 #include "docker_common/engine.hpp"
 #include "execmcp/sdk/types.hpp"
 
@@ -26,5 +28,32 @@ std::string attached_user(const std::string& container, const std::string& confi
 std::string check_attached_mounts(const std::string& container,
                                   const std::vector<sdk::PathGrant>& grants,
                                   const std::vector<ContainerMount>& mounts, bool accept_writable);
+
+class ContainerLifecycle;
+class ProtectedPathsPart;
+
+// Attach mode as a part: start() checks the container (running, its user, its mounts, the
+// protected paths) and never makes anything; a recovery only looks; every call gets the `env`
+// setting (a container we create has it in its config). Once started, after_start() asks the
+// container whether the chosen user is root there.
+class AttachedContainerPart final : public ContainerPart {
+ public:
+  AttachedContainerPart(ContainerLifecycle& lifecycle, ProtectedPathsPart& protected_paths)
+      : lifecycle_(lifecycle), protected_paths_(protected_paths) {}
+
+  PartStep on_start() override;
+  std::string after_start(ContainerProbe& probe) override;
+  PartStep before_recover(sdk::LogLevel level) override;
+  void add_call_env(std::vector<std::string>& env) const override;
+
+ private:
+  ContainerLifecycle& lifecycle_;
+  ProtectedPathsPart& protected_paths_;
+};
+
+// The attached container's check that its user is not root: prints "uid=N" for the exec's user.
+inline constexpr const char* kAttachedUidProbe =
+    "while read -r k v r; do [ \"$k\" = Uid: ] && echo \"uid=$v\" && break; done "
+    "< /proc/self/status";
 
 }  // namespace execmcp::plugins::docker_common

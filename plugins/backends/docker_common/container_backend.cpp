@@ -20,12 +20,16 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
                                    DockerSettings settings, std::unique_ptr<Engine> engine)
     : engine_(std::move(engine)),
       lifecycle_(init, std::move(backend_name), std::move(settings), *engine_),
-      exec_(lifecycle_),
+      probe_(lifecycle_),
+      exec_(lifecycle_, probe_),
       runner_(lifecycle_.settings().exec_mode == ExecMode::Agent
-                  ? std::make_unique<RunnerCommandPath>(lifecycle_, exec_)
+                  ? std::make_unique<RunnerCommandPath>(lifecycle_, exec_, probe_)
                   : nullptr),
       commands_(runner_ ? *runner_ : static_cast<CommandPath&>(exec_)),
-      files_(lifecycle_, commands_, exec_) {}
+      files_(lifecycle_, commands_, exec_),
+      kill_explainer_(lifecycle_, probe_) {
+  lifecycle_.parts().add(kill_explainer_);
+}
 
 ContainerBackend::~ContainerBackend() {
   end_all_background(std::chrono::milliseconds(0));  // the host calls cleanup(); just in case
@@ -33,11 +37,9 @@ ContainerBackend::~ContainerBackend() {
 
 std::string ContainerBackend::start() {
   auto err = lifecycle_.start();
-  if (!err.empty() || !lifecycle_.attached()) return err;
+  if (!err.empty()) return err;
   try {
-    // A user name (or uid) that is root inside the container is refused too: ask the container.
-    return lifecycle_.accept_attached_user(
-        exec_.probe(kAttachedUidProbe, std::chrono::seconds(30)));
+    return lifecycle_.parts().after_start(probe_);
   } catch (const std::exception& e) {
     return lifecycle_.backend_name() + " start failed: " + e.what();
   }
@@ -46,7 +48,7 @@ std::string ContainerBackend::start() {
 void ContainerBackend::stop() noexcept {
   commands_.stop();
   end_all_background(std::chrono::milliseconds(0));
-  if (auto* refusals = lifecycle_.egress_log()) refusals->stop();
+  lifecycle_.parts().on_backend_stop();
 }
 
 void ContainerBackend::cleanup() noexcept {
@@ -97,23 +99,14 @@ sdk::ExecResult ContainerBackend::execute(const sdk::ExecRequest& request) {
     command.output_cap = request.output_cap;
     command.sink = request.sink;
     command.cancel = request.cancel;
-    auto* refusals = lifecycle_.egress_log();
-    const auto mark = refusals ? refusals->mark() : 0;
+    const auto marks = lifecycle_.parts().begin_calls();
     auto result = commands_.run(command);
-    if (refusals)
-      if (auto notice = refusals->notice(mark, kEgressNoticeQuiet); !notice.empty())
-        result.notices.push_back(std::move(notice));
     // In the commands' view; with the workspace at its host path the host says it (as before).
     if (!lifecycle_.init()->sandbox_cwd.empty() && result.error.empty())
       result.work_dir = command.work_dir;
-    if (auto notice = lifecycle_.take_pending_notice(); !notice.empty())
-      result.notices.insert(result.notices.begin(), std::move(notice));
-    // A command killed by a signal: by whom (the OOM killer, or the container's PID 1 dying).
-    // Under gVisor a process whose sandbox ended comes back as 128.
-    if (!result.timed_out && !result.cancelled && result.error.empty() &&
-        (result.exit_code == 137 || result.exit_code == 143 || result.exit_code < 0 ||
-         (result.exit_code == 128 && lifecycle_.runtime().exit_128_means_sandbox_ended)))
-      exec_.explain_kill(result);
+    // The parts' notices: what the proxy refused meanwhile, a preinstall that failed, who killed
+    // the command.
+    lifecycle_.parts().decorate_results(marks, result);
     return result;
   } catch (const std::exception& e) {
     sdk::ExecResult result;
@@ -151,13 +144,7 @@ void* ContainerBackend::query_interface(std::string_view id) noexcept {
     return static_cast<void*>(static_cast<sdk::BackgroundProcesses*>(this));
   if (id == sdk::kSandboxControlId)
     return static_cast<void*>(static_cast<sdk::SandboxControl*>(this));
-  if (id == sdk::kNetworkEventsId && lifecycle_.egress_log() != nullptr)
-    return static_cast<void*>(static_cast<sdk::NetworkEvents*>(this));
-  return nullptr;
-}
-
-void ContainerBackend::subscribe(sdk::NetworkEventSink* sink) noexcept {
-  if (auto* refusals = lifecycle_.egress_log()) refusals->subscribe(sink);
+  return lifecycle_.parts().query_interface(id);
 }
 
 sdk::BackgroundStarted ContainerBackend::start_background(

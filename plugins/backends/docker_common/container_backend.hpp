@@ -1,8 +1,8 @@
 // One persistent container per agent, whatever engine drives it: the facade that wires the
-// container's lifecycle (container_lifecycle.hpp), the way commands reach it (command_path.hpp:
-// through execmcp-runner or one exec each), its files (container_files.hpp) and its background
-// processes into an sdk::ExecutorBackend. The docker-api and docker-cli plugins are this class
-// over their own Engine.
+// container's lifecycle and its parts (container_lifecycle.hpp), the probes (container_probe.hpp),
+// the way commands reach it (command_path.hpp: through execmcp-runner or one exec each), its files
+// (container_files.hpp) and its background processes into an sdk::ExecutorBackend. The
+// docker-api and docker-cli plugins are this class over their own Engine.
 #pragma once
 
 #include <chrono>
@@ -14,20 +14,19 @@
 #include "docker_common/container_background.hpp"
 #include "docker_common/container_files.hpp"
 #include "docker_common/container_lifecycle.hpp"
+#include "docker_common/container_probe.hpp"
 #include "docker_common/docker_settings.hpp"
 #include "docker_common/engine.hpp"
 #include "docker_common/exec_command_path.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
-#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::plugins::docker_common {
 
 class ContainerBackend : public sdk::ExecutorBackend,
                          public sdk::BackgroundProcesses,
-                         public sdk::SandboxControl,
-                         public sdk::NetworkEvents {
+                         public sdk::SandboxControl {
  public:
   // `backend_name` prefixes unexpected errors ("docker-api: ..."). Throws std::invalid_argument on
   // bad settings.
@@ -45,8 +44,8 @@ class ContainerBackend : public sdk::ExecutorBackend,
 
   [[nodiscard]] sdk::BackendTraits traits() const override;
   // Offers sdk::BackgroundProcesses (kBackgroundProcessesId), sdk::SandboxControl
-  // (kSandboxControlId; an attached container refuses its calls) and, with `network: egress`,
-  // sdk::NetworkEvents (kNetworkEventsId: what its proxy refused).
+  // (kSandboxControlId; an attached container refuses its calls) and what the container's parts
+  // offer (with `network: egress`, sdk::NetworkEvents: what its proxy refused).
   [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
 
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
@@ -61,9 +60,6 @@ class ContainerBackend : public sdk::ExecutorBackend,
   std::string resume() noexcept override;
   std::string relocate_workspace(const std::string& host_path) noexcept override;
 
-  // Each request the egress proxy refuses, from its log (EgressLogFollower).
-  void subscribe(sdk::NetworkEventSink* sink) noexcept override;
-
  private:
   // Ends every background process (TERM, `grace`, KILL) and returns once each on_exit() ran.
   void end_all_background(std::chrono::milliseconds grace) noexcept;
@@ -76,17 +72,15 @@ class ContainerBackend : public sdk::ExecutorBackend,
   // Declared in the order they depend on each other (and are destroyed in reverse).
   std::unique_ptr<Engine> engine_;
   ContainerLifecycle lifecycle_;
+  ExecProbe probe_;
   ExecCommandPath exec_;
   std::unique_ptr<CommandPath> runner_;  // exec_mode agent only
   CommandPath& commands_;                // runner_ or exec_
   ContainerFiles files_;
+  KillExplainer kill_explainer_;  // the lifecycle's last part: it reads the others' notices
   BackgroundTable background_;
   std::mutex sandbox_mutex_;  // one suspend, resume or relocation at a time
 };
-
-// How long a command's end waits for the egress proxy's log to be quiet, so the notice of what it
-// refused names the command's last requests too (network: egress only).
-inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
 
 // How long suspend() lets the container's processes end after SIGTERM before SIGKILL.
 inline constexpr std::chrono::seconds kSuspendStopTimeout{10};

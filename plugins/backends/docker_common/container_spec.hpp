@@ -166,7 +166,7 @@ std::map<std::string, std::string> container_labels(const std::string& agent_id,
 // when `sudo: true` leaves `image` at the default.
 std::string agent_image(const DockerSettings& settings);
 
-// `gvisor`: the `runtime` is gVisor (ContainerLifecycle::check_runtime()), which changes how the
+// `runtime`: what the `runtime` means (check_runtime(), runtime_check.hpp), which changes how the
 // agent's `pids_limit` is enforced (engine_pids_limit(), ContainerSpec::nproc_limit).
 ContainerSpec make_container_spec(const sdk::BackendInit& init, const DockerSettings& settings,
                                   const std::string& user, std::int64_t owner_pid,

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
+#include "docker_common/container_lifecycle.hpp"
 #include "docker_common/env_file.hpp"
 
 extern char** environ;
@@ -163,6 +165,55 @@ std::string check_credentials_readable(const std::vector<MountSpec>& mounts, uid
     }
   }
   return {};
+}
+
+CredentialsPart::CredentialsPart(ContainerLifecycle& lifecycle, const CredentialsSettings& settings)
+    : lifecycle_(lifecycle), settings_(settings) {
+  // Named files and variables that are missing fail here, when the config is checked, not later.
+  auto credentials = resolve_credentials(settings_, server_environment());
+  if (!credentials.error.empty()) throw std::invalid_argument(credentials.error);
+  mounts_ = std::move(credentials.mounts);
+  env_ = std::move(credentials.env);
+}
+
+std::string CredentialsPart::prepare_start() {
+  if (!settings_.has_env() && mounts_.empty()) return {};
+  auto credentials = resolve_credentials(settings_, server_environment());
+  if (!credentials.error.empty()) return credentials.error;
+  {
+    std::lock_guard lock(mutex_);
+    env_ = credentials.env;
+  }
+  // Names and counts only: values never reach a log.
+  std::string names;
+  for (const auto& n : credentials.names) names += (names.empty() ? "" : ", ") + n;
+  lifecycle_.log(sdk::LogLevel::Info, "credentials: " + std::to_string(mounts_.size()) +
+                                          " read-only mount(s), " +
+                                          std::to_string(credentials.names.size()) +
+                                          " variable(s) given to each command" +
+                                          (names.empty() ? "" : " (" + names + ")"));
+  // The container user reads them with its own uid (a name set in 'user' is not checked here).
+  const std::string u = lifecycle_.user();
+  try {
+    std::size_t used = 0;
+    const auto uid = static_cast<uid_t>(std::stoul(u, &used));
+    gid_t gid = uid;
+    if (used < u.size() && u[used] == ':') gid = static_cast<gid_t>(std::stoul(u.substr(used + 1)));
+    return check_credentials_readable(mounts_, uid, gid);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void CredentialsPart::add_call_env(std::vector<std::string>& env) const {
+  // The secrets go with each call (the runner's stream, the exec's Env, the CLI child's
+  // environment), never into the container's config: `docker inspect` cannot show them.
+  std::shared_ptr<const SecretEnv> secrets;
+  {
+    std::lock_guard lock(mutex_);
+    secrets = env_;
+  }
+  env.insert(env.end(), secrets->begin(), secrets->end());
 }
 
 }  // namespace execmcp::plugins::docker_common

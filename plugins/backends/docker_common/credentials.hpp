@@ -1,6 +1,6 @@
 // The `credentials` setting made real: the credential files of the server's $HOME bound read-only
 // into the image user's home, and the secret environment given to each command (never to the
-// container's config, labels or logs).
+// container's config, labels or logs); and the part that does it for the container's lifecycle.
 #pragma once
 
 #include <sys/types.h>
@@ -8,10 +8,12 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "docker_common/container_part.hpp"
 #include "docker_common/docker_settings.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -65,5 +67,29 @@ std::map<std::string, std::string> server_environment();
 // naming the kind's file and the fix. The container user cannot read what it cannot read on the
 // host: a 0600 key of another uid would fail at the first `git push`, so it fails the start.
 std::string check_credentials_readable(const std::vector<MountSpec>& mounts, uid_t uid, gid_t gid);
+
+class ContainerLifecycle;
+
+// Credentials as a part of the container's lifecycle: read when the settings are (missing files
+// and variables are a config error), again at each managed start (then checked readable by the
+// container user), and the secrets given to each command's environment.
+class CredentialsPart final : public ContainerPart {
+ public:
+  // Throws std::invalid_argument when a named file or variable is missing.
+  CredentialsPart(ContainerLifecycle& lifecycle, const CredentialsSettings& settings);
+
+  // The read-only mounts, for the container's `extra_mounts` (so the mount checks see them).
+  [[nodiscard]] const std::vector<MountSpec>& mounts() const { return mounts_; }
+
+  std::string prepare_start() override;
+  void add_call_env(std::vector<std::string>& env) const override;
+
+ private:
+  ContainerLifecycle& lifecycle_;
+  const CredentialsSettings& settings_;  // the lifecycle's, which outlives this part
+  std::vector<MountSpec> mounts_;
+  mutable std::mutex mutex_;  // guards env_ (the pointer; what it points to never changes)
+  std::shared_ptr<const SecretEnv> env_;
+};
 
 }  // namespace execmcp::plugins::docker_common

@@ -28,28 +28,6 @@ constexpr std::size_t kHostMax = 255;
 constexpr std::size_t kMethodMax = 32;
 // The allow-list entries a notice names before "and N more".
 constexpr std::size_t kNoticeAllowEntries = 8;
-constexpr const char* kRefusalReason = "not in this agent's egress allow list";
-// A summary's host, port and method: it stands for several.
-constexpr const char* kSummaryHost = "*";
-
-// Escaped already: ASCII letters only, so the same name in other cases is the same refusal.
-std::string lower_ascii(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// At most `max` bytes of escaped (printable, valid UTF-8) text, cut between characters.
-std::string cut_text(const std::string& text, std::size_t max) {
-  if (text.size() <= max) return text;
-  std::size_t n = max - 3;
-  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xc0) == 0x80) --n;
-  return text.substr(0, n) + "...";
-}
-
-std::string refusals(std::uint64_t n) {
-  return std::to_string(n) + (n == 1 ? " refusal" : " refusals");
-}
 
 bool digits(std::string_view text, std::size_t at, std::size_t n, int& out) {
   if (at + n > text.size()) return false;
@@ -148,7 +126,7 @@ void EgressLogFollower::stop() noexcept {
     std::lock_guard state(mutex_);
     streaming_ = false;
     activity_.notify_all();
-    last = summary(clock_(), true);
+    last = budget_.summary(clock_(), true, counts_);
   }
   if (last) deliver(*last);
 }
@@ -186,8 +164,7 @@ void EgressLogFollower::run() {
       stream.reset();
       std::lock_guard lock(mutex_);
       streaming_ = false;
-      partial_.clear();  // a reconnection starts at a line's start
-      skipping_ = false;
+      lines_.restart_line();
       activity_.notify_all();
     }
     if (!error.ok()) {
@@ -205,22 +182,7 @@ std::size_t EgressLogFollower::take(std::string_view chunk) {
   {
     std::lock_guard lock(mutex_);
     last_bytes_ = Clock::now();
-    while (!chunk.empty()) {
-      const auto end = chunk.find('\n');
-      const auto piece = chunk.substr(0, end);
-      if (!skipping_ && partial_.size() + piece.size() <= kEgressLogLineMax) {
-        partial_.append(piece);
-      } else if (!skipping_) {
-        skipping_ = true;
-        partial_.clear();
-        ++counts_.dropped_lines;
-      }
-      if (end == std::string_view::npos) break;
-      if (!skipping_) lines.push_back(std::move(partial_));
-      partial_.clear();
-      skipping_ = false;
-      chunk.remove_prefix(end + 1);
-    }
+    counts_.dropped_lines += lines_.split(chunk, lines);
   }
   std::size_t fresh = 0;
   for (const auto& line : lines) {
@@ -229,9 +191,7 @@ std::size_t EgressLogFollower::take(std::string_view chunk) {
     if (space == std::string::npos || !parse_log_time(line.substr(0, space), sec, nsec)) continue;
     {
       std::lock_guard lock(mutex_);
-      if (sec < last_sec_ || (sec == last_sec_ && nsec <= last_nsec_)) continue;  // replayed
-      last_sec_ = sec;
-      last_nsec_ = nsec;
+      if (!lines_.take_time(sec, nsec)) continue;  // replayed
     }
     ++fresh;
     const auto record = parse_egress_log_line(std::string_view(line).substr(space + 1));
@@ -248,7 +208,7 @@ void EgressLogFollower::refused(const EgressLogRecord& record, std::int64_t unix
   event.port = record.port;
   event.method = log_text(record.method, kMethodMax);
   event.refused = true;
-  event.reason = kRefusalReason;
+  event.reason = kEgressRefusalReason;
   event.unix_ms = unix_ms;
   std::optional<sdk::NetworkEvent> due;
   bool now_too = false;
@@ -258,81 +218,19 @@ void EgressLogFollower::refused(const EgressLogRecord& record, std::int64_t unix
     recent_.push_back({counts_.refusals, event.host + ":" + std::to_string(event.port)});
     if (recent_.size() > kEgressRecentRefusals) recent_.pop_front();
     const auto now = clock_();
-    now_too = within_budget(event, now);
-    due = summary(now, false);
+    now_too = budget_.admit(event, now, counts_);
+    due = budget_.summary(now, false, counts_);
   }
   // The summary first: it covers refusals before this one.
   if (due) deliver(*due);
   if (now_too) deliver(event);
 }
 
-bool EgressLogFollower::within_budget(const sdk::NetworkEvent& event, Clock::time_point now) {
-  while (!reported_.empty() && now - reported_.front() >= kEgressBudgetWindow)
-    reported_.pop_front();
-  while (!recent_keys_.empty() && now - recent_keys_.front().first >= kEgressRepeatWindow) {
-    const auto it = last_reported_.find(recent_keys_.front().second);
-    if (it != last_reported_.end() && it->second == recent_keys_.front().first)
-      last_reported_.erase(it);
-    recent_keys_.pop_front();
-  }
-  const std::string host = lower_ascii(event.host);
-  std::string key = host + '\n' + std::to_string(event.port) + '\n' + event.method;
-  const bool repeat = last_reported_.contains(key);
-  if (!repeat && reported_.size() < kEgressRecordsPerHour) {
-    reported_.push_back(now);
-    last_reported_[key] = now;
-    recent_keys_.emplace_back(now, std::move(key));
-    ++counts_.reported;
-    return true;
-  }
-  if (held_.repeats + held_.over_budget == 0) held_.since = now;
-  ++(repeat ? held_.repeats : held_.over_budget);
-  ++(repeat ? counts_.repeats : counts_.over_budget);
-  held_.last_unix_ms = event.unix_ms;
-  auto shown = cut_text(host, kEgressSummaryHostMax);
-  if (held_.hosts.size() < kEgressSummaryHosts || held_.hosts.contains(shown)) {
-    held_.hosts.insert(std::move(shown));
-  } else {
-    held_.more_hosts = true;
-  }
-  return false;
-}
-
-std::optional<sdk::NetworkEvent> EgressLogFollower::summary(Clock::time_point now, bool stopping) {
-  const std::uint64_t held = held_.repeats + held_.over_budget;
-  if (held == 0 || (!stopping && now - held_.since < kEgressSummaryEvery)) return std::nullopt;
-  sdk::NetworkEvent event;
-  event.host = kSummaryHost;
-  event.method = kSummaryHost;
-  event.refused = true;
-  event.unix_ms = held_.last_unix_ms;
-  // At most ~190 bytes of words and numbers and 6 x 42 of hosts: under the 512 the host keeps.
-  event.reason =
-      "summary of " + refusals(held) + " (" + kRefusalReason + ") not reported one by one: ";
-  if (held_.repeats > 0)
-    event.reason += std::to_string(held_.repeats) + " repeated one reported in the last " +
-                    std::to_string(kEgressRepeatWindow.count()) + " s";
-  if (held_.over_budget > 0)
-    event.reason += std::string(held_.repeats > 0 ? ", " : "") + std::to_string(held_.over_budget) +
-                    " over this sandbox's budget of " + std::to_string(kEgressRecordsPerHour) +
-                    " an hour";
-  event.reason += "; hosts: ";
-  bool first = true;
-  for (const auto& host : held_.hosts) {
-    event.reason += (first ? "" : ", ") + host;
-    first = false;
-  }
-  if (held_.more_hosts) event.reason += " and more";
-  held_ = Held{};
-  ++counts_.summaries;
-  return event;
-}
-
 void EgressLogFollower::tick() {
   std::optional<sdk::NetworkEvent> due;
   {
     std::lock_guard lock(mutex_);
-    due = summary(clock_(), false);
+    due = budget_.summary(clock_(), false, counts_);
   }
   if (due) deliver(*due);
 }
@@ -384,12 +282,49 @@ std::string EgressLogFollower::notice(std::uint64_t mark, std::chrono::milliseco
   const bool unnamed = count > kEgressRecentRefusals;
   if (others > 0 || unnamed)
     out += unnamed ? " and more" : " and " + std::to_string(others) + " more";
-  out += " (" + std::string(kRefusalReason) + "; " + allow_text_ + ")";
+  out += " (" + std::string(kEgressRefusalReason) + "; " + allow_text_ + ")";
   return out;
 }
 
 std::string EgressLogFollower::since() const {
   std::lock_guard lock(mutex_);
+  return lines_.since();
+}
+
+std::uint64_t TimedLogLines::split(std::string_view chunk, std::vector<std::string>& lines) {
+  std::uint64_t dropped = 0;
+  while (!chunk.empty()) {
+    const auto end = chunk.find('\n');
+    const auto piece = chunk.substr(0, end);
+    if (!skipping_ && partial_.size() + piece.size() <= kEgressLogLineMax) {
+      partial_.append(piece);
+    } else if (!skipping_) {
+      skipping_ = true;
+      partial_.clear();
+      ++dropped;
+    }
+    if (end == std::string_view::npos) break;
+    if (!skipping_) lines.push_back(std::move(partial_));
+    partial_.clear();
+    skipping_ = false;
+    chunk.remove_prefix(end + 1);
+  }
+  return dropped;
+}
+
+bool TimedLogLines::take_time(std::int64_t sec, std::int64_t nsec) {
+  if (sec < last_sec_ || (sec == last_sec_ && nsec <= last_nsec_)) return false;
+  last_sec_ = sec;
+  last_nsec_ = nsec;
+  return true;
+}
+
+void TimedLogLines::restart_line() {
+  partial_.clear();
+  skipping_ = false;
+}
+
+std::string TimedLogLines::since() const {
   // Whole seconds (what the socket proxy lets through); the lines of that second seen already are
   // skipped by their times.
   if (last_nsec_ < 0) return {};

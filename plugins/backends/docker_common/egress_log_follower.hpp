@@ -16,9 +16,10 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
+#include <vector>
 
 #include "docker_common/egress_policy.hpp"
+#include "docker_common/egress_refusal_budget.hpp"
 #include "docker_common/engine.hpp"
 #include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/types.hpp"
@@ -46,6 +47,28 @@ inline constexpr std::size_t kEgressLogLineMax = 8 * 1024;
 inline constexpr std::size_t kEgressRecentRefusals = 64;
 // The hosts a notice names before "and N more".
 inline constexpr std::size_t kEgressNoticeHosts = 3;
+
+// A followed log's lines: chunks split into lines (one that grows past kEgressLogLineMax is
+// dropped), and each line's time compared with the last one's, so that what a reconnection
+// replays is skipped. Not thread-safe: its follower calls it under its own lock.
+class TimedLogLines {
+ public:
+  // Appends `chunk`; the lines it completed go to `lines` (without their '\n'). How many lines
+  // were dropped for their length.
+  std::uint64_t split(std::string_view chunk, std::vector<std::string>& lines);
+  // True, and remembered, when a line stamped `sec`.`nsec` comes after the last one taken.
+  bool take_time(std::int64_t sec, std::int64_t nsec);
+  // A reconnection starts at a line's start.
+  void restart_line();
+  // Where a new stream starts: the second of the last line taken ("" before any).
+  [[nodiscard]] std::string since() const;
+
+ private:
+  std::string partial_;    // a line whose end has not come
+  bool skipping_ = false;  // inside a line that grew past kEgressLogLineMax
+  std::int64_t last_sec_ = 0;
+  std::int64_t last_nsec_ = -1;
+};
 
 // Thread-safe. Not one call of the agent's ever waits for the engine here: they read what the
 // thread has taken (notice()), and the thread's engine calls are its own.
@@ -92,14 +115,7 @@ class EgressLogFollower {
   // Where a new stream starts: the second of the last line seen ("" before any).
   [[nodiscard]] std::string since() const;
 
-  struct Counts {
-    std::uint64_t refusals = 0;       // refusals seen
-    std::uint64_t reported = 0;       // delivered one by one
-    std::uint64_t repeats = 0;        // not: the same one was reported within kEgressRepeatWindow
-    std::uint64_t over_budget = 0;    // not: kEgressRecordsPerHour were reported in the last hour
-    std::uint64_t summaries = 0;      // summary events delivered
-    std::uint64_t dropped_lines = 0;  // lines longer than kEgressLogLineMax
-  };
+  using Counts = EgressCounts;
   [[nodiscard]] Counts counts() const;
 
  private:
@@ -109,20 +125,7 @@ class EgressLogFollower {
   };
   void run();
   void take_line(std::string_view line);
-  // What the budget holds back until the next summary.
-  struct Held {
-    std::uint64_t repeats = 0;
-    std::uint64_t over_budget = 0;
-    std::set<std::string> hosts;  // at most kEgressSummaryHosts, escaped
-    bool more_hosts = false;      // others were not kept
-    Clock::time_point since{};    // the first one's
-    std::int64_t last_unix_ms = 0;
-  };
   void refused(const EgressLogRecord& record, std::int64_t unix_ms);
-  // With mutex_ held: true when `event` may be delivered now; otherwise counts it as held.
-  bool within_budget(const sdk::NetworkEvent& event, Clock::time_point now);
-  // With mutex_ held: the summary of what is held, when one is due at `now` (or `now` is a stop).
-  std::optional<sdk::NetworkEvent> summary(Clock::time_point now, bool stopping);
   void deliver(const sdk::NetworkEvent& event);
   // Sleeps `wait` unless stop() comes first; false when it came.
   bool pause(std::chrono::milliseconds wait);
@@ -142,21 +145,12 @@ class EgressLogFollower {
 
   mutable std::mutex mutex_;  // guards what follows, down to the sink's
   std::condition_variable activity_;
-  std::string partial_;    // a line whose end has not come
-  bool skipping_ = false;  // inside a line that grew past kEgressLogLineMax
-  std::int64_t last_sec_ = 0;
-  std::int64_t last_nsec_ = -1;
+  TimedLogLines lines_;
   bool streaming_ = false;
   std::chrono::steady_clock::time_point last_bytes_{};
   std::deque<Refusal> recent_;
   Counts counts_;
-  // The budget: when each of the last hour's events was delivered (at most
-  // kEgressRecordsPerHour), and when each refusal delivered within kEgressRepeatWindow was
-  // (its key: host, port, method), oldest first, with the newest time of each key.
-  std::deque<Clock::time_point> reported_;
-  std::deque<std::pair<Clock::time_point, std::string>> recent_keys_;
-  std::unordered_map<std::string, Clock::time_point> last_reported_;
-  Held held_;
+  RefusalBudget budget_;  // what may be delivered one by one
 
   std::mutex sink_mutex_;  // held while delivering, so subscribe() can wait for it
   sdk::NetworkEventSink* sink_ = nullptr;

@@ -10,7 +10,6 @@
 
 #include "docker_common/container_scripts.hpp"
 #include "docker_common/exec_stream_decoder.hpp"
-#include "docker_common/runtime_check.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -19,34 +18,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Kind = EngineError::Kind;
 namespace sv = supervision;
-using sv::shell_quote;
 
 // The wrapper's word on stderr that its own sweep could not finish (forks kept failing).
 constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
-
-// Why a container stopped under a command, as far as its state tells. Under gVisor the sandbox
-// itself ends: at its memory limit (which bounds the Sentry and its host threads too) the host's
-// OOM killer takes it, and at the engine's pids limit the Sentry cannot make a host thread and
-// exits 2 (a Go panic). The ptrace platform makes host threads per process and per Sentry thread,
-// so a fork bomb reaches either limit before its RLIMIT_NPROC (docs/docker-backend.md, gVisor).
-std::string why_stopped(const ContainerState& state, const RuntimeProfile& runtime,
-                        const DockerSettings& settings) {
-  if (!runtime.limits_end_the_sandbox) return "something killed it from inside";
-  const auto mib = [](std::int64_t bytes) { return std::to_string(bytes / (1024 * 1024)); };
-  if (state.oom_killed)
-    return "the gVisor sandbox reached its memory limit" +
-           (settings.memory_bytes ? " (" + mib(*settings.memory_bytes) + " MiB)" : std::string()) +
-           ", which bounds gVisor's own kernel and host threads too (a memory hog, or a fork bomb)";
-  if (state.exit_code == 2)
-    return "gVisor's kernel gave up, as it does when the sandbox reaches the engine's pids limit" +
-           (settings.pids_limit > 0
-                ? " (" + std::to_string(engine_pids_limit(settings.pids_limit, true)) +
-                      " host tasks)"
-                : std::string()) +
-           ": each process there costs host threads, more the more processes run (a fork bomb "
-           "gets there before pids_limit)";
-  return "something killed it from inside";
-}
 
 // Collects decoded exec output with per-stream caps (draining past the cap) and streams the kept
 // part to the sink, like the local backend.
@@ -92,24 +66,6 @@ bool exec_never_ran(const sdk::ExecResult& r) {
   return false;
 }
 
-// The "oom_kill N" count of the container's memory cgroup (v2 memory.events, v1 oom_control).
-std::optional<long> parse_oom_kills(const std::string& text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t end = std::min(text.find('\n', pos), text.size());
-    const std::string_view line(text.data() + pos, end - pos);
-    if (line.starts_with("oom_kill ")) {
-      try {
-        return std::stol(std::string(line.substr(9)));
-      } catch (...) {
-        return std::nullopt;
-      }
-    }
-    pos = end + 1;
-  }
-  return std::nullopt;
-}
-
 // The exec's own form of a call: an agent's command under the wrapper, else the script with its
 // arguments.
 std::vector<std::string> exec_form(const ContainerCommand& c) {
@@ -123,20 +79,9 @@ std::vector<std::string> exec_form(const ContainerCommand& c) {
 
 }  // namespace
 
-ExecCommandPath::ExecCommandPath(ContainerLifecycle& lifecycle)
-    : lifecycle_(lifecycle), engine_(lifecycle.engine()) {
+ExecCommandPath::ExecCommandPath(ContainerLifecycle& lifecycle, ContainerProbe& probe)
+    : lifecycle_(lifecycle), probe_(probe), engine_(lifecycle.engine()) {
   if (engine_.input_always_arrives()) input_path_ = 1;
-}
-
-sdk::ExecResult ExecCommandPath::probe(std::string script, std::chrono::milliseconds timeout) {
-  ContainerCommand c;
-  c.script = std::move(script);
-  c.work_dir = "/";
-  c.timeout = timeout;
-  c.output_cap = 4096;
-  c.marker = random_marker();
-  c.recover = false;
-  return run_once(c);
 }
 
 bool StopCheck::stopped() {
@@ -144,42 +89,6 @@ bool StopCheck::stopped() {
   const auto state = lifecycle_.inspect_state();
   next_ = Clock::now() + kEvery;
   return state && (!state->exists || !state->running);
-}
-
-void ExecCommandPath::kill_marked(const std::string& marker) {
-  const std::string script = std::string("command -v python3 >/dev/null 2>&1 && exec python3 -c ") +
-                             shell_quote(scripts::kSweepPython) + " \"$1\"; " +
-                             scripts::kSweepShell;
-  ExecOptions options;
-  options.cmd = {"/bin/sh", "-c", script, "execmcp-kill", marker};
-  options.user = lifecycle_.user();
-  if (lifecycle_.attached() && options.user.empty())
-    return;  // nothing ran: start() never chose a user
-  // A fork bomb can hold every pid for a moment, so the sweep's own exec may fail: retry.
-  const auto give_up = Clock::now() + std::chrono::seconds(15);
-  while (Clock::now() < give_up) {
-    EngineError error;
-    auto session = engine_.exec(lifecycle_.name(), options, error);
-    if (!session && (error.kind == Kind::kNotFound || error.kind == Kind::kNotRunning ||
-                     error.kind == Kind::kUnreachable))
-      return;  // no container, no processes
-    if (session) {
-      // Success is the sweep's own word on stdout: an exec that could not even start (no pid
-      // left for it) must not count.
-      sdk::ExecResult sweep;
-      CappedCollector collector(sweep, 4096, nullptr);
-      const auto end = Clock::now() + std::chrono::seconds(15);
-      while (Clock::now() < end) {
-        const auto rs = session->read(std::chrono::milliseconds(200), collector);
-        if (rs.eof || !rs.error.empty()) break;
-      }
-      session.reset();  // its exit code says nothing: the sweep's word on stdout does
-      if (sweep.stdout_data.find("execmcp-swept") != std::string::npos) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  lifecycle_.log(sdk::LogLevel::Warn,
-                 "could not confirm that every process of call " + marker + " was killed");
 }
 
 std::string ExecCommandPath::check_input_path() {
@@ -281,7 +190,7 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
       sv::record_kill(result, cause);
       if (cause != sv::KillCause::None) {
         killed = true;
-        kill_marked(spec.marker);
+        probe_.kill_marked(spec.marker);
         drain_until = Clock::now() + std::chrono::seconds(2);
       }
     } else if (Clock::now() >= drain_until) {
@@ -307,7 +216,7 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
     }
     if (rs.eof) break;
     if (stop_check.stopped()) {
-      container_stopped = true;  // explain_kill() says so: the exit code is unknown
+      container_stopped = true;  // KillExplainer says so: the exit code is unknown
       break;
     }
   }
@@ -318,7 +227,7 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
     const std::string_view sentinel = kSweepIncomplete;
     if (std::string_view(result.stderr_data).ends_with(sentinel))
       result.stderr_data.resize(result.stderr_data.size() - sentinel.size());
-    if (!killed) kill_marked(spec.marker);
+    if (!killed) probe_.kill_marked(spec.marker);
   }
   if (!collector.daemon_error().empty() && result.error.empty())
     result.error = "Docker reported an error: " + collector.daemon_error();
@@ -349,70 +258,6 @@ sdk::ExecResult ExecCommandPath::run(const ContainerCommand& spec) {
   auto again = run_once(spec);
   again.notices.insert(again.notices.begin(), notices.begin(), notices.end());
   return again;
-}
-
-void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
-  const auto looked = lifecycle_.inspect_state();
-  if (!looked) {
-    // The engine stopped answering as the command died: it went away (stopped or restarted) and
-    // took the command with it. The exit status is the engine client's (a docker CLI child
-    // exits 137 when its engine goes), not the command's.
-    if (result.error.empty()) result.error = kLostDocker;
-    return;
-  }
-  auto state = *looked;
-  std::optional<long> oom_kills;
-  const RuntimeProfile& runtime = lifecycle_.runtime();
-  if (state.exists && state.running) {
-    // Whether the kernel's OOM killer acted since we last looked: the engine's OOMKilled flag
-    // says nothing while the container runs, so read the memory cgroup's own count. gVisor's
-    // memory limit bounds the whole sandbox: the host's OOM killer ends the container (reported
-    // below once it stopped), never one command in a running one; the probe only tells whether
-    // it still runs.
-    auto r = probe(runtime.limits_end_the_sandbox
-                       ? "true"
-                       : "cat /sys/fs/cgroup/memory.events "
-                         "/sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true",
-                   std::chrono::seconds(10));
-    if (r.error.empty() && r.exit_code == 0) {
-      oom_kills = runtime.limits_end_the_sandbox ? 0 : parse_oom_kills(r.stdout_data);
-    } else if (lifecycle_.wait_stopped(std::chrono::seconds(5))) {
-      state = lifecycle_.inspect_state().value_or(ContainerState{});  // it was dying when we looked
-    }
-  }
-  if (state.exists && !state.running) {
-    // The engine learns of an OOM kill from an event of its own, which can land after the exit it
-    // already reports (seen under gVisor on a loaded machine): a PID 1 ended by SIGKILL is looked
-    // at again for up to 2 s before the kill is put down to something else.
-    for (int i = 0; i < 10 && state.exit_code == 137 && !state.oom_killed; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      const auto again = lifecycle_.inspect_state();
-      if (!again || !again->exists || again->running) break;
-      state = *again;
-    }
-    // 128 for a process whose sandbox ended (gVisor) is not the command's code.
-    if (runtime.exit_128_means_sandbox_ended && result.exit_code == 128) result.exit_code = -1;
-    result.notices.push_back(
-        "the container stopped during the command (its PID 1 exited with code " +
-        std::to_string(state.exit_code) + ", OOMKilled=" + (state.oom_killed ? "true" : "false") +
-        "): " + why_stopped(state, runtime, lifecycle_.settings()) + "; " +
-        (lifecycle_.attached() ? "execmcp does not manage attached containers: start it again"
-                               : "the next call starts it again"));
-    return;
-  }
-  if (result.exit_code != 137 || !oom_kills) return;
-  const long before = lifecycle_.exchange_oom_kills(*oom_kills);
-  if (*oom_kills > before) {
-    result.notices.push_back(
-        "the command was killed by the kernel's out-of-memory killer (exit 137): the container "
-        "reached its memory limit" +
-        (lifecycle_.settings().memory_bytes
-             ? " (" + std::to_string(*lifecycle_.settings().memory_bytes / (1024 * 1024)) + " MiB)"
-             : std::string()));
-  } else {
-    result.notices.push_back(
-        "the command was killed with SIGKILL (exit 137), not by the out-of-memory killer");
-  }
 }
 
 std::string ExecCommandPath::start_background(const std::shared_ptr<BackgroundProcess>& bg,
@@ -489,7 +334,7 @@ void ExecCommandPath::term_marked(const std::string& marker, std::chrono::millis
 void ExecCommandPath::terminate_background(BackgroundProcess& bg, std::chrono::milliseconds grace) {
   if (!bg.via_exec) return;
   if (grace.count() > 0) term_marked(bg.marker, grace);
-  kill_marked(bg.marker);
+  probe_.kill_marked(bg.marker);
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -1,7 +1,6 @@
 // Commands as one exec each (exec_mode: exec, and the runner's fallback): an agent's command runs
 // under the sweep wrapper (scripts/call_wrapper.sh); a kill, a timeout or a cancel ends every
-// process of the call with the kill sweep (scripts/sweep.py, scripts/sweep.sh). Also the probes
-// the backend makes (who killed a command, an attached container's user), always as one exec.
+// process of the call with the kill sweep (ContainerProbe::kill_marked()).
 #pragma once
 
 #include <atomic>
@@ -13,6 +12,7 @@
 
 #include "docker_common/command_path.hpp"
 #include "docker_common/container_lifecycle.hpp"
+#include "docker_common/container_probe.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -38,7 +38,8 @@ class StopCheck {
 
 class ExecCommandPath final : public CommandPath {
  public:
-  explicit ExecCommandPath(ContainerLifecycle& lifecycle);
+  // `probe` sweeps what a killed call leaves; both outlive this object.
+  ExecCommandPath(ContainerLifecycle& lifecycle, ContainerProbe& probe);
 
   // Runs one exec to completion (or timeout/cancel), recovering the container once if needed:
   // also when runc found its init gone (the command never ran).
@@ -52,14 +53,6 @@ class ExecCommandPath final : public CommandPath {
 
   // One exec, without the second try of run().
   sdk::ExecResult run_once(const ContainerCommand& command);
-  // A short look into the container: `/bin/sh -c script` from "/", output capped, never
-  // recovering a stopped container (a probe must not bring it back).
-  sdk::ExecResult probe(std::string script, std::chrono::milliseconds timeout);
-  // Kills every process marked with `marker` (the kill sweep), retrying while a fork bomb holds
-  // every pid.
-  void kill_marked(const std::string& marker);
-  // Adds a notice saying who killed a command: the OOM killer, or PID 1 dying from inside.
-  void explain_kill(sdk::ExecResult& result);
   // "" when input reaches processes in the container over this engine (checked once, with a
   // harmless exec, unless the engine or the runner's start already told), else kNoUpgrade.
   std::string check_input_path();
@@ -76,6 +69,7 @@ class ExecCommandPath final : public CommandPath {
   void term_marked(const std::string& marker, std::chrono::milliseconds grace);
 
   ContainerLifecycle& lifecycle_;
+  ContainerProbe& probe_;
   Engine& engine_;
   std::atomic<std::uint64_t> stop_generation_{0};
   std::atomic<int> input_path_{0};  // 1: input reaches the container, -1: never, 0: unknown

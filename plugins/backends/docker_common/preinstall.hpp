@@ -1,6 +1,6 @@
 // The `preinstall` setting as data: the local files it names, the cache key of the image it makes,
 // the install script, and the bodies that create the install container and commit it. No engine
-// here: ContainerLifecycle::prepare_preinstall() drives the build.
+// here: PreinstallPart (preinstall_part.hpp) drives the build.
 #pragma once
 
 #include <array>

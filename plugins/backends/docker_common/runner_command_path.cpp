@@ -13,6 +13,7 @@
 #include "docker_common/log_text.hpp"
 #include "docker_common/tar_archive.hpp"
 #include "supervision/command_output.hpp"
+#include "supervision/program_path.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -86,25 +87,42 @@ class BackgroundRelay final : public RunnerCallObserver {
 
 }  // namespace
 
-RunnerCommandPath::RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback)
+RunnerCommandPath::RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback,
+                                     ContainerProbe& probe)
     : lifecycle_(lifecycle),
       exec_(fallback),
+      probe_(probe),
       engine_(lifecycle.engine()),
-      runner_path_(kRunnerPath) {}
+      host_path_(sv::program_beside_plugin("execmcp-runner")),
+      runner_path_(kRunnerPath) {
+  // A missing runner is said on each call (then run with one exec each); the container must
+  // still start, so nothing is mounted from a path that is not there.
+  // An attached container was created without our mount: the program is sent in by exec.
+  if (::access(host_path_.c_str(), X_OK) == 0)
+    delivery_ = engine_.sees_host_files() && !lifecycle_.attached() ? RunnerDelivery::Bind
+                                                                    : RunnerDelivery::Copy;
+  lifecycle_.parts().add(*this);
+}
+
+std::string RunnerCommandPath::prepare_spec(ContainerSpec& spec) {
+  spec.runner = delivery_;
+  spec.runner_source = host_path_;
+  return {};
+}
 
 EngineError RunnerCommandPath::copy_runner() {
   if (lifecycle_.attached()) return deliver_runner_by_exec();
   std::string bytes;
-  if (auto err = read_runner(lifecycle_.runner_host_path(), bytes); !err.ok()) return err;
+  if (auto err = read_runner(host_path_, bytes); !err.ok()) return err;
   const std::string tar = single_file_tar("execmcp-runner", bytes, 0555);
   auto err = engine_.copy_into(lifecycle_.name(), kRunnerDir, tar);
-  if (err.ok()) copied_for_ = lifecycle_.incarnation();
+  if (err.ok()) copied_for_ = incarnation_.load();
   return err;
 }
 
 EngineError RunnerCommandPath::deliver_runner_by_exec() {
   std::string bytes;
-  if (auto err = read_runner(lifecycle_.runner_host_path(), bytes); !err.ok()) return err;
+  if (auto err = read_runner(host_path_, bytes); !err.ok()) return err;
   // As the exec user, so the file is its own and close() can remove it (scripts/
   // deliver_runner.sh says where it goes).
   {  // A stopped container is the call's error, not the runner's fault (no exec-mode fallback).
@@ -137,7 +155,7 @@ EngineError RunnerCommandPath::deliver_runner_by_exec() {
   std::string dir = r.stdout_data.substr(at + 11);
   dir = dir.substr(0, dir.find('\n'));
   runner_path_ = dir + "/execmcp-runner";
-  copied_for_ = lifecycle_.incarnation();
+  copied_for_ = incarnation_.load();
   return {};
 }
 
@@ -147,8 +165,8 @@ std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& not
   // The engine's and the container's failures are the call's error as they would be for an exec;
   // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
   runner_fault = true;
-  if (lifecycle_.runner_delivery() == RunnerDelivery::None)
-    return "execmcp-runner is missing or not executable at " + lifecycle_.runner_host_path() +
+  if (delivery_ == RunnerDelivery::None)
+    return "execmcp-runner is missing or not executable at " + host_path_ +
            " (it is built and installed with the " + lifecycle_.backend_name() +
            " plugin, in the directory above it)";
   runner_fault = false;
@@ -170,7 +188,7 @@ std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& not
   for (int attempt = 0; attempt < 2;) {
     runner_fault = false;
     // Copied before the runner starts: a container brought back as new has an empty volume.
-    if (lifecycle_.runner_delivery() == RunnerDelivery::Copy && !runner_copied()) {
+    if (delivery_ == RunnerDelivery::Copy && !runner_copied()) {
       if (const auto err = copy_runner(); !err.ok()) {
         if (err.kind == Kind::kNotFound && !recovered) {
           if (auto why = bring_back(); !why.empty()) return why;
@@ -223,7 +241,7 @@ std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& not
       continue;
     }
     // The volume may have lost the program (the container was recreated behind our back).
-    if (lifecycle_.runner_delivery() != RunnerDelivery::Copy) break;
+    if (delivery_ != RunnerDelivery::Copy) break;
     copied_for_ = kNotCopied;
   }
   return last_error;
@@ -236,7 +254,7 @@ std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std
   runner_fault = true;
   // A channel into a container that has since been replaced (start() again, a recovery that made
   // a new one) is dead even while its reader has not seen the stream's end yet.
-  if (runner_ && runner_for_ != lifecycle_.incarnation()) {
+  if (runner_ && runner_for_ != incarnation_.load()) {
     lifecycle_.log(sdk::LogLevel::Info, "execmcp-runner's channel was into the container " +
                                             lifecycle_.name() +
                                             " before it was made again; opening a new one");
@@ -257,7 +275,7 @@ std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std
     return nullptr;
   }
   why = open_runner_channel(notices, runner_, runner_fault);
-  runner_for_ = lifecycle_.incarnation();
+  runner_for_ = incarnation_.load();
   if (!why.empty()) {
     runner_.reset();
     if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again
@@ -323,7 +341,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     } else if (Clock::now() - kill_sent_at > kKillGrace) {
       // The runner did not answer (stopped, or starved): end the command from outside.
       channel.forget(*call);
-      exec_.kill_marked(spec.marker);
+      probe_.kill_marked(spec.marker);
       result.notices.push_back(
           "execmcp-runner did not answer the kill request in time; the command's processes "
           "were killed from outside, and the next call starts a new runner");
@@ -383,14 +401,15 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     if (engine_.inspect(lifecycle_.name(), info).kind == Kind::kUnreachable) {
       result.error = kLostDocker;
     } else {
-      exec_.kill_marked(spec.marker);
+      probe_.kill_marked(spec.marker);
       result.exit_code = -1;
       result.notices.push_back(
           "execmcp-runner, the agent in the container, ended during the command (" + call->lost() +
           "): a command may have killed it, or the container stopped; the command's exit code "
           "is unknown, and the next call starts a new runner");
-      // Whether the container stopped is said once, by the backend's explain_kill() of every
-      // command that ended without an exit code (issue 28, finding 7: it was said twice).
+      // Whether the container stopped is said once, by the backend's KillExplainer
+      // (container_probe.hpp) for every command that ended without an exit code (issue 28, finding
+      // 7: it was said twice).
     }
   }
   result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
@@ -463,7 +482,7 @@ std::string RunnerCommandPath::start_background(const std::shared_ptr<Background
     if (call->claim_end()) {  // never reported running: ended here, quietly
       channel->forget(*call);
       channel->kill(*call);
-      exec_.kill_marked(bg->marker);
+      probe_.kill_marked(bg->marker);
       return "the background process did not report that it runs within " +
              std::to_string(kPidTimeout.count()) + " s";
     }
@@ -485,7 +504,7 @@ void RunnerCommandPath::terminate_background(BackgroundProcess& bg,
   if (bg.wait_ended(grace + kBackgroundKillGrace)) return;
   // The runner did not answer: end the process from outside, and tell the host here.
   channel->forget(*bg.call);
-  exec_.kill_marked(bg.marker);
+  probe_.kill_marked(bg.marker);
   if (bg.call->claim_end()) {
     sdk::BackgroundExit exit;
     exit.killed = true;
@@ -510,16 +529,7 @@ void RunnerCommandPath::close() noexcept {
     // An attached container stays as it was: only what we put there goes (our calls died with the
     // runner's channel; stop() ended the rest).
     if (!lifecycle_.attached() || dir.empty() || !lifecycle_.connect().empty()) return;
-    ContainerCommand rm;
-    rm.script = "rm -rf -- \"$1\"";
-    rm.name = "execmcp-cleanup";
-    rm.args = {dir};
-    rm.work_dir = "/";
-    rm.timeout = std::chrono::seconds(15);
-    rm.output_cap = 4096;
-    rm.marker = random_marker();
-    rm.recover = false;
-    exec_.run_once(rm);
+    probe_.run("rm -rf -- \"$1\"", std::chrono::seconds(15), "execmcp-cleanup", {dir});
   } catch (...) {
     // cleanup never throws; the host may call it from a signal path.
   }

@@ -1,7 +1,8 @@
 // Commands through execmcp-runner, the agent in the container (exec_mode: agent): starting and
-// re-establishing the runner's channel, delivering the program, running a call on it, and falling
-// back to one exec per call (ExecCommandPath) when the runner cannot start. See
-// docs/docker-backend.md.
+// re-establishing the runner's channel, delivering the program (a part of the container's
+// lifecycle: its mount or volume in the spec, and which container it was copied into), running a
+// call on it, and falling back to one exec per call (ExecCommandPath) when the runner cannot
+// start. See docs/docker-backend.md.
 #pragma once
 
 #include <atomic>
@@ -15,15 +16,19 @@
 
 #include "docker_common/command_path.hpp"
 #include "docker_common/container_lifecycle.hpp"
+#include "docker_common/container_part.hpp"
+#include "docker_common/container_probe.hpp"
 #include "docker_common/exec_command_path.hpp"
 #include "docker_common/runner_channel.hpp"
 
 namespace execmcp::plugins::docker_common {
 
-class RunnerCommandPath final : public CommandPath {
+class RunnerCommandPath final : public CommandPath, private ContainerPart {
  public:
-  // `fallback` runs what the runner cannot (and the sweeps); both outlive this object.
-  RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback);
+  // `fallback` runs what the runner cannot, `probe` sweeps what a call leaves; all three outlive
+  // this object. Adds itself to `lifecycle` as the part that delivers the runner.
+  RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback,
+                    ContainerProbe& probe);
 
   // Through the runner (falling back to one exec, with a notice, when it cannot start).
   sdk::ExecResult run(const ContainerCommand& command) override;
@@ -36,7 +41,18 @@ class RunnerCommandPath final : public CommandPath {
   // delivered is removed too.
   void close() noexcept override;
 
+  // How execmcp-runner reaches the container (None: missing) and where it is on this machine.
+  [[nodiscard]] RunnerDelivery delivery() const { return delivery_; }
+  [[nodiscard]] const std::string& runner_host_path() const { return host_path_; }
+
  private:
+  // The runner's delivery as a part: its mount (or volume) in the container's spec; a container
+  // made anew has an empty volume.
+  std::string prepare_spec(ContainerSpec& spec) override;
+  void on_container_start(bool created) override {
+    if (created) ++incarnation_;
+  }
+
   // The live channel, started or re-established on demand; null with `why` when it cannot start,
   // and `runner_fault` true when the runner is at fault (not the engine or the container).
   std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices, std::string& why,
@@ -54,13 +70,16 @@ class RunnerCommandPath final : public CommandPath {
   std::optional<sdk::ExecResult> run_on_runner(const ContainerCommand& command,
                                                const std::shared_ptr<RunnerChannel>& channel);
   void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
-  [[nodiscard]] bool runner_copied() const {
-    return copied_for_.load() == lifecycle_.incarnation();
-  }
+  [[nodiscard]] bool runner_copied() const { return copied_for_.load() == incarnation_.load(); }
 
   ContainerLifecycle& lifecycle_;
   ExecCommandPath& exec_;
+  ContainerProbe& probe_;
   Engine& engine_;
+  std::string host_path_;  // execmcp-runner next to this plugin's directory
+  RunnerDelivery delivery_ = RunnerDelivery::None;
+  // Counts the containers created under the lifecycle's name: a new one has an empty volume.
+  std::atomic<std::uint64_t> incarnation_{0};
   std::atomic<std::uint64_t> stop_generation_{0};
   std::string runner_path_;  // where it runs in the container (guarded by runner_mutex_)
   std::mutex runner_mutex_;  // guards the four below; held while a channel opens
@@ -68,7 +87,7 @@ class RunnerCommandPath final : public CommandPath {
   std::uint64_t runner_for_ = 0;  // the container incarnation runner_ was opened into
   std::chrono::steady_clock::time_point runner_retry_at_{};
   std::string runner_failure_;
-  // The container incarnation execmcp-runner was copied into (ContainerLifecycle::incarnation());
+  // The container incarnation execmcp-runner was copied into (incarnation_);
   // kNotCopied when the volume may have lost it.
   static constexpr std::uint64_t kNotCopied = ~std::uint64_t{0};
   std::atomic<std::uint64_t> copied_for_{kNotCopied};

@@ -1,6 +1,9 @@
 // Checks the `runtime` setting against the runtimes the engine has registered.
 #include "docker_common/runtime_check.hpp"
 
+#include "docker_common/docker_settings.hpp"
+#include "docker_common/engine.hpp"
+
 namespace execmcp::plugins::docker_common {
 namespace {
 
@@ -24,8 +27,8 @@ bool is_gvisor(const RuntimeInfo& runtime) {
   return file.starts_with("runsc");
 }
 
-std::int64_t engine_pids_limit(std::int64_t pids_limit, bool gvisor) {
-  if (!gvisor || pids_limit <= 0) return pids_limit;
+std::int64_t engine_pids_limit(std::int64_t pids_limit, bool sandbox_counts_tasks) {
+  if (!sandbox_counts_tasks || pids_limit <= 0) return pids_limit;
   return kGvisorSandboxTasks + pids_limit * kGvisorTasksPerProcess;
 }
 
@@ -51,6 +54,47 @@ std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
            "(sudo: \"The 'no new privileges' flag is set\"): 'sudo: true' cannot work there; "
            "remove it, or preinstall what the agent would install with sudo";
   return {};
+}
+
+std::string check_runtime(Engine& engine, const DockerSettings& settings, RuntimeProfile& profile,
+                          const std::function<void(const std::string&)>& log) {
+  profile = RuntimeProfile::runc();
+  if (settings.runtime.empty()) return {};
+  RuntimeList runtimes;
+  if (auto err = engine.runtimes(runtimes); !err.ok()) {
+    // A socket proxy refuses GET /info (it tells too much about the host). The engine's create
+    // still refuses an unknown runtime in its own words; only a network needs the list.
+    if (err.kind != EngineError::Kind::kUnreachable && settings.network == "none") {
+      profile = RuntimeProfile::unknown();  // it may be gVisor
+      log("the engine's runtimes could not be listed (" + err.message + "); runtime '" +
+          settings.runtime + "' is checked when the container is created");
+      return {};
+    }
+    return describe_failure(err, "listing the engine's runtimes (to check runtime '" +
+                                     settings.runtime + "' with network '" + settings.network +
+                                     "')");
+  }
+  const auto it = runtimes.find(settings.runtime);
+  // gVisor checks permissions itself, by mode bits: the ACL a root-owned workspace would get is
+  // not honoured there (the workspace access part refuses it); its pids limit counts the
+  // sandbox's threads (engine_pids_limit()).
+  const bool gvisor = it != runtimes.end() && is_gvisor(it->second);
+  profile = gvisor ? RuntimeProfile::gvisor() : RuntimeProfile::runc();
+  auto problem = runtime_problem({settings.runtime, settings.network, settings.sudo}, runtimes,
+                                 engine.describe());
+  if (problem.empty() && gvisor) {
+    const auto limit = settings.pids_limit;
+    log("runtime '" + settings.runtime + "' is gVisor: " +
+        (limit > 0
+             ? "pids_limit " + std::to_string(limit) +
+                   " is the agent's RLIMIT_NPROC and the engine's limit (which counts "
+                   "the sandbox's own tasks) " +
+                   std::to_string(engine_pids_limit(limit, profile.pids_limit_is_nproc)) + "; "
+             : std::string()) +
+        "a command's processes are found by their EXECMCP_TREE mark (no child subreaper); a "
+        "running command checks once a second whether the container stopped");
+  }
+  return problem;
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ using RuntimeList = std::map<std::string, RuntimeInfo>;
 bool is_gvisor(const RuntimeInfo& runtime);
 
 // What the container's runtime means for the backend, as behaviours rather than a name: chosen
-// once at start from the engine's runtimes (ContainerLifecycle::check_runtime()) and read by the
+// once at start from the engine's runtimes (check_runtime(), below) and read by the
 // spec, the workspace access and the command paths.
 struct RuntimeProfile {
   // The sandbox's own kernel runs its tasks as host tasks, which the engine's pids limit counts:
@@ -39,6 +40,17 @@ struct RuntimeProfile {
   // memory cgroup of its own to read inside), the container ends and is said to have (why and
   // what to do: exec_command_path.cpp, why_stopped()).
   bool limits_end_the_sandbox = false;
+
+  // The one rule for what an exit code means here: true when `exit_code` is not the command's
+  // own but its sandbox's end (128 where exit_128_means_sandbox_ended).
+  [[nodiscard]] bool exit_is_sandbox_end(int exit_code) const {
+    return exit_128_means_sandbox_ended && exit_code == 128;
+  }
+  // True when a command that ended with `exit_code` was ended from outside, as far as the code
+  // tells: a signal (137 SIGKILL, 143 SIGTERM, < 0 unknown), or its sandbox's end.
+  [[nodiscard]] bool ended_from_outside(int exit_code) const {
+    return exit_code == 137 || exit_code == 143 || exit_code < 0 || exit_is_sandbox_end(exit_code);
+  }
 
   static RuntimeProfile runc() { return {}; }
   static RuntimeProfile gvisor() { return {true, true, true, false, true}; }
@@ -68,7 +80,8 @@ struct RuntimeProfile {
 // (docs/docker-backend.md, gVisor).
 inline constexpr std::int64_t kGvisorSandboxTasks = 256;
 inline constexpr std::int64_t kGvisorTasksPerProcess = 8;
-std::int64_t engine_pids_limit(std::int64_t pids_limit, bool gvisor);
+// `sandbox_counts_tasks`: RuntimeProfile::pids_limit_is_nproc.
+std::int64_t engine_pids_limit(std::int64_t pids_limit, bool sandbox_counts_tasks);
 
 // What the backend is about to ask of the runtime.
 struct RuntimeUse {
@@ -86,5 +99,15 @@ struct RuntimeUse {
 //   work there either.
 std::string runtime_problem(const RuntimeUse& use, const RuntimeList& runtimes,
                             const std::string& engine);
+
+class Engine;           // engine.hpp
+struct DockerSettings;  // docker_settings.hpp
+
+// The `runtime` setting checked against the engine's runtimes at start (one engine call; none
+// without the setting): its profile in `profile`, and "" or the start error (runtime_problem(),
+// or why the runtimes could not be listed where a network needs them). `log` is told what a
+// runtime other than runc means for the agent.
+std::string check_runtime(Engine& engine, const DockerSettings& settings, RuntimeProfile& profile,
+                          const std::function<void(const std::string&)>& log);
 
 }  // namespace execmcp::plugins::docker_common

@@ -1,5 +1,5 @@
 // POSIX ACLs written directly through the system.posix_acl_* xattrs (no libacl needed), and the
-// container-user policy.
+// container-user policy, and the part that applies them at a container's start.
 #include "docker_common/workspace_access.hpp"
 
 #include <dirent.h>
@@ -14,6 +14,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <vector>
+
+#include "docker_common/container_lifecycle.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
@@ -201,6 +203,45 @@ std::string grant_acl_recursive(const std::string& path, uid_t uid, bool writabl
       again.st_dev != st.st_dev)
     return "cannot walk '" + path + "': it changed while being granted";
   return grant_below(dir.get(), path, uid, writable, 0);
+}
+
+std::string WorkspaceAccessPart::grant() {
+  const auto init = lifecycle_.init();
+  const auto& settings = lifecycle_.settings();
+  std::lock_guard lock(mutex_);
+  if (granted_) return {};
+  UserChoice user;
+  try {
+    user = choose_container_user(settings.user, init->cwd);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  lifecycle_.set_user(user);
+  if (!user.grant_acl) {
+    granted_ = true;
+    return {};
+  }
+  // Mode bits that let anyone write (a shared scratch dir, mode 777) need no ACL there.
+  struct stat st {};
+  const bool others_write = ::stat(init->cwd.c_str(), &st) == 0 &&
+                            (st.st_mode & (S_IWOTH | S_IXOTH)) == (S_IWOTH | S_IXOTH);
+  if (!lifecycle_.runtime().honours_acls && !others_write)
+    return "runtime '" + settings.runtime +
+           "' is gVisor, which does not honour POSIX ACLs: the container user (uid 1000) could "
+           "not write the root-owned workspace '" +
+           init->cwd +
+           "'; make the workspace (and writable grants) owned by a non-root user, whom the "
+           "container then runs as (see docs/docker-backend.md, gVisor)";
+  // The container runs as uid 1000 while the files belong to root: grant 1000 an ACL (rwX on
+  // writable grants, r-X on read-only ones) instead of changing anyone's ownership.
+  for (const auto& grant : init->paths) {
+    if (auto err = grant_acl_recursive(grant.path, kImageUid, grant.writable); !err.empty())
+      return "cannot give the container user (uid 1000) access to '" + grant.path + "': " + err +
+             "; set the backend's 'user' setting or make the workspace owned by a non-root user";
+  }
+  if (!init->temp_workspace.empty()) grant_acl_recursive(init->temp_workspace, kImageUid, false);
+  granted_ = true;
+  return {};
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -1,8 +1,13 @@
-// Which user the container runs as, and granting that user access to a root-owned workspace.
+// Which user the container runs as, and granting that user access to a root-owned workspace; and
+// the part that does both at a managed container's start.
 #pragma once
 
 #include <sys/types.h>
+
+#include <mutex>
 #include <string>
+
+#include "docker_common/container_part.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -29,5 +34,30 @@ UserChoice choose_container_user(const std::string& configured_user, const std::
 // directory for a symlink while the walk runs cannot steer a grant outside the tree.
 // Returns "" or an error message naming the path.
 std::string grant_acl_recursive(const std::string& path, uid_t uid, bool writable);
+
+class ContainerLifecycle;
+
+// Workspace access as a part of a managed container's lifecycle: at start (and again at a
+// recovery, until it was done once) the container user is chosen (choose_container_user()) and,
+// when the workspace belongs to root, given an ACL on every grant; refused where the runtime does
+// not honour ACLs (RuntimeProfile::honours_acls) and the workspace is not open to everyone.
+class WorkspaceAccessPart final : public ContainerPart {
+ public:
+  explicit WorkspaceAccessPart(ContainerLifecycle& lifecycle) : lifecycle_(lifecycle) {}
+
+  std::string prepare_start() override { return grant(); }
+  PartStep before_recover(sdk::LogLevel /*level*/) override {
+    if (auto err = grant(); !err.empty()) return PartStep::fail(std::move(err));
+    return PartStep::next();
+  }
+
+ private:
+  // "" once the user is chosen and the access granted (once per process), else why not.
+  std::string grant();
+
+  ContainerLifecycle& lifecycle_;
+  std::mutex mutex_;  // guards granted_; held while granting
+  bool granted_ = false;
+};
 
 }  // namespace execmcp::plugins::docker_common

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "docker_common/container_probe.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 
@@ -20,6 +21,26 @@ namespace {
 using test_support::dead_pid;
 using test_support::has;
 using test_support::host_name;
+
+// Counts the containers created under the lifecycle's name (a new one has an empty runner volume),
+// as the runner's delivery does.
+struct CreatedCount final : ContainerPart {
+  void on_container_start(bool created) override { count += created ? 1 : 0; }
+  unsigned count = 0;
+};
+
+// A probe that answers every script with `stdout`.
+struct CannedProbe final : ContainerProbe {
+  explicit CannedProbe(std::string out) : stdout_data(std::move(out)) {}
+  sdk::ExecResult run(const std::string&, std::chrono::milliseconds, const std::string&,
+                      const std::vector<std::string>&) override {
+    sdk::ExecResult r;
+    r.stdout_data = stdout_data;
+    return r;
+  }
+  void kill_marked(const std::string&) override {}
+  std::string stdout_data;
+};
 
 class ContainerLifecycleTest : public ::testing::Test {
  protected:
@@ -55,6 +76,8 @@ class ContainerLifecycleTest : public ::testing::Test {
 
 TEST_F(ContainerLifecycleTest, StartCreatesAndStartsAMissingContainer) {
   auto lifecycle = make();
+  CreatedCount created;
+  lifecycle.parts().add(created);
   ASSERT_EQ(lifecycle.start(), "");
   const std::string name = lifecycle.name();
   EXPECT_EQ(engine_.count("create " + name), 1u);
@@ -63,7 +86,7 @@ TEST_F(ContainerLifecycleTest, StartCreatesAndStartsAMissingContainer) {
   EXPECT_TRUE(engine_.containers[name].state.running);
   EXPECT_EQ(engine_.last_spec.user, "1000:1000");
   EXPECT_EQ(lifecycle.user(), "1000:1000");
-  EXPECT_EQ(lifecycle.incarnation(), 1u);
+  EXPECT_EQ(created.count, 1u);
 }
 
 TEST_F(ContainerLifecycleTest, AMissingImageIsAnErrorThatSaysHowToBuildIt) {
@@ -255,6 +278,8 @@ TEST_F(ContainerLifecycleTest, OrphansOfADeadOwnerAreRemovedAndLiveOnesKept) {
 
 TEST_F(ContainerLifecycleTest, RecoverStartsAStoppedContainerWithANotice) {
   auto lifecycle = make();
+  CreatedCount created;
+  lifecycle.parts().add(created);
   ASSERT_EQ(lifecycle.start(), "");
   engine_.containers[lifecycle.name()].state.running = false;
   engine_.calls.clear();
@@ -263,11 +288,13 @@ TEST_F(ContainerLifecycleTest, RecoverStartsAStoppedContainerWithANotice) {
   EXPECT_EQ(engine_.calls, std::vector<std::string>{"start id-" + lifecycle.name()});
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_TRUE(has(notices[0], "had stopped and was started again")) << notices[0];
-  EXPECT_EQ(lifecycle.incarnation(), 1u);  // the same container: its runner volume is kept
+  EXPECT_EQ(created.count, 1u);  // the same container: its runner volume is kept
 }
 
 TEST_F(ContainerLifecycleTest, RecoverCreatesAGoneContainerWithANotice) {
   auto lifecycle = make();
+  CreatedCount created;
+  lifecycle.parts().add(created);
   ASSERT_EQ(lifecycle.start(), "");
   engine_.containers.erase(lifecycle.name());
   engine_.calls.clear();
@@ -277,7 +304,7 @@ TEST_F(ContainerLifecycleTest, RecoverCreatesAGoneContainerWithANotice) {
   EXPECT_TRUE(engine_.containers[lifecycle.name()].state.running);
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_TRUE(has(notices[0], "was gone and a fresh one was created")) << notices[0];
-  EXPECT_EQ(lifecycle.incarnation(), 2u);
+  EXPECT_EQ(created.count, 2u);
 }
 
 TEST_F(ContainerLifecycleTest, RecoverLeavesARunningContainerAlone) {
@@ -315,9 +342,8 @@ TEST_F(AttachedLifecycleTest, StartChecksTheContainerAndNeverCreatesOrRemoves) {
   EXPECT_EQ(lifecycle.name(), "theirs");
   ASSERT_EQ(lifecycle.start(), "");
   EXPECT_EQ(lifecycle.user(), "1000:1000");
-  sdk::ExecResult probe;
-  probe.stdout_data = "uid=1000\n";
-  EXPECT_EQ(lifecycle.accept_attached_user(probe), "");
+  CannedProbe probe("uid=1000\n");
+  EXPECT_EQ(lifecycle.parts().after_start(probe), "");
   lifecycle.remove_container();
   EXPECT_TRUE(engine_.calls.empty());  // nothing created, started or removed
   EXPECT_TRUE(engine_.containers.contains("theirs"));
@@ -326,9 +352,8 @@ TEST_F(AttachedLifecycleTest, StartChecksTheContainerAndNeverCreatesOrRemoves) {
 TEST_F(AttachedLifecycleTest, AUserThatIsRootInsideIsRefused) {
   auto lifecycle = make();
   ASSERT_EQ(lifecycle.start(), "");
-  sdk::ExecResult probe;
-  probe.stdout_data = "uid=0\n";
-  const auto err = lifecycle.accept_attached_user(probe);
+  CannedProbe probe("uid=0\n");
+  const auto err = lifecycle.parts().after_start(probe);
   EXPECT_TRUE(has(err, "is root (uid 0) in container theirs")) << err;
 }
 

@@ -16,6 +16,7 @@
 
 #include "docker_common/container_backend.hpp"
 #include "docker_common/container_lifecycle.hpp"
+#include "docker_common/egress_proxy.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 

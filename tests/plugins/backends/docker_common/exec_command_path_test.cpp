@@ -1,5 +1,6 @@
 // Tests of ExecCommandPath against FakeEngine: a call's container brought back once when it is gone
-// or stopped, with a notice, and the exec's own form of a call.
+// or stopped, with a notice, and the exec's own form of a call; and of the probes it shares with
+// the runner's path (ExecProbe, KillExplainer).
 #include "docker_common/exec_command_path.hpp"
 
 #include <gtest/gtest.h>
@@ -32,7 +33,8 @@ class ExecCommandPathTest : public ::testing::Test {
     lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
     ASSERT_EQ(lifecycle_->start(), "");
     engine_.calls.clear();
-    path_ = std::make_unique<ExecCommandPath>(*lifecycle_);
+    probe_ = std::make_unique<ExecProbe>(*lifecycle_);
+    path_ = std::make_unique<ExecCommandPath>(*lifecycle_, *probe_);
   }
   void TearDown() override {
     std::error_code ec;
@@ -53,6 +55,7 @@ class ExecCommandPathTest : public ::testing::Test {
   DockerSettings settings_;
   FakeEngine engine_;
   std::unique_ptr<ContainerLifecycle> lifecycle_;
+  std::unique_ptr<ExecProbe> probe_;
   std::unique_ptr<ExecCommandPath> path_;
 };
 
@@ -99,7 +102,7 @@ TEST_F(ExecCommandPathTest, AContainerThatKeepsVanishingIsRecoveredOnlyOnce) {
 
 TEST_F(ExecCommandPathTest, AProbeNeverBringsTheContainerBack) {
   engine_.containers.erase(name());
-  const auto r = path_->probe("true", std::chrono::seconds(1));
+  const auto r = probe_->run("true", std::chrono::seconds(1));
   EXPECT_FALSE(r.error.empty());
   EXPECT_EQ(engine_.count("create " + name()), 0u);
 }
@@ -117,7 +120,7 @@ TEST_F(ExecCommandPathTest, AnOomKillTheEngineLearnsOfAfterTheExitIsReportedAsOn
   };
   sdk::ExecResult r;
   r.exit_code = 137;
-  path_->explain_kill(r);
+  KillExplainer(*lifecycle_, *probe_).explain(r);
   ASSERT_EQ(r.notices.size(), 1u);
   EXPECT_TRUE(has(r.notices[0], "exited with code 137, OOMKilled=true")) << r.notices[0];
   EXPECT_GE(looks, 3);

@@ -79,6 +79,24 @@ TEST(EnginePidsLimit, GvisorsLimitMakesRoomForTheSandboxsOwnTasks) {
   EXPECT_EQ(engine_pids_limit(-1, true), -1);
 }
 
+TEST(RuntimeProfile, Exit128IsTheSandboxsEndOnlyWhereTheProfileSaysSo) {
+  const auto runc = RuntimeProfile::runc();
+  const auto gvisor = RuntimeProfile::gvisor();
+  EXPECT_FALSE(runc.exit_is_sandbox_end(128));
+  EXPECT_TRUE(gvisor.exit_is_sandbox_end(128));
+  EXPECT_FALSE(gvisor.exit_is_sandbox_end(137));
+  // Ended from outside: a signal's code, an unknown one, or the sandbox's end.
+  for (const auto& p : {runc, gvisor}) {
+    EXPECT_TRUE(p.ended_from_outside(137));
+    EXPECT_TRUE(p.ended_from_outside(143));
+    EXPECT_TRUE(p.ended_from_outside(-1));
+    EXPECT_FALSE(p.ended_from_outside(0));
+    EXPECT_FALSE(p.ended_from_outside(1));
+  }
+  EXPECT_FALSE(runc.ended_from_outside(128));
+  EXPECT_TRUE(gvisor.ended_from_outside(128));
+}
+
 TEST(RuntimeProblem, GvisorRefusesSudoForItsNoNewPrivs) {
   RuntimeUse use{"gv", "none", true};
   const auto problem = runtime_problem(use, {{"gv", kRunsc}}, "e");

@@ -1,0 +1,65 @@
+// What one sandbox's egress refusals may write at the host: the budget and the repeat window that
+// decide which refusal is reported on its own, and the summary of the ones held back
+// (EgressLogFollower delivers both).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "execmcp/sdk/network_events.hpp"
+
+namespace execmcp::plugins::docker_common {
+
+// What an egress log follower saw, for its tests and its notices.
+struct EgressCounts {
+  std::uint64_t refusals = 0;       // refusals seen
+  std::uint64_t reported = 0;       // delivered one by one
+  std::uint64_t repeats = 0;        // not: the same one was reported within kEgressRepeatWindow
+  std::uint64_t over_budget = 0;    // not: kEgressRecordsPerHour were reported in the last hour
+  std::uint64_t summaries = 0;      // summary events delivered
+  std::uint64_t dropped_lines = 0;  // lines longer than kEgressLogLineMax
+};
+
+// The reason every refusal event gives.
+inline constexpr const char* kEgressRefusalReason = "not in this agent's egress allow list";
+
+// Not thread-safe: its follower calls it under its own lock. The limits are
+// egress_log_follower.hpp's.
+class RefusalBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // True when `event` may be delivered now (counted as reported); otherwise it is counted as held
+  // (a repeat, or over the hour's budget) for the next summary.
+  bool admit(const sdk::NetworkEvent& event, Clock::time_point now, EgressCounts& counts);
+  // The summary of what is held, when one is due at `now` (or `stopping`); counted.
+  std::optional<sdk::NetworkEvent> summary(Clock::time_point now, bool stopping,
+                                           EgressCounts& counts);
+
+ private:
+  // What is held back until the next summary.
+  struct Held {
+    std::uint64_t repeats = 0;
+    std::uint64_t over_budget = 0;
+    std::set<std::string> hosts;  // at most kEgressSummaryHosts, escaped
+    bool more_hosts = false;      // others were not kept
+    Clock::time_point since{};    // the first one's
+    std::int64_t last_unix_ms = 0;
+  };
+
+  // When each of the last hour's events was delivered (at most kEgressRecordsPerHour), and when
+  // each refusal delivered within kEgressRepeatWindow was (its key: host, port, method), oldest
+  // first, with the newest time of each key.
+  std::deque<Clock::time_point> reported_;
+  std::deque<std::pair<Clock::time_point, std::string>> recent_keys_;
+  std::unordered_map<std::string, Clock::time_point> last_reported_;
+  Held held_;
+};
+
+}  // namespace execmcp::plugins::docker_common
