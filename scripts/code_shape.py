@@ -181,7 +181,8 @@ def classes_in(path):
         while i < len(text) and depth > 0:
             ch = text[i]
             if ch == '{':
-                if depth == 1:
+                # not a body where a parenthesis is open (`ClockFn clock = {}` in a parameter list)
+                if depth == 1 and statement.count('(') <= statement.count(')'):
                     kind = classify(statement)
                     is_nested = re.match(r'\s*((public|private|protected)\s*:\s*)*(struct|class|enum|union)\b', statement)
                     if kind == 'method' and not is_nested:
@@ -257,6 +258,10 @@ def main(argv):
                      if a.startswith('host') and b.startswith('plugins/')]
         problems += [f"{f}:{i}: the host compares a plugin's name with a string: {line}"
                      for f, i, line in plugin_name_comparisons()]
+        problems += [f"{f}:{line}: class {name} has {fields} data members (at most {FIELD_LIMIT} "
+                     f"where a class has behaviour: split it into parts)"
+                     for fields, methods, f, line, name in class_sizes(FIELD_LIMIT_ROOMS)
+                     if fields > FIELD_LIMIT and methods > 0]
         for p in problems:
             print(p)
         return 1 if problems else 0
