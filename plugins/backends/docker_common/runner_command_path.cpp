@@ -436,6 +436,9 @@ std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileReques
   std::vector<std::string> notices;  // a file tool's result carries none: the log has them
   RunnerFileResult result;
   for (int attempt = 0; attempt < 2; ++attempt) {
+    // A container made anew after this (start() again, a recovery) takes the runner with it;
+    // where execs outlive their container (gVisor) its stream stays open and would never answer.
+    const std::uint64_t incarnation = lifecycle_.incarnation();
     std::string why;
     bool runner_fault = true;
     auto channel = runner_channel(notices, why, runner_fault);
@@ -461,7 +464,7 @@ std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileReques
     bool stopped = false;
     while (!over && !stopped && Clock::now() < deadline) {
       over = call->wait(std::chrono::milliseconds(50), chunks);
-      stopped = !over && stop_check.stopped();
+      stopped = !over && (lifecycle_.incarnation() != incarnation || stop_check.stopped());
     }
     call->wait(std::chrono::milliseconds(0), chunks);  // what came with the end
     for (auto& c : chunks)
