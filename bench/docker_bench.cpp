@@ -1,7 +1,8 @@
 // execmcp_docker_bench: execute_command("true") on every executor backend side by side (local,
 // docker-api and docker-cli, each Docker one in exec_mode agent and exec) against the `docker exec`
 // CLI, in one run, at 1 and N calls in flight, plus the first call of a new agent per backend (see
-// README.md). Loads the plugins the way the host does (Boost.DLL).
+// README.md), and the file tools (docker_files_bench.hpp). Loads the plugins the way the host does
+// (Boost.DLL).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 
 #include "bench_plugin.hpp"
 #include "bench_util.hpp"
+#include "docker_files_bench.hpp"
 #include "execmcp/sdk/plugin.hpp"
 
 namespace execmcp::bench {
@@ -76,11 +78,13 @@ struct Options {
   std::string plugin_dir;                      // --plugin-dir: where unset plugins are looked up
   std::set<std::string> backends;              // keys of all_backends() and kBaselineKey
   std::string image = "execmcp/runtime:latest";
-  int calls_1 = 200;    // calls per row at 1 in flight
-  int calls_n = 400;    // calls per row at `in_flight`
-  int in_flight = 8;    // the "8 in flight"
-  int rounds = 4;       // the ways alternate in rounds, so all see the same machine load
-  int first_calls = 5;  // new agents per backend for "first call"
+  int calls_1 = 200;     // calls per row at 1 in flight
+  int calls_n = 400;     // calls per row at `in_flight`
+  int in_flight = 8;     // the "8 in flight"
+  int rounds = 4;        // the ways alternate in rounds, so all see the same machine load
+  int first_calls = 5;   // new agents per backend for "first call"
+  int file_calls = 200;  // calls per file-tools row (0: none)
+  bool only_files = false;
 };
 
 struct Stats {
@@ -271,7 +275,7 @@ void usage() {
       "usage: execmcp_docker_bench [--backends LIST] [--plugin-dir DIR] [--local-plugin PATH]\n"
       "                            [--api-plugin PATH] [--cli-plugin PATH] [--image REF]\n"
       "                            [--calls-1 N] [--calls-n N] [--in-flight N] [--rounds N]\n"
-      "                            [--first-calls N]\n"
+      "                            [--first-calls N] [--file-calls N] [--only-files]\n"
       "  --backends LIST    comma-separated subset of: local, api-agent, api-exec, cli-agent,\n"
       "                     cli-exec, docker-exec (the baseline); docker-api and docker-cli mean\n"
       "                     both modes; default all\n"
@@ -285,6 +289,9 @@ void usage() {
       "  --in-flight N      calls kept open in the concurrent rows (default 8)\n"
       "  --rounds N         the backends alternate in N rounds per load (default 4)\n"
       "  --first-calls N    new agents per backend for the first-call median (default 5)\n"
+      "  --file-calls N     calls per file-tools row: read_file and write_file of 1 KiB and\n"
+      "                     1 MiB, and execute(\"true\") beside them (default 200; 0: none)\n"
+      "  --only-files       only the file-tools rows\n"
       "Exit 77 (skip) when a Docker backend is chosen and no Docker engine answers or the image\n"
       "is missing. A plugin that was not built is left out with a line saying so.");
 }
@@ -351,6 +358,11 @@ Options parse(int argc, char** argv) {
       opt.rounds = count();
     } else if (a == "--first-calls") {
       opt.first_calls = count();
+    } else if (a == "--file-calls") {
+      opt.file_calls = std::stoi(value());
+      if (opt.file_calls < 0) throw std::invalid_argument(a + " must be >= 0");
+    } else if (a == "--only-files") {
+      opt.only_files = true;
     } else if (a == "-h" || a == "--help") {
       usage();
       std::exit(0);
@@ -510,6 +522,13 @@ int run(int argc, char** argv) {
       throw std::runtime_error(k.label + ": start: " + error);
   }
 
+  std::vector<FileBenchBackend> file_backends;
+  for (auto& m : measured) file_backends.push_back({m.kind->label, m.kind->key, m.backend.get()});
+  if (opt.only_files) {
+    measure_file_tools(file_backends, ws.path(), std::max(opt.file_calls, 1), opt.rounds);
+    return 0;
+  }
+
   std::vector<Way> ways;
   for (auto& m : measured) ways.push_back(backend_way(m.kind->label, *m.backend, *m.notices));
   std::string ctr;
@@ -563,6 +582,7 @@ int run(int argc, char** argv) {
   const std::string load_at_end = load_average();
 
   print_results(opt, ways, loads, rows, !ctr.empty(), firsts, measured, load_at_end);
+  if (opt.file_calls > 0) measure_file_tools(file_backends, ws.path(), opt.file_calls, opt.rounds);
   return 0;
 }
 

@@ -20,7 +20,7 @@ std::uint32_t get_u32(const char* p) {
 
 bool known_type(std::uint8_t t) {
   return t >= static_cast<std::uint8_t>(FrameType::kHello) &&
-         t <= static_cast<std::uint8_t>(FrameType::kPid);
+         t <= static_cast<std::uint8_t>(FrameType::kFileDone);
 }
 
 void put_field(std::string& out, std::string_view field) {
@@ -186,6 +186,93 @@ std::optional<std::uint32_t> decode_pid(std::string_view payload) {
   const std::uint32_t pid = get_u32(payload.data());
   if (pid == 0 || pid > 0x3fffffff) return std::nullopt;  // beyond any pid_max
   return pid;
+}
+
+namespace {
+
+bool known_op(char op) {
+  return op == 'r' || op == 'w' || op == 's' || op == 'l';
+}
+
+bool known_kind(char kind) {
+  return std::string_view("fdlpscb-?").find(kind) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string encode_file(const FileRequest& request) {
+  std::string out;
+  put_field(out, std::string(1, static_cast<char>(request.op)));
+  put_field(out, request.cwd);
+  put_field(out, request.path);
+  put_field(out, std::to_string(request.offset));
+  put_field(out, std::to_string(request.max_bytes));
+  return out;
+}
+
+std::optional<FileRequest> decode_file(std::string_view payload) {
+  auto f = fields(payload);
+  if (!f || f->size() != 5) return std::nullopt;
+  FileRequest r;
+  if ((*f)[0].size() != 1 || !known_op((*f)[0][0])) return std::nullopt;
+  r.op = static_cast<FileOp>((*f)[0][0]);
+  r.cwd = (*f)[1];
+  r.path = (*f)[2];
+  if (r.cwd.empty() || r.cwd.front() != '/' || r.path.empty()) return std::nullopt;
+  if (!parse_number((*f)[3], r.offset) || !parse_number((*f)[4], r.max_bytes)) return std::nullopt;
+  return r;
+}
+
+std::string encode_file_done(const FileReport& report) {
+  std::string out;
+  put_field(out, report.error);
+  put_field(out, std::string(1, report.kind));
+  put_field(out, report.truncated ? "t" : "");
+  put_field(out, std::to_string(report.size));
+  put_field(out, std::to_string(report.mode));
+  put_field(out, std::to_string(report.mtime));
+  return out;
+}
+
+std::optional<FileReport> decode_file_done(std::string_view payload) {
+  auto f = fields(payload);
+  if (!f || f->size() != 6) return std::nullopt;
+  FileReport r;
+  r.error = (*f)[0];
+  if ((*f)[1].size() != 1 || !known_kind((*f)[1][0])) return std::nullopt;
+  r.kind = (*f)[1][0];
+  if ((*f)[2] == "t") {
+    r.truncated = true;
+  } else if (!(*f)[2].empty()) {
+    return std::nullopt;
+  }
+  if (!parse_number((*f)[3], r.size) || !parse_number((*f)[4], r.mode) || r.mode > 07777 ||
+      !parse_number((*f)[5], r.mtime))
+    return std::nullopt;
+  return r;
+}
+
+std::string encode_entry(char kind, std::string_view name) {
+  std::string out(1, kind);
+  out.append(name);
+  out.push_back('\0');
+  return out;
+}
+
+std::optional<std::vector<Entry>> decode_entries(std::string_view bytes) {
+  auto f = fields(bytes);
+  if (!f) return std::nullopt;
+  std::vector<Entry> out;
+  out.reserve(f->size());
+  for (auto field : *f) {
+    // A kind and a name; a name is never empty, "." or "..", and holds no '/'.
+    if (field.size() < 2 || !known_kind(field[0])) return std::nullopt;
+    const auto name = field.substr(1);
+    if (name == "." || name == ".." || name.find('/') != std::string_view::npos)
+      return std::nullopt;
+    out.push_back({field[0], std::string(name)});
+  }
+  return out;
 }
 
 }  // namespace execmcp::plugins::supervision::runner

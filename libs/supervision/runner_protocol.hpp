@@ -12,9 +12,12 @@
 // (a call lost with the channel before that never ran and may be sent again; one lost after it may
 // have), kPid (encode_pid()) once the shell exists, kStdout / kStderr frames (the command's
 // output, already capped at the call's output_cap, or every byte when the call keeps no output)
-// and one kDone (encode_done()) per call, after which the id is free. Each side treats every byte
-// of the other as untrusted: an oversize or unknown frame ends the channel (never the process
-// reading it).
+// and one kDone (encode_done()) per call, after which the id is free.
+// A file call (the file tools: no shell, no process) is kFile (encode_file()) with a new id, the
+// bytes of a write as kStdin frames, and kStdinEnd; the runner does it as its own user and
+// answers with kStdout frames (a read's bytes, a list's entries: encode_entry()) and one
+// kFileDone (encode_file_done()). Each side treats every byte of the other as untrusted: an
+// oversize or unknown frame ends the channel (never the process reading it).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +30,7 @@
 namespace execmcp::plugins::supervision::runner {
 
 // Changes whenever anything in this file changes, so a stale runner is refused, not misread.
-inline constexpr std::string_view kVersion = "execmcp-runner/4";
+inline constexpr std::string_view kVersion = "execmcp-runner/5";
 inline constexpr const char* kChannelArg = "--execmcp-runner-channel=1";
 inline constexpr std::size_t kHeaderSize = 9;
 inline constexpr std::size_t kMaxPayload = 1024 * 1024;
@@ -43,6 +46,8 @@ enum class FrameType : std::uint8_t {
   kDone = 8,
   kStarted = 9,
   kPid = 10,
+  kFile = 11,
+  kFileDone = 12,
 };
 
 struct Frame {
@@ -110,5 +115,45 @@ std::optional<std::uint32_t> decode_kill(std::string_view payload);
 // kPid's payload: the shell's pid in the container, 4 bytes big-endian (never 0).
 std::string encode_pid(std::uint32_t pid);
 std::optional<std::uint32_t> decode_pid(std::string_view payload);
+
+// What kFile carries. `path` is resolved against `cwd` when relative; the runner follows symlinks
+// as any program in the container would (its mounts and user decide what is allowed).
+enum class FileOp : char {
+  kRead = 'r',   // up to max_bytes from offset (one more is read to tell truncation)
+  kWrite = 'w',  // the call's input over the file: created (parents too) or truncated in place
+  kStat = 's',   // what the path is (missing is an answer, not an error)
+  kList = 'l',   // a directory's entries, at most max_bytes of them
+};
+struct FileRequest {
+  FileOp op = FileOp::kRead;
+  std::string cwd;   // absolute
+  std::string path;  // not empty
+  std::uint64_t offset = 0;
+  std::uint64_t max_bytes = 0;
+};
+std::string encode_file(const FileRequest& request);
+std::optional<FileRequest> decode_file(std::string_view payload);
+
+// What kFileDone carries. `kind`: 'f' regular file, 'd' directory, 'l' symlink (a list's entry
+// only), 'p' FIFO, 's' socket, 'c' / 'b' device, '-' missing, '?' unknown.
+struct FileReport {
+  std::string error;  // "" when it worked; else why, in words for the agent
+  char kind = '?';
+  bool truncated = false;  // a read or a list stopped at max_bytes
+  std::uint64_t size = 0;  // the file's size (stat, read), or the bytes written
+  std::uint32_t mode = 0;  // permission bits (07777)
+  std::int64_t mtime = 0;  // seconds since the epoch
+};
+std::string encode_file_done(const FileReport& report);
+std::optional<FileReport> decode_file_done(std::string_view payload);
+
+// One entry of a list, as its kStdout bytes carry it: the kind, the name, a NUL.
+std::string encode_entry(char kind, std::string_view name);
+struct Entry {
+  char kind = '?';
+  std::string name;
+};
+// nullopt when the bytes are not whole entries with names that could be in a directory.
+std::optional<std::vector<Entry>> decode_entries(std::string_view bytes);
 
 }  // namespace execmcp::plugins::supervision::runner

@@ -1,9 +1,10 @@
 // execmcp-runner: the docker-api backend's agent inside each container. The backend starts it once
 // per container with one Engine exec and keeps that exec's stream open; every command and file
 // tool call then travels over it as frames (supervision/runner_protocol.hpp) instead of costing an
-// exec of its own. Commands run exactly as the local backend runs them on the host: each under a
-// subreaper spare of a spare pool (supervision/spare_pool.cpp) that this same program provides
-// when started with the pool's argument, killed as a whole tree, output capped and streamed.
+// exec of its own; the file tools' calls it does itself (runner_files.hpp), with no shell. Commands
+// run exactly as the local backend runs them on the host: each under a subreaper spare of a spare
+// pool (supervision/spare_pool.cpp) that this same program provides when started with the pool's
+// argument, killed as a whole tree, output capped and streamed.
 //
 //   backend ══ hijacked exec stream ══▶ execmcp-runner (one thread per call)
 //                                          └─ spare pool (execmcp-runner --execmcp-supervisor-…)
@@ -20,14 +21,19 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "runner_files.hpp"
 #include "supervision/runner_protocol.hpp"
 #include "supervision/spare_pool.hpp"
 #include "supervision/supervisor_client.hpp"
@@ -101,6 +107,7 @@ class FrameSink final : public sdk::OutputSink {
 
 struct Call {
   rp::RunSpec spec;
+  std::optional<rp::FileRequest> file;  // a file call (kFile), not a command
   std::string stdin_data;
   bool has_stdin = false;
   bool started = false;
@@ -157,6 +164,55 @@ std::vector<std::string> environment(const std::vector<std::string>& overrides) 
   return out;
 }
 
+// Threads that do the file calls, kept between calls (a file call starts no thread, let alone a
+// process): at most kMaxFileWorkers at once, so a slow file system holds up a few calls, never a
+// command.
+class FileWorkers {
+ public:
+  static constexpr std::size_t kMaxFileWorkers = 4;
+  ~FileWorkers() { stop(); }
+  void post(std::function<void()> job) {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+    if (jobs_.size() > idle_ && threads_.size() < kMaxFileWorkers)
+      threads_.emplace_back([this] { work(); });
+    cv_.notify_one();
+  }
+  // Runs what is queued, then ends every worker.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // stopping, nothing left
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;  // only post() and stop() touch it, on the reading thread
+  std::size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
 class Runner {
  public:
   Runner(std::string self, int in, int out) : pool_(std::move(self)), in_(in), outbox_(out) {}
@@ -189,6 +245,7 @@ class Runner {
     for (auto& [id, call] : calls_) call->cancel.request_cancel();
     for (auto& [id, call] : calls_)
       if (call->thread.joinable()) call->thread.join();
+    files_.stop();
     pool_.shut_down();
     return code;
   }
@@ -205,6 +262,17 @@ class Runner {
         }
         auto call = std::make_unique<Call>();
         call->spec = std::move(*spec);
+        calls_.emplace(frame.call, std::move(call));
+        return true;
+      }
+      case rp::FrameType::kFile: {
+        auto request = rp::decode_file(frame.payload);
+        if (!request || it != calls_.end()) {
+          say("malformed or duplicate file request for call " + std::to_string(frame.call));
+          return false;
+        }
+        auto call = std::make_unique<Call>();
+        call->file = std::move(*request);
         calls_.emplace(frame.call, std::move(call));
         return true;
       }
@@ -240,6 +308,18 @@ class Runner {
 
   void start(std::uint32_t id, Call& call) {
     call.started = true;
+    if (call.file) {
+      files_.post([this, id, &call] {
+        const rp::FileReport report = do_file_call(
+            *call.file, call.stdin_data,
+            [&](std::string_view bytes) { outbox_.send(rp::FrameType::kStdout, id, bytes); });
+        call.stdin_data = std::string();
+        outbox_.send(rp::FrameType::kFileDone, id, rp::encode_file_done(report));
+        std::lock_guard lock(finished_mutex_);
+        finished_.push_back(id);
+      });
+      return;
+    }
     call.thread = std::thread([this, id, &call] {
       rp::DoneReport report = run(id, call);
       outbox_.send(rp::FrameType::kDone, id, rp::encode_done(report));
@@ -306,7 +386,7 @@ class Runner {
     for (auto id : done) {
       auto it = calls_.find(id);
       if (it == calls_.end()) continue;
-      it->second->thread.join();
+      if (it->second->thread.joinable()) it->second->thread.join();
       calls_.erase(it);
     }
   }
@@ -315,6 +395,7 @@ class Runner {
   int in_;
   Outbox outbox_;
   std::map<std::uint32_t, std::unique_ptr<Call>> calls_;  // only the reading thread touches it
+  FileWorkers files_;  // before calls_ is destroyed: its jobs refer to calls
   std::mutex finished_mutex_;
   std::vector<std::uint32_t> finished_;
 };

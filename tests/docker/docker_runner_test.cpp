@@ -191,6 +191,26 @@ TEST_F(DockerRunner, FileToolsGoThroughTheRunner) {
   EXPECT_EQ(sh(outside_cli() + " inspect -f '{{len .ExecIDs}}' " + name), before);
 }
 
+TEST_F(DockerRunner, FileToolsStartNoProcessInTheContainer) {
+  // The runner does them itself: the container's last pid moves by what the two commands start,
+  // not by one shell per file call, as it did when they were `head` / `cat` scripts.
+  const std::string last_pid = "cat /proc/sys/kernel/ns_last_pid";
+  auto before = agent_run(last_pid);
+  if (before.exit_code != 0 || before.stdout_data.empty())
+    GTEST_SKIP() << "no /proc/sys/kernel/ns_last_pid here: " << before.stderr_data;
+  constexpr int kCalls = 20;
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_EQ(b().write_file({"pids/f.txt", "call " + std::to_string(i)}).error, "");
+    ASSERT_EQ(b().read_file({"pids/f.txt"}).data, "call " + std::to_string(i));
+  }
+  EXPECT_NE(b().read_file({"pids"}).error.find("'pids' is a directory"), std::string::npos);
+  auto after = agent_run(last_pid);
+  ASSERT_EQ(after.exit_code, 0) << after.stderr_data;
+  const long started = std::stol(after.stdout_data) - std::stol(before.stdout_data);
+  EXPECT_LT(started, 10) << "processes started in the container during " << 2 * kCalls
+                         << " file calls and one command";
+}
+
 TEST(DockerRunnerDelivery, ATcpEngineGetsTheRunnerCopiedAndAgainAfterTheContainerIsRecreated) {
   REQUIRE_ENGINE();
   TempDir ws("runnertcp");

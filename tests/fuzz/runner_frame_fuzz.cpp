@@ -1,7 +1,8 @@
 // libFuzzer target: the frames execmcp-runner and the docker-api backend exchange (bytes from a
 // container are untrusted). The stream is cut into frames whole and again fed in two pieces at a
 // point the input chooses: both must give the same frames and the same verdict. Every payload is
-// also decoded as a run request and as a report, and what decodes must survive a re-encoding.
+// also decoded as a run request, a report, a file request, a file report and a list's entries,
+// and what decodes must survive a re-encoding.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -45,6 +46,31 @@ void check_payload(const std::string& payload) {
     if (!again || again->exit_code != done->exit_code || again->killed != done->killed ||
         again->error != done->error || again->notices != done->notices)
       std::abort();
+  }
+  if (auto file = rp::decode_file(payload)) {
+    if (file->cwd.empty() || file->cwd.front() != '/' || file->path.empty()) std::abort();
+    auto again = rp::decode_file(rp::encode_file(*file));
+    if (!again || again->op != file->op || again->cwd != file->cwd || again->path != file->path ||
+        again->offset != file->offset || again->max_bytes != file->max_bytes)
+      std::abort();
+  }
+  if (auto report = rp::decode_file_done(payload)) {
+    if (report->mode > 07777) std::abort();
+    auto again = rp::decode_file_done(rp::encode_file_done(*report));
+    if (!again || again->error != report->error || again->kind != report->kind ||
+        again->truncated != report->truncated || again->size != report->size ||
+        again->mode != report->mode || again->mtime != report->mtime)
+      std::abort();
+  }
+  if (auto entries = rp::decode_entries(payload)) {
+    std::string again;
+    for (const auto& e : *entries) {
+      if (e.name.empty() || e.name == "." || e.name == ".." ||
+          e.name.find('/') != std::string::npos || e.name.find('\0') != std::string::npos)
+        std::abort();
+      again += rp::encode_entry(e.kind, e.name);
+    }
+    if (again != payload) std::abort();
   }
 }
 

@@ -26,7 +26,7 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
                   ? std::make_unique<RunnerCommandPath>(lifecycle_, exec_, probe_)
                   : nullptr),
       commands_(runner_ ? *runner_ : static_cast<CommandPath&>(exec_)),
-      files_(lifecycle_, commands_, exec_),
+      files_(lifecycle_, commands_, exec_, dynamic_cast<RunnerCommandPath*>(runner_.get())),
       kill_explainer_(lifecycle_, probe_) {
   lifecycle_.parts().add(kill_explainer_);
 }
@@ -222,6 +222,13 @@ std::string ContainerBackend::resume() noexcept {
     // The host tells the user itself: what a recovery would say goes to the log only.
     std::vector<std::string> notices;
     if (auto err = lifecycle_.recover(notices, /*expected=*/true); !err.empty()) return err;
+    // exec_mode agent: the runner's hello and one stat frame, no shell in the container.
+    if (auto* runner = dynamic_cast<RunnerCommandPath*>(runner_.get()))
+      if (auto ready = runner->ready()) {
+        lifecycle_.log(sdk::LogLevel::Info, "container " + lifecycle_.name() + " resumed");
+        for (const auto& n : notices) lifecycle_.log(sdk::LogLevel::Debug, "resume: " + n);
+        return *ready;
+      }
     ContainerCommand ready;
     ready.script = "true";
     ready.name = "execmcp-ready";

@@ -55,8 +55,9 @@ class ContainerBackend : public sdk::ExecutorBackend,
   // Ends every call and background process, drops the runner's channel and stops the container
   // (docker stop, SIGKILL after kSuspendStopTimeout).
   std::string suspend() noexcept override;
-  // Starts the container again (or makes a new one: gone, or its workspace moved) and runs `true`
-  // through the command path, so the runner's channel is open for the next call.
+  // Starts the container again (or makes a new one: gone, or its workspace moved) and opens the
+  // runner's channel for the next call (its hello and a stat frame: no shell), or in exec mode
+  // runs `true` with one exec.
   std::string resume() noexcept override;
   std::string relocate_workspace(const std::string& host_path) noexcept override;
 

@@ -1,5 +1,6 @@
-// The file tools as short shell scripts in the container: a read is `head -c`, a write `cat >`
-// fed through stdin (or base64 pieces in arguments where no input reaches the container).
+// The file tools in the container: file calls of execmcp-runner (exec_mode agent), else short
+// shell scripts: a read is `head -c`, a write `cat >` fed through stdin (or base64 pieces in
+// arguments where no input reaches the container). Both refuse the same things in the same words.
 #include "docker_common/container_files.hpp"
 
 #include <filesystem>
@@ -34,7 +35,51 @@ std::string file_exec_failure(const char* verb, const std::string& path, const s
          "': " + (msg.empty() ? "exit code " + std::to_string(r.exit_code) : msg);
 }
 
+namespace rp = supervision::runner;
+
+// A file call's end in the tool's words: "" when it worked.
+std::string runner_failure(const char* verb, const std::string& path, const RunnerFileResult& r) {
+  if (!r.error.empty()) return r.error;
+  if (!r.report.error.empty())
+    return std::string("cannot ") + verb + " '" + path + "': " + r.report.error;
+  return {};
+}
+
 }  // namespace
+
+std::optional<sdk::FileReadResult> ContainerFiles::read_by_runner(
+    const sdk::FileReadRequest& request, std::size_t max_bytes) {
+  if (runner_ == nullptr) return std::nullopt;
+  rp::FileRequest call;
+  call.op = rp::FileOp::kRead;
+  call.cwd = container_cwd(*lifecycle_.init());
+  call.path = request.path;
+  call.max_bytes = max_bytes;
+  auto r = runner_->run_file(call, nullptr, max_bytes + 1, std::chrono::seconds(60));
+  if (!r) return std::nullopt;
+  sdk::FileReadResult out;
+  out.error = runner_failure("read", request.path, *r);
+  if (!out.error.empty()) return out;
+  out.data = std::move(r->data);
+  out.truncated = r->report.truncated || r->dropped || out.data.size() > max_bytes;
+  if (out.data.size() > max_bytes) out.data.resize(max_bytes);
+  return out;
+}
+
+std::optional<sdk::FileWriteResult> ContainerFiles::write_by_runner(
+    const sdk::FileWriteRequest& request) {
+  if (runner_ == nullptr) return std::nullopt;
+  rp::FileRequest call;
+  call.op = rp::FileOp::kWrite;
+  call.cwd = container_cwd(*lifecycle_.init());
+  call.path = request.path;
+  auto r = runner_->run_file(call, &request.data, 4096, std::chrono::seconds(120));
+  if (!r) return std::nullopt;
+  sdk::FileWriteResult out;
+  out.error = runner_failure("write", request.path, *r);
+  if (out.error.empty()) out.bytes_written = request.data.size();
+  return out;
+}
 
 ContainerCommand ContainerFiles::file_call(std::string name, std::string script,
                                            std::vector<std::string> args,
@@ -59,6 +104,7 @@ sdk::FileReadResult ContainerFiles::read_file(const sdk::FileReadRequest& reques
   try {
     // Read one byte more than allowed to learn whether the file is larger.
     const std::size_t max_bytes = std::min<std::size_t>(request.max_bytes, std::size_t{1} << 40);
+    if (auto by_runner = read_by_runner(request, max_bytes)) return std::move(*by_runner);
     const std::string limit = std::to_string(max_bytes + 1);
     ContainerCommand spec = file_call(
         "execmcp-read", std::string(kRefuseSpecialFile) + "exec head -c " + limit + " -- \"$1\"",
@@ -111,6 +157,7 @@ sdk::FileWriteResult ContainerFiles::write_file(const sdk::FileWriteRequest& req
       out.error = refusal;
       return out;
     }
+    if (auto by_runner = write_by_runner(request)) return std::move(*by_runner);
     // No input can reach the container this way (a proxy that refuses upgrades): the bytes go in
     // arguments instead.
     if (exec_.check_input_path() == kNoUpgrade) return write_file_in_pieces(request);

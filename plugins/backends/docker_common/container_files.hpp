@@ -1,5 +1,6 @@
-// The file tools in the agent's container (read_file, write_file) on top of a command path: the
-// container's mounts and user decide what is allowed, as for a command.
+// The file tools in the agent's container (read_file, write_file): file calls done by
+// execmcp-runner itself (exec_mode agent), else short shell scripts on a command path. Either
+// way the container's mounts and user decide what is allowed, as for a command.
 #pragma once
 
 #include <string>
@@ -7,20 +8,27 @@
 #include "docker_common/command_path.hpp"
 #include "docker_common/container_lifecycle.hpp"
 #include "docker_common/exec_command_path.hpp"
+#include "docker_common/runner_command_path.hpp"
 
 namespace execmcp::plugins::docker_common {
 
 class ContainerFiles {
  public:
-  // `commands` runs the file calls; `exec` knows whether input reaches the container and writes
-  // in pieces when it does not. All three outlive this object.
-  ContainerFiles(ContainerLifecycle& lifecycle, CommandPath& commands, ExecCommandPath& exec)
-      : lifecycle_(lifecycle), commands_(commands), exec_(exec) {}
+  // `runner` (null in exec mode) does the file calls itself while it can; otherwise `commands`
+  // runs them as scripts, and `exec` knows whether input reaches the container and writes in
+  // pieces when it does not. All of them outlive this object.
+  ContainerFiles(ContainerLifecycle& lifecycle, CommandPath& commands, ExecCommandPath& exec,
+                 RunnerCommandPath* runner)
+      : lifecycle_(lifecycle), commands_(commands), exec_(exec), runner_(runner) {}
 
   sdk::FileReadResult read_file(const sdk::FileReadRequest& request);
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request);
 
  private:
+  // Through the runner's file calls; nullopt when the runner cannot start (then the scripts).
+  std::optional<sdk::FileReadResult> read_by_runner(const sdk::FileReadRequest& request,
+                                                    std::size_t max_bytes);
+  std::optional<sdk::FileWriteResult> write_by_runner(const sdk::FileWriteRequest& request);
   // A call for read_file / write_file: `script` ($0 `name`) with `args` in the agent's cwd, marked
   // for the kill sweep.
   ContainerCommand file_call(std::string name, std::string script, std::vector<std::string> args,
@@ -33,6 +41,7 @@ class ContainerFiles {
   ContainerLifecycle& lifecycle_;
   CommandPath& commands_;
   ExecCommandPath& exec_;
+  RunnerCommandPath* runner_;
 };
 
 }  // namespace execmcp::plugins::docker_common

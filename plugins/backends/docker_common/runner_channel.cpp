@@ -141,13 +141,33 @@ std::string RunnerChannel::failure() const {
 std::shared_ptr<RunnerCall> RunnerChannel::start(const rp::RunSpec& spec,
                                                  const std::string* stdin_data, std::string& error,
                                                  std::shared_ptr<RunnerCallObserver> observer) {
-  std::string frames;
   const std::string run = rp::encode_run(spec);
   if (run.size() > rp::kMaxPayload) {
     error = "the command and its environment are longer than the runner accepts (" +
             std::to_string(rp::kMaxPayload) + " bytes)";
     return nullptr;
   }
+  return send_call(rp::FrameType::kRun, run, stdin_data, spec.output_cap, error,
+                   std::move(observer));
+}
+
+std::shared_ptr<RunnerCall> RunnerChannel::start_file(const rp::FileRequest& request,
+                                                      const std::string* input, std::size_t cap,
+                                                      std::string& error) {
+  const std::string file = rp::encode_file(request);
+  if (file.size() > rp::kMaxPayload) {
+    error = "the path is longer than the runner accepts (" + std::to_string(rp::kMaxPayload) +
+            " bytes)";
+    return nullptr;
+  }
+  return send_call(rp::FrameType::kFile, file, input, cap, error, nullptr);
+}
+
+std::shared_ptr<RunnerCall> RunnerChannel::send_call(rp::FrameType type, const std::string& payload,
+                                                     const std::string* input, std::size_t cap,
+                                                     std::string& error,
+                                                     std::shared_ptr<RunnerCallObserver> observer) {
+  std::string frames;
   std::shared_ptr<RunnerCall> call;
   {
     std::lock_guard lock(mutex_);
@@ -157,12 +177,12 @@ std::shared_ptr<RunnerCall> RunnerChannel::start(const rp::RunSpec& spec,
     }
     const std::uint32_t id = next_id_++;
     if (next_id_ == 0) next_id_ = 1;
-    call = std::shared_ptr<RunnerCall>(new RunnerCall(id, spec.output_cap));
+    call = std::shared_ptr<RunnerCall>(new RunnerCall(id, cap));
     call->observer_ = std::move(observer);
     calls_.emplace(id, call);
-    rp::append_frame(frames, rp::FrameType::kRun, id, run);
-    if (stdin_data != nullptr) {
-      std::string_view rest = *stdin_data;
+    rp::append_frame(frames, type, id, payload);
+    if (input != nullptr) {
+      std::string_view rest = *input;
       while (!rest.empty()) {
         const auto n = std::min(rest.size(), rp::kMaxPayload);
         rp::append_frame(frames, rp::FrameType::kStdin, id, rest.substr(0, n));
@@ -245,7 +265,8 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
       failure_ = "execmcp-runner sent a frame before its hello";
     } else if (auto it = calls_.find(frame.call); it != calls_.end()) {
       call = it->second;
-      if (frame.type == rp::FrameType::kDone) calls_.erase(it);
+      if (frame.type == rp::FrameType::kDone || frame.type == rp::FrameType::kFileDone)
+        calls_.erase(it);
     }
   }
   if (!call) return;  // a call we gave up on (or a stray id): nothing waits for it
@@ -282,6 +303,17 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
         if (report->notices.size() > kMaxNotices) report->notices.resize(kMaxNotices);
         for (auto& n : report->notices) bound(n);
         call->done_ = std::move(*report);
+      }
+      call->over_ = true;
+      break;
+    }
+    case rp::FrameType::kFileDone: {
+      auto report = rp::decode_file_done(frame.payload);
+      if (!report) {
+        call->lost_ = "execmcp-runner sent a malformed report";
+      } else {
+        bound(report->error);
+        call->file_done_ = std::move(*report);
       }
       call->over_ = true;
       break;

@@ -55,6 +55,10 @@ class RunnerCall {
   // the call is over: done() or lost() then says how.
   bool wait(std::chrono::milliseconds wait, std::vector<Chunk>& chunks);
   [[nodiscard]] const std::optional<supervision::runner::DoneReport>& done() const { return done_; }
+  // A file call's report (RunnerChannel::start_file), once it is over.
+  [[nodiscard]] const std::optional<supervision::runner::FileReport>& file_done() const {
+    return file_done_;
+  }
   // Why the call ended without a report (the channel broke); "" otherwise.
   [[nodiscard]] const std::string& lost() const { return lost_; }
   // True when bytes past the cap were dropped here (the runner should have capped them).
@@ -85,6 +89,7 @@ class RunnerCall {
   bool over_ = false;
   std::atomic<bool> started_{false};
   std::optional<supervision::runner::DoneReport> done_;
+  std::optional<supervision::runner::FileReport> file_done_;
   std::string lost_;
   long pid_ = 0;
   std::shared_ptr<RunnerCallObserver> observer_;  // null: output is queued for wait()
@@ -145,6 +150,11 @@ class RunnerChannel {
   std::shared_ptr<RunnerCall> start(const supervision::runner::RunSpec& spec,
                                     const std::string* stdin_data, std::string& error,
                                     std::shared_ptr<RunnerCallObserver> observer = nullptr);
+  // Sends one file call (`input`: a write's bytes); its bytes come to wait() as stdout, at most
+  // `cap` of them, and its end as file_done(). Null (and `error`) when the channel is gone.
+  std::shared_ptr<RunnerCall> start_file(const supervision::runner::FileRequest& request,
+                                         const std::string* input, std::size_t cap,
+                                         std::string& error);
   // Asks the runner to kill the call's command: at once (grace 0), or SIGTERM to its tree and
   // SIGKILL after `grace`.
   void kill(const RunnerCall& call, std::chrono::milliseconds grace = std::chrono::milliseconds(0));
@@ -152,6 +162,11 @@ class RunnerChannel {
   void forget(const RunnerCall& call);
 
  private:
+  // Queues a call's first frame, its input and kStdinEnd.
+  std::shared_ptr<RunnerCall> send_call(supervision::runner::FrameType type,
+                                        const std::string& payload, const std::string* input,
+                                        std::size_t cap, std::string& error,
+                                        std::shared_ptr<RunnerCallObserver> observer);
   void io_loop();
   void on_frame(supervision::runner::Frame& frame);
   // A frame of a call with an observer: handed on, nothing kept.

@@ -448,6 +448,80 @@ sdk::ExecResult RunnerCommandPath::run(const ContainerCommand& spec) {
   return failed;
 }
 
+std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileRequest& request,
+                                                            const std::string* input,
+                                                            std::size_t cap,
+                                                            std::chrono::milliseconds timeout) {
+  std::vector<std::string> notices;  // a file tool's result carries none: the log has them
+  RunnerFileResult result;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // A container made anew after this (start() again, a recovery) takes the runner with it;
+    // where execs outlive their container (gVisor) its stream stays open and would never answer.
+    const std::uint64_t incarnation = incarnation_.load();
+    std::string why;
+    bool runner_fault = true;
+    auto channel = runner_channel(notices, why, runner_fault);
+    if (!channel && runner_fault) return std::nullopt;
+    if (!channel) {
+      result.error = why;
+      return result;
+    }
+    std::string error;
+    auto call = channel->start_file(request, input, cap, error);
+    if (!call) {
+      if (channel->alive()) {  // refused by us (too long), not a broken channel
+        result.error = error;
+        return result;
+      }
+      drop_runner(channel);
+      continue;
+    }
+    const auto deadline = Clock::now() + timeout;
+    StopCheck stop_check(lifecycle_);
+    std::vector<RunnerCall::Chunk> chunks;
+    bool over = false;
+    bool stopped = false;
+    while (!over && !stopped && Clock::now() < deadline) {
+      over = call->wait(std::chrono::milliseconds(50), chunks);
+      stopped = !over && (incarnation_.load() != incarnation || stop_check.stopped());
+    }
+    call->wait(std::chrono::milliseconds(0), chunks);  // what came with the end
+    for (auto& c : chunks)
+      if (c.kind == sdk::StreamKind::Stdout) result.data += c.data;
+    result.dropped = call->dropped(sdk::StreamKind::Stdout);
+    if (const auto& done = call->file_done()) {
+      result.report = *done;
+      return result;
+    }
+    channel->forget(*call);
+    if (!over && !stopped) {
+      result.error = "execmcp-runner did not answer the file call within " +
+                     std::to_string(timeout.count() / 1000) + " s";
+      return result;
+    }
+    // The channel broke (or the container stopped) during the call: once more on a fresh runner,
+    // in a container brought back (a read or a write of the same bytes may be done twice).
+    drop_runner(channel);
+    result.data.clear();
+  }
+  result.error = "execmcp-runner's channel broke twice before it could take the call";
+  return result;
+}
+
+std::optional<std::string> RunnerCommandPath::ready() {
+  rp::FileRequest stat;
+  stat.op = rp::FileOp::kStat;
+  stat.cwd = "/";
+  stat.path = "/";
+  const auto r = run_file(stat, nullptr, 0, std::chrono::seconds(60));
+  if (!r) return std::nullopt;
+  if (!r->error.empty()) return r->error;
+  if (!r->report.error.empty() || r->report.kind != 'd')
+    return "execmcp-runner in " + lifecycle_.name() + " cannot see the container's root (" +
+           (r->report.error.empty() ? "not a directory" : r->report.error) + ")";
+  return std::string();
+}
+
 std::string RunnerCommandPath::start_background(const std::shared_ptr<BackgroundProcess>& bg,
                                                 const std::string& shell,
                                                 const std::string& command,

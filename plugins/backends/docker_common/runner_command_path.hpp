@@ -23,6 +23,14 @@
 
 namespace execmcp::plugins::docker_common {
 
+// A file call done by the runner itself (no shell): what it answered, or why it did not.
+struct RunnerFileResult {
+  std::string data;      // a read's bytes (a list's entries), at most the call's cap
+  bool dropped = false;  // bytes past the cap came and were dropped
+  supervision::runner::FileReport report;
+  std::string error;  // the call did not complete (the container, the engine, a timeout)
+};
+
 class RunnerCommandPath final : public CommandPath, private ContainerPart {
  public:
   // `fallback` runs what the runner cannot, `probe` sweeps what a call leaves; all three outlive
@@ -36,6 +44,16 @@ class RunnerCommandPath final : public CommandPath, private ContainerPart {
                                const std::string& shell, const std::string& command,
                                const std::vector<std::string>& env, long& pid) override;
   void terminate_background(BackgroundProcess& bg, std::chrono::milliseconds grace) override;
+  // A file call on the runner (`input`: a write's bytes), its answer's bytes capped at `cap`;
+  // nullopt when the runner cannot start (the caller runs its script through run() instead,
+  // which falls back to one exec and says so).
+  std::optional<RunnerFileResult> run_file(const supervision::runner::FileRequest& request,
+                                           const std::string* input, std::size_t cap,
+                                           std::chrono::milliseconds timeout);
+  // Readiness without a shell: the runner's channel opened (its hello says it runs, as the
+  // container user) and a stat of / answered. "" or why not; nullopt when the runner cannot
+  // start (the caller then runs `true` through run(), which falls back to one exec).
+  std::optional<std::string> ready();
   void stop() noexcept override;
   // The runner ends with its channel (and its commands with it); in attach mode the program we
   // delivered is removed too.

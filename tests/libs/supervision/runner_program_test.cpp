@@ -1,10 +1,13 @@
 // execmcp-runner driven on the host through its stdin and stdout, exactly as the docker-api
 // backend drives it inside a container (there the Engine carries the bytes): calls, stdin, kills,
-// concurrency, capping, and output that imitates the protocol.
+// concurrency, capping, output that imitates the protocol, and the file calls.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +15,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -28,6 +33,7 @@ using namespace std::chrono_literals;
 struct Outcome {
   std::string out, err;
   std::optional<DoneReport> done;
+  std::optional<FileReport> file;  // a file call's end
 };
 
 bool gone(pid_t pid) {
@@ -100,6 +106,21 @@ class Runner {
     send(FrameType::kStdinEnd, call);
   }
 
+  // A file call, its input in frames of at most kMaxPayload, then kStdinEnd.
+  Outcome file(std::uint32_t call, FileOp op, const std::string& cwd, const std::string& path,
+               std::uint64_t max_bytes = 1 << 20, const std::string& input = {}) {
+    FileRequest request;
+    request.op = op;
+    request.cwd = cwd;
+    request.path = path;
+    request.max_bytes = max_bytes;
+    send(FrameType::kFile, call, encode_file(request));
+    for (std::size_t at = 0; at < input.size(); at += kMaxPayload)
+      send(FrameType::kStdin, call, std::string_view(input).substr(at, kMaxPayload));
+    send(FrameType::kStdinEnd, call);
+    return collect(call, 10s);
+  }
+
   std::optional<Frame> next(std::chrono::milliseconds wait) {
     const auto end = std::chrono::steady_clock::now() + wait;
     for (;;) {
@@ -120,13 +141,17 @@ class Runner {
   Outcome collect(std::uint32_t call, std::chrono::milliseconds wait = 30s) {
     auto& o = outcomes_[call];
     const auto end = std::chrono::steady_clock::now() + wait;
-    while (!o.done && std::chrono::steady_clock::now() < end) {
+    while (!o.done && !o.file && std::chrono::steady_clock::now() < end) {
       auto f = next(100ms);
       if (!f) continue;
       auto& target = outcomes_[f->call];
       if (f->type == FrameType::kStdout) target.out += f->payload;
       if (f->type == FrameType::kStderr) target.err += f->payload;
       if (f->type == FrameType::kDone) target.done = decode_done(f->payload);
+      if (f->type == FrameType::kFileDone) {
+        target.file = decode_file_done(f->payload);
+        EXPECT_TRUE(target.file) << "a malformed file report";
+      }
     }
     return outcomes_[call];
   }
@@ -335,6 +360,165 @@ TEST(Runner, AMalformedFrameEndsTheRunner) {
   append_frame(bad, FrameType::kRun, 1, "x");
   bad[8] = 99;
   r.send_raw(bad);
+  EXPECT_EQ(r.wait_exit(), 3);
+}
+
+// A fresh directory under /tmp, removed at the end.
+struct Scratch {
+  std::string path;
+  Scratch() {
+    std::string tmpl = "/tmp/execmcp-runner-files-XXXXXX";
+    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+    path = tmpl;
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::string host_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(RunnerFiles, WriteThenReadKeepsAll256ByteValuesAndMakesTheDirectories) {
+  Runner r;
+  Scratch dir;
+  std::string data;
+  for (int round = 0; round < 3 * 4096 + 1; ++round)
+    for (int i = 0; i < 256; ++i) data.push_back(static_cast<char>(i));  // > kMaxPayload
+  auto w = r.file(1, FileOp::kWrite, dir.path, "deep/er/all.bin", 0, data);
+  ASSERT_TRUE(w.file);
+  EXPECT_EQ(w.file->error, "");
+  EXPECT_EQ(w.file->size, data.size());
+  EXPECT_EQ(host_file(dir.path + "/deep/er/all.bin"), data);
+  // Relative to the cwd, or absolute.
+  auto rd = r.file(2, FileOp::kRead, dir.path, "deep/er/all.bin", 16 << 20);
+  ASSERT_TRUE(rd.file);
+  EXPECT_EQ(rd.file->error, "");
+  EXPECT_FALSE(rd.file->truncated);
+  EXPECT_EQ(rd.out, data);
+  EXPECT_EQ(r.file(3, FileOp::kRead, "/", dir.path + "/deep/er/all.bin", 16 << 20).out, data);
+  auto empty = r.file(4, FileOp::kWrite, dir.path, "empty.txt");
+  ASSERT_TRUE(empty.file);
+  EXPECT_EQ(empty.file->error, "");
+  EXPECT_EQ(r.file(5, FileOp::kRead, dir.path, "empty.txt").out, "");
+}
+
+TEST(RunnerFiles, AWriteTruncatesInPlaceKeepingTheInodeAndMode) {
+  Runner r;
+  Scratch dir;
+  const std::string path = dir.path + "/kept.txt";
+  std::ofstream(path) << "a longer original text";
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  auto w = r.file(1, FileOp::kWrite, dir.path, "kept.txt", 0, "short");
+  ASSERT_TRUE(w.file);
+  EXPECT_EQ(w.file->error, "");
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_mode & 07777, 0640u);
+  EXPECT_EQ(host_file(path), "short");
+}
+
+TEST(RunnerFiles, AReadStopsAtMaxBytesAndSaysSo) {
+  Runner r;
+  Scratch dir;
+  std::ofstream(dir.path + "/f.txt") << "abcdef";
+  auto t = r.file(1, FileOp::kRead, dir.path, "f.txt", 4);
+  ASSERT_TRUE(t.file);
+  EXPECT_EQ(t.out, "abcd");
+  EXPECT_TRUE(t.file->truncated);
+  auto exact = r.file(2, FileOp::kRead, dir.path, "f.txt", 6);
+  EXPECT_EQ(exact.out, "abcdef");
+  EXPECT_FALSE(exact.file->truncated);
+  auto none = r.file(3, FileOp::kRead, dir.path, "f.txt", 0);
+  EXPECT_EQ(none.out, "");
+  EXPECT_TRUE(none.file->truncated);
+}
+
+TEST(RunnerFiles, DirectoriesFifosSocketsAndMissingFilesAreRefusedWithoutBlocking) {
+  Runner r;
+  Scratch dir;
+  ASSERT_EQ(::mkfifo((dir.path + "/fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::mkdir((dir.path + "/sub").c_str(), 0700), 0);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = dir.path + "/sock";
+  std::strncpy(addr.sun_path, sock_path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const auto start = std::chrono::steady_clock::now();
+  std::uint32_t id = 0;  // a new id per call: the runner frees one only after its report
+  for (auto op : {FileOp::kRead, FileOp::kWrite}) {
+    auto fifo = r.file(++id, op, dir.path, "fifo", 100, "x");
+    ASSERT_TRUE(fifo.file);
+    EXPECT_EQ(fifo.file->error, "'fifo' is not a regular file (a FIFO, socket or device)");
+    EXPECT_EQ(fifo.file->kind, 'p');
+    auto sub = r.file(++id, op, dir.path, "sub", 100, "x");
+    ASSERT_TRUE(sub.file);
+    EXPECT_EQ(sub.file->error, "'sub' is a directory");
+    auto socket = r.file(++id, op, dir.path, "sock", 100, "x");
+    ASSERT_TRUE(socket.file);
+    EXPECT_NE(socket.file->error.find("not a regular file"), std::string::npos);
+    auto device = r.file(++id, op, "/", "/dev/null", 100, "x");
+    ASSERT_TRUE(device.file);
+    EXPECT_NE(device.file->error.find("not a regular file"), std::string::npos);
+  }
+  auto missing = r.file(++id, FileOp::kRead, dir.path, "nope.txt");
+  ASSERT_TRUE(missing.file);
+  EXPECT_EQ(missing.file->error, "nope.txt: No such file or directory");
+  auto list_fifo = r.file(++id, FileOp::kList, dir.path, "fifo");
+  ASSERT_TRUE(list_fifo.file);
+  EXPECT_EQ(list_fifo.file->error, "'fifo' is not a directory");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // nothing waited for a peer
+  ::close(sock);
+  // Nothing was written through the FIFO, and the write made no file of it.
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path + "/fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST(RunnerFiles, StatAndListDescribeWhatIsThere) {
+  Runner r;
+  Scratch dir;
+  std::ofstream(dir.path + "/a.txt") << "12345";
+  ASSERT_EQ(::mkdir((dir.path + "/sub").c_str(), 0750), 0);
+  ASSERT_EQ(::symlink("a.txt", (dir.path + "/link").c_str()), 0);
+  auto st = r.file(1, FileOp::kStat, dir.path, "a.txt");
+  ASSERT_TRUE(st.file);
+  EXPECT_EQ(st.file->error, "");
+  EXPECT_EQ(st.file->kind, 'f');
+  EXPECT_EQ(st.file->size, 5u);
+  auto sub = r.file(2, FileOp::kStat, dir.path, "sub");
+  EXPECT_EQ(sub.file->kind, 'd');
+  EXPECT_EQ(sub.file->mode, 0750u);
+  EXPECT_EQ(r.file(3, FileOp::kStat, dir.path, "link").file->kind, 'f');  // followed
+  auto missing = r.file(4, FileOp::kStat, dir.path, "nope");
+  EXPECT_EQ(missing.file->error, "");
+  EXPECT_EQ(missing.file->kind, '-');
+  auto list = r.file(5, FileOp::kList, dir.path, ".");
+  ASSERT_TRUE(list.file);
+  EXPECT_EQ(list.file->error, "");
+  auto entries = decode_entries(list.out);
+  ASSERT_TRUE(entries);
+  std::map<std::string, char> kinds;
+  for (const auto& e : *entries) kinds[e.name] = e.kind;
+  EXPECT_EQ(kinds, (std::map<std::string, char>{{"a.txt", 'f'}, {"link", 'l'}, {"sub", 'd'}}));
+  EXPECT_EQ(list.file->size, 3u);
+  auto bounded = r.file(6, FileOp::kList, dir.path, ".", 2);
+  EXPECT_TRUE(bounded.file->truncated);
+  EXPECT_EQ(decode_entries(bounded.out)->size(), 2u);
+  EXPECT_EQ(r.file(7, FileOp::kList, dir.path, "a.txt").file->error, "'a.txt' is not a directory");
+}
+
+TEST(RunnerFiles, AMalformedFileRequestEndsTheRunner) {
+  Runner r;
+  using namespace std::string_view_literals;
+  r.send(FrameType::kFile, 1, "r\0relative\0p\0\x30\0\x31\0"sv);  // a relative cwd
   EXPECT_EQ(r.wait_exit(), 3);
 }
 

@@ -8,6 +8,8 @@
 namespace execmcp::plugins::supervision::runner {
 namespace {
 
+using namespace std::string_literals;
+
 TEST(RunnerFrames, RoundTripEvenWhenFedOneByteAtATime) {
   std::string wire;
   append_frame(wire, FrameType::kHello, 0, kVersion);
@@ -126,6 +128,97 @@ TEST(RunnerFrames, KillGraceAndPidPayloads) {
   ASSERT_TRUE(f) << reader.error();
   EXPECT_EQ(f->type, FrameType::kPid);
   EXPECT_EQ(decode_pid(f->payload), 77u);
+}
+
+TEST(RunnerFrames, FileRequestRoundTripAndValidation) {
+  FileRequest r;
+  r.op = FileOp::kWrite;
+  r.cwd = "/workspace";
+  r.path = std::string("sub/a b\n\xff.bin");
+  r.offset = 7;
+  r.max_bytes = 16u << 20;
+  auto back = decode_file(encode_file(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->op, FileOp::kWrite);
+  EXPECT_EQ(back->cwd, r.cwd);
+  EXPECT_EQ(back->path, r.path);
+  EXPECT_EQ(back->offset, 7u);
+  EXPECT_EQ(back->max_bytes, 16u << 20);
+  for (auto op : {FileOp::kRead, FileOp::kStat, FileOp::kList}) {
+    r.op = op;
+    EXPECT_EQ(decode_file(encode_file(r))->op, op);
+  }
+  EXPECT_TRUE(decode_file("r\0/w\0p\0\x30\0\x31\0"s));
+  EXPECT_FALSE(decode_file(""));
+  EXPECT_FALSE(decode_file("x\0/w\0p\0\x30\0\x31\0"s));     // unknown op
+  EXPECT_FALSE(decode_file("rw\0/w\0p\0\x30\0\x31\0"s));    // two ops
+  EXPECT_FALSE(decode_file("r\0w\0p\0\x30\0\x31\0"s));      // relative cwd
+  EXPECT_FALSE(decode_file("r\0/w\0\0\x30\0\x31\0"s));      // no path
+  EXPECT_FALSE(decode_file("r\0/w\0p\0-1\0\x31\0"s));       // offset
+  EXPECT_FALSE(decode_file("r\0/w\0p\0\x30\0x\0"s));        // max_bytes
+  EXPECT_FALSE(decode_file("r\0/w\0p\0\x30\0\x31"s));       // no final NUL
+  EXPECT_FALSE(decode_file("r\0/w\0p\0\x30\0\x31\0x\0"s));  // a field more
+  EXPECT_FALSE(decode_file("r\0/w\0p\0\x30\0"s));           // a field less
+  // Both are known frame types.
+  std::string wire;
+  append_frame(wire, FrameType::kFile, 3, encode_file(r));
+  append_frame(wire, FrameType::kFileDone, 3, encode_file_done({}));
+  FrameReader reader;
+  reader.feed(wire);
+  auto f = reader.next();
+  ASSERT_TRUE(f) << reader.error();
+  EXPECT_EQ(f->type, FrameType::kFile);
+  f = reader.next();
+  ASSERT_TRUE(f) << reader.error();
+  EXPECT_EQ(f->type, FrameType::kFileDone);
+}
+
+TEST(RunnerFrames, FileReportRoundTripAndValidation) {
+  FileReport r;
+  r.error = "'x' is a directory";
+  r.kind = 'd';
+  r.truncated = true;
+  r.size = 1ull << 40;
+  r.mode = 0755;
+  r.mtime = -5;
+  auto back = decode_file_done(encode_file_done(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->error, r.error);
+  EXPECT_EQ(back->kind, 'd');
+  EXPECT_TRUE(back->truncated);
+  EXPECT_EQ(back->size, 1ull << 40);
+  EXPECT_EQ(back->mode, 0755u);
+  EXPECT_EQ(back->mtime, -5);
+  for (char kind : std::string("fdlpscb-?")) {
+    r.kind = kind;
+    EXPECT_EQ(decode_file_done(encode_file_done(r))->kind, kind);
+  }
+  EXPECT_TRUE(decode_file_done("\0f\0\0\x31\0\x30\0\x30\0"s));
+  EXPECT_FALSE(decode_file_done("\0z\0\0\x31\0\x30\0\x30\0"s));                  // kind
+  EXPECT_FALSE(decode_file_done("\0f\0x\0\x31\0\x30\0\x30\0"s));                 // flag
+  EXPECT_FALSE(decode_file_done("\0f\0\0-1\0\x30\0\x30\0"s));                    // size
+  EXPECT_FALSE(decode_file_done("\0f\0\0\x31\0\x31\x30\x30\x30\x30\0\x30\0"s));  // mode
+  EXPECT_FALSE(decode_file_done("\0f\0\0\x31\0\x30\0"s));                        // no mtime
+  EXPECT_FALSE(decode_file_done(""));
+}
+
+TEST(RunnerFrames, ListEntriesRoundTripAndValidation) {
+  const std::string bytes = encode_entry('f', "a.txt") + encode_entry('d', "sub") +
+                            encode_entry('l', std::string("odd\nname\xff"));
+  auto entries = decode_entries(bytes);
+  ASSERT_TRUE(entries);
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[0].kind, 'f');
+  EXPECT_EQ((*entries)[0].name, "a.txt");
+  EXPECT_EQ((*entries)[1].kind, 'd');
+  EXPECT_EQ((*entries)[2].name, std::string("odd\nname\xff"));
+  EXPECT_TRUE(decode_entries("")->empty());
+  EXPECT_FALSE(decode_entries(encode_entry('f', "")));     // no name
+  EXPECT_FALSE(decode_entries(encode_entry('f', ".")));    // not an entry
+  EXPECT_FALSE(decode_entries(encode_entry('f', "..")));   // not an entry
+  EXPECT_FALSE(decode_entries(encode_entry('f', "a/b")));  // not a name
+  EXPECT_FALSE(decode_entries(encode_entry('z', "a")));    // unknown kind
+  EXPECT_FALSE(decode_entries("fa"s));                     // no final NUL
 }
 
 }  // namespace

@@ -161,6 +161,47 @@ TEST(RunnerChannel, OutputPastTheCapIsDroppedHereEvenIfTheRunnerSendsIt) {
   EXPECT_TRUE(call->dropped(sdk::StreamKind::Stdout));
 }
 
+TEST(RunnerChannel, AFileCallGoesOutAsFramesAndItsBytesAndReportComeBackCapped) {
+  Fixture f;
+  f.peer.send_stdout(frame(rp::FrameType::kHello, 0, rp::kVersion));
+  ASSERT_EQ(f.channel.wait_ready(5s), "");
+  rp::FileRequest request;
+  request.op = rp::FileOp::kWrite;
+  request.cwd = "/workspace";
+  request.path = "sub/x.bin";
+  const std::string input(rp::kMaxPayload + 5, 'w');  // two kStdin frames
+  std::string error;
+  auto write = f.channel.start_file(request, &input, 100, error);
+  ASSERT_TRUE(write) << error;
+  auto sent = f.peer.next();
+  EXPECT_EQ(sent.type, rp::FrameType::kFile);
+  EXPECT_EQ(rp::decode_file(sent.payload)->path, "sub/x.bin");
+  EXPECT_EQ(f.peer.next().payload.size(), rp::kMaxPayload);
+  EXPECT_EQ(f.peer.next().payload, "wwwww");
+  EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);
+  rp::FileReport report;
+  report.kind = 'f';
+  report.size = input.size();
+  f.peer.send_stdout(frame(rp::FrameType::kFileDone, sent.call, rp::encode_file_done(report)));
+  EXPECT_EQ(finish(*write), "");
+  ASSERT_TRUE(write->file_done());
+  EXPECT_EQ(write->file_done()->size, input.size());
+  EXPECT_FALSE(write->done());
+  // A read's bytes past its cap are dropped here; a malformed report loses only its call.
+  request.op = rp::FileOp::kRead;
+  auto read = f.channel.start_file(request, nullptr, 4, error);
+  ASSERT_TRUE(read) << error;
+  const auto id = f.peer.next().call;
+  EXPECT_EQ(f.peer.next().type, rp::FrameType::kStdinEnd);
+  f.peer.send_stdout(frame(rp::FrameType::kStdout, id, "abcdef") +
+                     frame(rp::FrameType::kFileDone, id, "not a report"));
+  EXPECT_EQ(finish(*read), "abcd");
+  EXPECT_TRUE(read->dropped(sdk::StreamKind::Stdout));
+  EXPECT_FALSE(read->file_done());
+  EXPECT_EQ(read->lost(), "execmcp-runner sent a malformed report");
+  EXPECT_TRUE(f.channel.alive());
+}
+
 TEST(RunnerChannel, AMalformedFrameEndsTheChannelAndFailsItsCalls) {
   for (const std::string& bad : {std::string("\x7f\xff\xff\xff\0\0\0\1\6", 9),  // a 2 GiB frame
                                  std::string("\0\0\0\0\0\0\0\1\x63", 9)}) {     // type 99
