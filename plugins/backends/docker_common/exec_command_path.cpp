@@ -124,7 +124,11 @@ std::vector<std::string> exec_form(const ContainerCommand& c) {
 }  // namespace
 
 ExecCommandPath::ExecCommandPath(ContainerLifecycle& lifecycle)
-    : lifecycle_(lifecycle), engine_(lifecycle.engine()) {
+    : lifecycle_(lifecycle),
+      engine_(lifecycle.engine()),
+      events_(engine_, lifecycle.name(), [&lifecycle](sdk::LogLevel level, const std::string& m) {
+        lifecycle.log(level, m);
+      }) {
   if (engine_.input_always_arrives()) input_path_ = 1;
 }
 
@@ -139,11 +143,35 @@ sdk::ExecResult ExecCommandPath::probe(std::string script, std::chrono::millisec
   return run_once(c);
 }
 
+StopCheck::StopCheck(ContainerLifecycle& lifecycle, const ContainerEvents* events)
+    : lifecycle_(lifecycle),
+      events_(events),
+      enabled_(lifecycle.execs_outlive_container()),
+      seen_(events ? events->mark() : ContainerEvents::Mark{}),
+      next_(Clock::now() + (seen_.live ? kEveryWithEvents : kEvery)) {}
+
 bool StopCheck::stopped() {
-  if (!enabled_ || Clock::now() < next_) return false;
+  if (!enabled_) return false;
+  bool look = Clock::now() >= next_;
+  bool event = false;  // a death event, or a stream begun or ended since the last look
+  if (events_) {
+    const auto now = events_->mark();
+    event = now.live != seen_.live || now.epoch != seen_.epoch || now.deaths != seen_.deaths;
+    seen_ = now;
+  }
+  if (!look && !event) return false;
   const auto state = lifecycle_.inspect_state();
-  next_ = Clock::now() + kEvery;
-  return state && (!state->exists || !state->running);
+  const bool stopped = state && (!state->exists || !state->running);
+  // Still running after a death event (a replayed one, or the engine not done yet): look again
+  // soon.
+  next_ = Clock::now() + (seen_.live && !event ? kEveryWithEvents : kEvery);
+  return stopped;
+}
+
+StopCheck ExecCommandPath::stop_check() {
+  if (!lifecycle_.execs_outlive_container()) return StopCheck(lifecycle_, nullptr);
+  events_.start();
+  return StopCheck(lifecycle_, &events_);
 }
 
 void ExecCommandPath::kill_marked(const std::string& marker) {
@@ -272,7 +300,7 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
   const auto deadline = started + spec.timeout;
   bool killed = false;
   bool container_stopped = false;  // and the engine left the stream open (StopCheck)
-  StopCheck stop_check(lifecycle_);
+  StopCheck stop_check = this->stop_check();
   Clock::time_point drain_until{};
   for (;;) {
     if (!killed) {
@@ -311,7 +339,8 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
       break;
     }
   }
-  const auto exit = session->finish(killed || container_stopped);
+  // A stopped container's exec has nothing more to say (gVisor keeps its stream open).
+  const auto exit = killed || !container_stopped ? session->finish(killed) : session->abandon();
   session.reset();
   if (stdin_open && stdin_error.empty()) stdin_error = sv::stdin_shortfall_error(stdin_left.size());
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {
@@ -383,9 +412,20 @@ void ExecCommandPath::explain_kill(sdk::ExecResult& result) {
   if (state.exists && !state.running) {
     // The engine learns of an OOM kill from an event of its own, which can land after the exit it
     // already reports (seen under gVisor on a loaded machine): a PID 1 ended by SIGKILL is looked
-    // at again for up to 2 s before the kill is put down to something else.
-    for (int i = 0; i < 10 && state.exit_code == 137 && !state.oom_killed; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // at again for up to 2 s before the kill is put down to something else. Unless the engine's
+    // events say, at once or while it waits (ContainerEvents): an oom event came with the die, or
+    // the engine signalled the container just before (docker kill or stop), so no OOM is coming.
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    auto seen = events_.mark();
+    while (state.exit_code == 137 && !state.oom_killed) {
+      const auto death = events_.last_death();
+      if (death.seq != 0 && death.exit_code == state.exit_code &&
+          Clock::now() - death.at < std::chrono::seconds(30)) {
+        state.oom_killed = death.oom;
+        if (death.oom || death.killed) break;
+      }
+      if (Clock::now() >= deadline) break;
+      seen = events_.wait_change(seen, std::chrono::milliseconds(200));  // a sleep without events
       const auto again = lifecycle_.inspect_state();
       if (!again || !again->exists || again->running) break;
       state = *again;

@@ -309,7 +309,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
   std::vector<RunnerCall::Chunk> chunks;
   bool gave_up = false;
   bool container_stopped = false;  // and the engine left the runner's stream open (StopCheck)
-  StopCheck stop_check(lifecycle_);
+  StopCheck stop_check = exec_.stop_check();
   for (;;) {
     if (!kill_sent) {
       const auto cause =
