@@ -156,7 +156,7 @@ void ContainerEvents::set_live(bool live) {
 
 void ContainerEvents::run() {
   auto retry = std::chrono::milliseconds(kFirstRetry);
-  std::string failed;  // the last failure logged: an engine that keeps refusing is logged once
+  std::string failed;  // why the last open failed ("" after a good one): logged once
   while (!stopping_) {
     // From a second back: a death between the last stream's end and this one's start comes as an
     // event too (the StopCheck looks once at a new stream anyway; a replayed one costs a look).
@@ -186,13 +186,14 @@ void ContainerEvents::run() {
       std::lock_guard lock(mutex_);
       ++counts_.failures;
     }
-    auto why = describe_failure(error, "following the engine's events of container " + container_);
-    if (why != failed && log_)
-      log_(failed.empty() ? sdk::LogLevel::Info : sdk::LogLevel::Debug,
-           log_text(why) +
+    // Said once per outage: the next failures' words differ only by the `since` in a URL.
+    if (failed.empty() && log_)
+      log_(sdk::LogLevel::Info,
+           log_text(describe_failure(error,
+                                     "following the engine's events of container " + container_)) +
                "; until they come, a command asks the engine once a second whether its "
                "container still runs");
-    failed = std::move(why);
+    failed = error.message.empty() ? "failed" : error.message;
     if (Clock::now() - opened >= kHealthyStream) retry = kFirstRetry;
     if (!pause(retry)) break;
     retry = std::min<std::chrono::milliseconds>(retry * 2, kLastRetry);
