@@ -406,7 +406,8 @@ std::unique_ptr<dc::EventStream> DockerApiEngine::follow_events(const std::strin
   std::string path = "/events?filters=" + url_encode(filters.dump());
   if (!since.empty()) path += "&since=" + url_encode(since);
   HttpResponse r;
-  auto body = client_.open_stream(api(path), r, std::chrono::seconds(10));
+  // Short: stop() waits for this thread, and the engine answers at once (it flushes the header).
+  auto body = client_.open_stream(api(path), r, std::chrono::seconds(5));
   if (!body) {
     error = failure(r);
     return nullptr;
