@@ -127,6 +127,20 @@ class ApiLogStream final : public dc::LogStream {
   dc::ExecStreamDecoder decoder_;
 };
 
+// GET /events as it comes: JSON documents, one a line, no framing of Docker's own.
+class ApiEventStream final : public dc::EventStream {
+ public:
+  explicit ApiEventStream(std::unique_ptr<BodyStream> body) : body_(std::move(body)) {}
+
+  ReadStatus read(std::chrono::milliseconds wait, std::string& out) override {
+    const auto r = body_->read(wait, out);
+    return {r.eof, r.error};
+  }
+
+ private:
+  std::unique_ptr<BodyStream> body_;
+};
+
 }  // namespace
 
 DockerApiEngine::DockerApiEngine(const std::string& docker_host)
@@ -381,6 +395,24 @@ std::unique_ptr<dc::LogStream> DockerApiEngine::follow_logs(const std::string& n
     return nullptr;
   }
   return std::make_unique<ApiLogStream>(std::move(body));
+}
+
+std::unique_ptr<dc::EventStream> DockerApiEngine::follow_events(const std::string& name,
+                                                                const std::string& since,
+                                                                dc::EngineError& error) {
+  const json filters = {{"type", json::array({"container"})},
+                        {"container", json::array({name})},
+                        {"event", json::array({"kill", "die", "oom", "stop", "destroy"})}};
+  std::string path = "/events?filters=" + url_encode(filters.dump());
+  if (!since.empty()) path += "&since=" + url_encode(since);
+  HttpResponse r;
+  // Short: stop() waits for this thread, and the engine answers at once (it flushes the header).
+  auto body = client_.open_stream(api(path), r, std::chrono::seconds(5));
+  if (!body) {
+    error = failure(r);
+    return nullptr;
+  }
+  return std::make_unique<ApiEventStream>(std::move(body));
 }
 
 std::unique_ptr<ExecConnection> DockerApiEngine::start_exec(const std::string& name,

@@ -145,6 +145,14 @@ class CliExecSession final : public dc::ExecSession {
     return exit;
   }
 
+  // The CLI of an exec whose container stopped may never end by itself (gVisor): not waited for.
+  Exit abandon() override {
+    Exit exit;
+    const int status = child_->end(0s, 500ms);
+    if (!child_->signalled()) exit.code = status;
+    return exit;
+  }
+
  private:
   void deliver(dc::ExecStreamDecoder::Handler& handler) {
     if (!early_out_.empty()) handler.on_payload(Stream::Stdout, std::exchange(early_out_, {}));
@@ -191,11 +199,14 @@ class CliExecSession final : public dc::ExecSession {
   std::string stderr_tail_;  // where the CLI's own last words land
 };
 
-// One `logs --follow` child: the container's stdout as it comes; its own stderr kept (a bounded
-// tail) for the error when it ends badly.
-class CliLogStream final : public dc::LogStream {
+// One `logs --follow` (dc::LogStream) or `events` (dc::EventStream) child: its stdout as it comes;
+// its own stderr kept (a bounded tail) for the error when it ends badly.
+template <class Stream>
+class CliFollowStream final : public Stream {
  public:
-  explicit CliLogStream(std::unique_ptr<Child> child) : child_(std::move(child)) {}
+  using ReadStatus = typename Stream::ReadStatus;
+  CliFollowStream(std::unique_ptr<Child> child, std::string what)
+      : child_(std::move(child)), what_(std::move(what)) {}
 
   ReadStatus read(std::chrono::milliseconds wait, std::string& out) override {
     ReadStatus status;
@@ -223,12 +234,13 @@ class CliLogStream final : public dc::LogStream {
     while (!err_tail_.empty() && std::isspace(static_cast<unsigned char>(err_tail_.back())))
       err_tail_.pop_back();
     if (*code != 0)
-      status.error = "`logs --follow` exited with " + std::to_string(*code) + ": " + err_tail_;
+      status.error = "`" + what_ + "` exited with " + std::to_string(*code) + ": " + err_tail_;
     return status;
   }
 
  private:
   std::unique_ptr<Child> child_;
+  std::string what_;
   bool out_open_ = true, err_open_ = true;
   std::string err_tail_;
 };
@@ -749,7 +761,30 @@ std::unique_ptr<dc::LogStream> DockerCliEngine::follow_logs(const std::string& n
     error = check(failed);
     return nullptr;
   }
-  return std::make_unique<CliLogStream>(std::move(child));
+  return std::make_unique<CliFollowStream<dc::LogStream>>(std::move(child), "logs --follow");
+}
+
+std::unique_ptr<dc::EventStream> DockerCliEngine::follow_events(const std::string& name,
+                                                                const std::string& since,
+                                                                dc::EngineError& error) {
+  if (flavor() == dc::CliFlavor::kPodman) {
+    error = dc::EngineError::of(Kind::kOther, "Podman's events are not followed");
+    return nullptr;
+  }
+  std::vector<std::string> args = {"events",         "--format", "{{json .}}",       "--filter",
+                                   "type=container", "--filter", "container=" + name};
+  for (const char* event : {"kill", "die", "oom", "stop", "destroy"})
+    args.insert(args.end(), {"--filter", std::string("event=") + event});
+  if (!since.empty()) args.insert(args.end(), {"--since", since});
+  std::string spawn_error;
+  auto child = launcher_.spawn(argv(std::move(args)), ChildStdio{}, spawn_error);
+  if (!child) {
+    CliRun failed;
+    failed.spawn_error = spawn_error;
+    error = check(failed);
+    return nullptr;
+  }
+  return std::make_unique<CliFollowStream<dc::EventStream>>(std::move(child), "events");
 }
 
 DockerCliEngine::StartedExec DockerCliEngine::start_exec(const std::string& name,

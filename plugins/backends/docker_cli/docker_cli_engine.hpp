@@ -98,6 +98,10 @@ class DockerCliEngine final : public docker_common::Engine {
   std::unique_ptr<docker_common::LogStream> follow_logs(const std::string& name,
                                                         const std::string& since,
                                                         docker_common::EngineError& error) override;
+  // Docker's CLI only: Podman names its events otherwise ("died"), so a Podman backend polls.
+  std::unique_ptr<docker_common::EventStream> follow_events(
+      const std::string& name, const std::string& since,
+      docker_common::EngineError& error) override;
   std::unique_ptr<docker_common::ExecSession> exec(const std::string& name,
                                                    const docker_common::ExecOptions& options,
                                                    docker_common::EngineError& error) override;

@@ -27,7 +27,7 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
                   : nullptr),
       commands_(runner_ ? *runner_ : static_cast<CommandPath&>(exec_)),
       files_(lifecycle_, commands_, exec_, dynamic_cast<RunnerCommandPath*>(runner_.get())),
-      kill_explainer_(lifecycle_, probe_) {
+      kill_explainer_(lifecycle_, probe_, &exec_.events()) {
   lifecycle_.parts().add(kill_explainer_);
 }
 

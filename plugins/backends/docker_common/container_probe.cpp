@@ -214,9 +214,26 @@ void KillExplainer::explain(sdk::ExecResult& result) {
   if (state.exists && !state.running) {
     // The engine learns of an OOM kill from an event of its own, which can land after the exit it
     // already reports (seen under gVisor on a loaded machine): a PID 1 ended by SIGKILL is looked
-    // at again for up to 2 s before the kill is put down to something else.
-    for (int i = 0; i < 10 && state.exit_code == 137 && !state.oom_killed; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // at again for up to 2 s before the kill is put down to something else. Unless the engine's
+    // events say, at once or while it waits (ContainerEvents): an oom event came with the die, or
+    // the engine signalled the container just before (docker kill or stop), so no OOM is coming.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    auto seen = events_ ? events_->mark() : ContainerEvents::Mark{};
+    while (state.exit_code == 137 && !state.oom_killed) {
+      if (events_) {
+        const auto death = events_->last_death();
+        if (death.seq != 0 && death.exit_code == state.exit_code &&
+            std::chrono::steady_clock::now() - death.at < std::chrono::seconds(30)) {
+          state.oom_killed = death.oom;
+          if (death.oom || death.killed) break;
+        }
+      }
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      if (events_) {
+        seen = events_->wait_change(seen, std::chrono::milliseconds(200));  // a sleep without
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
       const auto again = lifecycle_.inspect_state();
       if (!again || !again->exists || again->running) break;
       state = *again;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "docker_common/container_events.hpp"
 #include "docker_common/container_part.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
@@ -51,8 +52,11 @@ class ExecProbe final : public ContainerProbe {
 // -1. A new container (or one started again) counts OOM kills from zero.
 class KillExplainer final : public ContainerPart {
  public:
-  KillExplainer(ContainerLifecycle& lifecycle, ContainerProbe& probe)
-      : lifecycle_(lifecycle), probe_(probe) {}
+  // `events`: the engine's events of the container where they are followed (null: none), so a
+  // kill's cause is known without waiting for the engine's OOM flag.
+  KillExplainer(ContainerLifecycle& lifecycle, ContainerProbe& probe,
+                const ContainerEvents* events = nullptr)
+      : lifecycle_(lifecycle), probe_(probe), events_(events) {}
 
   void on_container_start(bool /*created*/) override { oom_kills_seen_ = 0; }
   void decorate_result(std::uint64_t mark, sdk::ExecResult& result) override;
@@ -63,6 +67,7 @@ class KillExplainer final : public ContainerPart {
  private:
   ContainerLifecycle& lifecycle_;
   ContainerProbe& probe_;
+  const ContainerEvents* events_;
   // The memory cgroup's oom_kill count at the last look.
   std::atomic<long> oom_kills_seen_{0};
 };

@@ -191,6 +191,9 @@ class ExecSession {
   // Ends the session (its output need not be over) and says how the process ended; `killed`: the
   // caller killed it and does not wait for the engine to notice.
   virtual Exit finish(bool killed) = 0;
+  // Ends the session of a process whose container stopped (the stream may never end: gVisor), with
+  // the exit status only if it is known already: nothing is waited for.
+  virtual Exit abandon() { return finish(true); }
 };
 
 // A container's stdout log as it is written (Engine::follow_logs()): each line with the engine's
@@ -204,6 +207,23 @@ class LogStream {
     std::string error;  // the stream broke (already phrased)
   };
   // Waits at most `wait` for more of the log and appends what came to `out`.
+  virtual ReadStatus read(std::chrono::milliseconds wait, std::string& out) = 0;
+};
+
+// The engine's events about one container (Engine::follow_events()) as the engine writes them:
+// one JSON document a line, Docker's shape ({"Type": "container", "Action": "die", "Actor": {"ID",
+// "Attributes": {"exitCode", "name", "signal"}}}) or Podman's ({"Status": "died", "ID", "Name",
+// "ContainerExitCode"}). Untrusted bytes: ContainerEvents (container_events.hpp) bounds and parses
+// them.
+class EventStream {
+ public:
+  virtual ~EventStream() = default;
+
+  struct ReadStatus {
+    bool eof = false;   // nothing more will come (the engine ended the stream)
+    std::string error;  // the stream broke (already phrased)
+  };
+  // Waits at most `wait` for more of the stream and appends what came to `out`.
   virtual ReadStatus read(std::chrono::milliseconds wait, std::string& out) = 0;
 };
 
@@ -272,6 +292,14 @@ class Engine {
   // container).
   virtual std::unique_ptr<LogStream> follow_logs(const std::string& name, const std::string& since,
                                                  EngineError& error) = 0;
+
+  // Follows the engine's events about the container `name` (by name, so a container made again
+  // under it too): kill, die, oom, stop and destroy, from `since` (Unix seconds, "1700000000"; the
+  // events of that second included) on (EventStream). Null and `error` where the engine will not
+  // give them (a socket proxy that refuses GET /events, ...): then the backend polls.
+  virtual std::unique_ptr<EventStream> follow_events(const std::string& name,
+                                                     const std::string& since,
+                                                     EngineError& error) = 0;
 
   // Starts a process in the container. kNotFound / kNotRunning tell the backend to bring the
   // container back and try once more.

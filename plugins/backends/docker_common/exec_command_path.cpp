@@ -80,15 +80,44 @@ std::vector<std::string> exec_form(const ContainerCommand& c) {
 }  // namespace
 
 ExecCommandPath::ExecCommandPath(ContainerLifecycle& lifecycle, ContainerProbe& probe)
-    : lifecycle_(lifecycle), probe_(probe), engine_(lifecycle.engine()) {
+    : lifecycle_(lifecycle),
+      probe_(probe),
+      engine_(lifecycle.engine()),
+      events_(engine_, lifecycle.name(), [&lifecycle](sdk::LogLevel level, const std::string& m) {
+        lifecycle.log(level, m);
+      }) {
   if (engine_.input_always_arrives()) input_path_ = 1;
 }
 
+StopCheck::StopCheck(ContainerLifecycle& lifecycle, const ContainerEvents* events)
+    : lifecycle_(lifecycle),
+      events_(events),
+      enabled_(lifecycle.execs_outlive_container()),
+      seen_(events ? events->mark() : ContainerEvents::Mark{}),
+      next_(Clock::now() + (seen_.live ? kEveryWithEvents : kEvery)) {}
+
 bool StopCheck::stopped() {
-  if (!enabled_ || Clock::now() < next_) return false;
+  if (!enabled_) return false;
+  bool look = Clock::now() >= next_;
+  bool event = false;  // a death event, or a stream begun or ended since the last look
+  if (events_) {
+    const auto now = events_->mark();
+    event = now.live != seen_.live || now.epoch != seen_.epoch || now.deaths != seen_.deaths;
+    seen_ = now;
+  }
+  if (!look && !event) return false;
   const auto state = lifecycle_.inspect_state();
-  next_ = Clock::now() + kEvery;
-  return state && (!state->exists || !state->running);
+  const bool stopped = state && (!state->exists || !state->running);
+  // Still running after a death event (a replayed one, or the engine not done yet): look again
+  // soon.
+  next_ = Clock::now() + (seen_.live && !event ? kEveryWithEvents : kEvery);
+  return stopped;
+}
+
+StopCheck ExecCommandPath::stop_check() {
+  if (!lifecycle_.execs_outlive_container()) return StopCheck(lifecycle_, nullptr);
+  events_.start();
+  return StopCheck(lifecycle_, &events_);
 }
 
 std::string ExecCommandPath::check_input_path() {
@@ -181,7 +210,7 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
   const auto deadline = started + spec.timeout;
   bool killed = false;
   bool container_stopped = false;  // and the engine left the stream open (StopCheck)
-  StopCheck stop_check(lifecycle_);
+  StopCheck stop_check = this->stop_check();
   Clock::time_point drain_until{};
   for (;;) {
     if (!killed) {
@@ -220,7 +249,8 @@ sdk::ExecResult ExecCommandPath::run_once(const ContainerCommand& spec) {
       break;
     }
   }
-  const auto exit = session->finish(killed || container_stopped);
+  // A stopped container's exec has nothing more to say (gVisor keeps its stream open).
+  const auto exit = killed || !container_stopped ? session->finish(killed) : session->abandon();
   session.reset();
   if (stdin_open && stdin_error.empty()) stdin_error = sv::stdin_shortfall_error(stdin_left.size());
   if (std::string_view(collector.stderr_tail()).ends_with(kSweepIncomplete)) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "docker_common/command_path.hpp"
+#include "docker_common/container_events.hpp"
 #include "docker_common/container_lifecycle.hpp"
 #include "docker_common/container_probe.hpp"
 
@@ -18,21 +19,24 @@ namespace execmcp::plugins::docker_common {
 
 // Whether the container stopped while a command ran, for a runtime whose exec streams outlive
 // their container (ContainerLifecycle::execs_outlive_container()): without it such a command would
-// wait for its timeout. Asks the engine at most once per kEvery; never where the runtime ends the
-// streams itself (runc).
+// wait for its timeout. With the engine's events (ContainerEvents) it asks the engine only when a
+// death event came, a stream began or ended, or kEveryWithEvents passed (a stream gone quiet
+// without ending); without them once per kEvery. Never where the runtime ends the streams itself
+// (runc).
 class StopCheck {
  public:
   static constexpr std::chrono::milliseconds kEvery{1000};
-  explicit StopCheck(ContainerLifecycle& lifecycle)
-      : lifecycle_(lifecycle),
-        enabled_(lifecycle.execs_outlive_container()),
-        next_(std::chrono::steady_clock::now() + kEvery) {}
+  static constexpr std::chrono::milliseconds kEveryWithEvents{5000};
+  // `events`: null where they are not followed.
+  StopCheck(ContainerLifecycle& lifecycle, const ContainerEvents* events);
   // True once the container is seen not running (or gone).
   bool stopped();
 
  private:
   ContainerLifecycle& lifecycle_;
+  const ContainerEvents* events_;
   bool enabled_;
+  ContainerEvents::Mark seen_;
   std::chrono::steady_clock::time_point next_;
 };
 
@@ -48,9 +52,18 @@ class ExecCommandPath final : public CommandPath {
                                const std::string& shell, const std::string& command,
                                const std::vector<std::string>& env, long& pid) override;
   void terminate_background(BackgroundProcess& bg, std::chrono::milliseconds grace) override;
-  void stop() noexcept override { stop_generation_.fetch_add(1); }
+  // Also ends the following of the engine's events (the next StopCheck starts it again).
+  void stop() noexcept override {
+    stop_generation_.fetch_add(1);
+    events_.stop();
+  }
   void close() noexcept override {}
 
+  // The stop check of one command (both command paths): it follows the engine's events of the
+  // container from the first command that needs them on.
+  StopCheck stop_check();
+  // The engine's events of the container (followed once a stop check needs them).
+  [[nodiscard]] const ContainerEvents& events() const { return events_; }
   // One exec, without the second try of run().
   sdk::ExecResult run_once(const ContainerCommand& command);
   // "" when input reaches processes in the container over this engine (checked once, with a
@@ -73,6 +86,7 @@ class ExecCommandPath final : public CommandPath {
   Engine& engine_;
   std::atomic<std::uint64_t> stop_generation_{0};
   std::atomic<int> input_path_{0};  // 1: input reaches the container, -1: never, 0: unknown
+  ContainerEvents events_;
 };
 
 }  // namespace execmcp::plugins::docker_common

@@ -327,7 +327,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
   std::vector<RunnerCall::Chunk> chunks;
   bool gave_up = false;
   bool container_stopped = false;  // and the engine left the runner's stream open (StopCheck)
-  StopCheck stop_check(lifecycle_);
+  StopCheck stop_check = exec_.stop_check();
   for (;;) {
     if (!kill_sent) {
       const auto cause =
@@ -477,7 +477,7 @@ std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileReques
       continue;
     }
     const auto deadline = Clock::now() + timeout;
-    StopCheck stop_check(lifecycle_);
+    StopCheck stop_check = exec_.stop_check();
     std::vector<RunnerCall::Chunk> chunks;
     bool over = false;
     bool stopped = false;

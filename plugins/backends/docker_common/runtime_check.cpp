@@ -92,7 +92,8 @@ std::string check_runtime(Engine& engine, const DockerSettings& settings, Runtim
                    std::to_string(engine_pids_limit(limit, profile.pids_limit_is_nproc)) + "; "
              : std::string()) +
         "a command's processes are found by their EXECMCP_TREE mark (no child subreaper); a "
-        "running command checks once a second whether the container stopped");
+        "running command learns from the engine's events that the container stopped (asks "
+        "once a second where there are none)");
   }
   return problem;
 }

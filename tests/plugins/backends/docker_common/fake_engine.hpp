@@ -1,7 +1,7 @@
 // An in-memory Engine for tests of what sits above it (the container lifecycle, the exec path):
 // containers and images in maps, every mutating call recorded, failures switched on by a test.
-// Not thread-safe, except the log feeds (follow_logs()), which a follower's thread reads while a
-// test writes; header-only, so no plugin links it.
+// Not thread-safe, except the log feeds (follow_logs()) and the event feed (follow_events()),
+// which a follower's thread reads while a test writes; header-only, so no plugin links it.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "docker_common/engine.hpp"
@@ -49,6 +50,9 @@ class FakeEngine final : public Engine {
   std::deque<ExecResult> exec_results;
   // Each exec() removes the container first, as if it went away just as the call came.
   bool vanish_on_exec = false;
+  // An exec's output never ends (gVisor leaves the streams of a stopped container's execs open):
+  // each read waits its whole wait, and finish() knows no exit code.
+  bool endless_execs = false;
   // Every call that changes something, in order: "create NAME", "start NAME", "stop NAME",
   // "remove NAME", "exec NAME".
   std::vector<std::string> calls;
@@ -131,6 +135,69 @@ class FakeEngine final : public Engine {
     if (!feed) feed = std::make_shared<LogFeed>();
     return feed;
   }
+
+  // What follow_events() reads (any container's): lines a test pushes (from any thread), streams
+  // it can end (the engine restarted), and a refusal (a socket proxy that refuses GET /events). A
+  // stream reads what is pushed after it opened.
+  class EventFeed {
+   public:
+    void push(const std::string& text) {
+      std::lock_guard lock(mutex_);
+      text_ += text;
+      changed_.notify_all();
+    }
+    // The streams open now end (after what was pushed); later follows read on.
+    void end_streams() {
+      std::lock_guard lock(mutex_);
+      ++generation_;
+      changed_.notify_all();
+    }
+    // follow_events() fails with `error` while set; nullopt lets it through again.
+    void refuse(std::optional<EngineError> error) {
+      std::lock_guard lock(mutex_);
+      refusal_ = std::move(error);
+    }
+    [[nodiscard]] int follows() const {
+      std::lock_guard lock(mutex_);
+      return follows_;
+    }
+    [[nodiscard]] std::string last_name() const {
+      std::lock_guard lock(mutex_);
+      return last_name_;
+    }
+
+   private:
+    friend class FakeEngine;
+    class Stream final : public EventStream {
+     public:
+      Stream(std::shared_ptr<EventFeed> feed, int generation, std::size_t at)
+          : feed_(std::move(feed)), generation_(generation), at_(at) {}
+      ReadStatus read(std::chrono::milliseconds wait, std::string& out) override {
+        std::unique_lock lock(feed_->mutex_);
+        feed_->changed_.wait_for(lock, wait, [&] {
+          return feed_->text_.size() > at_ || feed_->generation_ != generation_;
+        });
+        out.append(feed_->text_, at_);
+        at_ = feed_->text_.size();
+        return {feed_->generation_ != generation_, {}};
+      }
+
+     private:
+      std::shared_ptr<EventFeed> feed_;
+      int generation_;
+      std::size_t at_;
+    };
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::string text_;
+    int generation_ = 0;
+    std::optional<EngineError> refusal_;
+    int follows_ = 0;
+    std::string last_name_;
+  };
+  // Thread-safe: follow_events() reads only this.
+  const std::shared_ptr<EventFeed> event_feed = std::make_shared<EventFeed>();
 
   [[nodiscard]] std::size_t count(const std::string& call) const {
     return static_cast<std::size_t>(std::count(calls.begin(), calls.end(), call));
@@ -343,6 +410,20 @@ class FakeEngine final : public Engine {
     return std::make_unique<LogFeed::Stream>(feed, feed->generation_);
   }
 
+  // Thread-safe: reads only event_feed.
+  std::unique_ptr<EventStream> follow_events(const std::string& name, const std::string&,
+                                             EngineError& error) override {
+    std::lock_guard lock(event_feed->mutex_);
+    ++event_feed->follows_;
+    event_feed->last_name_ = name;
+    if (event_feed->refusal_) {
+      error = *event_feed->refusal_;
+      return nullptr;
+    }
+    return std::make_unique<EventFeed::Stream>(event_feed, event_feed->generation_,
+                                               event_feed->text_.size());
+  }
+
   std::unique_ptr<ExecSession> exec(const std::string& name, const ExecOptions& options,
                                     EngineError& error) override {
     if (error = connect(); !error.ok()) return nullptr;
@@ -363,7 +444,7 @@ class FakeEngine final : public Engine {
       r = exec_results.front();
       exec_results.pop_front();
     }
-    return std::make_unique<Session>(std::move(r));
+    return std::make_unique<Session>(std::move(r), endless_execs);
   }
   std::optional<ChannelEnds> open_channel(const std::string&, const ExecOptions&,
                                           EngineError& error) override {
@@ -387,8 +468,12 @@ class FakeEngine final : public Engine {
   // Hands its output over at the first read, then ends.
   class Session final : public ExecSession {
    public:
-    explicit Session(ExecResult result) : result_(std::move(result)) {}
-    ReadStatus read(std::chrono::milliseconds, ExecStreamDecoder::Handler& handler) override {
+    Session(ExecResult result, bool endless) : result_(std::move(result)), endless_(endless) {}
+    ReadStatus read(std::chrono::milliseconds wait, ExecStreamDecoder::Handler& handler) override {
+      if (endless_) {
+        std::this_thread::sleep_for(wait);
+        return {false, {}};
+      }
       if (!result_.stdout_data.empty())
         handler.on_payload(ExecStreamDecoder::Stream::Stdout, result_.stdout_data);
       if (!result_.stderr_data.empty())
@@ -402,10 +487,13 @@ class FakeEngine final : public Engine {
     }
     void close_stdin() override {}
     [[nodiscard]] bool carries_input() const override { return true; }
-    Exit finish(bool) override { return {result_.exit_code, true}; }
+    Exit finish(bool) override {
+      return {endless_ ? std::nullopt : std::optional<int>(result_.exit_code), true};
+    }
 
    private:
     ExecResult result_;
+    bool endless_;
   };
 };
 
