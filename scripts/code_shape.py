@@ -9,8 +9,9 @@
                                         programs/<program>, sdk
   scripts/code_shape.py names           where the host compares a string with a plugin's name
   scripts/code_shape.py check           exit 1 when a file is over 1000 lines, a function over 150,
-                                        the host includes anything of plugins/, or compares a
-                                        plugin's name with a string (a ctest runs it)
+                                        the host includes anything of plugins/, two rooms of the
+                                        host include each other (directly or round a loop), or the
+                                        host compares a plugin's name with a string (a ctest runs it)
 """
 import collections
 import os
@@ -110,6 +111,28 @@ def include_edges():
     return edges
 
 
+def host_loops(edges):
+    """Each include edge between two rooms of host/src that lies on a loop (b reaches a back): the
+    rooms depend one way (docs/architecture.md, "Which room includes which")."""
+    graph = collections.defaultdict(set)
+    for (a, b) in edges:
+        if a.startswith('host/') and b.startswith('host/'):
+            graph[a].add(b)
+
+    def reaches(start, goal):
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph.get(node, ()))
+        return False
+
+    return sorted((a, b) for a, targets in list(graph.items()) for b in targets if reaches(b, a))
+
+
 def plugin_name_comparisons():
     """Lines of host/src that compare a plugin's name with a string literal (`.plugin == "local"`,
     `"docker-api" != backend.plugin`): a decision that depends on a backend asks its traits, and
@@ -146,6 +169,8 @@ def main(argv):
         problems += [f"{a} includes {b} ({n} times): the host never includes plugins/"
                      for (a, b), n in include_edges().items()
                      if a.startswith('host') and b.startswith('plugins/')]
+        problems += [f"{a} includes {b}, which includes {a} back (round a loop): host rooms "
+                     "depend one way" for a, b in host_loops(include_edges())]
         problems += [f"{f}:{i}: the host compares a plugin's name with a string: {line}"
                      for f, i, line in plugin_name_comparisons()]
         for p in problems:

@@ -34,13 +34,10 @@ std::string make_private_dir(const std::string& path) {
 
 // One user's sandbox, as the MCP layer sees it: an Agent whose calls go to the user's container,
 // made, started again or claimed from the warm pool by the call that needs it.
-class UserSandbox final : public Agent {
+class UserSandbox final : public AgentDecorator {
  public:
   UserSandbox(UserSandboxes& owner, std::string key)
-      : owner_(owner),
-        key_(std::move(key)),
-        dir_(owner.config().workspace_root + "/" + key_),
-        shells_(*this) {}
+      : owner_(owner), key_(std::move(key)), dir_(owner.config().workspace_root + "/" + key_) {}
   ~UserSandbox() override { shutdown(); }
 
   [[nodiscard]] const std::string& id() const override { return owner_.id(); }
@@ -50,58 +47,6 @@ class UserSandbox final : public Agent {
   }
   [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.traits_; }
   [[nodiscard]] AgentCapabilities capabilities() const override { return owner_.capabilities_; }
-  BackgroundShellControl* background_shells() override {
-    return owner_.capabilities_.background ? &shells_ : nullptr;
-  }
-
-  ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
-                         const sdk::CancelToken* cancel) override {
-    Lease lease = enter(true);
-    ExecuteOutcome outcome;
-    if (!lease.error.empty()) {
-      outcome.result.error = lease.error;
-    } else {
-      outcome = lease.agent->execute(args, sink, cancel);
-    }
-    outcome.result.notices.insert(outcome.result.notices.begin(), lease.notices.begin(),
-                                  lease.notices.end());
-    return outcome;
-  }
-  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel,
-                               const std::string& principal) override {
-    Lease lease = enter(true);
-    sdk::ExecResult result;
-    if (!lease.error.empty()) {
-      result.error = lease.error;
-    } else {
-      result = lease.agent->run_internal(command, cancel, principal);
-    }
-    result.notices.insert(result.notices.begin(), lease.notices.begin(), lease.notices.end());
-    return result;
-  }
-  sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
-                                const std::string& principal) override {
-    Lease lease = enter(true);
-    keep_notices(lease);
-    if (!lease.error.empty()) {
-      sdk::FileReadResult result;
-      result.error = lease.error;
-      return result;
-    }
-    return lease.agent->read_file(request, principal);
-  }
-  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
-                                  const std::string& principal) override {
-    Lease lease = enter(true);
-    keep_notices(lease);
-    if (!lease.error.empty()) {
-      sdk::FileWriteResult result;
-      result.error = lease.error;
-      return result;
-    }
-    return lease.agent->write_file(request, principal);
-  }
-
   // The timers' step for this sandbox (run by the timer thread only).
   void idle_step(Clock::time_point now);
   // True when it holds no container and no call: the owner may forget it.
@@ -127,96 +72,25 @@ class UserSandbox final : public Agent {
 
  private:
   enum class State { kEmpty, kRunning, kStopped };
-
-  // A call's hold on the sandbox: while any lease lives, the timers leave it alone.
-  struct Lease {
-    UserSandbox* sandbox = nullptr;
-    LazyAgent* agent = nullptr;  // null with `error` (or when !may_start and nothing runs)
-    std::string error;
-    std::vector<std::string> notices;
-    Lease() = default;
-    explicit Lease(UserSandbox* s) : sandbox(s) {}
-    Lease(Lease&& other) noexcept
-        : sandbox(std::exchange(other.sandbox, nullptr)),
-          agent(other.agent),
-          error(std::move(other.error)),
-          notices(std::move(other.notices)) {}
-    Lease& operator=(Lease&&) = delete;
-    ~Lease() {
-      if (sandbox) sandbox->leave();
-    }
-  };
-
-  // The shells of whatever agent the sandbox has now; starting one makes or resumes it.
-  class Shells final : public BackgroundShellControl {
-   public:
-    explicit Shells(UserSandbox& sandbox) : sandbox_(sandbox) {}
-    BackgroundStartResult start(const BackgroundStartArgs& args) override {
-      Lease lease = sandbox_.enter(true);
-      sandbox_.keep_notices(lease);
-      BackgroundShellControl* shells = lease.agent ? lease.agent->background_shells() : nullptr;
-      if (shells == nullptr) {
-        BackgroundStartResult result;
-        result.error = "Failed to start background shell: " +
-                       (lease.error.empty() ? std::string(kNoBackgroundShells) : lease.error);
-        return result;
-      }
-      return shells->start(args);
-    }
-    BackgroundOutput output(const std::string& shell_id, const std::optional<std::string>& cursor,
-                            std::optional<std::size_t> max_lines,
-                            const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease))
-        return shells->output(shell_id, cursor, max_lines, principal);
-      BackgroundOutput none;
-      none.error = "no background shell '" + shell_id + "' (the sandbox has none running)";
-      return none;
-    }
-    std::optional<BackgroundShellStatus> status(const std::string& shell_id,
-                                                const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease))
-        return shells->status(shell_id, principal);
-      return std::nullopt;
-    }
-    BackgroundKillResult kill(const std::string& shell_id, const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease))
-        return shells->kill(shell_id, principal);
-      BackgroundKillResult none;
-      none.error = "no background shell '" + shell_id + "' (the sandbox has none running)";
-      return none;
-    }
-    std::vector<BackgroundShellStatus> list(const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease)) return shells->list(principal);
-      return {};
-    }
-
-   private:
-    static BackgroundShellControl* running_shells(const Lease& lease) {
-      return lease.agent ? lease.agent->background_shells() : nullptr;
-    }
-    UserSandbox& sandbox_;
-  };
-
-  // Takes a lease; with `may_start`, makes the sandbox ready first (claimed, made, or started
-  // again), with a notice for the call when it was stopped or removed.
-  Lease enter(bool may_start);
+  // A call's pass (while one lives, the timers leave the sandbox alone) to the user's agent; with
+  // `may_start`, the sandbox made ready (claimed, made, or started again, with a notice for the
+  // call when it was stopped or removed) and its backend started.
+  Pass enter(bool may_start) override;
+  // enter()'s part under life_mutex_: the pass, and the sandbox's starter when it has an agent.
+  Pass ready(bool may_start, LazyAgent*& lazy);
   // For a call whose result has no notices (files, a background shell's start): the next command's
   // result carries them, so the user still learns their sandbox was started again or made anew.
-  void keep_notices(Lease& lease) {
-    if (lease.notices.empty()) return;
+  void keep_notices(std::vector<std::string>& notices) override {
+    if (notices.empty()) return;
     std::lock_guard lock(mutex_);
-    for (auto& notice : lease.notices) pending_notices_.push_back(std::move(notice));
-    lease.notices.clear();
+    for (auto& notice : notices) pending_notices_.push_back(std::move(notice));
+    notices.clear();
     constexpr std::size_t kKept = 4;
     if (pending_notices_.size() > kKept)
       pending_notices_.erase(pending_notices_.begin(),
                              pending_notices_.end() - static_cast<std::ptrdiff_t>(kKept));
   }
-  void leave() {
+  void leave() noexcept override {
     std::lock_guard lock(mutex_);
     --active_;
     last_call_ = Clock::now();
@@ -229,10 +103,9 @@ class UserSandbox final : public Agent {
   UserSandboxes& owner_;
   const std::string key_;
   const std::string dir_;
-  Shells shells_;
   // Held by every transition (make, resume, stop, remove) and by enter(); the timers only try it.
   std::mutex life_mutex_;
-  std::unique_ptr<ConfiguredAgent> agent_;  // changed with life_mutex_ held and no lease
+  std::unique_ptr<ConfiguredAgent> agent_;  // changed with life_mutex_ held and no pass
   std::unique_ptr<LazyAgent> lazy_;         // over *agent_
   mutable std::mutex mutex_;                // guards the five below; held briefly
   State state_ = State::kEmpty;
@@ -243,7 +116,18 @@ class UserSandbox final : public Agent {
   std::vector<std::string> pending_notices_;  // keep_notices(); the last four
 };
 
-UserSandbox::Lease UserSandbox::enter(bool may_start) {
+AgentDecorator::Pass UserSandbox::enter(bool may_start) {
+  LazyAgent* lazy = nullptr;
+  Pass pass = ready(may_start, lazy);
+  if (lazy == nullptr) return pass;
+  // Started outside life_mutex_ (a start waits on the engine; LazyAgent bounds who waits for it),
+  // under the pass, which keeps the timers away.
+  if (may_start) pass.error = lazy->ensure_started();
+  if (pass.error.empty()) pass.agent = &lazy->inner();
+  return pass;
+}
+
+AgentDecorator::Pass UserSandbox::ready(bool may_start, LazyAgent*& lazy) {
   std::lock_guard life(life_mutex_);
   State state;
   {
@@ -252,26 +136,26 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
     last_call_ = Clock::now();
     state = state_;
     if (shut_down_) {
-      Lease refused(this);
+      Pass refused(this);
       refused.error = "the server is shutting down; the sandbox was removed";
       return refused;
     }
   }
-  Lease lease(this);
+  Pass pass(this);
   if (may_start) {
     std::lock_guard lock(mutex_);
-    lease.notices.swap(pending_notices_);
+    pass.notices.swap(pending_notices_);
   }
   if (state == State::kRunning || !may_start) {
-    lease.agent = state == State::kRunning ? lazy_.get() : nullptr;
-    return lease;
+    lazy = state == State::kRunning ? lazy_.get() : nullptr;
+    return pass;
   }
   if (state == State::kStopped) {
     sdk::SandboxControl* control = agent_->sandbox_control();
     const std::string error = control ? control->resume() : "the backend cannot start it again";
     if (error.empty()) {
       owner_.count(&SandboxEvents::starts);
-      lease.notices.push_back(
+      pass.notices.push_back(
           "sandbox started again: it was stopped after " +
           std::to_string(whole_seconds(owner_.config().idle_stop)) +
           " s without a call; the files in /workspace are kept, processes and files elsewhere "
@@ -279,8 +163,8 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
       spdlog::info("agent '{}': user '{}': sandbox started again", owner_.id(), key_);
       std::lock_guard lock(mutex_);
       state_ = State::kRunning;
-      lease.agent = lazy_.get();
-      return lease;
+      lazy = lazy_.get();
+      return pass;
     }
     spdlog::warn(
         "agent '{}': user '{}': the stopped sandbox did not start again ({}); making a "
@@ -288,12 +172,12 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
         owner_.id(), key_, error.substr(0, 512));
     drop_agent();
   }
-  if (std::string error = make(lease.notices); !error.empty()) {
-    lease.error = std::move(error);
-    return lease;
+  if (std::string error = make(pass.notices); !error.empty()) {
+    pass.error = std::move(error);
+    return pass;
   }
-  lease.agent = lazy_.get();
-  return lease;
+  lazy = lazy_.get();
+  return pass;
 }
 
 std::string UserSandbox::make(std::vector<std::string>& notices) {
@@ -443,8 +327,8 @@ void UserSandboxes::start() {
   refill_ = std::thread([this] { refill_loop(); });
 }
 
-SandboxLookup UserSandboxes::sandbox_for(const std::string& user_key) {
-  SandboxLookup out;
+Resolution UserSandboxes::sandbox_for(const std::string& user_key) {
+  Resolution out;
   if (!valid_user_key(user_key)) {
     out.refusal = "agent '" + agent_id_ +
                   "' is per-user and this user's key cannot name a workspace directory";

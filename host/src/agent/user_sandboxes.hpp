@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/agent.hpp"
+#include "agent/agent_target.hpp"
 #include "agent/configured_agent.hpp"
 #include "config/config.hpp"
 
@@ -32,29 +33,7 @@ inline const std::string kUserSandboxCwd = "/workspace";
 using SandboxBuilder = std::function<std::unique_ptr<ConfiguredAgent>(const std::string& workspace,
                                                                       const std::string& name)>;
 
-// What /metrics shows; read without waiting on a backend.
-struct SandboxCounts {
-  std::size_t warm = 0;     // made ahead of time, not claimed yet
-  std::size_t running = 0;  // a user's, with its container running (or being made)
-  std::size_t stopped = 0;  // a user's, stopped when idle
-};
-struct SandboxEvents {
-  std::uint64_t claims = 0;    // a new user took a warm container
-  std::uint64_t creates = 0;   // a container made for a user (no warm one, or a returning user)
-  std::uint64_t starts = 0;    // a stopped sandbox started again by its user's call
-  std::uint64_t stops = 0;     // stopped after idle_stop
-  std::uint64_t removals = 0;  // removed after idle_remove
-  std::uint64_t refusals = 0;  // a new user refused: max_users sandboxes exist
-};
-
 class UserSandbox;
-
-// sandbox_for()'s answer: the user's agent, or why not.
-struct SandboxLookup {
-  std::shared_ptr<Agent> agent;
-  bool at_limit = false;  // refused because max_users sandboxes exist
-  std::string refusal;
-};
 
 class UserSandboxes {
  public:
@@ -74,7 +53,7 @@ class UserSandboxes {
   // The agent serving `user_key` (a sandbox record, made here; its container is made by its first
   // call), or a refusal naming the limit when max_users sandboxes exist. Never waits on a backend
   // (an HTTP I/O thread asks).
-  SandboxLookup sandbox_for(const std::string& user_key);
+  Resolution sandbox_for(const std::string& user_key);
   // Timers and refill stopped, every container removed (never a workspace), warm directories
   // removed. Calls still in flight finish on their agents; the records live while they do.
   void stop_all() noexcept;
