@@ -69,7 +69,7 @@ std::unique_ptr<AgentTarget> AgentRegistry::build_per_user(const AgentConfig& ag
   // The template: checks the plugins' settings now and answers tools/list; never started. It has
   // the longest instance id a user's sandbox can have, so a name that would not fit is refused now.
   AgentBuildOptions template_options = options;
-  template_options.instance_id = instance + "-" + UserSandboxes::longest_sandbox_name();
+  template_options.instance_id = instance + "-" + SandboxTemplate::longest_sandbox_name();
   auto shape = build_per_user_template(*config_, agent_config, *plugins_, template_options);
   SandboxBuilder build = [config = config_, plugins = plugins_.get(), agent_config, options,
                           instance](const std::string& workspace, const std::string& name) {

@@ -1,4 +1,4 @@
-// Per-user sandboxes: the records, the warm pool and the idle timers (see user_sandboxes.hpp).
+// Per-user sandboxes: each user's record and the idle timers (see user_sandboxes.hpp).
 #include "agent/user_sandboxes.hpp"
 
 #include <sys/stat.h>
@@ -45,8 +45,10 @@ class UserSandbox final : public AgentDecorator {
   [[nodiscard]] CallLimit call_limit() const override {
     return CallLimit{owner_.id() + "/" + key_, true, owner_.config().max_calls_per_user};
   }
-  [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.traits_; }
-  [[nodiscard]] AgentCapabilities capabilities() const override { return owner_.capabilities_; }
+  [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.template_.traits(); }
+  [[nodiscard]] AgentCapabilities capabilities() const override {
+    return owner_.template_.capabilities();
+  }
   // The timers' step for this sandbox (run by the timer thread only).
   void idle_step(Clock::time_point now);
   // True when it holds no container and no call: the owner may forget it.
@@ -154,7 +156,7 @@ AgentDecorator::Pass UserSandbox::ready(bool may_start, LazyAgent*& lazy) {
     sdk::SandboxControl* control = agent_->sandbox_control();
     const std::string error = control ? control->resume() : "the backend cannot start it again";
     if (error.empty()) {
-      owner_.count(&SandboxEvents::starts);
+      owner_.events_.count(&SandboxEvents::starts);
       pass.notices.push_back(
           "sandbox started again: it was stopped after " +
           std::to_string(whole_seconds(owner_.config().idle_stop)) +
@@ -184,16 +186,16 @@ std::string UserSandbox::make(std::vector<std::string>& notices) {
   std::error_code ec;
   const bool returning = fs::exists(dir_, ec);
   std::unique_ptr<ConfiguredAgent> agent;
-  if (!returning) agent = owner_.claim_warm(dir_, key_);
+  if (!returning) agent = owner_.pool_.claim(dir_, key_);
   if (!agent) {
-    owner_.release_surplus_warm();
+    owner_.pool_.release_surplus();
     if (std::string error = make_private_dir(dir_); !error.empty()) return error;
     try {
-      agent = owner_.build(dir_, UserSandboxes::user_sandbox_name(key_));
+      agent = owner_.template_.build(dir_, SandboxTemplate::user_sandbox_name(key_));
     } catch (const std::exception& e) {
       return "agent '" + owner_.id() + "': cannot make a sandbox for this user: " + e.what();
     }
-    owner_.count(&SandboxEvents::creates);
+    owner_.events_.count(&SandboxEvents::creates);
   }
   // Its container was removed (idle_remove, a restart of the server): the files are not.
   if (returning)
@@ -239,10 +241,10 @@ void UserSandbox::idle_step(Clock::time_point now) {
       spdlog::warn("agent '{}': user '{}': idle sandbox did not stop ({}); removing it",
                    owner_.id(), key_, error.substr(0, 512));
       drop_agent();
-      owner_.count(&SandboxEvents::removals);
+      owner_.events_.count(&SandboxEvents::removals);
       return;
     }
-    owner_.count(&SandboxEvents::stops);
+    owner_.events_.count(&SandboxEvents::stops);
     spdlog::info("agent '{}': user '{}': sandbox stopped after {} s without a call", owner_.id(),
                  key_, whole_seconds(owner_.config().idle_stop));
     std::lock_guard lock(mutex_);
@@ -251,89 +253,60 @@ void UserSandbox::idle_step(Clock::time_point now) {
     return;
   }
   drop_agent();
-  owner_.count(&SandboxEvents::removals);
+  owner_.events_.count(&SandboxEvents::removals);
   spdlog::info("agent '{}': user '{}': stopped sandbox removed (its workspace is kept)",
                owner_.id(), key_);
 }
 
 // --- UserSandboxes -------------------------------------------------------------------------
 
+namespace {
+
+// The timers act within a quarter of the shorter idle time (and at least once per `tick`).
+std::chrono::milliseconds timer_tick(const PerUserConfig& config, std::chrono::milliseconds tick) {
+  return std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::min(config.idle_stop, config.idle_remove) / 4 +
+                            std::chrono::milliseconds(50)));
+}
+
+}  // namespace
+
 UserSandboxes::UserSandboxes(std::string agent_id, PerUserConfig config, SandboxBuilder build,
                              AgentCapabilities capabilities, sdk::BackendTraits traits,
                              std::chrono::milliseconds tick)
-    : agent_id_(std::move(agent_id)),
-      config_(std::move(config)),
-      build_(std::move(build)),
-      capabilities_(capabilities),
-      traits_(std::move(traits)),
-      tick_(std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::min(config_.idle_stop, config_.idle_remove) / 4 +
-                               std::chrono::milliseconds(50)))) {}
+    : template_(std::move(agent_id), std::move(config), std::move(build), capabilities,
+                std::move(traits)),
+      tick_(timer_tick(template_.config(), tick)),
+      pool_(template_, user_count_, events_, tick_) {}
 
 UserSandboxes::~UserSandboxes() {
   stop_all();
 }
 
-std::string UserSandboxes::user_sandbox_name(const std::string& key) {
-  std::string out = "u-";
-  for (char c : key) {
-    switch (c) {
-      case '_':
-        out += "__";
-        break;
-      case '-':
-        out += "_d";
-        break;
-      case '.':
-        out += "_p";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string UserSandboxes::warm_sandbox_name(std::uint64_t n) {
-  return "w-" + std::to_string(n);
-}
-
-std::string UserSandboxes::longest_sandbox_name() {
-  return user_sandbox_name(std::string(kMaxUserKey, '_'));
-}
-
-bool UserSandboxes::valid_user_key(const std::string& key) {
-  if (key.empty() || key.size() > kMaxUserKey || key.front() == '.' || key.front() == '-')
-    return false;
-  for (char c : key) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 void UserSandboxes::start() {
   // A killed server's unclaimed warm directories: empty, and named for it.
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(config_.workspace_root, ec)) {
+  for (const auto& entry : fs::directory_iterator(config().workspace_root, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.starts_with(".warm-") && entry.is_directory(ec) && fs::is_empty(entry.path(), ec))
       fs::remove(entry.path(), ec);
   }
-  std::lock_guard lock(mutex_);
-  if (timer_.joinable()) return;
-  timer_ = std::thread([this] { timer_loop(); });
-  refill_ = std::thread([this] { refill_loop(); });
+  {
+    std::lock_guard lock(mutex_);
+    if (timer_.joinable() || stopping_) return;
+    timer_ = std::thread([this] { timer_loop(); });
+  }
+  pool_.start();
 }
 
 Resolution UserSandboxes::sandbox_for(const std::string& user_key) {
   Resolution out;
-  if (!valid_user_key(user_key)) {
-    out.refusal = "agent '" + agent_id_ +
-                  "' is per-user and this user's key cannot name a workspace directory";
+  if (!SandboxTemplate::valid_user_key(user_key)) {
+    out.refusal =
+        "agent '" + id() + "' is per-user and this user's key cannot name a workspace directory";
     return out;
   }
+  const PerUserConfig& config = template_.config();
   std::lock_guard lock(mutex_);
   if (stopping_) {
     out.refusal = "the server is shutting down; retry shortly";
@@ -343,11 +316,11 @@ Resolution UserSandboxes::sandbox_for(const std::string& user_key) {
     out.agent = it->second;
     return out;
   }
-  if (users_.size() >= config_.max_users) {
-    ++events_.refusals;
+  if (users_.size() >= config.max_users) {
+    events_.count(&SandboxEvents::refusals);
     out.at_limit = true;
-    out.refusal = "agent '" + agent_id_ + "' has reached its limit of " +
-                  std::to_string(config_.max_users) +
+    out.refusal = "agent '" + id() + "' has reached its limit of " +
+                  std::to_string(config.max_users) +
                   " user sandboxes (per_user.max_users); a sandbox is freed when its user has "
                   "been idle for idle_stop + idle_remove; retry later or ask the operator to "
                   "raise the limit";
@@ -355,75 +328,22 @@ Resolution UserSandboxes::sandbox_for(const std::string& user_key) {
   }
   auto sandbox = std::make_shared<UserSandbox>(*this, user_key);
   users_.emplace(user_key, sandbox);
-  wake_.notify_all();  // the pool may have to give up a slot it would refill
+  user_count_.store(users_.size());
+  pool_.wake();  // the pool may have to give up a slot it would refill
   out.agent = std::move(sandbox);
   return out;
-}
-
-std::unique_ptr<ConfiguredAgent> UserSandboxes::claim_warm(const std::string& dir,
-                                                           const std::string& user_key) {
-  Warm warm;
-  {
-    std::lock_guard lock(mutex_);
-    if (warm_.empty()) return nullptr;
-    warm = std::move(warm_.front());
-    warm_.pop_front();
-    wake_.notify_all();
-  }
-  std::error_code ec;
-  fs::rename(warm.dir, dir, ec);
-  std::string error = ec ? "renaming " + warm.dir + ": " + ec.message() : "";
-  if (error.empty()) {
-    sdk::SandboxControl* control = warm.agent->sandbox_control();
-    error = control ? control->relocate_workspace(dir) : "the backend cannot move its workspace";
-  }
-  if (!error.empty()) {
-    spdlog::warn("agent '{}': user '{}': could not claim a warm sandbox ({}); making one",
-                 agent_id_, user_key, error.substr(0, 512));
-    warm.agent->shutdown();
-    fs::remove(warm.dir, ec);
-    return nullptr;
-  }
-  count(&SandboxEvents::claims);
-  // Its container keeps the name it was made with: the log ties the two.
-  spdlog::info("agent '{}': user '{}' claimed the warm sandbox {} (its container keeps that name)",
-               agent_id_, user_key, warm.name);
-  return std::move(warm.agent);
-}
-
-std::unique_ptr<ConfiguredAgent> UserSandboxes::build(const std::string& workspace,
-                                                      const std::string& name) {
-  return build_(workspace, name);
-}
-
-void UserSandboxes::release_surplus_warm() {
-  std::lock_guard lock(mutex_);
-  if (warm_.empty() || users_.size() + warm_.size() <= config_.max_users) return;
-  surplus_.push_back(std::move(warm_.back()));
-  warm_.pop_back();
-  wake_.notify_all();
-}
-
-void UserSandboxes::count(std::uint64_t SandboxEvents::*event) {
-  std::lock_guard lock(mutex_);
-  ++(events_.*event);
 }
 
 SandboxCounts UserSandboxes::counts() const {
   std::vector<std::shared_ptr<UserSandbox>> users;
   SandboxCounts counts;
+  counts.warm = pool_.ready();
   {
     std::lock_guard lock(mutex_);
-    counts.warm = warm_.size();
     for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
   }
   for (const auto& sandbox : users) sandbox->add_to(counts);
   return counts;
-}
-
-SandboxEvents UserSandboxes::events() const {
-  std::lock_guard lock(mutex_);
-  return events_;
 }
 
 void UserSandboxes::sweep() {
@@ -436,7 +356,7 @@ void UserSandboxes::sweep() {
   for (const auto& sandbox : users) sandbox->idle_step(now);
   users.clear();
   // Destroyed after the lock is let go: a record's destructor takes its own locks, which a call
-  // holds while it takes this one (claim_warm).
+  // holds while it takes the pool's (claim).
   std::vector<std::shared_ptr<UserSandbox>> forgotten;
   std::lock_guard lock(mutex_);
   for (auto it = users_.begin(); it != users_.end();) {
@@ -448,7 +368,8 @@ void UserSandboxes::sweep() {
       ++it;
     }
   }
-  if (!forgotten.empty()) wake_.notify_all();
+  user_count_.store(users_.size());
+  if (!forgotten.empty()) pool_.wake();
 }
 
 void UserSandboxes::timer_loop() {
@@ -462,105 +383,20 @@ void UserSandboxes::timer_loop() {
   }
 }
 
-bool UserSandboxes::refill_needed_locked() const {
-  const std::size_t pool = warm_.size() + warm_making_;
-  return !stopping_ && pool < config_.warm && users_.size() + pool < config_.max_users;
-}
-
-bool UserSandboxes::make_warm() {
-  std::string dir;
-  std::string name;
-  {
-    std::lock_guard lock(mutex_);
-    const std::uint64_t n = ++warm_serial_;
-    name = warm_sandbox_name(n);
-    dir = config_.workspace_root + "/.warm-" + std::to_string(::getpid()) + "-" + std::to_string(n);
-  }
-  std::error_code ec;
-  try {
-    if (std::string error = make_private_dir(dir); !error.empty()) throw std::runtime_error(error);
-    auto agent = build(dir, name);
-    agent->start();
-    // Ready for calls now (the runner's channel open), not at the user's first call: resume()
-    // of a running sandbox only makes it ready.
-    sdk::SandboxControl* control = agent->sandbox_control();
-    if (std::string error = control ? control->resume() : "the backend cannot make it ready";
-        !error.empty())
-      throw std::runtime_error(error);
-    std::lock_guard lock(mutex_);
-    // Users came while it was made: past max_users it is not wanted any more.
-    if (stopping_ || users_.size() + warm_.size() >= config_.max_users) {
-      agent->shutdown();
-      fs::remove_all(dir, ec);
-      return true;
-    }
-    warm_.push_back({std::move(agent), dir, name});
-    return true;
-  } catch (const std::exception& e) {
-    spdlog::warn("agent '{}': could not make a warm sandbox: {}", agent_id_,
-                 std::string(e.what()).substr(0, 1024));
-    fs::remove_all(dir, ec);
-    return false;
-  }
-}
-
-void UserSandboxes::refill_loop() {
-  std::unique_lock lock(mutex_);
-  auto retry_at = Clock::now();
-  // A failing engine is asked again after 5 s, then 10, 20, 40, 60 (and its log stays short).
-  std::chrono::seconds backoff{5};
-  while (!stopping_) {
-    if (!surplus_.empty()) {
-      Warm surplus = std::move(surplus_.front());
-      surplus_.pop_front();
-      lock.unlock();
-      surplus.agent->shutdown();
-      std::error_code ec;
-      fs::remove_all(surplus.dir, ec);
-      lock.lock();
-      continue;
-    }
-    if (!refill_needed_locked() || Clock::now() < retry_at) {
-      wake_.wait_for(lock, tick_);
-      continue;
-    }
-    ++warm_making_;
-    lock.unlock();
-    const bool made = make_warm();
-    lock.lock();
-    --warm_making_;
-    if (made) {
-      backoff = std::chrono::seconds(5);
-    } else {
-      retry_at = Clock::now() + backoff;
-      backoff = std::min<std::chrono::seconds>(backoff * 2, std::chrono::seconds(60));
-    }
-  }
-}
-
 void UserSandboxes::stop_all() noexcept {
   std::vector<std::shared_ptr<UserSandbox>> users;
-  std::deque<Warm> warm;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     wake_.notify_all();
   }
   if (timer_.joinable()) timer_.join();
-  if (refill_.joinable()) refill_.join();
+  pool_.stop();
   {
     std::lock_guard lock(mutex_);
     for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
-    warm.swap(warm_);
-    for (Warm& slot : surplus_) warm.push_back(std::move(slot));
-    surplus_.clear();
   }
   for (const auto& sandbox : users) sandbox->shutdown();
-  std::error_code ec;
-  for (Warm& slot : warm) {
-    slot.agent->shutdown();
-    fs::remove_all(slot.dir, ec);
-  }
 }
 
 }  // namespace execmcp::host
