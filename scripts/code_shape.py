@@ -14,10 +14,11 @@
                                         class with behaviour is one with a method (plain settings
                                         structs have none)
   scripts/code_shape.py check           exit 1 when a file is over 1000 lines, a function over 150,
-                                        the host includes anything of plugins/, compares a
-                                        plugin's name with a string, or a class with behaviour in
-                                        the Docker backends' shared code or the host's agent code
-                                        has over 20 data members (a ctest runs it)
+                                        the host includes anything of plugins/, two rooms of the
+                                        host include each other (directly or round a loop), the
+                                        host compares a plugin's name with a string, or a class
+                                        with behaviour in the Docker backends' shared code or the
+                                        host's agent code has over 20 data members (a ctest runs it)
 """
 import collections
 import os
@@ -115,6 +116,28 @@ def include_edges():
             if dst != src:
                 edges[(src, dst)] += 1
     return edges
+
+
+def host_loops(edges):
+    """Each include edge between two rooms of host/src that lies on a loop (b reaches a back): the
+    rooms depend one way (docs/architecture.md, "Which room includes which")."""
+    graph = collections.defaultdict(set)
+    for (a, b) in edges:
+        if a.startswith('host/') and b.startswith('host/'):
+            graph[a].add(b)
+
+    def reaches(start, goal):
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph.get(node, ()))
+        return False
+
+    return sorted((a, b) for a, targets in list(graph.items()) for b in targets if reaches(b, a))
 
 
 def plugin_name_comparisons():
@@ -256,6 +279,8 @@ def main(argv):
         problems += [f"{a} includes {b} ({n} times): the host never includes plugins/"
                      for (a, b), n in include_edges().items()
                      if a.startswith('host') and b.startswith('plugins/')]
+        problems += [f"{a} includes {b}, which includes {a} back (round a loop): host rooms "
+                     "depend one way" for a, b in host_loops(include_edges())]
         problems += [f"{f}:{i}: the host compares a plugin's name with a string: {line}"
                      for f, i, line in plugin_name_comparisons()]
         problems += [f"{f}:{line}: class {name} has {fields} data members (at most {FIELD_LIMIT} "

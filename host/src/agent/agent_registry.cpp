@@ -5,6 +5,10 @@
 
 #include <filesystem>
 
+#include "agent/per_user_target.hpp"
+#include "agent/single_agent_target.hpp"
+#include "agent/user_sandboxes.hpp"
+
 namespace execmcp::host {
 
 std::unique_ptr<ConfiguredAgent> build_per_user_template(const Config& config,
@@ -34,11 +38,9 @@ AgentRegistry::AgentRegistry(const Config& config, const std::vector<const Agent
       entries_.push_back(build_per_user(*agent_config, options));
       continue;
     }
-    Entry entry;
-    entry.agent = build_agent(config, *agent_config, *plugins_, options);
-    entry.lazy = std::make_unique<LazyAgent>(*entry.agent);
-    entry.isolated = entry.agent->traits().isolated;
-    entries_.push_back(std::move(entry));
+    auto agent = build_agent(config, *agent_config, *plugins_, options);
+    const bool isolated = agent->traits().isolated;  // asked once, here
+    entries_.push_back(std::make_unique<SingleAgentTarget>(std::move(agent), isolated));
   }
 }
 
@@ -48,12 +50,12 @@ AgentRegistry::~AgentRegistry() {
 
 std::vector<std::string> AgentRegistry::ids() const {
   std::vector<std::string> ids;
-  for (const Entry& entry : entries_) ids.push_back(entry.agent->id());
+  for (const auto& entry : entries_) ids.push_back(entry->id());
   return ids;
 }
 
-AgentRegistry::Entry AgentRegistry::build_per_user(const AgentConfig& agent_config,
-                                                   const AgentBuildOptions& options) {
+std::unique_ptr<AgentTarget> AgentRegistry::build_per_user(const AgentConfig& agent_config,
+                                                           const AgentBuildOptions& options) {
   const PerUserConfig& per_user = *agent_config.per_user;
   if (options.touch_filesystem) {
     // Only the server's user may enter it: each user's container reaches its own directory
@@ -66,15 +68,12 @@ AgentRegistry::Entry AgentRegistry::build_per_user(const AgentConfig& agent_conf
       options.instance_id.empty() ? make_instance_id() : options.instance_id;
   // The template: checks the plugins' settings now and answers tools/list; never started. It has
   // the longest instance id a user's sandbox can have, so a name that would not fit is refused now.
-  Entry entry;
   AgentBuildOptions template_options = options;
-  template_options.instance_id = instance + "-" + UserSandboxes::longest_sandbox_name();
-  entry.agent = build_per_user_template(*config_, agent_config, *plugins_, template_options);
-  entry.isolated = true;
-  AgentConfig shape = agent_config;
-  SandboxBuilder build = [config = config_, plugins = plugins_.get(), shape, options, instance](
-                             const std::string& workspace, const std::string& name) {
-    AgentConfig one = shape;
+  template_options.instance_id = instance + "-" + SandboxTemplate::longest_sandbox_name();
+  auto shape = build_per_user_template(*config_, agent_config, *plugins_, template_options);
+  SandboxBuilder build = [config = config_, plugins = plugins_.get(), agent_config, options,
+                          instance](const std::string& workspace, const std::string& name) {
+    AgentConfig one = agent_config;
     one.cwd = workspace;
     one.per_user.reset();
     AgentBuildOptions one_options = options;
@@ -82,29 +81,24 @@ AgentRegistry::Entry AgentRegistry::build_per_user(const AgentConfig& agent_conf
     one_options.sandbox_cwd = kUserSandboxCwd;
     return build_agent(*config, one, *plugins, one_options);
   };
-  entry.sandboxes =
-      std::make_unique<UserSandboxes>(agent_config.id, per_user, std::move(build),
-                                      entry.agent->capabilities(), entry.agent->traits());
-  return entry;
+  auto sandboxes = std::make_unique<UserSandboxes>(agent_config.id, per_user, std::move(build),
+                                                   shape->capabilities(), shape->traits());
+  return std::make_unique<PerUserTarget>(std::move(shape), std::move(sandboxes));
 }
 
 void AgentRegistry::start_all(const std::function<bool()>& keep_going) {
-  for (Entry& entry : entries_) {
+  for (const auto& entry : entries_) {
     if (!keep_going()) return;
-    if (!entry.sandboxes) entry.agent->start();
+    entry->start();
   }
 }
 
-void AgentRegistry::start_sandboxes() {
-  for (Entry& entry : entries_)
-    if (entry.sandboxes) entry.sandboxes->start();
+void AgentRegistry::start_background() {
+  for (const auto& entry : entries_) entry->start_background();
 }
 
 void AgentRegistry::stop_all() noexcept {
-  for (Entry& entry : entries_) {
-    if (entry.sandboxes) entry.sandboxes->stop_all();
-    entry.agent->shutdown();
-  }
+  for (const auto& entry : entries_) entry->stop();
 }
 
 }  // namespace execmcp::host

@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_target.hpp"
 #include "agent/configured_agent.hpp"
-#include "agent/lazy_agent.hpp"
-#include "agent/user_sandboxes.hpp"
 #include "config/config.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -25,7 +24,7 @@ std::unique_ptr<ConfiguredAgent> build_per_user_template(const Config& config,
                                                          AgentBuildOptions options);
 
 // Serving over stdio is a registry of one. Built and stopped on the main thread; the servers use
-// agent() and the read-only queries from their own threads.
+// target() and the read-only queries from their own threads.
 class AgentRegistry {
  public:
   // Builds (never starts) each selected agent through the plugins, which it keeps (per-user
@@ -42,42 +41,31 @@ class AgentRegistry {
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
   [[nodiscard]] std::vector<std::string> ids() const;
 
-  // What the servers serve: its backend starts on the first call that needs it. Not for a
-  // per-user agent (sandboxes()).
-  [[nodiscard]] LazyAgent& agent(std::size_t index) { return *entries_[index].lazy; }
-  [[nodiscard]] const LazyAgent& agent(std::size_t index) const { return *entries_[index].lazy; }
-  // A per-user agent's sandboxes, one per user; null for an ordinary agent.
-  [[nodiscard]] UserSandboxes* sandboxes(std::size_t index) const {
-    return entries_[index].sandboxes.get();
+  // What agent `index` resolves to: one agent, or a per-user agent's sandboxes.
+  [[nodiscard]] AgentTarget& target(std::size_t index) const { return *entries_[index]; }
+  // The agent itself (its backend's name, filters, workspace). For a per-user agent, its
+  // template: built to check the config, never started.
+  [[nodiscard]] ConfiguredAgent& configured(std::size_t index) const {
+    return entries_[index]->configured();
   }
-  // The agent itself (its backend's name, filters, workspace; start and shutdown). For a
-  // per-user agent, its template: built to check the config, never started.
-  [[nodiscard]] ConfiguredAgent& configured(std::size_t index) { return *entries_[index].agent; }
-  // Whether its commands run in a sandbox (the backend's traits, asked once when built): a
-  // started one owns a container (or a VM).
-  [[nodiscard]] bool isolated(std::size_t index) const { return entries_[index].isolated; }
 
   // Starts each agent now, in order, while keep_going() (a signal may arrive meanwhile). Throws
   // std::runtime_error for the first that cannot start. Per-user agents start no sandbox here.
   void start_all(const std::function<bool()>& keep_going);
-  // The per-user agents' timers and warm pools (the HTTP server, once it serves).
-  void start_sandboxes();
+  // Each target's own threads: the per-user agents' timers and warm pools (the HTTP server, once
+  // it serves).
+  void start_background();
   // Shuts every agent down (its shells ended, its container removed); each once.
   void stop_all() noexcept;
 
  private:
-  struct Entry {
-    std::unique_ptr<ConfiguredAgent> agent;
-    std::unique_ptr<LazyAgent> lazy;           // over *agent: destroyed first; null when per-user
-    std::unique_ptr<UserSandboxes> sandboxes;  // per-user only
-    bool isolated = false;
-  };
-  // A per-user entry: its template and its sandboxes' builder.
-  Entry build_per_user(const AgentConfig& agent_config, const AgentBuildOptions& options);
+  // A per-user agent: its template and its sandboxes' builder.
+  std::unique_ptr<AgentTarget> build_per_user(const AgentConfig& agent_config,
+                                              const AgentBuildOptions& options);
 
   std::shared_ptr<const Config> config_;           // what per-user sandboxes are built from
   std::unique_ptr<const PluginRegistry> plugins_;  // outlives every agent built from it
-  std::vector<Entry> entries_;
+  std::vector<std::unique_ptr<AgentTarget>> entries_;
 };
 
 }  // namespace execmcp::host

@@ -15,53 +15,13 @@ constexpr std::size_t kMaxLoggedError = 4096;
 
 }  // namespace
 
-class LazyAgent::StartingShells final : public BackgroundShellControl {
- public:
-  StartingShells(LazyAgent& lazy, BackgroundShellControl& shells) : lazy_(lazy), shells_(shells) {}
-
-  BackgroundStartResult start(const BackgroundStartArgs& args) override {
-    if (std::string error = lazy_.ensure_started(); !error.empty()) {
-      BackgroundStartResult result;
-      result.error = "Failed to start background shell: " + error;
-      return result;
-    }
-    return shells_.start(args);
-  }
-  BackgroundOutput output(const std::string& shell_id, const std::optional<std::string>& cursor,
-                          std::optional<std::size_t> max_lines,
-                          const std::string& principal) override {
-    return shells_.output(shell_id, cursor, max_lines, principal);
-  }
-  std::optional<BackgroundShellStatus> status(const std::string& shell_id,
-                                              const std::string& principal) override {
-    return shells_.status(shell_id, principal);
-  }
-  BackgroundKillResult kill(const std::string& shell_id, const std::string& principal) override {
-    return shells_.kill(shell_id, principal);
-  }
-  std::vector<BackgroundShellStatus> list(const std::string& principal) override {
-    return shells_.list(principal);
-  }
-
- private:
-  LazyAgent& lazy_;
-  BackgroundShellControl& shells_;
-};
-
 LazyAgent::LazyAgent(ConfiguredAgent& agent, std::chrono::milliseconds retry_after,
                      std::size_t max_start_waiters)
     : agent_(agent),
       retry_after_(retry_after),
-      max_start_waiters_(std::max<std::size_t>(1, max_start_waiters)) {
-  if (BackgroundShellControl* shells = agent_.background_shells())
-    shells_ = std::make_unique<StartingShells>(*this, *shells);
-}
+      max_start_waiters_(std::max<std::size_t>(1, max_start_waiters)) {}
 
 LazyAgent::~LazyAgent() = default;
-
-BackgroundShellControl* LazyAgent::background_shells() {
-  return shells_.get();
-}
 
 LazyAgent::State LazyAgent::state() const noexcept {
   // Started before it was wrapped (serve --start-all) counts as started.
@@ -119,48 +79,11 @@ std::string LazyAgent::ensure_started() {
   return error;
 }
 
-ExecuteOutcome LazyAgent::execute(const ExecuteArgs& args, sdk::OutputSink* sink,
-                                  const sdk::CancelToken* cancel) {
-  if (std::string error = ensure_started(); !error.empty()) {
-    ExecuteOutcome outcome;
-    outcome.result.error = error;
-    return outcome;
-  }
-  return agent_.execute(args, sink, cancel);
-}
-
-sdk::ExecResult LazyAgent::run_internal(const std::string& command, const sdk::CancelToken* cancel,
-                                        const std::string& principal) {
-  if (std::string error = ensure_started(); !error.empty()) {
-    sdk::ExecResult result;
-    result.error = error;
-    return result;
-  }
-  return agent_.run_internal(command, cancel, principal);
-}
-
-sdk::FileReadResult LazyAgent::read_file(const sdk::FileReadRequest& request,
-                                         const std::string& principal) {
-  if (std::string error = ensure_started(); !error.empty()) {
-    sdk::FileReadResult result;
-    result.error = error;
-    return result;
-  }
-  return agent_.read_file(request, principal);
-}
-
-sdk::FileWriteResult LazyAgent::write_file(const sdk::FileWriteRequest& request,
-                                           const std::string& principal) {
-  if (std::string error = ensure_started(); !error.empty()) {
-    sdk::FileWriteResult result;
-    result.error = error;
-    return result;
-  }
-  return agent_.write_file(request, principal);
-}
-
-sdk::BackendTraits LazyAgent::traits() const {
-  return agent_.traits();
+AgentDecorator::Pass LazyAgent::enter(bool may_start) {
+  Pass pass;
+  if (may_start) pass.error = ensure_started();
+  if (pass.error.empty()) pass.agent = &agent_;
+  return pass;
 }
 
 }  // namespace execmcp::host

@@ -9,11 +9,12 @@
 #include <mutex>
 #include <string>
 
+#include "agent/agent_decorator.hpp"
 #include "agent/configured_agent.hpp"
 
 namespace execmcp::host {
 
-class LazyAgent final : public Agent {
+class LazyAgent final : public AgentDecorator {
  public:
   // What /ready and /metrics report; read without waiting on a start.
   using State = AgentState;
@@ -37,30 +38,22 @@ class LazyAgent final : public Agent {
 
   [[nodiscard]] const std::string& id() const override { return agent_.id(); }
   [[nodiscard]] const std::string& cwd() const override { return agent_.cwd(); }
-  ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
-                         const sdk::CancelToken* cancel) override;
-  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel,
-                               const std::string& principal) override;
-  sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
-                                const std::string& principal) override;
-  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
-                                  const std::string& principal) override;
-  [[nodiscard]] sdk::BackendTraits traits() const override;
-
+  [[nodiscard]] sdk::BackendTraits traits() const override { return agent_.traits(); }
   // Answered without starting the backend (the capability is known once it is created).
   [[nodiscard]] AgentCapabilities capabilities() const override { return agent_.capabilities(); }
-  // The agent's shells, behind a start: starting a shell starts the backend first; the other
-  // calls need none (no shells before one). nullptr when the agent has none.
-  BackgroundShellControl* background_shells() override;
+  // The agent it starts (a per-user sandbox calls it once ensure_started() said "").
+  [[nodiscard]] ConfiguredAgent& inner() const { return agent_; }
+
+ protected:
+  // A call that needs the backend (commands, files, a shell's start) starts it first; a look at
+  // the shells needs none (no shells before one started).
+  Pass enter(bool may_start) override;
 
  private:
   // The last failure while it is recent (within retry_after_), else "".
   std::string recent_failure();
 
-  class StartingShells;
-
   ConfiguredAgent& agent_;
-  std::unique_ptr<StartingShells> shells_;  // null when agent_ has no shells
   const std::chrono::milliseconds retry_after_;
   const std::size_t max_start_waiters_;
   std::atomic<State> state_{State::kNotStarted};

@@ -1,4 +1,4 @@
-// Per-user sandboxes: the records, the warm pool and the idle timers (see user_sandboxes.hpp).
+// Per-user sandboxes: each user's record and the idle timers (see user_sandboxes.hpp).
 #include "agent/user_sandboxes.hpp"
 
 #include <sys/stat.h>
@@ -34,13 +34,10 @@ std::string make_private_dir(const std::string& path) {
 
 // One user's sandbox, as the MCP layer sees it: an Agent whose calls go to the user's container,
 // made, started again or claimed from the warm pool by the call that needs it.
-class UserSandbox final : public Agent {
+class UserSandbox final : public AgentDecorator {
  public:
   UserSandbox(UserSandboxes& owner, std::string key)
-      : owner_(owner),
-        key_(std::move(key)),
-        dir_(owner.config().workspace_root + "/" + key_),
-        shells_(*this) {}
+      : owner_(owner), key_(std::move(key)), dir_(owner.config().workspace_root + "/" + key_) {}
   ~UserSandbox() override { shutdown(); }
 
   [[nodiscard]] const std::string& id() const override { return owner_.id(); }
@@ -48,60 +45,10 @@ class UserSandbox final : public Agent {
   [[nodiscard]] CallLimit call_limit() const override {
     return CallLimit{owner_.id() + "/" + key_, true, owner_.config().max_calls_per_user};
   }
-  [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.traits_; }
-  [[nodiscard]] AgentCapabilities capabilities() const override { return owner_.capabilities_; }
-  BackgroundShellControl* background_shells() override {
-    return owner_.capabilities_.background ? &shells_ : nullptr;
+  [[nodiscard]] sdk::BackendTraits traits() const override { return owner_.template_.traits(); }
+  [[nodiscard]] AgentCapabilities capabilities() const override {
+    return owner_.template_.capabilities();
   }
-
-  ExecuteOutcome execute(const ExecuteArgs& args, sdk::OutputSink* sink,
-                         const sdk::CancelToken* cancel) override {
-    Lease lease = enter(true);
-    ExecuteOutcome outcome;
-    if (!lease.error.empty()) {
-      outcome.result.error = lease.error;
-    } else {
-      outcome = lease.agent->execute(args, sink, cancel);
-    }
-    outcome.result.notices.insert(outcome.result.notices.begin(), lease.notices.begin(),
-                                  lease.notices.end());
-    return outcome;
-  }
-  sdk::ExecResult run_internal(const std::string& command, const sdk::CancelToken* cancel,
-                               const std::string& principal) override {
-    Lease lease = enter(true);
-    sdk::ExecResult result;
-    if (!lease.error.empty()) {
-      result.error = lease.error;
-    } else {
-      result = lease.agent->run_internal(command, cancel, principal);
-    }
-    result.notices.insert(result.notices.begin(), lease.notices.begin(), lease.notices.end());
-    return result;
-  }
-  sdk::FileReadResult read_file(const sdk::FileReadRequest& request,
-                                const std::string& principal) override {
-    Lease lease = enter(true);
-    keep_notices(lease);
-    if (!lease.error.empty()) {
-      sdk::FileReadResult result;
-      result.error = lease.error;
-      return result;
-    }
-    return lease.agent->read_file(request, principal);
-  }
-  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
-                                  const std::string& principal) override {
-    Lease lease = enter(true);
-    keep_notices(lease);
-    if (!lease.error.empty()) {
-      sdk::FileWriteResult result;
-      result.error = lease.error;
-      return result;
-    }
-    return lease.agent->write_file(request, principal);
-  }
-
   // The timers' step for this sandbox (run by the timer thread only).
   void idle_step(Clock::time_point now);
   // True when it holds no container and no call: the owner may forget it.
@@ -127,96 +74,25 @@ class UserSandbox final : public Agent {
 
  private:
   enum class State { kEmpty, kRunning, kStopped };
-
-  // A call's hold on the sandbox: while any lease lives, the timers leave it alone.
-  struct Lease {
-    UserSandbox* sandbox = nullptr;
-    LazyAgent* agent = nullptr;  // null with `error` (or when !may_start and nothing runs)
-    std::string error;
-    std::vector<std::string> notices;
-    Lease() = default;
-    explicit Lease(UserSandbox* s) : sandbox(s) {}
-    Lease(Lease&& other) noexcept
-        : sandbox(std::exchange(other.sandbox, nullptr)),
-          agent(other.agent),
-          error(std::move(other.error)),
-          notices(std::move(other.notices)) {}
-    Lease& operator=(Lease&&) = delete;
-    ~Lease() {
-      if (sandbox) sandbox->leave();
-    }
-  };
-
-  // The shells of whatever agent the sandbox has now; starting one makes or resumes it.
-  class Shells final : public BackgroundShellControl {
-   public:
-    explicit Shells(UserSandbox& sandbox) : sandbox_(sandbox) {}
-    BackgroundStartResult start(const BackgroundStartArgs& args) override {
-      Lease lease = sandbox_.enter(true);
-      sandbox_.keep_notices(lease);
-      BackgroundShellControl* shells = lease.agent ? lease.agent->background_shells() : nullptr;
-      if (shells == nullptr) {
-        BackgroundStartResult result;
-        result.error = "Failed to start background shell: " +
-                       (lease.error.empty() ? std::string(kNoBackgroundShells) : lease.error);
-        return result;
-      }
-      return shells->start(args);
-    }
-    BackgroundOutput output(const std::string& shell_id, const std::optional<std::string>& cursor,
-                            std::optional<std::size_t> max_lines,
-                            const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease))
-        return shells->output(shell_id, cursor, max_lines, principal);
-      BackgroundOutput none;
-      none.error = "no background shell '" + shell_id + "' (the sandbox has none running)";
-      return none;
-    }
-    std::optional<BackgroundShellStatus> status(const std::string& shell_id,
-                                                const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease))
-        return shells->status(shell_id, principal);
-      return std::nullopt;
-    }
-    BackgroundKillResult kill(const std::string& shell_id, const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease))
-        return shells->kill(shell_id, principal);
-      BackgroundKillResult none;
-      none.error = "no background shell '" + shell_id + "' (the sandbox has none running)";
-      return none;
-    }
-    std::vector<BackgroundShellStatus> list(const std::string& principal) override {
-      Lease lease = sandbox_.enter(false);
-      if (BackgroundShellControl* shells = running_shells(lease)) return shells->list(principal);
-      return {};
-    }
-
-   private:
-    static BackgroundShellControl* running_shells(const Lease& lease) {
-      return lease.agent ? lease.agent->background_shells() : nullptr;
-    }
-    UserSandbox& sandbox_;
-  };
-
-  // Takes a lease; with `may_start`, makes the sandbox ready first (claimed, made, or started
-  // again), with a notice for the call when it was stopped or removed.
-  Lease enter(bool may_start);
+  // A call's pass (while one lives, the timers leave the sandbox alone) to the user's agent; with
+  // `may_start`, the sandbox made ready (claimed, made, or started again, with a notice for the
+  // call when it was stopped or removed) and its backend started.
+  Pass enter(bool may_start) override;
+  // enter()'s part under life_mutex_: the pass, and the sandbox's starter when it has an agent.
+  Pass ready(bool may_start, LazyAgent*& lazy);
   // For a call whose result has no notices (files, a background shell's start): the next command's
   // result carries them, so the user still learns their sandbox was started again or made anew.
-  void keep_notices(Lease& lease) {
-    if (lease.notices.empty()) return;
+  void keep_notices(std::vector<std::string>& notices) override {
+    if (notices.empty()) return;
     std::lock_guard lock(mutex_);
-    for (auto& notice : lease.notices) pending_notices_.push_back(std::move(notice));
-    lease.notices.clear();
+    for (auto& notice : notices) pending_notices_.push_back(std::move(notice));
+    notices.clear();
     constexpr std::size_t kKept = 4;
     if (pending_notices_.size() > kKept)
       pending_notices_.erase(pending_notices_.begin(),
                              pending_notices_.end() - static_cast<std::ptrdiff_t>(kKept));
   }
-  void leave() {
+  void leave() noexcept override {
     std::lock_guard lock(mutex_);
     --active_;
     last_call_ = Clock::now();
@@ -229,10 +105,9 @@ class UserSandbox final : public Agent {
   UserSandboxes& owner_;
   const std::string key_;
   const std::string dir_;
-  Shells shells_;
   // Held by every transition (make, resume, stop, remove) and by enter(); the timers only try it.
   std::mutex life_mutex_;
-  std::unique_ptr<ConfiguredAgent> agent_;  // changed with life_mutex_ held and no lease
+  std::unique_ptr<ConfiguredAgent> agent_;  // changed with life_mutex_ held and no pass
   std::unique_ptr<LazyAgent> lazy_;         // over *agent_
   mutable std::mutex mutex_;                // guards the five below; held briefly
   State state_ = State::kEmpty;
@@ -243,7 +118,18 @@ class UserSandbox final : public Agent {
   std::vector<std::string> pending_notices_;  // keep_notices(); the last four
 };
 
-UserSandbox::Lease UserSandbox::enter(bool may_start) {
+AgentDecorator::Pass UserSandbox::enter(bool may_start) {
+  LazyAgent* lazy = nullptr;
+  Pass pass = ready(may_start, lazy);
+  if (lazy == nullptr) return pass;
+  // Started outside life_mutex_ (a start waits on the engine; LazyAgent bounds who waits for it),
+  // under the pass, which keeps the timers away.
+  if (may_start) pass.error = lazy->ensure_started();
+  if (pass.error.empty()) pass.agent = &lazy->inner();
+  return pass;
+}
+
+AgentDecorator::Pass UserSandbox::ready(bool may_start, LazyAgent*& lazy) {
   std::lock_guard life(life_mutex_);
   State state;
   {
@@ -252,26 +138,26 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
     last_call_ = Clock::now();
     state = state_;
     if (shut_down_) {
-      Lease refused(this);
+      Pass refused(this);
       refused.error = "the server is shutting down; the sandbox was removed";
       return refused;
     }
   }
-  Lease lease(this);
+  Pass pass(this);
   if (may_start) {
     std::lock_guard lock(mutex_);
-    lease.notices.swap(pending_notices_);
+    pass.notices.swap(pending_notices_);
   }
   if (state == State::kRunning || !may_start) {
-    lease.agent = state == State::kRunning ? lazy_.get() : nullptr;
-    return lease;
+    lazy = state == State::kRunning ? lazy_.get() : nullptr;
+    return pass;
   }
   if (state == State::kStopped) {
     sdk::SandboxControl* control = agent_->sandbox_control();
     const std::string error = control ? control->resume() : "the backend cannot start it again";
     if (error.empty()) {
-      owner_.count(&SandboxEvents::starts);
-      lease.notices.push_back(
+      owner_.events_.count(&SandboxEvents::starts);
+      pass.notices.push_back(
           "sandbox started again: it was stopped after " +
           std::to_string(whole_seconds(owner_.config().idle_stop)) +
           " s without a call; the files in /workspace are kept, processes and files elsewhere "
@@ -279,8 +165,8 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
       spdlog::info("agent '{}': user '{}': sandbox started again", owner_.id(), key_);
       std::lock_guard lock(mutex_);
       state_ = State::kRunning;
-      lease.agent = lazy_.get();
-      return lease;
+      lazy = lazy_.get();
+      return pass;
     }
     spdlog::warn(
         "agent '{}': user '{}': the stopped sandbox did not start again ({}); making a "
@@ -288,28 +174,28 @@ UserSandbox::Lease UserSandbox::enter(bool may_start) {
         owner_.id(), key_, error.substr(0, 512));
     drop_agent();
   }
-  if (std::string error = make(lease.notices); !error.empty()) {
-    lease.error = std::move(error);
-    return lease;
+  if (std::string error = make(pass.notices); !error.empty()) {
+    pass.error = std::move(error);
+    return pass;
   }
-  lease.agent = lazy_.get();
-  return lease;
+  lazy = lazy_.get();
+  return pass;
 }
 
 std::string UserSandbox::make(std::vector<std::string>& notices) {
   std::error_code ec;
   const bool returning = fs::exists(dir_, ec);
   std::unique_ptr<ConfiguredAgent> agent;
-  if (!returning) agent = owner_.claim_warm(dir_, key_);
+  if (!returning) agent = owner_.pool_.claim(dir_, key_);
   if (!agent) {
-    owner_.release_surplus_warm();
+    owner_.pool_.release_surplus();
     if (std::string error = make_private_dir(dir_); !error.empty()) return error;
     try {
-      agent = owner_.build(dir_, UserSandboxes::user_sandbox_name(key_));
+      agent = owner_.template_.build(dir_, SandboxTemplate::user_sandbox_name(key_));
     } catch (const std::exception& e) {
       return "agent '" + owner_.id() + "': cannot make a sandbox for this user: " + e.what();
     }
-    owner_.count(&SandboxEvents::creates);
+    owner_.events_.count(&SandboxEvents::creates);
   }
   // Its container was removed (idle_remove, a restart of the server): the files are not.
   if (returning)
@@ -355,10 +241,10 @@ void UserSandbox::idle_step(Clock::time_point now) {
       spdlog::warn("agent '{}': user '{}': idle sandbox did not stop ({}); removing it",
                    owner_.id(), key_, error.substr(0, 512));
       drop_agent();
-      owner_.count(&SandboxEvents::removals);
+      owner_.events_.count(&SandboxEvents::removals);
       return;
     }
-    owner_.count(&SandboxEvents::stops);
+    owner_.events_.count(&SandboxEvents::stops);
     spdlog::info("agent '{}': user '{}': sandbox stopped after {} s without a call", owner_.id(),
                  key_, whole_seconds(owner_.config().idle_stop));
     std::lock_guard lock(mutex_);
@@ -367,89 +253,60 @@ void UserSandbox::idle_step(Clock::time_point now) {
     return;
   }
   drop_agent();
-  owner_.count(&SandboxEvents::removals);
+  owner_.events_.count(&SandboxEvents::removals);
   spdlog::info("agent '{}': user '{}': stopped sandbox removed (its workspace is kept)",
                owner_.id(), key_);
 }
 
 // --- UserSandboxes -------------------------------------------------------------------------
 
+namespace {
+
+// The timers act within a quarter of the shorter idle time (and at least once per `tick`).
+std::chrono::milliseconds timer_tick(const PerUserConfig& config, std::chrono::milliseconds tick) {
+  return std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::min(config.idle_stop, config.idle_remove) / 4 +
+                            std::chrono::milliseconds(50)));
+}
+
+}  // namespace
+
 UserSandboxes::UserSandboxes(std::string agent_id, PerUserConfig config, SandboxBuilder build,
                              AgentCapabilities capabilities, sdk::BackendTraits traits,
                              std::chrono::milliseconds tick)
-    : agent_id_(std::move(agent_id)),
-      config_(std::move(config)),
-      build_(std::move(build)),
-      capabilities_(capabilities),
-      traits_(std::move(traits)),
-      tick_(std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::min(config_.idle_stop, config_.idle_remove) / 4 +
-                               std::chrono::milliseconds(50)))) {}
+    : template_(std::move(agent_id), std::move(config), std::move(build), capabilities,
+                std::move(traits)),
+      tick_(timer_tick(template_.config(), tick)),
+      pool_(template_, user_count_, events_, tick_) {}
 
 UserSandboxes::~UserSandboxes() {
   stop_all();
 }
 
-std::string UserSandboxes::user_sandbox_name(const std::string& key) {
-  std::string out = "u-";
-  for (char c : key) {
-    switch (c) {
-      case '_':
-        out += "__";
-        break;
-      case '-':
-        out += "_d";
-        break;
-      case '.':
-        out += "_p";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string UserSandboxes::warm_sandbox_name(std::uint64_t n) {
-  return "w-" + std::to_string(n);
-}
-
-std::string UserSandboxes::longest_sandbox_name() {
-  return user_sandbox_name(std::string(kMaxUserKey, '_'));
-}
-
-bool UserSandboxes::valid_user_key(const std::string& key) {
-  if (key.empty() || key.size() > kMaxUserKey || key.front() == '.' || key.front() == '-')
-    return false;
-  for (char c : key) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 void UserSandboxes::start() {
   // A killed server's unclaimed warm directories: empty, and named for it.
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(config_.workspace_root, ec)) {
+  for (const auto& entry : fs::directory_iterator(config().workspace_root, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.starts_with(".warm-") && entry.is_directory(ec) && fs::is_empty(entry.path(), ec))
       fs::remove(entry.path(), ec);
   }
-  std::lock_guard lock(mutex_);
-  if (timer_.joinable()) return;
-  timer_ = std::thread([this] { timer_loop(); });
-  refill_ = std::thread([this] { refill_loop(); });
+  {
+    std::lock_guard lock(mutex_);
+    if (timer_.joinable() || stopping_) return;
+    timer_ = std::thread([this] { timer_loop(); });
+  }
+  pool_.start();
 }
 
-SandboxLookup UserSandboxes::sandbox_for(const std::string& user_key) {
-  SandboxLookup out;
-  if (!valid_user_key(user_key)) {
-    out.refusal = "agent '" + agent_id_ +
-                  "' is per-user and this user's key cannot name a workspace directory";
+Resolution UserSandboxes::sandbox_for(const std::string& user_key) {
+  Resolution out;
+  if (!SandboxTemplate::valid_user_key(user_key)) {
+    out.refusal =
+        "agent '" + id() + "' is per-user and this user's key cannot name a workspace directory";
     return out;
   }
+  const PerUserConfig& config = template_.config();
   std::lock_guard lock(mutex_);
   if (stopping_) {
     out.refusal = "the server is shutting down; retry shortly";
@@ -459,11 +316,11 @@ SandboxLookup UserSandboxes::sandbox_for(const std::string& user_key) {
     out.agent = it->second;
     return out;
   }
-  if (users_.size() >= config_.max_users) {
-    ++events_.refusals;
+  if (users_.size() >= config.max_users) {
+    events_.count(&SandboxEvents::refusals);
     out.at_limit = true;
-    out.refusal = "agent '" + agent_id_ + "' has reached its limit of " +
-                  std::to_string(config_.max_users) +
+    out.refusal = "agent '" + id() + "' has reached its limit of " +
+                  std::to_string(config.max_users) +
                   " user sandboxes (per_user.max_users); a sandbox is freed when its user has "
                   "been idle for idle_stop + idle_remove; retry later or ask the operator to "
                   "raise the limit";
@@ -471,75 +328,22 @@ SandboxLookup UserSandboxes::sandbox_for(const std::string& user_key) {
   }
   auto sandbox = std::make_shared<UserSandbox>(*this, user_key);
   users_.emplace(user_key, sandbox);
-  wake_.notify_all();  // the pool may have to give up a slot it would refill
+  user_count_.store(users_.size());
+  pool_.wake();  // the pool may have to give up a slot it would refill
   out.agent = std::move(sandbox);
   return out;
-}
-
-std::unique_ptr<ConfiguredAgent> UserSandboxes::claim_warm(const std::string& dir,
-                                                           const std::string& user_key) {
-  Warm warm;
-  {
-    std::lock_guard lock(mutex_);
-    if (warm_.empty()) return nullptr;
-    warm = std::move(warm_.front());
-    warm_.pop_front();
-    wake_.notify_all();
-  }
-  std::error_code ec;
-  fs::rename(warm.dir, dir, ec);
-  std::string error = ec ? "renaming " + warm.dir + ": " + ec.message() : "";
-  if (error.empty()) {
-    sdk::SandboxControl* control = warm.agent->sandbox_control();
-    error = control ? control->relocate_workspace(dir) : "the backend cannot move its workspace";
-  }
-  if (!error.empty()) {
-    spdlog::warn("agent '{}': user '{}': could not claim a warm sandbox ({}); making one",
-                 agent_id_, user_key, error.substr(0, 512));
-    warm.agent->shutdown();
-    fs::remove(warm.dir, ec);
-    return nullptr;
-  }
-  count(&SandboxEvents::claims);
-  // Its container keeps the name it was made with: the log ties the two.
-  spdlog::info("agent '{}': user '{}' claimed the warm sandbox {} (its container keeps that name)",
-               agent_id_, user_key, warm.name);
-  return std::move(warm.agent);
-}
-
-std::unique_ptr<ConfiguredAgent> UserSandboxes::build(const std::string& workspace,
-                                                      const std::string& name) {
-  return build_(workspace, name);
-}
-
-void UserSandboxes::release_surplus_warm() {
-  std::lock_guard lock(mutex_);
-  if (warm_.empty() || users_.size() + warm_.size() <= config_.max_users) return;
-  surplus_.push_back(std::move(warm_.back()));
-  warm_.pop_back();
-  wake_.notify_all();
-}
-
-void UserSandboxes::count(std::uint64_t SandboxEvents::*event) {
-  std::lock_guard lock(mutex_);
-  ++(events_.*event);
 }
 
 SandboxCounts UserSandboxes::counts() const {
   std::vector<std::shared_ptr<UserSandbox>> users;
   SandboxCounts counts;
+  counts.warm = pool_.ready();
   {
     std::lock_guard lock(mutex_);
-    counts.warm = warm_.size();
     for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
   }
   for (const auto& sandbox : users) sandbox->add_to(counts);
   return counts;
-}
-
-SandboxEvents UserSandboxes::events() const {
-  std::lock_guard lock(mutex_);
-  return events_;
 }
 
 void UserSandboxes::sweep() {
@@ -552,7 +356,7 @@ void UserSandboxes::sweep() {
   for (const auto& sandbox : users) sandbox->idle_step(now);
   users.clear();
   // Destroyed after the lock is let go: a record's destructor takes its own locks, which a call
-  // holds while it takes this one (claim_warm).
+  // holds while it takes the pool's (claim).
   std::vector<std::shared_ptr<UserSandbox>> forgotten;
   std::lock_guard lock(mutex_);
   for (auto it = users_.begin(); it != users_.end();) {
@@ -564,7 +368,8 @@ void UserSandboxes::sweep() {
       ++it;
     }
   }
-  if (!forgotten.empty()) wake_.notify_all();
+  user_count_.store(users_.size());
+  if (!forgotten.empty()) pool_.wake();
 }
 
 void UserSandboxes::timer_loop() {
@@ -578,105 +383,20 @@ void UserSandboxes::timer_loop() {
   }
 }
 
-bool UserSandboxes::refill_needed_locked() const {
-  const std::size_t pool = warm_.size() + warm_making_;
-  return !stopping_ && pool < config_.warm && users_.size() + pool < config_.max_users;
-}
-
-bool UserSandboxes::make_warm() {
-  std::string dir;
-  std::string name;
-  {
-    std::lock_guard lock(mutex_);
-    const std::uint64_t n = ++warm_serial_;
-    name = warm_sandbox_name(n);
-    dir = config_.workspace_root + "/.warm-" + std::to_string(::getpid()) + "-" + std::to_string(n);
-  }
-  std::error_code ec;
-  try {
-    if (std::string error = make_private_dir(dir); !error.empty()) throw std::runtime_error(error);
-    auto agent = build(dir, name);
-    agent->start();
-    // Ready for calls now (the runner's channel open), not at the user's first call: resume()
-    // of a running sandbox only makes it ready.
-    sdk::SandboxControl* control = agent->sandbox_control();
-    if (std::string error = control ? control->resume() : "the backend cannot make it ready";
-        !error.empty())
-      throw std::runtime_error(error);
-    std::lock_guard lock(mutex_);
-    // Users came while it was made: past max_users it is not wanted any more.
-    if (stopping_ || users_.size() + warm_.size() >= config_.max_users) {
-      agent->shutdown();
-      fs::remove_all(dir, ec);
-      return true;
-    }
-    warm_.push_back({std::move(agent), dir, name});
-    return true;
-  } catch (const std::exception& e) {
-    spdlog::warn("agent '{}': could not make a warm sandbox: {}", agent_id_,
-                 std::string(e.what()).substr(0, 1024));
-    fs::remove_all(dir, ec);
-    return false;
-  }
-}
-
-void UserSandboxes::refill_loop() {
-  std::unique_lock lock(mutex_);
-  auto retry_at = Clock::now();
-  // A failing engine is asked again after 5 s, then 10, 20, 40, 60 (and its log stays short).
-  std::chrono::seconds backoff{5};
-  while (!stopping_) {
-    if (!surplus_.empty()) {
-      Warm surplus = std::move(surplus_.front());
-      surplus_.pop_front();
-      lock.unlock();
-      surplus.agent->shutdown();
-      std::error_code ec;
-      fs::remove_all(surplus.dir, ec);
-      lock.lock();
-      continue;
-    }
-    if (!refill_needed_locked() || Clock::now() < retry_at) {
-      wake_.wait_for(lock, tick_);
-      continue;
-    }
-    ++warm_making_;
-    lock.unlock();
-    const bool made = make_warm();
-    lock.lock();
-    --warm_making_;
-    if (made) {
-      backoff = std::chrono::seconds(5);
-    } else {
-      retry_at = Clock::now() + backoff;
-      backoff = std::min<std::chrono::seconds>(backoff * 2, std::chrono::seconds(60));
-    }
-  }
-}
-
 void UserSandboxes::stop_all() noexcept {
   std::vector<std::shared_ptr<UserSandbox>> users;
-  std::deque<Warm> warm;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     wake_.notify_all();
   }
   if (timer_.joinable()) timer_.join();
-  if (refill_.joinable()) refill_.join();
+  pool_.stop();
   {
     std::lock_guard lock(mutex_);
     for (const auto& [key, sandbox] : users_) users.push_back(sandbox);
-    warm.swap(warm_);
-    for (Warm& slot : surplus_) warm.push_back(std::move(slot));
-    surplus_.clear();
   }
   for (const auto& sandbox : users) sandbox->shutdown();
-  std::error_code ec;
-  for (Warm& slot : warm) {
-    slot.agent->shutdown();
-    fs::remove_all(slot.dir, ec);
-  }
 }
 
 }  // namespace execmcp::host

@@ -1,60 +1,29 @@
-// The sandboxes of one per-user agent: each authenticated user's own container of it, made on the
-// user's first call (from the warm pool when one is ready), stopped when idle, started again with
-// its files, removed when stopped long enough, and bounded by max_users.
+// The records of one per-user agent's sandboxes (as Kubernetes agent-sandbox's SandboxClaims): each
+// authenticated user's own container of it, made on the user's first call (from the warm pool when
+// one is ready), stopped when idle, started again with its files, removed when stopped long
+// enough, and bounded by max_users. Made of three parts with one owner each: the template
+// (sandbox_template.*), the warm pool (warm_pool.*) and the records with their idle timers (here).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <cstdint>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "agent/agent.hpp"
-#include "agent/configured_agent.hpp"
+#include "agent/agent_target.hpp"
+#include "agent/sandbox_template.hpp"
+#include "agent/warm_pool.hpp"
 #include "config/config.hpp"
 
 namespace execmcp::host {
 
-// Where every user's sandbox sees its workspace (BackendInit::sandbox_cwd, and the agent's cwd()).
-inline const std::string kUserSandboxCwd = "/workspace";
-
-// Makes one sandbox's agent, not started: `workspace` is its directory on the host (it exists),
-// `name` goes into its instance id and so its container's name (UserSandboxes::user_sandbox_name(),
-// warm_sandbox_name()). Throws like build_agent.
-using SandboxBuilder = std::function<std::unique_ptr<ConfiguredAgent>(const std::string& workspace,
-                                                                      const std::string& name)>;
-
-// What /metrics shows; read without waiting on a backend.
-struct SandboxCounts {
-  std::size_t warm = 0;     // made ahead of time, not claimed yet
-  std::size_t running = 0;  // a user's, with its container running (or being made)
-  std::size_t stopped = 0;  // a user's, stopped when idle
-};
-struct SandboxEvents {
-  std::uint64_t claims = 0;    // a new user took a warm container
-  std::uint64_t creates = 0;   // a container made for a user (no warm one, or a returning user)
-  std::uint64_t starts = 0;    // a stopped sandbox started again by its user's call
-  std::uint64_t stops = 0;     // stopped after idle_stop
-  std::uint64_t removals = 0;  // removed after idle_remove
-  std::uint64_t refusals = 0;  // a new user refused: max_users sandboxes exist
-};
-
 class UserSandbox;
-
-// sandbox_for()'s answer: the user's agent, or why not.
-struct SandboxLookup {
-  std::shared_ptr<Agent> agent;
-  bool at_limit = false;  // refused because max_users sandboxes exist
-  std::string refusal;
-};
 
 class UserSandboxes {
  public:
@@ -74,72 +43,34 @@ class UserSandboxes {
   // The agent serving `user_key` (a sandbox record, made here; its container is made by its first
   // call), or a refusal naming the limit when max_users sandboxes exist. Never waits on a backend
   // (an HTTP I/O thread asks).
-  SandboxLookup sandbox_for(const std::string& user_key);
+  Resolution sandbox_for(const std::string& user_key);
   // Timers and refill stopped, every container removed (never a workspace), warm directories
   // removed. Calls still in flight finish on their agents; the records live while they do.
   void stop_all() noexcept;
 
-  [[nodiscard]] const std::string& id() const { return agent_id_; }
-  [[nodiscard]] const PerUserConfig& config() const { return config_; }
+  [[nodiscard]] const std::string& id() const { return template_.id(); }
+  [[nodiscard]] const PerUserConfig& config() const { return template_.config(); }
   [[nodiscard]] SandboxCounts counts() const;
-  [[nodiscard]] SandboxEvents events() const;
-  // A key that can name a workspace directory: a token name's alphabet, not starting with '.',
-  // at most kMaxUserKey characters.
-  [[nodiscard]] static bool valid_user_key(const std::string& key);
-  static constexpr std::size_t kMaxUserKey = 63;
-  // The part of a sandbox's instance id (and so of its container's name) that tells it from the
-  // others of its agent. A user's is "u-" and the key with '_', '-' and '.' written as "__", "_d"
-  // and "_p": one key gives one name and no two keys the same, it holds no '-' after the prefix,
-  // so it never ends in a suffix execmcp adds for another object ("-egress"), and it never equals a
-  // warm sandbox's "w-<n>" (docs/security.md, Names and ownership).
-  [[nodiscard]] static std::string user_sandbox_name(const std::string& key);
-  [[nodiscard]] static std::string warm_sandbox_name(std::uint64_t n);
-  // The longest user_sandbox_name() (a key of kMaxUserKey '_'): the per-user template is checked
-  // with it at load, so a key that fits the alphabet always fits the engine's names too.
-  [[nodiscard]] static std::string longest_sandbox_name();
+  [[nodiscard]] SandboxEvents events() const { return events_.snapshot(); }
 
  private:
   friend class UserSandbox;
 
-  struct Warm {
-    std::unique_ptr<ConfiguredAgent> agent;  // started, runner ready
-    std::string dir;                         // <workspace_root>/.warm-<instance>-<n>
-    std::string name;                        // warm_sandbox_name(): in its container's name
-  };
-  // A started warm container moved to `dir` (renamed from its pool directory); null when none is
-  // ready or the move failed (then the caller makes one).
-  std::unique_ptr<ConfiguredAgent> claim_warm(const std::string& dir, const std::string& user_key);
-  std::unique_ptr<ConfiguredAgent> build(const std::string& workspace, const std::string& name);
-  // A user's container is being made without the pool (a returning user, or none was ready): a
-  // warm container past max_users goes, so the engine never holds more than max_users of ours.
-  void release_surplus_warm();
-  void count(std::uint64_t SandboxEvents::*event);
   void timer_loop();
-  void refill_loop();
   // One pass of the timers over every record; records that hold nothing are forgotten.
   void sweep();
-  // One warm container made (outside the lock); false when it failed.
-  bool make_warm();
-  [[nodiscard]] bool refill_needed_locked() const;
 
-  const std::string agent_id_;
-  const PerUserConfig config_;
-  const SandboxBuilder build_;
-  const AgentCapabilities capabilities_;
-  const sdk::BackendTraits traits_;
+  const SandboxTemplate template_;
+  SandboxEventCounter events_;
+  std::atomic<std::size_t> user_count_{0};  // users_.size(), for the pool
   const std::chrono::milliseconds tick_;
+  WarmPool pool_;  // after what it reads
 
   mutable std::mutex mutex_;  // guards the members below; never held while a backend works
   std::condition_variable wake_;
   bool stopping_ = false;
   std::map<std::string, std::shared_ptr<UserSandbox>> users_;
-  std::deque<Warm> warm_;
-  std::deque<Warm> surplus_;     // to be removed by the refill thread
-  std::size_t warm_making_ = 0;  // being made by the refill thread
-  std::uint64_t warm_serial_ = 0;
-  SandboxEvents events_;
   std::thread timer_;
-  std::thread refill_;
 };
 
 }  // namespace execmcp::host

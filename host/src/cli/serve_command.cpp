@@ -60,7 +60,10 @@ int serve_on_stdio(const Arguments& args) {
   if (auto code = stop_if_signalled(signals, *agents)) return *code;
   int code = 1;
   try {
-    code = mcp::serve_stdio(agents->agent(0), options.session);
+    // A registry of one ordinary agent (a per-user agent was refused): every caller gets it.
+    const Resolution agent = agents->target(0).resolve("stdio");
+    if (!agent.agent) throw std::runtime_error(agent.refusal);
+    code = mcp::serve_stdio(*agent.agent, options.session);
   } catch (const std::exception& e) {
     spdlog::error("MCP server failed: {}", e.what());
   }
@@ -92,7 +95,7 @@ std::unique_ptr<AgentRegistry> prepare_http_agents(const Arguments& args,
     // Built, not started: each backend says whether it isolates its commands.
     std::vector<std::string> not_isolated;
     for (std::size_t i = 0; i < agents->size(); ++i)
-      if (!agents->isolated(i)) not_isolated.push_back(agents->configured(i).id());
+      if (!agents->target(i).traits().isolated) not_isolated.push_back(agents->target(i).id());
     if (std::string refusal = auth::unisolated_agents_refusal(*config, not_isolated);
         !refusal.empty()) {
       std::cerr << "error: " << refusal << "\n";

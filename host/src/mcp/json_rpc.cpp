@@ -13,99 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-// A SAX handler that builds the DOM like nlohmann's own parser, without recursion, and stops the
-// parse (by returning false) as soon as the message passes a limit.
-class BoundedBuilder {
- public:
-  enum class Refused { kNothing, kDepth, kValues };
-
-  explicit BoundedBuilder(const MessageLimits& limits) : limits_(limits) {}
-
-  bool null() { return add(json(nullptr)); }
-  bool boolean(bool value) { return add(json(value)); }
-  bool number_integer(json::number_integer_t value) { return add(json(value)); }
-  bool number_unsigned(json::number_unsigned_t value) { return add(json(value)); }
-  bool number_float(json::number_float_t value, const json::string_t&) { return add(json(value)); }
-  bool string(json::string_t& value) { return add(json(std::move(value))); }
-  bool binary(json::binary_t& value) { return add(json::binary(std::move(value))); }
-  bool start_object(std::size_t) { return open(json::object()); }
-  bool start_array(std::size_t) { return open(json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(json::string_t& name) {
-    if (!count()) return false;
-    const bool is_id = stack_.size() == 1 && name == "id";
-    key_slot_ = &(*stack_.back())[std::move(name)];  // std::map: the slot's address is stable
-    if (is_id) id_slot_ = key_slot_;
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string&, const json::exception&) {
-    error_position_ = position;
-    return false;
-  }
-
-  [[nodiscard]] Refused refused() const { return refused_; }
-  [[nodiscard]] std::size_t error_position() const { return error_position_; }
-  [[nodiscard]] json take_root() { return std::move(root_); }
-  // The top-level "id" read so far, if it is a usable request id; else null.
-  [[nodiscard]] json recovered_id() const {
-    if (id_slot_ == nullptr) return nullptr;
-    if (id_slot_->is_number_integer()) return *id_slot_;
-    if (id_slot_->is_string() && id_slot_->get_ref<const std::string&>().size() <= kMaxIdBytes) {
-      return *id_slot_;
-    }
-    return nullptr;
-  }
-
- private:
-  bool count() {
-    if (++values_ <= limits_.max_values) return true;
-    refused_ = Refused::kValues;
-    return false;
-  }
-  json* place(json value) {
-    if (stack_.empty()) {
-      root_ = std::move(value);
-      return &root_;
-    }
-    json& parent = *stack_.back();
-    if (parent.is_array()) {
-      // Only the innermost container grows, so pointers to its ancestors' elements stay valid.
-      parent.push_back(std::move(value));
-      return &parent.back();
-    }
-    *key_slot_ = std::move(value);
-    return key_slot_;
-  }
-  bool add(json value) {
-    if (!count()) return false;
-    place(std::move(value));
-    return true;
-  }
-  bool open(json container) {
-    if (stack_.size() >= limits_.max_depth) {
-      refused_ = Refused::kDepth;
-      return false;
-    }
-    if (!count()) return false;
-    stack_.push_back(place(std::move(container)));
-    return true;
-  }
-  bool close() {
-    stack_.pop_back();
-    return true;
-  }
-
-  const MessageLimits& limits_;
-  json root_;
-  std::vector<json*> stack_;  // the open containers, outermost first
-  json* key_slot_ = nullptr;  // where the next value of the innermost object goes
-  json* id_slot_ = nullptr;   // the top-level "id" member, once its key was read
-  std::size_t values_ = 0;
-  std::size_t error_position_ = 0;
-  Refused refused_ = Refused::kNothing;
-};
-
 ErrorReply invalid_request(json id, const std::string& why) {
   return ErrorReply{std::move(id), {rpc_error::kInvalidRequest, "Invalid Request: " + why}};
 }
@@ -113,27 +20,31 @@ ErrorReply invalid_request(json id, const std::string& why) {
 }  // namespace
 
 std::variant<json, ParseRefusal> parse_message(std::string_view line, const MessageLimits& limits) {
-  const bool too_long = line.size() > limits.max_bytes;
-  if (too_long) line = line.substr(0, limits.max_bytes);  // read what fits, for the id
-  BoundedBuilder builder(limits);
-  const bool parsed = json::sax_parse(line, &builder, json::input_format_t::json, true, false);
-  if (parsed && !too_long) return builder.take_root();
+  auto parsed = parse_bounded_json(line, limits, "id");
+  if (auto* value = std::get_if<json>(&parsed)) return std::move(*value);
+  const JsonRefusal& refusal = std::get<JsonRefusal>(parsed);
   std::string why;
-  if (too_long) {
-    why = "message longer than " + std::to_string(limits.max_bytes) +
-          " bytes (the server's --max-message-bytes)";
-  } else if (builder.refused() == BoundedBuilder::Refused::kDepth) {
-    why = "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels";
-  } else if (builder.refused() == BoundedBuilder::Refused::kValues) {
-    why = "message has more than " + std::to_string(limits.max_values) +
-          " JSON values (the server's --max-message-values)";
-  } else {
-    return ParseRefusal{{rpc_error::kParseError, "Parse error: invalid JSON at byte " +
-                                                     std::to_string(builder.error_position())},
-                        nullptr};
+  switch (refusal.kind) {
+    case JsonRefusal::Kind::kSyntax:
+      return ParseRefusal{{rpc_error::kParseError,
+                           "Parse error: invalid JSON at byte " + std::to_string(refusal.position)},
+                          nullptr};
+    case JsonRefusal::Kind::kTooLong:
+      why = "message longer than " + std::to_string(limits.max_bytes) +
+            " bytes (the server's --max-message-bytes)";
+      break;
+    case JsonRefusal::Kind::kTooDeep:
+      why = "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels";
+      break;
+    case JsonRefusal::Kind::kTooManyValues:
+      why = "message has more than " + std::to_string(limits.max_values) +
+            " JSON values (the server's --max-message-values)";
+      break;
   }
+  // The top-level "id" read so far, if it is a usable request id.
+  const json& id = refusal.watched;
   return ParseRefusal{{rpc_error::kInvalidRequest, "Invalid Request: " + why},
-                      builder.recovered_id()};
+                      is_request_id(id) ? id : json(nullptr)};
 }
 
 DecodedMessage decode_message(std::string_view line, const MessageLimits& limits) {

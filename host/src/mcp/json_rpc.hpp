@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bounded_json.hpp"
+
 namespace execmcp::host::mcp {
 
 namespace rpc_error {
@@ -31,18 +33,8 @@ struct RpcError {
   nlohmann::json data = nullptr;  // the error's "data" member; left out when null
 };
 
-// What one incoming message may cost. Checked while parsing, so a message past a limit is refused
-// before it is built: memory per message is about max_bytes (the line) + max_bytes (its strings)
-// + max_values * ~150 bytes, and no code ever recurses deeper than max_depth over client JSON.
-struct MessageLimits {
-  static constexpr std::size_t kDefaultMaxBytes = 8 * 1024 * 1024;
-  static constexpr std::size_t kDefaultMaxValues = 10000;
-  static constexpr std::size_t kDefaultMaxDepth = 64;
-
-  std::size_t max_bytes = kDefaultMaxBytes;    // one line, without its newline
-  std::size_t max_values = kDefaultMaxValues;  // JSON values and object keys in one message
-  std::size_t max_depth = kDefaultMaxDepth;    // nested objects and arrays
-};
+// What one incoming message may cost (its bytes, values and depth; see JsonLimits).
+using MessageLimits = JsonLimits;
 
 // Longest string id (and method name) we accept: ids are echoed in every response and log line.
 inline constexpr std::size_t kMaxIdBytes = 256;

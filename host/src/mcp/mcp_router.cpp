@@ -5,8 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/utf8.hpp"
 #include "mcp/protocol.hpp"
-#include "mcp/utf8.hpp"
 
 namespace execmcp::host::mcp {
 
@@ -134,7 +134,11 @@ void McpRouter::tools_list(Request& /*request*/, Responder& responder, Context& 
 void McpRouter::call_tool(Request& request, Responder& responder, Context& context) {
   std::optional<CallHooks> hooks;
   if (context.start_call) {
-    hooks = context.start_call(request, context.caller);
+    const auto name = request.params.find("name");
+    const std::string tool = service_.tool_label(
+        *context.caller.agent,
+        name != request.params.end() && name->is_string() ? name->get<std::string>() : "");
+    hooks = context.start_call(request, context.caller, tool);
     if (!hooks) return responder.drop("answered by the transport");
   } else {
     hooks = CallHooks{std::make_shared<CallState>(), {}, {}, {}, {}};

@@ -40,16 +40,17 @@ class McpRouter {
     // transport refused to keep it and answered the client itself (nothing more is sent).
     std::function<bool(const CallerContext& negotiated)> keep_session;
     // tools/call: registers the call in the transport's tables and says how to run it; nullopt
-    // when the transport refused it and answered the client itself.
-    std::function<std::optional<CallHooks>(const Request& request, const CallerContext& caller)>
+    // when the transport refused it and answered the client itself. `tool` is the tool the call
+    // resolves to ("unknown" when none: a client's made-up name), what the transport's metrics
+    // label it by.
+    std::function<std::optional<CallHooks>(const Request& request, const CallerContext& caller,
+                                           const std::string& tool)>
         start_call;
     // Set when a request without any revision was served before initialize (warned once).
     std::atomic<bool>* warned_before_initialize = nullptr;
   };
 
   explicit McpRouter(McpService& service) : service_(service) {}
-
-  [[nodiscard]] McpService& service() const { return service_; }
 
   // Every request method in the table (stdio's dispatcher registers each by name).
   [[nodiscard]] static std::vector<std::string> request_methods();

@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 #include "tools/tool_arguments.hpp"
 
 namespace execmcp::host::mcp {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace execmcp::host::mcp {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.hpp"
 #include "execmcp/sdk/types.hpp"
-#include "mcp/utf8.hpp"
 
 namespace execmcp::host::mcp {
 

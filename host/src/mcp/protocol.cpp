@@ -1,7 +1,7 @@
 // MCP revision negotiation: initialize for the handshake revisions, _meta for the stateless one.
 #include "mcp/protocol.hpp"
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace execmcp::host::mcp::protocol {
 

@@ -1,8 +1,10 @@
 // The shared HTTP server put together (see http_serve.hpp).
 #include "server/http_serve.hpp"
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -51,8 +53,13 @@ void check_unauthenticated(const http::ListenAddress& listen, const ServeOptions
 }
 
 // Each MCP request's credentials, checked by the authenticator for the agent it names.
-mcp::Authorize authorize_with(const auth::Authenticator& authenticator) {
-  return [&authenticator](const http::HttpRequest& http_request, const std::string& agent_id) {
+class CredentialCheck final : public mcp::AccessCheck {
+ public:
+  explicit CredentialCheck(const auth::Authenticator& authenticator)
+      : authenticator_(authenticator) {}
+
+  mcp::AccessDecision check(const http::HttpRequest& http_request,
+                            const std::string& agent_id) const override {
     mcp::AccessDecision access;
     std::size_t count = 0;
     std::string header;
@@ -68,7 +75,7 @@ mcp::Authorize authorize_with(const auth::Authenticator& authenticator) {
           R"({"error":"invalid_request","error_description":"send one Authorization header"})";
       return access;
     }
-    auth::AuthDecision decision = authenticator.authorize(header, agent_id);
+    auth::AuthDecision decision = authenticator_.authorize(header, agent_id);
     access.allowed = decision.allowed;
     access.principal = decision.principal.name;
     access.user_key = decision.principal.user_key;
@@ -77,38 +84,40 @@ mcp::Authorize authorize_with(const auth::Authenticator& authenticator) {
     access.body = std::move(decision.body);
     access.agents = std::move(decision.principal.agents);
     return access;
-  };
+  }
+
+ private:
+  const auth::Authenticator& authenticator_;
+};
+
+// What each agent id resolves to, for the endpoint and the probes (which read only states).
+mcp::AgentTargets endpoint_agents(const AgentRegistry& agents) {
+  mcp::AgentTargets targets;
+  for (std::size_t i = 0; i < agents.size(); ++i)
+    targets[agents.target(i).id()] = &agents.target(i);
+  return targets;
 }
 
-// The endpoint's view of each agent; /ready reads the state and starts nothing.
-std::map<std::string, mcp::HttpEndpoint::AgentEntry> endpoint_agents(AgentRegistry& agents) {
-  std::map<std::string, mcp::HttpEndpoint::AgentEntry> entries;
-  for (std::size_t i = 0; i < agents.size(); ++i) {
-    if (UserSandboxes* sandboxes = agents.sandboxes(i)) {
-      // Ready as a whole: each user's sandbox is made by that user's call.
-      entries[sandboxes->id()] = {nullptr, [] { return AgentState::kStarted; },
-                                  [sandboxes](const std::string& user_key) {
-                                    SandboxLookup found = sandboxes->sandbox_for(user_key);
-                                    mcp::UserAgent user;
-                                    user.agent = std::move(found.agent);
-                                    user.why = std::move(found.refusal);
-                                    if (!user.agent) user.status = found.at_limit ? 429 : 503;
-                                    return user;
-                                  }};
-      continue;
+// One gauge per agent from each target's report (read when /metrics is served).
+template <typename Value>
+mcp::Metrics::Gauge per_target(const AgentRegistry& agents,
+                               std::function<std::optional<Value>(const TargetReport&)> read) {
+  return [&agents, read = std::move(read)] {
+    Gauge out;
+    for (std::size_t i = 0; i < agents.size(); ++i) {
+      const AgentTarget& target = agents.target(i);
+      if (const std::optional<Value> value = read(target.report()))
+        out.emplace_back(target.id(), static_cast<double>(*value));
     }
-    LazyAgent* agent = &agents.agent(i);
-    entries[agent->id()] = {agent, [agent] { return agent->state(); }, nullptr};
-  }
-  return entries;
+    return out;
+  };
 }
 
 // Per-user agents: sandboxes by state, and what their timers and users did since the start.
 void add_sandbox_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
-  std::vector<const UserSandboxes*> per_user;
-  for (std::size_t i = 0; i < agents.size(); ++i)
-    if (const UserSandboxes* sandboxes = agents.sandboxes(i)) per_user.push_back(sandboxes);
-  if (per_user.empty()) return;
+  bool any = false;
+  for (std::size_t i = 0; i < agents.size(); ++i) any = any || agents.target(i).traits().per_user;
+  if (!any) return;
   using Count = std::size_t SandboxCounts::*;
   for (const auto& [name, help, field] :
        {std::tuple{"execmcp_sandboxes_warm", "Warm sandboxes ready for new users.",
@@ -117,12 +126,10 @@ void add_sandbox_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
                    Count{&SandboxCounts::running}},
         std::tuple{"execmcp_sandboxes_stopped", "Users' sandboxes stopped when idle.",
                    Count{&SandboxCounts::stopped}}}) {
-    metrics.add_gauge(name, help, "agent", [per_user, field] {
-      Gauge out;
-      for (const UserSandboxes* sandboxes : per_user)
-        out.emplace_back(sandboxes->id(), static_cast<double>(sandboxes->counts().*field));
-      return out;
-    });
+    metrics.add_gauge(
+        name, help, "agent", per_target<std::size_t>(agents, [field](const TargetReport& report) {
+          return report.sandboxes ? std::optional((*report.sandboxes).*field) : std::nullopt;
+        }));
   }
   using Event = std::uint64_t SandboxEvents::*;
   for (const auto& [name, help, field] :
@@ -139,50 +146,36 @@ void add_sandbox_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
                    Event{&SandboxEvents::removals}},
         std::tuple{"execmcp_sandbox_refusals_total", "New users refused at max_users.",
                    Event{&SandboxEvents::refusals}}}) {
-    metrics.add_counter(name, help, "agent", [per_user, field] {
-      Gauge out;
-      for (const UserSandboxes* sandboxes : per_user)
-        out.emplace_back(sandboxes->id(), static_cast<double>(sandboxes->events().*field));
-      return out;
-    });
+    metrics.add_counter(
+        name, help, "agent", per_target<std::uint64_t>(agents, [field](const TargetReport& report) {
+          return report.sandbox_events ? std::optional((*report.sandbox_events).*field)
+                                       : std::nullopt;
+        }));
   }
 }
 
 void add_agent_gauges(mcp::Metrics& metrics, const AgentRegistry& agents) {
+  // An agent with one backend; each user of a per-user agent has their own (not counted here).
   metrics.add_gauge("execmcp_agent_started", "1 when the agent's backend is started.", "agent",
-                    [&agents] {
-                      Gauge out;
-                      for (std::size_t i = 0; i < agents.size(); ++i)
-                        if (!agents.sandboxes(i))
-                          out.emplace_back(agents.agent(i).id(), agents.agent(i).started());
-                      return out;
-                    });
+                    per_target<bool>(agents, [](const TargetReport& report) {
+                      return report.backend ? std::optional(*report.backend == AgentState::kStarted)
+                                            : std::nullopt;
+                    }));
   metrics.add_gauge("execmcp_agents", "Agents by the state of their backend.", "state", [&agents] {
     static constexpr const char* kNames[] = {"not_started", "starting", "started", "failed"};
     double counts[4] = {};
     for (std::size_t i = 0; i < agents.size(); ++i)
-      if (!agents.sandboxes(i)) ++counts[static_cast<int>(agents.agent(i).state())];
+      if (const auto backend = agents.target(i).report().backend)
+        ++counts[static_cast<int>(*backend)];
     Gauge out;
     for (int i = 0; i < 4; ++i) out.emplace_back(kNames[i], counts[i]);
     return out;
   });
-  // Whether a backend owns a container is its traits' word (isolated), not its plugin's name.
-  metrics.add_gauge(
-      "execmcp_containers_owned", "Containers this server owns (one per started Docker agent).",
-      "agent", [&agents] {
-        Gauge out;
-        for (std::size_t i = 0; i < agents.size(); ++i) {
-          if (const UserSandboxes* sandboxes = agents.sandboxes(i)) {
-            const SandboxCounts counts = sandboxes->counts();
-            out.emplace_back(sandboxes->id(),
-                             static_cast<double>(counts.warm + counts.running + counts.stopped));
-            continue;
-          }
-          const bool owns = agents.isolated(i) && agents.agent(i).started();
-          out.emplace_back(agents.agent(i).id(), owns ? 1 : 0);
-        }
-        return out;
-      });
+  metrics.add_gauge("execmcp_containers_owned",
+                    "Containers this server owns (one per started Docker agent).", "agent",
+                    per_target<std::size_t>(agents, [](const TargetReport& report) {
+                      return std::optional(report.containers_owned);
+                    }));
 }
 
 mcp::ServiceOptions service_options(const ServeOptions& options) {
@@ -237,12 +230,12 @@ int serve_http(const Config& config, AgentRegistry& agents, const ServeOptions& 
     endpoint_options.protected_resource_metadata =
         authenticator.protected_resource_metadata(server_config.public_url);
   }
-  mcp::Authorize authorize;
-  if (authenticator.enabled()) authorize = authorize_with(authenticator);
-  const auto entries = endpoint_agents(agents);
-  mcp::HttpEndpoint endpoint(service, entries, authorize, metrics, endpoint_options);
+  const CredentialCheck credentials(authenticator);
+  const mcp::AccessCheck* access = authenticator.enabled() ? &credentials : nullptr;
+  const mcp::AgentTargets targets = endpoint_agents(agents);
+  mcp::HttpEndpoint endpoint(service, targets, access, metrics, endpoint_options);
   // /health, /ready and /metrics are the server's, beside the endpoint's /mcp/ routes.
-  Probes probes(entries, authorize, metrics);
+  Probes probes(targets, access, metrics);
   const http::RouteTable routes = server_routes(endpoint, probes, metrics);
   http::HttpServer http_server(
       http_options(*listen, server_config, options),
@@ -256,7 +249,7 @@ int serve_http(const Config& config, AgentRegistry& agents, const ServeOptions& 
 
   const SignalService signals(SignalService::Mode::kForward, SignalService::BrokenPipe::kFailWrite);
   http_server.start();
-  agents.start_sandboxes();
+  agents.start_background();
   const bool tls = !options.tls_cert_file.empty();
   const std::string url = url_of(*listen, http_server.port(), tls);
   spdlog::info("execmcp: listening on {}", url);

@@ -11,11 +11,8 @@ namespace execmcp::host::server {
 
 using nlohmann::json;
 
-Probes::Probes(const std::map<std::string, mcp::HttpEndpoint::AgentEntry>& agents,
-               mcp::Authorize authorize, mcp::Metrics& metrics)
-    : authorize_(std::move(authorize)), metrics_(metrics) {
-  for (const auto& [id, entry] : agents) agents_[id] = entry.state;
-}
+Probes::Probes(mcp::AgentTargets agents, const mcp::AccessCheck* access, mcp::Metrics& metrics)
+    : agents_(std::move(agents)), access_(access), metrics_(metrics) {}
 
 void Probes::add_routes(http::RouteTable& routes) {
   routes.add({"/health"}, [this](const std::string&, http::HttpRequest& request,
@@ -51,12 +48,12 @@ void Probes::serve_health(http::HttpRequest& request,
 std::optional<std::set<std::string>> Probes::visible_agents(
     const http::HttpRequest& request) const {
   std::set<std::string> all;
-  for (const auto& [id, state] : agents_) all.insert(id);
-  if (!authorize_) return all;  // no authentication: /mcp lets anyone use every agent too
+  for (const auto& [id, target] : agents_) all.insert(id);
+  if (access_ == nullptr) return all;  // no authentication: /mcp lets anyone use every agent too
   if (request.header("authorization") == nullptr || agents_.empty()) return std::nullopt;
   // One verification, whatever the number of agents: the decision lists what the credential may
   // use (a 403 for this agent still says who it is).
-  const mcp::AccessDecision access = authorize_(request, agents_.begin()->first);
+  const mcp::AccessDecision access = access_->check(request, agents_.begin()->first);
   if (!access.allowed && access.status != 403) return std::nullopt;
   std::set<std::string> out;
   for (const auto& id : access.agents) {
@@ -73,13 +70,12 @@ void Probes::serve_ready(http::HttpRequest& request,
   if (!is_get(request, exchange)) return;
   // Side-effect free: each agent's last known state (an atomic), never a start. An agent starts
   // on its first call (or with serve --start-all), not because someone asked whether it could.
-  using mcp::AgentState;
   static constexpr const char* kNames[] = {"not started", "starting", "started", "failed"};
   std::size_t counts[4] = {};
   const auto visible = visible_agents(request);
   json states = json::object();
-  for (const auto& [id, reader] : agents_) {
-    const AgentState state = reader ? reader() : AgentState::kStarted;
+  for (const auto& [id, target] : agents_) {
+    const AgentState state = target->state();
     ++counts[static_cast<int>(state)];
     if (visible && visible->contains(id)) states[id] = kNames[static_cast<int>(state)];
   }

@@ -18,10 +18,9 @@ namespace execmcp::host::server {
 
 class Probes {
  public:
-  // `agents`: the endpoint's agents (only their states are read); `authorize`: the endpoint's
-  // check, asked only which agents a request's credentials may see (empty: no authentication).
-  Probes(const std::map<std::string, mcp::HttpEndpoint::AgentEntry>& agents,
-         mcp::Authorize authorize, mcp::Metrics& metrics);
+  // `agents`: the endpoint's agents (only their states are read); `access`: the endpoint's
+  // check, asked only which agents a request's credentials may see (null: no authentication).
+  Probes(mcp::AgentTargets agents, const mcp::AccessCheck* access, mcp::Metrics& metrics);
 
   // Adds /health, /ready and /metrics to `routes`. The probes must outlive the table's use.
   void add_routes(http::RouteTable& routes);
@@ -40,8 +39,8 @@ class Probes {
   // the fixed vocabulary only).
   std::optional<std::set<std::string>> visible_agents(const http::HttpRequest& request) const;
 
-  std::map<std::string, mcp::AgentStateReader> agents_;  // a reader may be empty: started
-  const mcp::Authorize authorize_;
+  const mcp::AgentTargets agents_;
+  const mcp::AccessCheck* const access_;
   mcp::Metrics& metrics_;
 };
 

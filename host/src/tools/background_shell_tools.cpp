@@ -3,14 +3,13 @@
 #include <cmath>
 #include <ctime>
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 #include "tools/tool.hpp"
 #include "tools/tool_arguments.hpp"
 
 namespace execmcp::host::tools {
 namespace {
 
-using mcp::sanitize_utf8;
 using nlohmann::json;
 
 // The agent's shells, or the answers of an agent without any.
@@ -78,7 +77,7 @@ RenderedStream render_stream(const StreamSlice& slice, std::size_t cap) {
   // nothing was shown yet, so every answer makes progress.
   auto take = [&](std::string_view bytes, bool& cut) {
     std::string text = sanitize_utf8(bytes);
-    const std::size_t cost = mcp::json_escaped_size(text) + (shown.empty() ? 0 : 1);
+    const std::size_t cost = json_escaped_size(text) + (shown.empty() ? 0 : 1);
     cut = false;
     if (used + cost <= cap) {
       used += cost;
@@ -86,7 +85,7 @@ RenderedStream render_stream(const StreamSlice& slice, std::size_t cap) {
       return true;
     }
     if (!shown.empty()) return false;
-    text = mcp::sanitize_utf8_within(bytes, cap - used, cut);
+    text = sanitize_utf8_within(bytes, cap - used, cut);
     used = cap;
     shown.push_back(std::move(text));
     cut = true;

@@ -4,14 +4,13 @@
 #include <filesystem>
 #include <sstream>
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 #include "tools/tool.hpp"
 #include "tools/tool_arguments.hpp"
 
 namespace execmcp::host::tools {
 namespace {
 
-using mcp::sanitize_utf8;
 using nlohmann::json;
 
 constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;  // far above any agent's limit; no overflow
@@ -64,8 +63,8 @@ json to_structured(ExecuteOutcome& outcome, const ExecuteArgs& args, const std::
   const bool ran = !outcome.blocked && r.error.empty();
   bool stdout_cut = false;
   bool stderr_cut = false;
-  std::string out = mcp::sanitize_utf8_within(r.stdout_data, outcome.output_cap, stdout_cut);
-  std::string err = mcp::sanitize_utf8_within(r.stderr_data, outcome.output_cap, stderr_cut);
+  std::string out = sanitize_utf8_within(r.stdout_data, outcome.output_cap, stdout_cut);
+  std::string err = sanitize_utf8_within(r.stderr_data, outcome.output_cap, stderr_cut);
   r.stdout_truncated = r.stdout_truncated || stdout_cut;
   r.stderr_truncated = r.stderr_truncated || stderr_cut;
   json s{{"success", ran && r.exit_code == 0 && !r.timed_out && !r.cancelled},

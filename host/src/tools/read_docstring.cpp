@@ -4,8 +4,8 @@
 #include <sstream>
 #include <variant>
 
-#include "mcp/json_rpc.hpp"
-#include "mcp/utf8.hpp"
+#include "common/bounded_json.hpp"
+#include "common/utf8.hpp"
 #include "tools/read_docstring_command.hpp"
 #include "tools/tool.hpp"
 #include "tools/tool_arguments.hpp"
@@ -97,9 +97,8 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
       context.agent.run_internal(command, context.cancel, context.principal);
   const std::string what = function + " in " + module;
   if (!result.error.empty()) {
-    return ToolResult{
-        "Cannot read the docstring of " + what + ": " + mcp::sanitize_utf8(result.error), nullptr,
-        true};
+    return ToolResult{"Cannot read the docstring of " + what + ": " + sanitize_utf8(result.error),
+                      nullptr, true};
   }
   if (result.cancelled || result.timed_out) {
     return ToolResult{"Reading the docstring of " + what + " was " +
@@ -110,7 +109,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   if (!lookup.error.empty()) {
     return ToolResult{"Cannot read the docstring of " + what + ": " + lookup.error, nullptr, true};
   }
-  const std::string docstring = mcp::sanitize_utf8(lookup.docstring);
+  const std::string docstring = sanitize_utf8(lookup.docstring);
   return ToolResult{
       docstring.empty() ? what + " has no docstring" : docstring,
       json{{"module", module}, {"function", function}, {"docstring", docstring}},
@@ -141,12 +140,12 @@ DocstringLookup parse_read_docstring_output(const sdk::ExecResult& result) {
   const std::string_view last = newline == std::string_view::npos ? out : out.substr(newline + 1);
   // The helper's output is the agent's to shape (its Python environment runs it): parse it with
   // the same bounds as a client's message, never the unbounded recursive parser.
-  auto parsed = mcp::parse_message(last, mcp::MessageLimits{});
+  auto parsed = parse_bounded_json(last, JsonLimits{});
   const json reply =
       std::holds_alternative<json>(parsed) ? std::move(std::get<json>(parsed)) : json();
   if (!reply.is_object() || !reply.contains("ok")) {
     std::string detail =
-        mcp::sanitize_utf8(result.stderr_data.empty() ? result.stdout_data : result.stderr_data);
+        sanitize_utf8(result.stderr_data.empty() ? result.stdout_data : result.stderr_data);
     if (detail.size() > 2000) detail = detail.substr(0, 2000) + "...";
     return DocstringLookup{
         {},

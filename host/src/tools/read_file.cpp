@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 #include "tools/tool.hpp"
 #include "tools/tool_arguments.hpp"
 
@@ -77,9 +77,9 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   sdk::FileReadRequest request{path};
   request.cancel = context.cancel;
   const sdk::FileReadResult file = context.agent.read_file(request, context.principal);
-  const std::string shown_path = mcp::sanitize_utf8(path);
+  const std::string shown_path = sanitize_utf8(path);
   if (!file.error.empty()) {
-    return ToolResult{"Cannot read " + shown_path + ": " + mcp::sanitize_utf8(file.error), nullptr,
+    return ToolResult{"Cannot read " + shown_path + ": " + sanitize_utf8(file.error), nullptr,
                       true};
   }
 
@@ -110,7 +110,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
       truncated = true;
     }
     std::string_view slice = std::string_view(file.data).substr(begin, end - begin);
-    if (!mcp::is_valid_utf8(slice)) {
+    if (!is_valid_utf8(slice)) {
       notices.push_back(
           "the file is not valid UTF-8 text (binary?); invalid bytes were replaced with U+FFFD");
     }
@@ -118,12 +118,12 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
     // keep the whole lines that fit, or cut the first line.
     bool cut = false;
     std::size_t consumed = 0;
-    content = mcp::sanitize_utf8_within(slice, kMaxContentBytes, cut, &consumed);
+    content = sanitize_utf8_within(slice, kMaxContentBytes, cut, &consumed);
     if (cut) {
       const std::size_t newline = slice.substr(0, consumed).rfind('\n');
       if (newline != std::string_view::npos) {
         slice = slice.substr(0, newline + 1);
-        content = mcp::sanitize_utf8(slice);
+        content = sanitize_utf8(slice);
         end_line = first + static_cast<std::int64_t>(std::count(slice.begin(), slice.end(), '\n'));
       } else {
         end_line = first + 1;

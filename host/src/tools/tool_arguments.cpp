@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 
 namespace execmcp::host::tools {
 
@@ -14,8 +14,8 @@ constexpr std::size_t kNamesShown = 8;
 constexpr std::size_t kNameBytesShown = 64;
 
 std::string shown_name(const std::string& name) {
-  return mcp::sanitize_utf8(name.size() > kNameBytesShown ? name.substr(0, kNameBytesShown) + "..."
-                                                          : name);
+  return sanitize_utf8(name.size() > kNameBytesShown ? name.substr(0, kNameBytesShown) + "..."
+                                                     : name);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The write_file tool: writes (creates or replaces) a file inside the agent's writable paths.
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 #include "tools/tool.hpp"
 #include "tools/tool_arguments.hpp"
 
@@ -40,10 +40,10 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
 
   const sdk::FileWriteResult written = context.agent.write_file(
       sdk::FileWriteRequest{path, std::move(content), context.cancel}, context.principal);
-  const std::string shown_path = mcp::sanitize_utf8(path);
+  const std::string shown_path = sanitize_utf8(path);
   if (!written.error.empty()) {
-    return ToolResult{"Cannot write " + shown_path + ": " + mcp::sanitize_utf8(written.error),
-                      nullptr, true};
+    return ToolResult{"Cannot write " + shown_path + ": " + sanitize_utf8(written.error), nullptr,
+                      true};
   }
   return ToolResult{
       "Wrote " + std::to_string(written.bytes_written) + " bytes to " + shown_path,

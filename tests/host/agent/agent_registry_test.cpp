@@ -37,19 +37,22 @@ TEST(AgentRegistry, BuildsEachSelectedAgentWithoutStartingIt) {
   AgentRegistry agents(*config, {&config->agents[1]}, fixture_plugins(), {});
   ASSERT_EQ(agents.size(), 1u);
   EXPECT_EQ(agents.ids(), std::vector<std::string>{"beta"});
-  EXPECT_EQ(agents.agent(0).id(), "beta");
-  EXPECT_FALSE(agents.agent(0).started());
-  EXPECT_FALSE(agents.isolated(0));  // the echo fixture runs nothing in a sandbox
+  EXPECT_EQ(agents.target(0).id(), "beta");
+  EXPECT_EQ(agents.target(0).state(), AgentState::kNotStarted);
+  EXPECT_FALSE(agents.target(0).traits().isolated);  // the echo fixture runs nothing in a sandbox
+  EXPECT_FALSE(agents.target(0).traits().per_user);
 }
 
 TEST(AgentRegistry, AnAgentStartsOnItsFirstCall) {
   tests::TempDir dir;
   const auto config = two_agents(dir);
   AgentRegistry agents(*config, {&config->agents[0], &config->agents[1]}, fixture_plugins(), {});
-  const auto outcome = agents.agent(1).execute({"hi", std::nullopt, "", "t"}, nullptr, nullptr);
+  const Resolution beta = agents.target(1).resolve("t");
+  ASSERT_TRUE(beta.agent);
+  const auto outcome = beta.agent->execute({"hi", std::nullopt, "", "t"}, nullptr, nullptr);
   EXPECT_EQ(outcome.result.stdout_data, "echo:hi\n");
-  EXPECT_FALSE(agents.agent(0).started());
-  EXPECT_TRUE(agents.agent(1).started());
+  EXPECT_EQ(agents.target(0).state(), AgentState::kNotStarted);
+  EXPECT_EQ(agents.target(1).state(), AgentState::kStarted);
 }
 
 TEST(AgentRegistry, StartAllStopsStartingWhenToldAndStopAllStopsEveryOnce) {
@@ -68,7 +71,7 @@ TEST(AgentRegistry, StartAllStopsStartingWhenToldAndStopAllStopsEveryOnce) {
   agents.stop_all();
   EXPECT_FALSE(agents.configured(0).started());
   EXPECT_FALSE(agents.configured(1).started());
-  EXPECT_FALSE(agents.agent(0).started());
+  EXPECT_NE(agents.target(0).state(), AgentState::kStarted);
   registry.reset();  // stops again: nothing more to clean up
   EXPECT_EQ(tests::read_text(dir.path() / "alpha.cleanup"), "cleanup\n");
   EXPECT_EQ(tests::read_text(dir.path() / "beta.cleanup"), "cleanup\n");

@@ -19,7 +19,7 @@
 #include "agent/configured_agent.hpp"
 #include "agent/fake_background_backend.hpp"
 #include "agent/spdlog_sink.hpp"
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 #include "test_support.hpp"
 #include "transport/stdio/memory_transport.hpp"
 #include "transport/stdio/session.hpp"
@@ -90,7 +90,7 @@ void expect_safe_line(const std::string& line) {
     ASSERT_TRUE(byte >= 0x20 && byte != 0x7F)
         << "control byte " << int(byte) << " in " << body.substr(0, 200);
   }
-  EXPECT_TRUE(mcp::is_valid_utf8(body)) << body.substr(0, 200);
+  EXPECT_TRUE(is_valid_utf8(body)) << body.substr(0, 200);
   EXPECT_EQ(body.find("\xC2\x9B"), std::string_view::npos);  // C1 CSI
 }
 

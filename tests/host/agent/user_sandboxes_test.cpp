@@ -245,7 +245,7 @@ TEST(UserSandboxes, AKeyThatCannotNameADirectoryIsRefused) {
     EXPECT_FALSE(found.at_limit);
     EXPECT_THAT(found.refusal, HasSubstr("cannot name a workspace directory"));
   }
-  EXPECT_TRUE(UserSandboxes::valid_user_key("jwt-0123456789abcdef0123456789abcdef"));
+  EXPECT_TRUE(SandboxTemplate::valid_user_key("jwt-0123456789abcdef0123456789abcdef"));
 }
 
 // Issue 28, finding 1: a token named "warm-1" took warm sandbox 1's container name, one named
@@ -269,22 +269,22 @@ TEST(UserSandboxes, NoUserKeyNamesAnotherUsersWarmOrProxyObject) {
                                          "w_1"};
   std::set<std::string> names;
   for (const auto& key : keys) {
-    ASSERT_TRUE(UserSandboxes::valid_user_key(key)) << key;
-    const std::string name = UserSandboxes::user_sandbox_name(key);
+    ASSERT_TRUE(SandboxTemplate::valid_user_key(key)) << key;
+    const std::string name = SandboxTemplate::user_sandbox_name(key);
     EXPECT_TRUE(names.insert(name).second) << key << " -> " << name << " twice";
     EXPECT_TRUE(name.starts_with("u-")) << name;
     // No '-' after the role: no user's name ends in a suffix another object of a sandbox has.
     EXPECT_EQ(name.find('-', 2), std::string::npos) << name;
-    for (std::uint64_t n : {1u, 2u, 10u}) EXPECT_NE(name, UserSandboxes::warm_sandbox_name(n));
+    for (std::uint64_t n : {1u, 2u, 10u}) EXPECT_NE(name, SandboxTemplate::warm_sandbox_name(n));
   }
   // Long keys that share all but their last character stay apart, and none is cut.
   const std::string stem(62, 'k');
-  EXPECT_NE(UserSandboxes::user_sandbox_name(stem + "a"),
-            UserSandboxes::user_sandbox_name(stem + "b"));
-  EXPECT_EQ(UserSandboxes::longest_sandbox_name().size(), 2 + 2 * UserSandboxes::kMaxUserKey);
+  EXPECT_NE(SandboxTemplate::user_sandbox_name(stem + "a"),
+            SandboxTemplate::user_sandbox_name(stem + "b"));
+  EXPECT_EQ(SandboxTemplate::longest_sandbox_name().size(), 2 + 2 * SandboxTemplate::kMaxUserKey);
   for (const auto& key : keys)
-    EXPECT_LE(UserSandboxes::user_sandbox_name(key).size(),
-              UserSandboxes::longest_sandbox_name().size());
+    EXPECT_LE(SandboxTemplate::user_sandbox_name(key).size(),
+              SandboxTemplate::longest_sandbox_name().size());
 }
 
 TEST(UserSandboxes, MaxUsersRefusesANewUserAndNoExistingUserNotices) {

@@ -118,5 +118,28 @@ TEST(McpRouter, AnswersByRevisionAndMethod) {
   McpRouter::notify(Notification{"notifications/cancelled", json{{"requestId", 1}}}, nullptr);
 }
 
+// A tools/call reaches the transport with the tool it resolves to, so the transport's metrics
+// label it without asking the service; a made-up name is "unknown" (no new series).
+TEST(McpRouter, ATransportIsToldTheToolACallResolvesTo) {
+  testing::FakeAgent agent;
+  McpService service(ServiceOptions{});
+  McpRouter router(service);
+  auto label = [&](const std::string& name) {
+    std::string told = "(not asked)";
+    Responder responder(1, "tools/call", [](const json&) {});
+    McpRouter::Context context;
+    context.caller = CallerContext{&agent, "test", "2025-06-18", {}, nullptr};
+    context.start_call = [&](const Request&, const CallerContext&, const std::string& tool) {
+      told = tool;
+      return std::optional<CallHooks>();  // refused: the transport answered
+    };
+    router.handle(Request{1, "tools/call", json{{"name", name}, {"arguments", json::object()}}},
+                  responder, std::move(context));
+    return told;
+  };
+  EXPECT_EQ(label("execute_command"), "execute_command");
+  EXPECT_EQ(label("made-up-tool"), "unknown");
+}
+
 }  // namespace
 }  // namespace execmcp::host::mcp

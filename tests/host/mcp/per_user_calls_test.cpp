@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "../transport/http/fake_exchange.hpp"
+#include "agent/per_user_target.hpp"
 #include "agent/user_sandboxes.hpp"
 #include "cli/arguments.hpp"
 #include "mcp/protocol.hpp"
 #include "plugins/plugin_registry.hpp"
 #include "server/probes.hpp"
 #include "test_support.hpp"
+#include "transport/http/fake_access_check.hpp"
 #include "transport/http/http_endpoint.hpp"
 #include "transport/stdio/session.hpp"
 
@@ -124,33 +126,28 @@ class PerUserCallsTest : public ::testing::Test {
     };
     sdk::BackendTraits traits;
     traits.isolated = true;
-    sandboxes_ = std::make_unique<UserSandboxes>("py", config, std::move(build),
-                                                 AgentCapabilities{}, traits);
-    std::map<std::string, HttpEndpoint::AgentEntry> agents;
-    agents["py"] = {nullptr, [] { return AgentState::kStarted; },
-                    [this](const std::string& user_key) {
-                      SandboxLookup found = sandboxes_->sandbox_for(user_key);
-                      UserAgent user;
-                      user.agent = std::move(found.agent);
-                      user.why = std::move(found.refusal);
-                      if (!user.agent) user.status = found.at_limit ? 429 : 503;
-                      return user;
-                    }};
-    const Authorize authorize = [](const http::HttpRequest& request, const std::string&) {
-      AccessDecision access;
-      const std::string* token = request.header("authorization");
-      if (token != nullptr && (*token == "Bearer alice" || *token == "Bearer bob")) {
-        access.allowed = true;
-        access.principal = token->substr(7);
-        access.user_key = access.principal;
-        access.agents = {"py"};
-      } else {
-        access.body = R"({"error":"invalid_token"})";
-      }
-      return access;
-    };
-    endpoint_ = std::make_unique<HttpEndpoint>(*service_, agents, authorize, metrics_);
-    probes_ = std::make_unique<server::Probes>(agents, authorize, metrics_);
+    // As the registry builds it: a template (never started) and the users' sandboxes.
+    auto shape = build("", "template");
+    auto sandboxes = std::make_unique<UserSandboxes>("py", config, std::move(build),
+                                                     AgentCapabilities{}, traits);
+    target_ = std::make_unique<PerUserTarget>(std::move(shape), std::move(sandboxes));
+    const AgentTargets agents{{"py", target_.get()}};
+    access_ = std::make_unique<testing::FakeAccessCheck>(
+        [](const http::HttpRequest& request, const std::string&) {
+          AccessDecision access;
+          const std::string* token = request.header("authorization");
+          if (token != nullptr && (*token == "Bearer alice" || *token == "Bearer bob")) {
+            access.allowed = true;
+            access.principal = token->substr(7);
+            access.user_key = access.principal;
+            access.agents = {"py"};
+          } else {
+            access.body = R"({"error":"invalid_token"})";
+          }
+          return access;
+        });
+    endpoint_ = std::make_unique<HttpEndpoint>(*service_, agents, access_.get(), metrics_);
+    probes_ = std::make_unique<server::Probes>(agents, access_.get(), metrics_);
     routes_ =
         std::make_unique<http::RouteTable>(server::server_routes(*endpoint_, *probes_, metrics_));
   }
@@ -160,7 +157,7 @@ class PerUserCallsTest : public ::testing::Test {
     routes_.reset();
     endpoint_.reset();
     if (service_) service_->shutdown();
-    if (sandboxes_) sandboxes_->stop_all();
+    if (target_) target_->stop();
   }
 
   std::shared_ptr<FakeExchange> post(const std::string& user, const json& body) {
@@ -223,7 +220,8 @@ class PerUserCallsTest : public ::testing::Test {
   Gate gate_;
   Metrics metrics_;
   std::unique_ptr<McpService> service_;
-  std::unique_ptr<UserSandboxes> sandboxes_;
+  std::unique_ptr<PerUserTarget> target_;
+  std::unique_ptr<testing::FakeAccessCheck> access_;
   std::unique_ptr<HttpEndpoint> endpoint_;
   std::unique_ptr<server::Probes> probes_;
   std::unique_ptr<http::RouteTable> routes_;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/utf8.hpp"
 #include "fake_agent.hpp"
-#include "mcp/utf8.hpp"
 #include "tools/read_docstring_command.hpp"
 #include "tools/tool.hpp"
 
@@ -152,7 +152,7 @@ TEST_F(ToolsTest, ReadFileBinaryIsReplacedWithNotice) {
   const ToolResult r = ok(read_file_, json{{"path", "/w/bin"}});
   EXPECT_FALSE(r.is_error);
   const std::string content = r.structured["content"];
-  EXPECT_TRUE(mcp::is_valid_utf8(content));
+  EXPECT_TRUE(is_valid_utf8(content));
   EXPECT_NE(content.find("\xEF\xBF\xBD"), std::string::npos);
   EXPECT_NE(r.structured["notice"].get<std::string>().find("not valid UTF-8"), std::string::npos);
   EXPECT_NO_THROW((void)r.structured.dump());
@@ -365,13 +365,13 @@ TEST_F(ToolsTest, ReadFileContentIsBoundedAsEscapedAndSaysHowToContinue) {
 
 TEST(Utf8Budget, CutsBetweenCharactersAtTheEscapedSize) {
   bool cut = false;
-  EXPECT_EQ(mcp::sanitize_utf8_within(std::string("a\0b", 3), 7, cut), std::string("a\0", 2));
+  EXPECT_EQ(sanitize_utf8_within(std::string("a\0b", 3), 7, cut), std::string("a\0", 2));
   EXPECT_TRUE(cut);
-  EXPECT_EQ(mcp::sanitize_utf8_within("\xE2\x82\xAC\xE2\x82\xAC", 5, cut), "\xE2\x82\xAC");
+  EXPECT_EQ(sanitize_utf8_within("\xE2\x82\xAC\xE2\x82\xAC", 5, cut), "\xE2\x82\xAC");
   EXPECT_TRUE(cut);
-  EXPECT_EQ(mcp::sanitize_utf8_within("x\xFFy", 5, cut), "x\xEF\xBF\xBDy");
+  EXPECT_EQ(sanitize_utf8_within("x\xFFy", 5, cut), "x\xEF\xBF\xBDy");
   EXPECT_FALSE(cut);
-  EXPECT_EQ(mcp::json_escaped_size("\"\\\n\x7F"), 7u);
+  EXPECT_EQ(json_escaped_size("\"\\\n\x7F"), 7u);
 }
 
 TEST(ShellQuote, RoundTripsThroughSh) {

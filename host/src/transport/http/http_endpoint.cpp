@@ -12,9 +12,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/utf8.hpp"
 #include "execmcp/common/base64.hpp"
 #include "mcp/protocol.hpp"
-#include "mcp/utf8.hpp"
 
 namespace execmcp::host::mcp {
 
@@ -198,11 +198,11 @@ class HttpEndpoint::Reply {
   http::Headers extra_headers_;
 };
 
-HttpEndpoint::HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents,
-                           Authorize authorize, Metrics& metrics, HttpEndpointOptions options)
+HttpEndpoint::HttpEndpoint(McpService& service, AgentTargets agents, const AccessCheck* access,
+                           Metrics& metrics, HttpEndpointOptions options)
     : router_(service),
       agents_(std::move(agents)),
-      authorize_(std::move(authorize)),
+      access_(access),
       metrics_(metrics),
       options_(std::move(options)) {}
 
@@ -278,8 +278,8 @@ std::optional<AccessDecision> HttpEndpoint::admit(
     const std::shared_ptr<http::HttpExchange>& exchange) {
   // The agent is the URL's, and the credentials must be good for it.
   AccessDecision access;
-  if (authorize_) {
-    access = authorize_(request, agent_id);
+  if (access_ != nullptr) {
+    access = access_->check(request, agent_id);
   } else {
     access.allowed = true;
     access.principal = "anonymous";
@@ -428,20 +428,17 @@ bool HttpEndpoint::headers_agree(const http::HttpRequest& request, const Request
 void HttpEndpoint::route(const std::string& agent_id, const AccessDecision& access,
                          http::HttpRequest& request, Request rpc, bool stateless,
                          const std::shared_ptr<http::HttpExchange>& exchange) {
-  McpRouter::Context context;
-  const AgentEntry& entry = agents_.at(agent_id);
-  context.caller = CallerContext{entry.agent, access.principal, {}, {}, nullptr};
-  if (entry.per_user) {
-    UserAgent user = entry.per_user(access.user_key);
-    if (!user.agent) {
-      const bool limit = user.status == 429;
-      return refuse(exchange, limit ? 429 : user.status,
-                    {{"retry-after", limit ? "60" : "5"}, {"content-type", "application/json"}},
-                    problem(limit ? "too_many_users" : "unavailable", user.why));
-    }
-    context.caller.agent = user.agent.get();
-    context.caller.hold = std::move(user.agent);
+  // The agent for this call: the agent's own, or (per-user) the credentials' user's sandbox.
+  Resolution resolved = agents_.at(agent_id)->resolve(access.user_key);
+  if (!resolved.agent) {
+    const bool limit = resolved.at_limit;
+    return refuse(exchange, limit ? 429 : 503,
+                  {{"retry-after", limit ? "60" : "5"}, {"content-type", "application/json"}},
+                  problem(limit ? "too_many_users" : "unavailable", resolved.refusal));
   }
+  McpRouter::Context context;
+  context.caller = CallerContext{resolved.agent.get(), access.principal, {}, {}, nullptr};
+  context.caller.hold = std::move(resolved.agent);
   std::shared_ptr<LegacySession> session;
   if (!stateless && rpc.method != McpRouter::kInitialize) {
     session = find_session(access, agent_id, request, exchange);
@@ -465,8 +462,9 @@ void HttpEndpoint::route(const std::string& agent_id, const AccessDecision& acce
   context.keep_session = [&](const CallerContext& negotiated) {
     return open_session(agent_id, access, negotiated, *reply, exchange);
   };
-  context.start_call = [&](const Request& call, const CallerContext& caller) {
-    return start_call(call, caller, request, exchange, session, reply, stateless);
+  context.start_call = [&](const Request& call, const CallerContext& caller,
+                           const std::string& tool) {
+    return start_call(call, caller, tool, request, exchange, session, reply, stateless);
   };
   router_.handle(std::move(rpc), std::move(responder), std::move(context));
 }
@@ -611,8 +609,8 @@ void HttpEndpoint::expire_sessions_locked() {
 }
 
 std::optional<CallHooks> HttpEndpoint::start_call(
-    const Request& rpc, const CallerContext& caller, const http::HttpRequest& request,
-    const std::shared_ptr<http::HttpExchange>& exchange,
+    const Request& rpc, const CallerContext& caller, const std::string& tool,
+    const http::HttpRequest& request, const std::shared_ptr<http::HttpExchange>& exchange,
     const std::shared_ptr<LegacySession>& session, const std::shared_ptr<Reply>& reply,
     bool stateless) {
   auto state = std::make_shared<CallState>();
@@ -632,10 +630,7 @@ std::optional<CallHooks> HttpEndpoint::start_call(
   const auto started = std::chrono::steady_clock::now();
   const std::string agent_id = caller.agent->id();
   const std::string principal = caller.principal;
-  // Labelled by the tool it resolves to: a made-up name must not add a series to /metrics.
-  const auto name = rpc.params.find("name");
-  const std::string tool = router_.service().tool_label(
-      *caller.agent, name != rpc.params.end() && name->is_string() ? name->get<std::string>() : "");
+  // Labelled by the tool it resolves to (the router's word): a made-up name adds no series.
   metrics_.call_started();
   if (stateless) {
     // 2026-07-28: closing the response stream cancels the request (and kills its process tree).

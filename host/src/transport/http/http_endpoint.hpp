@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/agent.hpp"
+#include "agent/agent_target.hpp"
 #include "mcp/call_table.hpp"
 #include "mcp/json_rpc.hpp"
 #include "mcp/mcp_router.hpp"
@@ -40,13 +41,20 @@ struct AccessDecision {
   // 403). Decides what /ready and /metrics show; empty: only the agent asked about.
   std::vector<std::string> agents;
 };
-using Authorize =
-    std::function<AccessDecision(const http::HttpRequest& request, const std::string& agent_id)>;
 
-// Where an agent's backend is, for the probes (GET /ready and /metrics). Read on an HTTP I/O
-// thread: it must never wait on a backend (LazyAgent::state() reads an atomic) and never start one.
-using AgentState = host::AgentState;
-using AgentStateReader = std::function<AgentState()>;
+// Who may call which agent: the server's authentication, handed down to the endpoint and the
+// probes (which ask it only which agents a request's credentials may see). Asked on an HTTP I/O
+// thread for every request; thread-safe.
+class AccessCheck {
+ public:
+  virtual ~AccessCheck() = default;
+  [[nodiscard]] virtual AccessDecision check(const http::HttpRequest& request,
+                                             const std::string& agent_id) const = 0;
+};
+
+// The agents served, by id: what each id resolves to (AgentTarget). The targets outlive the
+// endpoint and the probes.
+using AgentTargets = std::map<std::string, AgentTarget*>;
 
 struct HttpEndpointOptions {
   MessageLimits limits;
@@ -60,24 +68,10 @@ struct HttpEndpointOptions {
   std::string protected_resource_metadata;
 };
 
-// A per-user agent's answer for one user: the user's sandbox, or the HTTP status and why not
-// (429 when the agent has all the sandboxes it may have). Never waits on a backend.
-struct UserAgent {
-  std::shared_ptr<Agent> agent;
-  int status = 0;
-  std::string why;
-};
-using UserAgentResolver = std::function<UserAgent(const std::string& user_key)>;
-
 class HttpEndpoint {
  public:
-  struct AgentEntry {
-    Agent* agent = nullptr;      // null for a per-user agent
-    AgentStateReader state;      // for the probes; may be empty: always started
-    UserAgentResolver per_user;  // a per-user agent: each request's sandbox
-  };
-
-  HttpEndpoint(McpService& service, std::map<std::string, AgentEntry> agents, Authorize authorize,
+  // `access`: null when the server has no authentication (every request is "anonymous").
+  HttpEndpoint(McpService& service, AgentTargets agents, const AccessCheck* access,
                Metrics& metrics, HttpEndpointOptions options = {});
   ~HttpEndpoint();  // cancel_all()
   HttpEndpoint(const HttpEndpoint&) = delete;
@@ -133,7 +127,7 @@ class HttpEndpoint {
   // tools/call: the call joins the session's table (nullopt when its id is in use: answered 400)
   // and the endpoint's, metrics follow it, and (2026-07-28) a closed stream cancels it.
   std::optional<CallHooks> start_call(const Request& rpc, const CallerContext& caller,
-                                      const http::HttpRequest& request,
+                                      const std::string& tool, const http::HttpRequest& request,
                                       const std::shared_ptr<http::HttpExchange>& exchange,
                                       const std::shared_ptr<LegacySession>& session,
                                       const std::shared_ptr<Reply>& reply, bool stateless);
@@ -152,8 +146,8 @@ class HttpEndpoint {
   void expire_sessions_locked();
 
   McpRouter router_;
-  const std::map<std::string, AgentEntry> agents_;
-  const Authorize authorize_;
+  const AgentTargets agents_;
+  const AccessCheck* const access_;
   Metrics& metrics_;
   const HttpEndpointOptions options_;
 

@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/utf8.hpp"
 #include "mcp/protocol.hpp"
-#include "mcp/utf8.hpp"
 
 namespace execmcp::host::mcp {
 
@@ -171,7 +171,9 @@ void Session::route(Request request, Responder responder) {
         caller_ = negotiated;
         return true;
       };
-  context.start_call = [this](const Request& r, const CallerContext&) { return start_call(r); };
+  context.start_call = [this](const Request& r, const CallerContext&, const std::string&) {
+    return start_call(r);
+  };
   context.warned_before_initialize = &warned_no_initialize_;
   router_.handle(std::move(request), std::move(responder), std::move(context));
 }

@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <future>
 
+#include "agent/fake_target.hpp"
+#include "fake_access_check.hpp"
 #include "fake_exchange.hpp"
 #include "mcp/fake_agent.hpp"
 #include "mcp/protocol.hpp"
@@ -19,8 +21,10 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
+using testing::FakeAccessCheck;
 using testing::FakeAgent;
 using testing::FakeExchange;
+using testing::FakeTarget;
 using testing::kWait;
 
 json modern_meta() {
@@ -33,59 +37,67 @@ class HttpEndpointTest : public ::testing::Test {
   HttpEndpointTest() : service_(options()) { make_endpoint(); }
   // `per_user`: with the agent "per_user", whose users each get their own agent.
   void make_endpoint(HttpEndpointOptions endpoint_options = {}, bool per_user = false) {
-    endpoint_.reset();
-    std::map<std::string, HttpEndpoint::AgentEntry> agents;
-    agents["agent_a"] = {&agent_a_, {}, nullptr};
-    agents["agent_b"] = {&agent_b_, [] { return AgentState::kFailed; }, nullptr};
-    // A per-user agent: alice and bob each get their own agent, anyone else is past max_users.
-    if (per_user)
-      agents["per_user"] = {nullptr, [] { return AgentState::kStarted; },
-                            [this](const std::string& user_key) {
-                              UserAgent user;
-                              if (user_key == "alice" || user_key == "bob") {
-                                std::lock_guard lock(users_mutex_);
-                                auto& agent = users_[user_key];
-                                if (!agent) agent = std::make_shared<FakeAgent>("per_user");
-                                user.agent = agent;
-                              } else {
-                                user.status = 429;
-                                user.why = "limit of 2 user sandboxes (per_user.max_users)";
-                              }
-                              return user;
-                            }};
     routes_.reset();
     probes_.reset();
-    const Authorize authorize = [](const http::HttpRequest& request, const std::string& agent) {
-      AccessDecision access;
-      const std::string* token = request.header("authorization");
-      if (token == nullptr) {
-        access.status = 401;
-        access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
-        access.body = R"({"error":"invalid_token"})";
-      } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
-        access.allowed = true;
-        access.principal = token->substr(7);
-        access.user_key = access.principal;
-        access.agents = {*token == "Bearer bob" ? "agent_a" : "*"};
-      } else if (*token == "Bearer carol" || (*token == "Bearer bob" && agent == "per_user")) {
-        access.allowed = true;
-        access.principal = token->substr(7);
-        access.user_key = access.principal;
-        access.agents = {"per_user"};
-      } else if (*token == "Bearer bob") {
-        access.status = 403;
-        access.principal = "bob";
-        access.agents = {"agent_a"};
-        access.body = R"({"error":"insufficient_scope"})";
-      } else {
-        access.status = 401;
-        access.body = R"({"error":"invalid_token"})";
-      }
-      return access;
-    };
-    endpoint_ = std::make_unique<HttpEndpoint>(service_, agents, authorize, metrics_,
+    endpoint_.reset();
+    targets_.clear();
+    targets_.push_back(std::make_unique<FakeTarget>("agent_a", agent_a_));
+    targets_.push_back(
+        std::make_unique<FakeTarget>("agent_b", agent_b_, [] { return AgentState::kFailed; }));
+    // A per-user agent: alice and bob each get their own agent, anyone else is past max_users.
+    if (per_user)
+      targets_.push_back(std::make_unique<FakeTarget>(
+          "per_user",
+          [this](const std::string& user_key) {
+            Resolution user;
+            if (user_key == "alice" || user_key == "bob") {
+              std::lock_guard lock(users_mutex_);
+              auto& agent = users_[user_key];
+              if (!agent) agent = std::make_shared<FakeAgent>("per_user");
+              user.agent = agent;
+            } else {
+              user.at_limit = true;
+              user.refusal = "limit of 2 user sandboxes (per_user.max_users)";
+            }
+            return user;
+          },
+          [] { return AgentState::kStarted; }));
+    AgentTargets agents;
+    for (const auto& target : targets_) agents[target->id()] = target.get();
+    routes_.reset();
+    probes_.reset();
+    access_ = std::make_unique<FakeAccessCheck>(
+        [](const http::HttpRequest& request, const std::string& agent) {
+          AccessDecision access;
+          const std::string* token = request.header("authorization");
+          if (token == nullptr) {
+            access.status = 401;
+            access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
+            access.body = R"({"error":"invalid_token"})";
+          } else if (*token == "Bearer alice" || (*token == "Bearer bob" && agent == "agent_a")) {
+            access.allowed = true;
+            access.principal = token->substr(7);
+            access.user_key = access.principal;
+            access.agents = {*token == "Bearer bob" ? "agent_a" : "*"};
+          } else if (*token == "Bearer carol" || (*token == "Bearer bob" && agent == "per_user")) {
+            access.allowed = true;
+            access.principal = token->substr(7);
+            access.user_key = access.principal;
+            access.agents = {"per_user"};
+          } else if (*token == "Bearer bob") {
+            access.status = 403;
+            access.principal = "bob";
+            access.agents = {"agent_a"};
+            access.body = R"({"error":"insufficient_scope"})";
+          } else {
+            access.status = 401;
+            access.body = R"({"error":"invalid_token"})";
+          }
+          return access;
+        });
+    endpoint_ = std::make_unique<HttpEndpoint>(service_, agents, access_.get(), metrics_,
                                                std::move(endpoint_options));
-    probes_ = std::make_unique<server::Probes>(agents, authorize, metrics_);
+    probes_ = std::make_unique<server::Probes>(agents, access_.get(), metrics_);
     routes_ =
         std::make_unique<http::RouteTable>(server::server_routes(*endpoint_, *probes_, metrics_));
   }
@@ -150,6 +162,8 @@ class HttpEndpointTest : public ::testing::Test {
   FakeAgent agent_b_{"agent_b"};
   std::mutex users_mutex_;
   std::map<std::string, std::shared_ptr<FakeAgent>> users_;  // the per-user agent's, by user key
+  std::vector<std::unique_ptr<FakeTarget>> targets_;
+  std::unique_ptr<FakeAccessCheck> access_;
   Metrics metrics_;
   McpService service_;
   std::unique_ptr<HttpEndpoint> endpoint_;
@@ -450,6 +464,39 @@ TEST_F(HttpEndpointTest, APerUserAgentServesEachUserTheirOwnAgentAndRefusesPastT
   auto stolen = post("per_user", json{{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tools/list"}},
                      {{"authorization", "Bearer bob"}, {"mcp-session-id", session}});
   EXPECT_EQ(stolen->status(), 403);
+}
+
+// The endpoint asks the URL's target for the call's agent (AgentTarget::resolve) once per
+// request and only after the credentials; a refusal that is no limit is 503 with its own words.
+TEST_F(HttpEndpointTest, TheTargetIsAskedOnceAfterTheCredentialsAndItsRefusalIsAnswered503) {
+  FakeTarget refusing("agent_a", [](const std::string&) {
+    return Resolution{nullptr, false, "the sandbox's engine is down"};
+  });
+  HttpEndpoint endpoint(service_, {{"agent_a", &refusing}}, access_.get(), metrics_);
+  http::RouteTable routes(HttpEndpoint::not_found_body(), [](int) {});
+  endpoint.add_routes(routes);
+  auto send = [&](const std::string& token) {
+    http::HttpRequest request;
+    request.method = "POST";
+    request.target = "/mcp/agent_a";
+    request.headers = modern_headers("tools/call", "execute_command", token);
+    request.headers.emplace_back("content-type", "application/json");
+    request.body = call(1, "echo hi").dump();
+    auto exchange = std::make_shared<FakeExchange>();
+    routes.handle(std::move(request), exchange);
+    EXPECT_TRUE(exchange->wait());
+    return exchange;
+  };
+  auto stranger = send("mallory");
+  EXPECT_EQ(stranger->status(), 401);
+  EXPECT_EQ(refusing.resolved, 0);
+  auto alice = send("alice");
+  EXPECT_EQ(alice->status(), 503);
+  EXPECT_EQ(alice->header("retry-after"), "5");
+  EXPECT_EQ(alice->body()["error"], "unavailable");
+  EXPECT_EQ(alice->body()["error_description"], "the sandbox's engine is down");
+  EXPECT_EQ(refusing.resolved, 1);
+  EXPECT_EQ(agent_a_.executions(), 0);
 }
 
 // Issue 17: /ready without credentials listed every agent's id with its error text (workspace

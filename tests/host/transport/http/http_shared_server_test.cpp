@@ -8,7 +8,8 @@
 #include <thread>
 
 #include "../../agent/gated_backend.hpp"
-#include "agent/lazy_agent.hpp"
+#include "agent/single_agent_target.hpp"
+#include "fake_access_check.hpp"
 #include "fake_exchange.hpp"
 #include "mcp/protocol.hpp"
 #include "server/probes.hpp"
@@ -26,48 +27,36 @@ using testing::StartGate;
 // What "answered at once" means here: generous for a loaded 2-core CI runner, far below any start.
 constexpr auto kPrompt = 1s;
 
-AgentState state_of(const LazyAgent& agent) {
-  switch (agent.state()) {
-    case LazyAgent::State::kStarting:
-      return AgentState::kStarting;
-    case LazyAgent::State::kStarted:
-      return AgentState::kStarted;
-    case LazyAgent::State::kFailed:
-      return AgentState::kFailed;
-    case LazyAgent::State::kNotStarted:
-      break;
-  }
-  return AgentState::kNotStarted;
-}
-
 class SharedServerTest : public ::testing::Test {
  protected:
   SharedServerTest() : service_(ServiceOptions{}) {
     healthy_gate_->open();
-    std::map<std::string, HttpEndpoint::AgentEntry> agents;
-    agents["slow"] = {&slow_, [this] { return state_of(slow_); }, nullptr};
-    agents["healthy"] = {&healthy_, [this] { return state_of(healthy_); }, nullptr};
+    const AgentTargets agents{{"slow", &slow_}, {"healthy", &healthy_}};
     // As serve --http registers them: read on the I/O thread whenever /metrics is served.
     metrics_.add_gauge("execmcp_agent_started", "1 when started.", "agent", [this] {
-      return std::vector<std::pair<std::string, double>>{{"slow", slow_.started()},
-                                                         {"healthy", healthy_.started()}};
+      auto started = [](const AgentTarget& target) {
+        return target.state() == AgentState::kStarted ? 1.0 : 0.0;
+      };
+      return std::vector<std::pair<std::string, double>>{{"slow", started(slow_)},
+                                                         {"healthy", started(healthy_)}};
     });
-    const Authorize authorize = [](const http::HttpRequest& request, const std::string&) {
-      AccessDecision access;
-      const std::string* token = request.header("authorization");
-      if (token != nullptr && *token == "Bearer alice") {
-        access.allowed = true;
-        access.principal = "alice";
-        access.agents = {"*"};
-      } else {
-        access.status = 401;
-        access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
-        access.body = R"({"error":"invalid_token"})";
-      }
-      return access;
-    };
-    endpoint_ = std::make_unique<HttpEndpoint>(service_, agents, authorize, metrics_);
-    probes_ = std::make_unique<server::Probes>(agents, authorize, metrics_);
+    access_ = std::make_unique<testing::FakeAccessCheck>(
+        [](const http::HttpRequest& request, const std::string&) {
+          AccessDecision access;
+          const std::string* token = request.header("authorization");
+          if (token != nullptr && *token == "Bearer alice") {
+            access.allowed = true;
+            access.principal = "alice";
+            access.agents = {"*"};
+          } else {
+            access.status = 401;
+            access.headers = {{"www-authenticate", "Bearer realm=\"execmcp\""}};
+            access.body = R"({"error":"invalid_token"})";
+          }
+          return access;
+        });
+    endpoint_ = std::make_unique<HttpEndpoint>(service_, agents, access_.get(), metrics_);
+    probes_ = std::make_unique<server::Probes>(agents, access_.get(), metrics_);
     routes_ =
         std::make_unique<http::RouteTable>(server::server_routes(*endpoint_, *probes_, metrics_));
   }
@@ -120,11 +109,10 @@ class SharedServerTest : public ::testing::Test {
 
   std::shared_ptr<StartGate> slow_gate_ = std::make_shared<StartGate>();
   std::shared_ptr<StartGate> healthy_gate_ = std::make_shared<StartGate>();
-  std::unique_ptr<ConfiguredAgent> slow_agent_ = testing::make_gated_agent("slow", slow_gate_);
-  std::unique_ptr<ConfiguredAgent> healthy_agent_ =
-      testing::make_gated_agent("healthy", healthy_gate_);
-  LazyAgent slow_{*slow_agent_};
-  LazyAgent healthy_{*healthy_agent_};
+  // As the registry has them: each started on its first call (the gated backend isolates nothing).
+  SingleAgentTarget slow_{testing::make_gated_agent("slow", slow_gate_), false};
+  SingleAgentTarget healthy_{testing::make_gated_agent("healthy", healthy_gate_), false};
+  std::unique_ptr<testing::FakeAccessCheck> access_;
   Metrics metrics_;
   McpService service_;
   std::unique_ptr<HttpEndpoint> endpoint_;

@@ -7,8 +7,8 @@
 #include <future>
 #include <thread>
 
+#include "common/utf8.hpp"
 #include "mcp/fake_agent.hpp"
-#include "mcp/utf8.hpp"
 #include "transport/stdio/memory_transport.hpp"
 
 namespace execmcp::host::mcp {

@@ -1,9 +1,9 @@
 // UTF-8 validation and replacement of ill-formed sequences (see utf8.hpp).
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 
 #include <cstdint>
 
-namespace execmcp::host::mcp {
+namespace execmcp::host {
 namespace {
 
 enum class Step { Valid, Invalid, Incomplete };
@@ -153,4 +153,4 @@ std::string Utf8StreamSanitizer::finish() {
   return out;
 }
 
-}  // namespace execmcp::host::mcp
+}  // namespace execmcp::host

@@ -1,9 +1,9 @@
 // Tests for the UTF-8 sanitizer, including streams split at every byte.
-#include "mcp/utf8.hpp"
+#include "common/utf8.hpp"
 
 #include <gtest/gtest.h>
 
-namespace execmcp::host::mcp {
+namespace execmcp::host {
 namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
@@ -59,4 +59,4 @@ TEST(Utf8, StreamHoldsOnlyIncompleteTail) {
 }
 
 }  // namespace
-}  // namespace execmcp::host::mcp
+}  // namespace execmcp::host

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace execmcp::host::mcp {
+namespace execmcp::host {
 
 inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -38,4 +38,4 @@ class Utf8StreamSanitizer {
   std::string carry_;
 };
 
-}  // namespace execmcp::host::mcp
+}  // namespace execmcp::host
