@@ -15,8 +15,8 @@
 
 #include "docker_api_engine.hpp"
 #include "docker_cli/docker_cli_engine.hpp"
-#include "docker_common/container_events.hpp"
-#include "docker_common/container_spec.hpp"
+#include "docker_common/commands/container_events.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"
 
 namespace execmcp::plugins {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "docker_api_engine.hpp"
 #include "docker_cli/docker_cli_engine.hpp"
-#include "docker_common/container_spec.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"
 
 namespace execmcp::plugins {
 namespace {

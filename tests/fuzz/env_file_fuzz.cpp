@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "docker_common/env_file.hpp"
+#include "docker_common/settings/env_file.hpp"
 
 namespace dc = execmcp::plugins::docker_common;
 

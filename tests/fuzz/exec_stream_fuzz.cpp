@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "docker_common/exec_stream_decoder.hpp"
+#include "docker_common/engine/exec_stream_decoder.hpp"
 
 using execmcp::plugins::docker_common::ExecStreamDecoder;
 

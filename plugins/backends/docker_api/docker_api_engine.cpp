@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "docker_common/exec_stream_decoder.hpp"
-#include "docker_common/preinstall.hpp"
+#include "docker_common/engine/exec_stream_decoder.hpp"
+#include "docker_common/parts/preinstall.hpp"
 
 namespace execmcp::plugins::docker_api {
 namespace {

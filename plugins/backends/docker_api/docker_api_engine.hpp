@@ -5,7 +5,7 @@
 #include <string>
 
 #include "docker_client.hpp"
-#include "docker_common/engine.hpp"
+#include "docker_common/engine/engine.hpp"
 
 namespace execmcp::plugins::docker_api {
 

@@ -3,7 +3,7 @@
 #include "execmcp/sdk/plugin.hpp"
 #include "docker_api_engine.hpp"
 #include "docker_common/container_backend.hpp"
-#include "docker_common/settings_description.hpp"
+#include "docker_common/settings/settings_description.hpp"
 #include "execmcp/sdk/settings_check.hpp"
 
 namespace execmcp::plugins::docker_api {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "docker_cli/child_process.hpp"
-#include "docker_common/engine.hpp"
+#include "docker_common/engine/engine.hpp"
 
 namespace execmcp::plugins::docker_cli {
 

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "docker_common/preinstall.hpp"
+#include "docker_common/parts/preinstall.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_cli {

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "docker_common/container_work_dir.hpp"
+#include "docker_common/commands/container_work_dir.hpp"
 #include "docker_common/log_text.hpp"
-#include "docker_common/runner_command_path.hpp"
+#include "docker_common/commands/runner_command_path.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {

@@ -10,14 +10,14 @@
 #include <mutex>
 #include <string>
 
-#include "docker_common/command_path.hpp"
-#include "docker_common/container_background.hpp"
-#include "docker_common/container_files.hpp"
-#include "docker_common/container_lifecycle.hpp"
-#include "docker_common/container_probe.hpp"
-#include "docker_common/docker_settings.hpp"
-#include "docker_common/engine.hpp"
-#include "docker_common/exec_command_path.hpp"
+#include "docker_common/commands/command_path.hpp"
+#include "docker_common/commands/container_background.hpp"
+#include "docker_common/commands/container_files.hpp"
+#include "docker_common/lifecycle/container_lifecycle.hpp"
+#include "docker_common/commands/container_probe.hpp"
+#include "docker_common/settings/docker_settings.hpp"
+#include "docker_common/engine/engine.hpp"
+#include "docker_common/commands/exec_command_path.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"

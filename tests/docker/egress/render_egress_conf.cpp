@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "docker_common/egress_policy.hpp"
+#include "docker_common/parts/egress_policy.hpp"
 
 int main(int argc, char** argv) {
   namespace dc = execmcp::plugins::docker_common;

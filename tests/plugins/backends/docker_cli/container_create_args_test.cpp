@@ -1,7 +1,7 @@
 // Tests for the container spec rendered as `docker create` / `podman create` arguments, field by
 // field and against the Engine API body of the same spec.
-#include "docker_common/container_create_args.hpp"
-#include "docker_common/preinstall.hpp"
+#include "docker_common/lifecycle/container_create_args.hpp"
+#include "docker_common/parts/preinstall.hpp"
 
 #include <gtest/gtest.h>
 

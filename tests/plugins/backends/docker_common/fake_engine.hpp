@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "docker_common/engine.hpp"
+#include "docker_common/engine/engine.hpp"
 
 namespace execmcp::plugins::docker_common {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "docker_common/container_backend.hpp"
-#include "docker_common/container_spec.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"

@@ -1,0 +1,343 @@
+// The egress proxy's log followed on a thread: lines split and bounded, replays after a
+// reconnection skipped, refusals delivered to the host's sink within a budget (repeats and the
+// excess summed up once a minute) and kept for the notice of the command that ran while they
+// happened.
+#include "docker_common/parts/egress_log_follower.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <ctime>
+#include <utility>
+#include <vector>
+
+#include "docker_common/log_text.hpp"
+
+namespace execmcp::plugins::docker_common {
+namespace {
+
+using Clock = EgressLogFollower::Clock;
+using namespace std::chrono_literals;
+
+// How long one read of the stream waits: stop() returns within about this.
+constexpr auto kReadWait = 100ms;
+constexpr auto kFirstRetry = 100ms;
+constexpr auto kLastRetry = 2s;
+// A DNS name is at most 253 bytes; a method a few.
+constexpr std::size_t kHostMax = 255;
+constexpr std::size_t kMethodMax = 32;
+// The allow-list entries a notice names before "and N more".
+constexpr std::size_t kNoticeAllowEntries = 8;
+
+bool digits(std::string_view text, std::size_t at, std::size_t n, int& out) {
+  if (at + n > text.size()) return false;
+  const auto [ptr, ec] = std::from_chars(text.data() + at, text.data() + at + n, out);
+  return ec == std::errc() && ptr == text.data() + at + n;
+}
+
+std::string allow_text(const EgressPolicy& policy) {
+  std::string out = "allow: ";
+  std::size_t shown = 0;
+  for (const auto& entry : policy.allow) {
+    if (shown == kNoticeAllowEntries) break;
+    out += (shown++ == 0 ? "" : ", ") + log_text(entry.text, 256);
+  }
+  if (policy.allow.size() > shown)
+    out += " and " + std::to_string(policy.allow.size() - shown) + " more";
+  return out;
+}
+
+}  // namespace
+
+bool parse_log_time(std::string_view text, std::int64_t& sec, std::int64_t& nsec) {
+  // 2026-11-26T10:16:56[.fraction](Z|+hh:mm|-hh:mm)
+  std::tm tm{};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!digits(text, 0, 4, year) || text.size() < 20 || text[4] != '-' ||
+      !digits(text, 5, 2, month) || text[7] != '-' || !digits(text, 8, 2, day) || text[10] != 'T' ||
+      !digits(text, 11, 2, hour) || text[13] != ':' || !digits(text, 14, 2, minute) ||
+      text[16] != ':' || !digits(text, 17, 2, second))
+    return false;
+  std::size_t at = 19;
+  nsec = 0;
+  if (text[at] == '.') {
+    std::int64_t scale = 100000000;
+    for (++at; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at) {
+      nsec += (text[at] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  int offset = 0;
+  if (at < text.size() && text[at] == 'Z') {
+    ++at;
+  } else if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
+    int oh = 0, om = 0;
+    if (!digits(text, at + 1, 2, oh) || at + 3 >= text.size() || text[at + 3] != ':' ||
+        !digits(text, at + 4, 2, om))
+      return false;
+    offset = (text[at] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    at += 6;
+  } else {
+    return false;
+  }
+  if (at != text.size()) return false;
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  sec = static_cast<std::int64_t>(::timegm(&tm)) - offset;
+  return true;
+}
+
+EgressLogFollower::EgressLogFollower(Engine& engine, std::string proxy, const EgressPolicy& policy,
+                                     sdk::LogSink* log, ClockFn clock)
+    : engine_(engine),
+      proxy_(std::move(proxy)),
+      allow_text_(allow_text(policy)),
+      log_(log),
+      clock_(clock ? std::move(clock) : ClockFn([] { return Clock::now(); })) {}
+
+EgressLogFollower::~EgressLogFollower() {
+  stop();
+}
+
+void EgressLogFollower::start() {
+  std::lock_guard lock(thread_mutex_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void EgressLogFollower::stop() noexcept {
+  std::lock_guard lock(thread_mutex_);
+  if (thread_.joinable()) {
+    {
+      std::lock_guard stop_lock(stop_mutex_);
+      stopping_ = true;
+    }
+    stop_cv_.notify_all();
+    thread_.join();
+  }
+  // What was held back is reported now: the agent may never start again.
+  std::optional<sdk::NetworkEvent> last;
+  {
+    std::lock_guard state(mutex_);
+    streaming_ = false;
+    activity_.notify_all();
+    last = budget_.summary(clock_(), true, counts_);
+  }
+  if (last) deliver(*last);
+}
+
+bool EgressLogFollower::running() const {
+  std::lock_guard lock(thread_mutex_);
+  return thread_.joinable() && !stopping_.load();
+}
+
+bool EgressLogFollower::pause(std::chrono::milliseconds wait) {
+  std::unique_lock lock(stop_mutex_);
+  return !stop_cv_.wait_for(lock, wait, [this] { return stopping_.load(); });
+}
+
+void EgressLogFollower::run() {
+  auto retry = kFirstRetry;
+  std::string failed;  // the last failure logged, so a proxy that stays down is logged once
+  while (!stopping_) {
+    EngineError error;
+    auto stream = engine_.follow_logs(proxy_, since(), error);
+    std::size_t fresh = 0;
+    if (stream) {
+      {
+        std::lock_guard lock(mutex_);
+        streaming_ = true;
+      }
+      while (!stopping_) {
+        std::string chunk;
+        const auto status = stream->read(kReadWait, chunk);
+        if (!chunk.empty()) fresh += take(chunk);
+        tick();
+        if (!status.error.empty()) error = EngineError::of(EngineError::Kind::kOther, status.error);
+        if (status.eof || !status.error.empty()) break;
+      }
+      stream.reset();
+      std::lock_guard lock(mutex_);
+      streaming_ = false;
+      lines_.restart_line();
+      activity_.notify_all();
+    }
+    if (!error.ok()) {
+      auto why = describe_failure(error, "following the log of egress proxy " + proxy_);
+      if (why != failed) log(sdk::LogLevel::Debug, log_text(why));
+      failed = std::move(why);
+    }
+    retry = fresh > 0 ? kFirstRetry : std::min<std::chrono::milliseconds>(retry * 2, kLastRetry);
+    if (!pause(retry)) break;
+  }
+}
+
+std::size_t EgressLogFollower::take(std::string_view chunk) {
+  std::vector<std::string> lines;
+  {
+    std::lock_guard lock(mutex_);
+    last_bytes_ = Clock::now();
+    counts_.dropped_lines += lines_.split(chunk, lines);
+  }
+  std::size_t fresh = 0;
+  for (const auto& line : lines) {
+    const auto space = line.find(' ');
+    std::int64_t sec = 0, nsec = 0;
+    if (space == std::string::npos || !parse_log_time(line.substr(0, space), sec, nsec)) continue;
+    {
+      std::lock_guard lock(mutex_);
+      if (!lines_.take_time(sec, nsec)) continue;  // replayed
+    }
+    ++fresh;
+    const auto record = parse_egress_log_line(std::string_view(line).substr(space + 1));
+    if (record && record->refused) refused(*record, sec * 1000 + nsec / 1000000);
+  }
+  std::lock_guard lock(mutex_);
+  activity_.notify_all();
+  return fresh;
+}
+
+void EgressLogFollower::refused(const EgressLogRecord& record, std::int64_t unix_ms) {
+  sdk::NetworkEvent event;
+  event.host = log_text(record.host, kHostMax);
+  event.port = record.port;
+  event.method = log_text(record.method, kMethodMax);
+  event.refused = true;
+  event.reason = kEgressRefusalReason;
+  event.unix_ms = unix_ms;
+  std::optional<sdk::NetworkEvent> due;
+  bool now_too = false;
+  {
+    std::lock_guard lock(mutex_);
+    ++counts_.refusals;
+    recent_.push_back({counts_.refusals, event.host + ":" + std::to_string(event.port)});
+    if (recent_.size() > kEgressRecentRefusals) recent_.pop_front();
+    const auto now = clock_();
+    now_too = budget_.admit(event, now, counts_);
+    due = budget_.summary(now, false, counts_);
+  }
+  // The summary first: it covers refusals before this one.
+  if (due) deliver(*due);
+  if (now_too) deliver(event);
+}
+
+void EgressLogFollower::tick() {
+  std::optional<sdk::NetworkEvent> due;
+  {
+    std::lock_guard lock(mutex_);
+    due = budget_.summary(clock_(), false, counts_);
+  }
+  if (due) deliver(*due);
+}
+
+void EgressLogFollower::deliver(const sdk::NetworkEvent& event) {
+  std::lock_guard lock(sink_mutex_);
+  if (sink_ != nullptr) sink_->on_network_event(event);
+}
+
+void EgressLogFollower::subscribe(sdk::NetworkEventSink* sink) noexcept {
+  std::lock_guard lock(sink_mutex_);
+  sink_ = sink;
+}
+
+std::uint64_t EgressLogFollower::mark() const {
+  std::lock_guard lock(mutex_);
+  return counts_.refusals;
+}
+
+std::string EgressLogFollower::notice(std::uint64_t mark, std::chrono::milliseconds quiet) {
+  std::unique_lock lock(mutex_);
+  const auto called = Clock::now();
+  const auto give_up = called + 8 * quiet;
+  while (streaming_) {
+    const auto settled = std::max(called, last_bytes_) + quiet;
+    const auto now = Clock::now();
+    if (now >= settled || now >= give_up) break;
+    activity_.wait_until(lock, std::min(settled, give_up));
+  }
+  const std::uint64_t count = counts_.refusals - mark;
+  if (count == 0) return {};
+  std::vector<std::string> targets;
+  std::set<std::string> seen;
+  std::size_t others = 0;  // kept ones not named
+  for (const auto& r : recent_) {
+    if (r.seq <= mark || seen.contains(r.target)) continue;
+    seen.insert(r.target);
+    if (targets.size() < kEgressNoticeHosts) {
+      targets.push_back(r.target);
+    } else {
+      ++others;
+    }
+  }
+  std::string out = "the egress proxy refused " +
+                    (count == 1 ? std::string("a request") : std::to_string(count) + " requests") +
+                    ": ";
+  for (std::size_t i = 0; i < targets.size(); ++i) out += (i == 0 ? "" : ", ") + targets[i];
+  // Refusals older than the kept ones are counted but not named.
+  const bool unnamed = count > kEgressRecentRefusals;
+  if (others > 0 || unnamed)
+    out += unnamed ? " and more" : " and " + std::to_string(others) + " more";
+  out += " (" + std::string(kEgressRefusalReason) + "; " + allow_text_ + ")";
+  return out;
+}
+
+std::string EgressLogFollower::since() const {
+  std::lock_guard lock(mutex_);
+  return lines_.since();
+}
+
+std::uint64_t TimedLogLines::split(std::string_view chunk, std::vector<std::string>& lines) {
+  std::uint64_t dropped = 0;
+  while (!chunk.empty()) {
+    const auto end = chunk.find('\n');
+    const auto piece = chunk.substr(0, end);
+    if (!skipping_ && partial_.size() + piece.size() <= kEgressLogLineMax) {
+      partial_.append(piece);
+    } else if (!skipping_) {
+      skipping_ = true;
+      partial_.clear();
+      ++dropped;
+    }
+    if (end == std::string_view::npos) break;
+    if (!skipping_) lines.push_back(std::move(partial_));
+    partial_.clear();
+    skipping_ = false;
+    chunk.remove_prefix(end + 1);
+  }
+  return dropped;
+}
+
+bool TimedLogLines::take_time(std::int64_t sec, std::int64_t nsec) {
+  if (sec < last_sec_ || (sec == last_sec_ && nsec <= last_nsec_)) return false;
+  last_sec_ = sec;
+  last_nsec_ = nsec;
+  return true;
+}
+
+void TimedLogLines::restart_line() {
+  partial_.clear();
+  skipping_ = false;
+}
+
+std::string TimedLogLines::since() const {
+  // Whole seconds (what the socket proxy lets through); the lines of that second seen already are
+  // skipped by their times.
+  if (last_nsec_ < 0) return {};
+  return std::to_string(last_sec_);
+}
+
+EgressLogFollower::Counts EgressLogFollower::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+void EgressLogFollower::log(sdk::LogLevel level, const std::string& message) const {
+  if (log_ != nullptr) log_->log(level, message);
+}
+
+}  // namespace execmcp::plugins::docker_common
