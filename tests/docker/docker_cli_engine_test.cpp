@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "docker_cli/docker_cli_engine.hpp"
-#include "docker_common/lifecycle/container_spec.hpp"
 #include "docker_common/commands/runner_channel.hpp"
 #include "docker_common/engine/tar_archive.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"
 #include "supervision/runner_protocol.hpp"
 
 namespace execmcp::plugins::docker_cli {

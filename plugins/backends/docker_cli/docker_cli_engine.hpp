@@ -12,9 +12,9 @@
 
 #include "docker_cli/child_process.hpp"
 #include "docker_cli/cli_errors.hpp"
+#include "docker_common/engine/engine.hpp"
 #include "docker_common/lifecycle/container_create_args.hpp"
 #include "docker_common/settings/docker_settings.hpp"
-#include "docker_common/engine/engine.hpp"
 
 namespace execmcp::plugins::docker_cli {
 

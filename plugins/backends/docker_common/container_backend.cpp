@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "docker_common/commands/container_work_dir.hpp"
-#include "docker_common/log_text.hpp"
 #include "docker_common/commands/runner_command_path.hpp"
+#include "docker_common/log_text.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {

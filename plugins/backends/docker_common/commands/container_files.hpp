@@ -6,9 +6,9 @@
 #include <string>
 
 #include "docker_common/commands/command_path.hpp"
-#include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/commands/exec_command_path.hpp"
 #include "docker_common/commands/runner_command_path.hpp"
+#include "docker_common/lifecycle/container_lifecycle.hpp"
 
 namespace execmcp::plugins::docker_common {
 

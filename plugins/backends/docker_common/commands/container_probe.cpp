@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "docker_common/commands/command_path.hpp"
-#include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/commands/container_scripts.hpp"
 #include "docker_common/engine/exec_stream_decoder.hpp"
+#include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {

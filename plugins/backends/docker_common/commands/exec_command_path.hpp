@@ -12,8 +12,8 @@
 
 #include "docker_common/commands/command_path.hpp"
 #include "docker_common/commands/container_events.hpp"
-#include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/commands/container_probe.hpp"
+#include "docker_common/lifecycle/container_lifecycle.hpp"
 
 namespace execmcp::plugins::docker_common {
 

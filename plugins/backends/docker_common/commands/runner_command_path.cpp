@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "docker_common/commands/container_scripts.hpp"
-#include "docker_common/log_text.hpp"
 #include "docker_common/engine/tar_archive.hpp"
+#include "docker_common/log_text.hpp"
 #include "supervision/command_output.hpp"
 #include "supervision/program_path.hpp"
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "docker_common/commands/command_path.hpp"
-#include "docker_common/lifecycle/container_lifecycle.hpp"
-#include "docker_common/lifecycle/container_part.hpp"
 #include "docker_common/commands/container_probe.hpp"
 #include "docker_common/commands/exec_command_path.hpp"
 #include "docker_common/commands/runner_channel.hpp"
+#include "docker_common/lifecycle/container_lifecycle.hpp"
+#include "docker_common/lifecycle/container_part.hpp"
 
 namespace execmcp::plugins::docker_common {
 

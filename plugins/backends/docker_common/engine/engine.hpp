@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "docker_common/lifecycle/container_spec.hpp"
-#include "docker_common/engine/exec_stream_decoder.hpp"
 #include "docker_common/commands/runner_channel.hpp"
+#include "docker_common/engine/exec_stream_decoder.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"
 #include "docker_common/lifecycle/runtime_check.hpp"
 
 namespace execmcp::plugins::docker_common {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "docker_common/lifecycle/container_spec.hpp"
 #include "docker_common/engine/engine.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"
 
 namespace execmcp::plugins::docker_common {
 

@@ -17,13 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "docker_common/engine/engine.hpp"
 #include "docker_common/lifecycle/container_part.hpp"
 #include "docker_common/lifecycle/container_spec.hpp"
-#include "docker_common/settings/docker_settings.hpp"
-#include "docker_common/engine/engine.hpp"
 #include "docker_common/lifecycle/ownership.hpp"
 #include "docker_common/lifecycle/runtime_check.hpp"
 #include "docker_common/parts/workspace_access.hpp"
+#include "docker_common/settings/docker_settings.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
 namespace execmcp::plugins::docker_common {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "docker_common/log_text.hpp"
 #include "docker_common/lifecycle/runtime_check.hpp"
+#include "docker_common/log_text.hpp"
 
 namespace execmcp::plugins::docker_common {
 

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "docker_common/settings/docker_settings.hpp"
 #include "docker_common/lifecycle/mount_source.hpp"
 #include "docker_common/lifecycle/runtime_check.hpp"
+#include "docker_common/settings/docker_settings.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 
 namespace execmcp::plugins::docker_common {

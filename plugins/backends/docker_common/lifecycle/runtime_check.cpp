@@ -1,8 +1,8 @@
 // Checks the `runtime` setting against the runtimes the engine has registered.
 #include "docker_common/lifecycle/runtime_check.hpp"
 
-#include "docker_common/settings/docker_settings.hpp"
 #include "docker_common/engine/engine.hpp"
+#include "docker_common/settings/docker_settings.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {

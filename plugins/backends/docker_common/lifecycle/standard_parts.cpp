@@ -4,8 +4,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "docker_common/parts/attached_container.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
+#include "docker_common/parts/attached_container.hpp"
 #include "docker_common/parts/credentials.hpp"
 #include "docker_common/parts/egress_part.hpp"
 #include "docker_common/parts/preinstall_part.hpp"

@@ -3,11 +3,11 @@
 
 #include <chrono>
 
-#include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/commands/container_probe.hpp"
-#include "docker_common/settings/docker_settings.hpp"
+#include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/lifecycle/mount_source.hpp"
 #include "docker_common/parts/protected_paths.hpp"
+#include "docker_common/settings/docker_settings.hpp"
 
 namespace execmcp::plugins::docker_common {
 

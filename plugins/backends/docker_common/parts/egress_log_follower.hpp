@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "docker_common/engine/engine.hpp"
 #include "docker_common/parts/egress_policy.hpp"
 #include "docker_common/parts/egress_refusal_budget.hpp"
-#include "docker_common/engine/engine.hpp"
 #include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/types.hpp"
 

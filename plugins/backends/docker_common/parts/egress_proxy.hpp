@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "docker_common/parts/egress_policy.hpp"
 #include "docker_common/engine/engine.hpp"
 #include "docker_common/lifecycle/ownership.hpp"
+#include "docker_common/parts/egress_policy.hpp"
 
 namespace execmcp::plugins::docker_common {
 

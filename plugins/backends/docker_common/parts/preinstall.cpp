@@ -12,8 +12,8 @@
 
 #include <openssl/evp.h>
 
-#include "docker_common/log_text.hpp"
 #include "docker_common/engine/tar_archive.hpp"
+#include "docker_common/log_text.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {

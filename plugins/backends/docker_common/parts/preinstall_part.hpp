@@ -7,8 +7,8 @@
 #include <mutex>
 #include <string>
 
-#include "docker_common/lifecycle/container_part.hpp"
 #include "docker_common/engine/engine.hpp"
+#include "docker_common/lifecycle/container_part.hpp"
 #include "docker_common/parts/preinstall.hpp"
 
 namespace execmcp::plugins::docker_common {

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "docker_common/settings/docker_settings.hpp"
 #include "docker_common/parts/egress_policy.hpp"
+#include "docker_common/settings/docker_settings.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {

@@ -1,8 +1,8 @@
 // Tests for the container spec: name sanitizing, labels, mounts, limits and the create body.
 #include "docker_common/lifecycle/container_spec.hpp"
 
-#include "docker_common/lifecycle/runtime_check.hpp"
 #include "docker_common/engine/tar_archive.hpp"
+#include "docker_common/lifecycle/runtime_check.hpp"
 #include "execmcp/common/base64.hpp"
 
 #include <gtest/gtest.h>
