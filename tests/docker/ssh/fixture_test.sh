@@ -45,5 +45,7 @@ RECORD="$record" "$here/with-sshd.sh" bash -c "$inner" || rc=$?
 ! kill -0 "$pid" 2>/dev/null || die "sshd (pid $pid) is still running"
 err="$(PATH=/usr/sbin:/usr/bin:/sbin:/bin docker -H "$host" ps 2>&1 >/dev/null)" &&
   die "the engine still answers on $host after teardown"
-case "$err" in *"Connection refused"*) ;; *) die "after teardown docker said: $err" ;; esac
+# ssh's own "Connection refused", or (when docker writes before it reads ssh's exit) the pipe to
+# the ssh that already died (seen once in CI): either way nothing answers on the port.
+case "$err" in *"Connection refused"* | *"broken pipe"*) ;; *) die "after teardown docker said: $err" ;; esac
 echo "ok: docker over $host, wrong key and unknown host refused, status passed through, cleaned up"
