@@ -440,6 +440,9 @@ TEST_F(HttpEndpointTest, APerUserAgentServesEachUserTheirOwnAgentAndRefusesPastT
   auto bob =
       post("per_user", call(2, "echo hi"), modern_headers("tools/call", "execute_command", "bob"));
   EXPECT_EQ(bob->status(), 200);
+  // A call frees its slot just after its answer went out (max_calls_per_agent 2): seen in CI,
+  // alice's next call came first and got 429.
+  ASSERT_TRUE(endpoint_->wait_idle(kWait));
   auto again = post("per_user", call(3, "echo hi"),
                     modern_headers("tools/call", "execute_command", "alice"));
   EXPECT_EQ(again->status(), 200);
