@@ -274,8 +274,13 @@ std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std
     why = runner_failure_;
     return nullptr;
   }
+  // The incarnation before the opening: a container made anew while it opened (start() again)
+  // may have taken the channel it opened with it, which under gVisor never ends by itself, so the
+  // next call drops it rather than waiting on it (seen once in CI: StartAgainWhileCallsRunIsSafe
+  // under runsc).
+  const std::uint64_t opening_for = incarnation_.load();
   why = open_runner_channel(notices, runner_, runner_fault);
-  runner_for_ = incarnation_.load();
+  runner_for_ = opening_for;
   if (!why.empty()) {
     runner_.reset();
     if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again
