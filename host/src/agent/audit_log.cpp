@@ -55,7 +55,8 @@ AuditRecord bounded(const AuditRecord& record) {
                           {&out.reason, &record.reason},
                           {&out.error, &record.error},
                           {&out.remote_host, &record.remote_host},
-                          {&out.method, &record.method}})
+                          {&out.method, &record.method},
+                          {&out.secret, &record.secret}})
     *to = cut_text(*from, kAuditFieldBytes);
   out.bytes = record.bytes;
   out.remote_port = record.remote_port;
@@ -114,6 +115,7 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
     line["port"] = record.remote_port;
     line["method"] = record.method;
   }
+  if (!record.secret.empty()) line["secret"] = record.secret;
   if (!record.user.empty()) line["user"] = record.user;
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
@@ -134,10 +136,12 @@ void AuditLog::record(const AuditRecord& full) noexcept {
   try {
     const AuditRecord record = bounded(full);
     if (!record.remote_host.empty()) {
-      spdlog::info("audit agent={}{} tool={} verdict={} host={} port={} method={}{}",
+      spdlog::info("audit agent={}{} tool={} verdict={} host={} port={} method={}{}{}{}",
                    record.agent_id, record.user.empty() ? "" : " user=" + record.user, record.tool,
                    record.verdict, json_text(record.remote_host), record.remote_port,
                    json_text(record.method),
+                   record.path.empty() ? "" : " path=" + json_text(record.path),
+                   record.secret.empty() ? "" : " secret=" + json_text(record.secret),
                    record.reason.empty() ? "" : " reason=" + json_text(record.reason));
     } else if (record.path.empty()) {
       spdlog::info(

@@ -18,7 +18,8 @@ struct AuditRecord {
   std::string agent_id;
   std::string instance_id;
   // execute_command, read_file, write_file, read_docstring, *_background_shell(s); "egress": a
-  // request of the sandbox's that its network policy judged (network_events/1)
+  // request of the sandbox's that its network policy judged (network_events/1), or what its
+  // proxy did with a secret's placeholder (secret_events/1)
   std::string tool;
   std::string principal;  // who asked: a token's name, "stdio", "cli"
   std::string user;       // a per-user agent's sandbox: its user key ("" otherwise)
@@ -27,7 +28,8 @@ struct AuditRecord {
   std::string command;
   std::string work_dir;
   std::string shell_id;  // the background-shell tools
-  std::string verdict;   // "allowed", "blocked:<filter>/<rule>", "internal", "refused" (egress)
+  std::string verdict;   // "allowed", "blocked:<filter>/<rule>", "internal", "refused" (egress),
+                         // "secret injected|withheld|scrubbed" (egress)
   std::string reason;    // why it was blocked, when it was
   int exit_code = -1;
   double duration_seconds = 0.0;
@@ -38,6 +40,9 @@ struct AuditRecord {
   std::string remote_host;
   int remote_port = 0;
   std::string method;
+  // "egress" records of the proxy's secret decisions (secret_events/1): the secret's name, never
+  // its value; `path` then holds the request's path.
+  std::string secret;
 };
 
 // Thread-safe; the file (if any) is opened for appending and written one whole line at a time.

@@ -99,6 +99,22 @@ class ConfiguredAgent::NetworkAudit final : public sdk::NetworkEventSink {
   const ConfiguredAgent& agent_;
 };
 
+// Makes an audit record of each decision the backend's proxy took on a secret's placeholder.
+class ConfiguredAgent::SecretAudit final : public sdk::SecretEventSink {
+ public:
+  explicit SecretAudit(const ConfiguredAgent& agent) : agent_(agent) {}
+  void on_secret_event(const sdk::SecretEvent& event) noexcept override {
+    try {
+      agent_.audit_secret(event);
+    } catch (...) {
+      // As NetworkAudit: one record lost at most.
+    }
+  }
+
+ private:
+  const ConfiguredAgent& agent_;
+};
+
 std::string make_instance_id() {
   std::random_device device;
   std::ostringstream out;
@@ -146,6 +162,11 @@ void ConfiguredAgent::start() {
       if (!network_audit_) network_audit_ = std::make_unique<NetworkAudit>(*this);
       network_events_->subscribe(network_audit_.get());
     }
+    if (secret_events_ == nullptr) secret_events_ = sdk::secret_events(*parts_.backend);
+    if (secret_events_ != nullptr) {
+      if (!secret_audit_) secret_audit_ = std::make_unique<SecretAudit>(*this);
+      secret_events_->subscribe(secret_audit_.get());
+    }
     error = parts_.backend->start();
   } catch (const std::exception& e) {
     error = std::string("threw: ") + e.what();
@@ -176,6 +197,7 @@ void ConfiguredAgent::shutdown() noexcept {
     }
     // After cleanup (its last events are recorded); before network_audit_ goes.
     if (network_events_ != nullptr) network_events_->subscribe(nullptr);
+    if (secret_events_ != nullptr) secret_events_->subscribe(nullptr);
   });
 }
 
@@ -256,6 +278,26 @@ void ConfiguredAgent::audit_network(const sdk::NetworkEvent& event) const {
     record.reason +=
         (record.reason.empty() ? "" : "; ") + std::to_string(event.dropped_before) +
         " earlier requests were refused but not reported (beyond the backend's budget)";
+  stamp(record);
+  parts_.audit->record(record);
+}
+
+void ConfiguredAgent::audit_secret(const sdk::SecretEvent& event) const {
+  // A plugin's bytes, partly from the sandbox's request: bounded and escaped here too.
+  constexpr std::size_t kHostMax = 512, kMethodMax = 32, kPathMax = 512, kNameMax = 128,
+                        kDetailMax = 512;
+  AuditRecord record;
+  record.tool = "egress";
+  record.principal = "sandbox";
+  record.verdict = std::string(sdk::secret_event_verdict(event.kind));
+  record.remote_host = sdk::log_text(event.host, kHostMax);
+  record.method = sdk::log_text(event.method, kMethodMax);
+  record.path = sdk::log_text(event.path, kPathMax);
+  record.secret = sdk::log_text(event.secret, kNameMax);
+  record.reason = sdk::log_text(event.detail, kDetailMax);
+  if (event.dropped_before > 0)
+    record.reason += (record.reason.empty() ? "" : "; ") + std::to_string(event.dropped_before) +
+                     " earlier secret events were not reported (beyond the backend's budget)";
   stamp(record);
   parts_.audit->record(record);
 }

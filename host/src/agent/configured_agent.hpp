@@ -14,6 +14,7 @@
 #include "config/config.hpp"
 #include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
+#include "execmcp/sdk/secret_events.hpp"
 #include "plugins/plugin_registry.hpp"
 
 namespace execmcp::host {
@@ -95,6 +96,8 @@ class ConfiguredAgent final : public Agent {
                      std::string reason, const sdk::ExecResult& result) const;
   // One record of tool "egress" for a request of the sandbox's (its text bounded and escaped).
   void audit_network(const sdk::NetworkEvent& event) const;
+  // One record of tool "egress" for what the proxy did with a secret's placeholder.
+  void audit_secret(const sdk::SecretEvent& event) const;
 
   Parts parts_;
   std::once_flag shutdown_once_;
@@ -113,6 +116,10 @@ class ConfiguredAgent final : public Agent {
   class NetworkAudit;
   std::unique_ptr<NetworkAudit> network_audit_;
   sdk::NetworkEvents* network_events_ = nullptr;
+  // Subscribed to the backend's secret events, likewise.
+  class SecretAudit;
+  std::unique_ptr<SecretAudit> secret_audit_;
+  sdk::SecretEvents* secret_events_ = nullptr;
 };
 
 struct AgentBuildOptions {

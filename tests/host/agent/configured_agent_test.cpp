@@ -409,6 +409,74 @@ TEST(ConfiguredAgent, EachRefusedRequestOfTheSandboxIsOneAuditRecord) {
   EXPECT_EQ(backend->subscriptions, 2);  // the agent's sink, then none
 }
 
+// A backend whose proxy holds secrets: it reports what it did with each placeholder.
+class SecretBackend final : public sdk::ExecutorBackend, public sdk::SecretEvents {
+ public:
+  std::string start() override { return {}; }
+  void stop() noexcept override {}
+  void cleanup() noexcept override {}
+  sdk::ExecResult execute(const sdk::ExecRequest&) override { return {}; }
+  sdk::FileReadResult read_file(const sdk::FileReadRequest&) override { return {}; }
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest&) override { return {}; }
+  [[nodiscard]] sdk::BackendTraits traits() const override { return {}; }
+  void* query_interface(std::string_view id) noexcept override {
+    return id == sdk::kSecretEventsId ? static_cast<sdk::SecretEvents*>(this) : nullptr;
+  }
+  void subscribe(sdk::SecretEventSink* sink) noexcept override {
+    std::lock_guard lock(mutex_);
+    sink_ = sink;
+  }
+  void emit(sdk::SecretEvent::Kind kind, const std::string& path, std::uint64_t dropped) {
+    sdk::SecretEvent event;
+    event.kind = kind;
+    event.secret = "GITHUB_TOKEN";
+    event.host = "api.github.com";
+    event.method = "POST";
+    event.path = path;
+    event.detail = kind == sdk::SecretEvent::Kind::kWithheld ? "path" : "";
+    event.dropped_before = dropped;
+    std::lock_guard lock(mutex_);
+    if (sink_ != nullptr) sink_->on_secret_event(event);
+  }
+
+ private:
+  std::mutex mutex_;
+  sdk::SecretEventSink* sink_ = nullptr;
+};
+
+TEST(ConfiguredAgent, EachSecretDecisionOfTheProxyIsOneAuditRecordNamingTheSecret) {
+  Harness h;
+  auto owned = std::make_unique<SecretBackend>();
+  auto* backend = owned.get();
+  ConfiguredAgent::Parts parts;
+  parts.id = "alpha";
+  parts.backend_name = "fake";
+  parts.backend = adopt_plugin_object<sdk::ExecutorBackend>(std::move(owned));
+  parts.audit = std::make_shared<AuditLog>(h.audit_path);
+  auto agent = std::make_unique<ConfiguredAgent>(std::move(parts));
+  agent->set_user("alice");
+  agent->start();
+  backend->emit(sdk::SecretEvent::Kind::kWithheld, "/gists", 0);
+  backend->emit(sdk::SecretEvent::Kind::kInjected, "/repos/\n\x1b", 3);
+  agent->shutdown();
+  backend->emit(sdk::SecretEvent::Kind::kInjected, "/after", 0);
+
+  const auto lines = h.audit_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["tool"], "egress");
+  EXPECT_EQ(lines[0]["principal"], "sandbox");
+  EXPECT_EQ(lines[0]["user"], "alice");
+  EXPECT_EQ(lines[0]["verdict"], "secret withheld");
+  EXPECT_EQ(lines[0]["secret"], "GITHUB_TOKEN");
+  EXPECT_EQ(lines[0]["host"], "api.github.com");
+  EXPECT_EQ(lines[0]["method"], "POST");
+  EXPECT_EQ(lines[0]["path"], "/gists");
+  EXPECT_EQ(lines[0]["reason"], "path");
+  EXPECT_EQ(lines[1]["verdict"], "secret injected");
+  EXPECT_THAT(lines[1]["reason"].get<std::string>(),
+              HasSubstr("3 earlier secret events were not reported"));
+}
+
 TEST(BuildAgent, CreatesFiltersAndBackendFromConfigThroughPlugins) {
   tests::TempDir dir;
   const std::string config_path = (dir.path() / "agents.yaml").string();

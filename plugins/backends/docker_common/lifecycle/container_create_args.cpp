@@ -107,7 +107,10 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
     a.push_back(bind_mount(spec.runner_source, kRunnerPath, true));
   if (spec.runner == RunnerDelivery::Copy)
     a.push_back(std::string("--mount=type=volume,target=") + kRunnerDir);  // anonymous: rm -v
+  // The CLI takes the program only; its arguments go before the command.
+  if (!spec.entrypoint.empty()) a.push_back("--entrypoint=" + spec.entrypoint.front());
   a.push_back(spec.image);
+  if (!spec.entrypoint.empty()) a.insert(a.end(), spec.entrypoint.begin() + 1, spec.entrypoint.end());
   a.insert(a.end(), spec.cmd.begin(), spec.cmd.end());
   return out;
 }

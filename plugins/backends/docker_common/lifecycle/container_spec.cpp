@@ -337,6 +337,7 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
   // same; they only matter to a client attached at start, which nobody is.
   body["AttachStdout"] = true;
   body["AttachStderr"] = true;
+  if (!spec.entrypoint.empty()) body["Entrypoint"] = spec.entrypoint;
   if (!spec.network_alias.empty())
     body["NetworkingConfig"] = {
         {"EndpointsConfig", {{spec.network, {{"Aliases", {spec.network_alias}}}}}}};

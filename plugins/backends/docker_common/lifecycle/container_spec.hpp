@@ -80,6 +80,8 @@ struct ContainerSpec {
   std::string network_alias;     // another name it has on `network` ("" = none)
   std::string runtime;           // "" = the engine's default
   std::vector<std::string> cmd;  // keeps the container alive between commands
+  // The image's entrypoint replaced ("" = the image's): the program, then arguments before cmd.
+  std::vector<std::string> entrypoint;
   RunnerDelivery runner = RunnerDelivery::None;
   std::string runner_source;  // the host's execmcp-runner, for RunnerDelivery::Bind
   // `sudo: true`: no no-new-privileges (sudo is setuid) and kSudoCapabilities in the bounding set.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "docker_common/log_text.hpp"
+#include "execmcp/egress_secrets/event_line.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
@@ -26,6 +27,9 @@ constexpr auto kLastRetry = 2s;
 // A DNS name is at most 253 bytes; a method a few.
 constexpr std::size_t kHostMax = 255;
 constexpr std::size_t kMethodMax = 32;
+constexpr std::size_t kSecretNameMax = 128;
+constexpr std::size_t kSecretPathMax = 256;
+constexpr std::size_t kSecretDetailMax = 512;
 // The allow-list entries a notice names before "and N more".
 constexpr std::size_t kNoticeAllowEntries = 8;
 
@@ -194,8 +198,11 @@ std::size_t EgressLogFollower::take(std::string_view chunk) {
       if (!lines_.take_time(sec, nsec)) continue;  // replayed
     }
     ++fresh;
-    const auto record = parse_egress_log_line(std::string_view(line).substr(space + 1));
-    if (record && record->refused) refused(*record, sec * 1000 + nsec / 1000000);
+    const auto text = std::string_view(line).substr(space + 1);
+    const auto unix_ms = sec * 1000 + nsec / 1000000;
+    if (secret_line(text, unix_ms)) continue;
+    const auto record = parse_egress_log_line(text);
+    if (record && record->refused) refused(*record, unix_ms);
   }
   std::lock_guard lock(mutex_);
   activity_.notify_all();
@@ -226,6 +233,37 @@ void EgressLogFollower::refused(const EgressLogRecord& record, std::int64_t unix
   if (now_too) deliver(event);
 }
 
+bool EgressLogFollower::secret_line(std::string_view line, std::int64_t unix_ms) {
+  const auto parsed = egress_secrets::parse_event_line(line);
+  if (!parsed) return false;
+  using Kind = egress_secrets::SecretEvent::Kind;
+  sdk::SecretEvent event;
+  switch (parsed->kind) {
+    case Kind::kInjected: event.kind = sdk::SecretEvent::Kind::kInjected; break;
+    case Kind::kWithheld: event.kind = sdk::SecretEvent::Kind::kWithheld; break;
+    case Kind::kScrubbed: event.kind = sdk::SecretEvent::Kind::kScrubbed; break;
+    case Kind::kRefused: event.kind = sdk::SecretEvent::Kind::kRefused; break;
+  }
+  // The injector escaped them; the request's parts came from the sandbox: bounded here again.
+  event.secret = log_text(parsed->secret, kSecretNameMax);
+  event.host = log_text(parsed->host, kHostMax);
+  event.method = log_text(parsed->method, kMethodMax);
+  event.path = log_text(parsed->path, kSecretPathMax);
+  event.detail = log_text(parsed->detail, kSecretDetailMax);
+  event.unix_ms = unix_ms;
+  bool admitted = false;
+  {
+    std::lock_guard lock(mutex_);
+    ++counts_.secret_events;
+    admitted = secret_budget_.admit(event, clock_());
+  }
+  if (admitted) {
+    std::lock_guard lock(sink_mutex_);
+    if (secret_sink_ != nullptr) secret_sink_->on_secret_event(event);
+  }
+  return true;
+}
+
 void EgressLogFollower::tick() {
   std::optional<sdk::NetworkEvent> due;
   {
@@ -243,6 +281,11 @@ void EgressLogFollower::deliver(const sdk::NetworkEvent& event) {
 void EgressLogFollower::subscribe(sdk::NetworkEventSink* sink) noexcept {
   std::lock_guard lock(sink_mutex_);
   sink_ = sink;
+}
+
+void EgressLogFollower::subscribe(sdk::SecretEventSink* sink) noexcept {
+  std::lock_guard lock(sink_mutex_);
+  secret_sink_ = sink;
 }
 
 std::uint64_t EgressLogFollower::mark() const {

@@ -97,6 +97,8 @@ class EgressLogFollower {
 
   // sdk::NetworkEvents::subscribe(): returns once no delivery to the previous sink is in flight.
   void subscribe(sdk::NetworkEventSink* sink) noexcept;
+  // sdk::SecretEvents::subscribe(): the secret injector's lines (execmcp-secret ...), likewise.
+  void subscribe(sdk::SecretEventSink* sink) noexcept;
 
   // A call's start: how many refusals were seen so far.
   [[nodiscard]] std::uint64_t mark() const;
@@ -126,6 +128,8 @@ class EgressLogFollower {
   void run();
   void take_line(std::string_view line);
   void refused(const EgressLogRecord& record, std::int64_t unix_ms);
+  // A line of the secret injector's; false when it is not one.
+  bool secret_line(std::string_view line, std::int64_t unix_ms);
   void deliver(const sdk::NetworkEvent& event);
   // Sleeps `wait` unless stop() comes first; false when it came.
   bool pause(std::chrono::milliseconds wait);
@@ -151,9 +155,11 @@ class EgressLogFollower {
   std::deque<Refusal> recent_;
   Counts counts_;
   RefusalBudget budget_;  // what may be delivered one by one
+  SecretEventBudget secret_budget_;
 
   std::mutex sink_mutex_;  // held while delivering, so subscribe() can wait for it
   sdk::NetworkEventSink* sink_ = nullptr;
+  sdk::SecretEventSink* secret_sink_ = nullptr;
 };
 
 // Parses the time in front of a followed log line ("2026-11-26T10:16:56.123456789Z", or with a

@@ -67,6 +67,7 @@ void EgressPart::route(NetworkRoute& route) const {
 void* EgressPart::query_interface(std::string_view id) noexcept {
   if (id == sdk::kNetworkEventsId)
     return static_cast<void*>(static_cast<sdk::NetworkEvents*>(this));
+  if (id == sdk::kSecretEventsId) return static_cast<void*>(static_cast<sdk::SecretEvents*>(this));
   return nullptr;
 }
 

@@ -12,6 +12,7 @@
 #include "docker_common/parts/egress_log_follower.hpp"
 #include "docker_common/parts/egress_proxy.hpp"
 #include "execmcp/sdk/network_events.hpp"
+#include "execmcp/sdk/secret_events.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -21,7 +22,9 @@ class ContainerLifecycle;
 // refused names the command's last requests too.
 inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
 
-class EgressPart final : public ContainerPart, public sdk::NetworkEvents {
+class EgressPart final : public ContainerPart,
+                         public sdk::NetworkEvents,
+                         public sdk::SecretEvents {
  public:
   // A managed container's only (an attached one is on the network its owner chose).
   EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy);
@@ -39,6 +42,8 @@ class EgressPart final : public ContainerPart, public sdk::NetworkEvents {
 
   // Each request the proxy refuses, from its log.
   void subscribe(sdk::NetworkEventSink* sink) noexcept override { log_.subscribe(sink); }
+  // What the proxy's secret injector did with each placeholder, from the same log.
+  void subscribe(sdk::SecretEventSink* sink) noexcept override { log_.subscribe(sink); }
 
  private:
   ContainerLifecycle& lifecycle_;

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "docker_common/parts/egress_secret_delivery.hpp"
+
 namespace execmcp::plugins::docker_common {
 namespace {
 
@@ -81,6 +83,11 @@ ContainerSpec EgressProxy::proxy_spec(const std::map<std::string, std::string>& 
   // for every name (see the docs); the upstream network is connected before the start.
   spec.network = network_;
   spec.network_alias = kEgressProxyAlias;
+  if (secrets_ != nullptr) {
+    // The injector, copied into the volume before the start, runs Squid as its child.
+    spec.runner = RunnerDelivery::Copy;
+    spec.entrypoint = injector_entrypoint();
+  }
   return spec;
 }
 
@@ -150,6 +157,11 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
   }
   if (err.kind == Kind::kImageMissing) return missing_image();
   if (!err.ok()) return describe_failure(err, "creating the egress proxy '" + proxy_ + "'");
+  if (secrets_ != nullptr) {
+    if (err = copy_injector(engine_, proxy_); !err.ok())
+      return describe_failure(err, "copying the secret injector into the egress proxy '" +
+                                       proxy_ + "'");
+  }
   // Its own name as an alias where the network takes one; nothing on the upstream network looks
   // the proxy up, so on the default bridge it goes without.
   const std::string alias = upstream_is_default_bridge_ ? std::string() : proxy_;
@@ -158,7 +170,12 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
                                      policy_.upstream_network + "'");
   if (err = engine_.start(proxy_); !err.ok())
     return describe_failure(err, "starting the egress proxy '" + proxy_ + "'");
-  return {};
+  return hand_secrets();
+}
+
+std::string EgressProxy::hand_secrets() {
+  if (secrets_ == nullptr) return {};
+  return deliver_bundle(engine_, proxy_, *secrets_);
 }
 
 std::string EgressProxy::start(const std::map<std::string, std::string>& labels) {
@@ -194,8 +211,9 @@ std::string EgressProxy::ensure_running(const std::map<std::string, std::string>
   if (!refusal.empty()) return refusal;
   if (looked.ok() && info.state.running) return {};
   if (looked.ok() && engine_.start(own_handle(info, proxy_)).ok()) {
+    // A started injector holds nothing: the secrets again.
     what = "its egress proxy was started again";
-    return {};
+    return hand_secrets();
   }
   if (!looked.ok() && looked.kind != Kind::kNotFound)
     return describe_failure(looked, "inspecting the egress proxy '" + proxy_ + "'");

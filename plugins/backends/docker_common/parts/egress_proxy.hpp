@@ -10,6 +10,7 @@
 #include "docker_common/engine/engine.hpp"
 #include "docker_common/lifecycle/ownership.hpp"
 #include "docker_common/parts/egress_policy.hpp"
+#include "execmcp/egress_secrets/secret_rule.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -49,6 +50,11 @@ class EgressProxy {
   // could not be removed. A part already gone is fine.
   std::string remove();
 
+  // From now on the proxy holds these secrets (egress.secrets): its secret injector is put in and
+  // started with it, and gets `bundle` each time the proxy is (re)started. Null: none (Squid
+  // alone). `bundle` outlives this object (the agent's EgressSecretsPart holds it).
+  void set_secrets(const egress_secrets::SecretBundle* bundle) { secrets_ = bundle; }
+
   [[nodiscard]] const std::string& network() const { return network_; }
   [[nodiscard]] const std::string& proxy() const { return proxy_; }
 
@@ -64,6 +70,8 @@ class EgressProxy {
   // Each removes its part when it is there and ours: "" (also when it is gone) or why not.
   std::string remove_proxy();
   std::string remove_network();
+  // With secrets: the started proxy's injector gets its bundle. "" or why not.
+  std::string hand_secrets();
 
   Engine& engine_;
   EgressPolicy policy_;
@@ -73,6 +81,7 @@ class EgressProxy {
   bool upstream_is_default_bridge_ = false;  // check_upstream() learns it
   Ownership proxy_owner_;
   Ownership network_owner_;
+  const egress_secrets::SecretBundle* secrets_ = nullptr;
 };
 
 }  // namespace execmcp::plugins::docker_common

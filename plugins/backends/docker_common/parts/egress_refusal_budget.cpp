@@ -97,4 +97,27 @@ std::optional<sdk::NetworkEvent> RefusalBudget::summary(Clock::time_point now, b
   return event;
 }
 
+bool SecretEventBudget::admit(sdk::SecretEvent& event, Clock::time_point now) {
+  while (!reported_.empty() && now - reported_.front() >= kEgressBudgetWindow)
+    reported_.pop_front();
+  while (!recent_keys_.empty() && now - recent_keys_.front().first >= kSecretRepeatWindow) {
+    const auto& [when, key] = recent_keys_.front();
+    if (auto it = last_reported_.find(key); it != last_reported_.end() && it->second == when)
+      last_reported_.erase(it);
+    recent_keys_.pop_front();
+  }
+  auto key = std::to_string(static_cast<int>(event.kind)) + ' ' + event.secret + ' ' +
+             lower_ascii(event.host) + ' ' + event.method + ' ' + event.path;
+  if (last_reported_.count(key) > 0 || reported_.size() >= kSecretEventsPerHour) {
+    ++held_;
+    return false;
+  }
+  reported_.push_back(now);
+  last_reported_[key] = now;
+  recent_keys_.emplace_back(now, std::move(key));
+  event.dropped_before = held_;
+  held_ = 0;
+  return true;
+}
+
 }  // namespace execmcp::plugins::docker_common

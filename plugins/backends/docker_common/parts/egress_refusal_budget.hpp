@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "execmcp/sdk/network_events.hpp"
+#include "execmcp/sdk/secret_events.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -24,6 +25,7 @@ struct EgressCounts {
   std::uint64_t over_budget = 0;    // not: kEgressRecordsPerHour were reported in the last hour
   std::uint64_t summaries = 0;      // summary events delivered
   std::uint64_t dropped_lines = 0;  // lines longer than kEgressLogLineMax
+  std::uint64_t secret_events = 0;  // lines of the secret injector's seen
 };
 
 // The reason every refusal event gives.
@@ -60,6 +62,30 @@ class RefusalBudget {
   std::deque<std::pair<Clock::time_point, std::string>> recent_keys_;
   std::unordered_map<std::string, Clock::time_point> last_reported_;
   Held held_;
+};
+
+// What one sandbox's secret events may write at the host (each an audit record and a log line):
+// every event of a kind, secret, host, method and path is reported once per
+// kSecretRepeatWindow, and at most kSecretEventsPerHour in an hour; the others are counted and
+// the count rides on the next one reported (`dropped_before`). Not thread-safe: its follower
+// calls it under its own lock.
+inline constexpr std::size_t kSecretEventsPerHour = 600;
+inline constexpr std::chrono::seconds kSecretRepeatWindow{60};
+
+class SecretEventBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // True when `event` may be delivered now; then its dropped_before is set to what was held
+  // back since the last one delivered.
+  bool admit(sdk::SecretEvent& event, Clock::time_point now);
+  [[nodiscard]] std::uint64_t held() const noexcept { return held_; }
+
+ private:
+  std::deque<Clock::time_point> reported_;
+  std::deque<std::pair<Clock::time_point, std::string>> recent_keys_;
+  std::unordered_map<std::string, Clock::time_point> last_reported_;
+  std::uint64_t held_ = 0;
 };
 
 }  // namespace execmcp::plugins::docker_common

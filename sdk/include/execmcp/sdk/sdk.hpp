@@ -10,6 +10,7 @@
 #include "execmcp/sdk/path_policy.hpp"
 #include "execmcp/sdk/plugin.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
+#include "execmcp/sdk/secret_events.hpp"
 #include "execmcp/sdk/settings_check.hpp"
 #include "execmcp/sdk/types.hpp"
 #include "execmcp/sdk/version.hpp"

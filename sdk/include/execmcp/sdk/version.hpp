@@ -10,9 +10,10 @@ namespace execmcp::sdk {
 // 2.2: BackendInit::sandbox_cwd; the optional interface execmcp.sandbox/1 (sandbox_control.hpp).
 // 2.3: the optional interface execmcp.network_events/1 (network_events.hpp).
 // 2.4: a plugin may export a description of its settings for check-config (settings_check.hpp).
+// 2.5: the optional interface execmcp.secret_events/1 (secret_events.hpp).
 // How the boundary grows from here: docs/plugin-authoring.md, "Versioning".
 inline constexpr unsigned kAbiMajor = 2;
-inline constexpr unsigned kAbiMinor = 4;
+inline constexpr unsigned kAbiMinor = 5;
 
 #define EXECMCP_SDK_STRINGIFY_(x) #x
 #define EXECMCP_SDK_STRINGIFY(x) EXECMCP_SDK_STRINGIFY_(x)

@@ -119,6 +119,22 @@ TEST(ContainerCreateArgs, UnsetLimitsGiveNoFlags) {
   EXPECT_EQ(with_prefix(r.args, "--mount=").size(), 2u);
 }
 
+TEST(ContainerCreateArgs, AnEntrypointIsItsProgramFlagWithItsArgumentsBeforeTheCommand) {
+  auto spec = full_spec();
+  spec.entrypoint = {"/.execmcp/prog", "--serve", "--"};
+  spec.cmd = {"/usr/local/bin/run"};
+  const auto r = container_create_args(spec, CliFlavor::kDocker);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(with_prefix(r.args, "--entrypoint="), (std::vector<std::string>{"/.execmcp/prog"}));
+  const auto image = std::find(r.args.begin(), r.args.end(), spec.image);
+  ASSERT_NE(image, r.args.end());
+  EXPECT_EQ(std::vector<std::string>(image + 1, r.args.end()),
+            (std::vector<std::string>{"--serve", "--", "/usr/local/bin/run"}));
+  spec.entrypoint.clear();
+  EXPECT_TRUE(
+      with_prefix(container_create_args(spec, CliFlavor::kDocker).args, "--entrypoint=").empty());
+}
+
 TEST(ContainerCreateArgs, AnNprocLimitIsTheNprocUlimit) {
   auto spec = full_spec();
   spec.nproc_limit = 64;

@@ -235,6 +235,15 @@ TEST(ContainerCreateBody, SudoGetsItsImageItsCapabilitiesAndAWritableImage) {
   EXPECT_EQ(plain["ReadonlyRootfs"], true);
 }
 
+TEST(ContainerCreateBody, AnEntrypointIsSentOnlyWhenSet) {
+  DockerSettings s;
+  auto spec = make_container_spec(sample_init(), s, "1", 1, "h");
+  EXPECT_FALSE(container_create_body(spec).contains("Entrypoint"));
+  spec.entrypoint = {"/.execmcp/prog", "--serve"};
+  EXPECT_EQ(container_create_body(spec)["Entrypoint"],
+            nlohmann::json::array({"/.execmcp/prog", "--serve"}));
+}
+
 TEST(ContainerCreateBody, DiskBoundIsAStorageOptSize) {
   DockerSettings s;
   s.disk_bytes = 1LL << 30;
