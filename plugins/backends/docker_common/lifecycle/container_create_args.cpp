@@ -110,7 +110,8 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
   // The CLI takes the program only; its arguments go before the command.
   if (!spec.entrypoint.empty()) a.push_back("--entrypoint=" + spec.entrypoint.front());
   a.push_back(spec.image);
-  if (!spec.entrypoint.empty()) a.insert(a.end(), spec.entrypoint.begin() + 1, spec.entrypoint.end());
+  if (!spec.entrypoint.empty())
+    a.insert(a.end(), spec.entrypoint.begin() + 1, spec.entrypoint.end());
   a.insert(a.end(), spec.cmd.begin(), spec.cmd.end());
   return out;
 }

@@ -239,10 +239,18 @@ bool EgressLogFollower::secret_line(std::string_view line, std::int64_t unix_ms)
   using Kind = egress_secrets::SecretEvent::Kind;
   sdk::SecretEvent event;
   switch (parsed->kind) {
-    case Kind::kInjected: event.kind = sdk::SecretEvent::Kind::kInjected; break;
-    case Kind::kWithheld: event.kind = sdk::SecretEvent::Kind::kWithheld; break;
-    case Kind::kScrubbed: event.kind = sdk::SecretEvent::Kind::kScrubbed; break;
-    case Kind::kRefused: event.kind = sdk::SecretEvent::Kind::kRefused; break;
+    case Kind::kInjected:
+      event.kind = sdk::SecretEvent::Kind::kInjected;
+      break;
+    case Kind::kWithheld:
+      event.kind = sdk::SecretEvent::Kind::kWithheld;
+      break;
+    case Kind::kScrubbed:
+      event.kind = sdk::SecretEvent::Kind::kScrubbed;
+      break;
+    case Kind::kRefused:
+      event.kind = sdk::SecretEvent::Kind::kRefused;
+      break;
   }
   // The injector escaped them; the request's parts came from the sandbox: bounded here again.
   event.secret = log_text(parsed->secret, kSecretNameMax);
@@ -283,7 +291,7 @@ void EgressLogFollower::subscribe(sdk::NetworkEventSink* sink) noexcept {
   sink_ = sink;
 }
 
-void EgressLogFollower::subscribe(sdk::SecretEventSink* sink) noexcept {
+void EgressLogFollower::subscribe_secrets(sdk::SecretEventSink* sink) noexcept {
   std::lock_guard lock(sink_mutex_);
   secret_sink_ = sink;
 }

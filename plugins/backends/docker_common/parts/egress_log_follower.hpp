@@ -98,7 +98,7 @@ class EgressLogFollower {
   // sdk::NetworkEvents::subscribe(): returns once no delivery to the previous sink is in flight.
   void subscribe(sdk::NetworkEventSink* sink) noexcept;
   // sdk::SecretEvents::subscribe(): the secret injector's lines (execmcp-secret ...), likewise.
-  void subscribe(sdk::SecretEventSink* sink) noexcept;
+  void subscribe_secrets(sdk::SecretEventSink* sink) noexcept;
 
   // A call's start: how many refusals were seen so far.
   [[nodiscard]] std::uint64_t mark() const;

@@ -22,9 +22,7 @@ class ContainerLifecycle;
 // refused names the command's last requests too.
 inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
 
-class EgressPart final : public ContainerPart,
-                         public sdk::NetworkEvents,
-                         public sdk::SecretEvents {
+class EgressPart final : public ContainerPart, public sdk::NetworkEvents, public sdk::SecretEvents {
  public:
   // A managed container's only (an attached one is on the network its owner chose).
   EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy);
@@ -43,7 +41,7 @@ class EgressPart final : public ContainerPart,
   // Each request the proxy refuses, from its log.
   void subscribe(sdk::NetworkEventSink* sink) noexcept override { log_.subscribe(sink); }
   // What the proxy's secret injector did with each placeholder, from the same log.
-  void subscribe(sdk::SecretEventSink* sink) noexcept override { log_.subscribe(sink); }
+  void subscribe(sdk::SecretEventSink* sink) noexcept override { log_.subscribe_secrets(sink); }
 
  private:
   ContainerLifecycle& lifecycle_;

@@ -159,8 +159,8 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
   if (!err.ok()) return describe_failure(err, "creating the egress proxy '" + proxy_ + "'");
   if (secrets_ != nullptr) {
     if (err = copy_injector(engine_, proxy_); !err.ok())
-      return describe_failure(err, "copying the secret injector into the egress proxy '" +
-                                       proxy_ + "'");
+      return describe_failure(err,
+                              "copying the secret injector into the egress proxy '" + proxy_ + "'");
   }
   // Its own name as an alias where the network takes one; nothing on the upstream network looks
   // the proxy up, so on the default bridge it goes without.

@@ -62,10 +62,14 @@ inline SecretEvents* secret_events(ExecutorBackend& backend) noexcept {
 // The words an audit record uses for a kind: "secret injected", "secret withheld", ...
 inline constexpr std::string_view secret_event_verdict(SecretEvent::Kind kind) noexcept {
   switch (kind) {
-    case SecretEvent::Kind::kInjected: return "secret injected";
-    case SecretEvent::Kind::kWithheld: return "secret withheld";
-    case SecretEvent::Kind::kScrubbed: return "secret scrubbed";
-    case SecretEvent::Kind::kRefused: return "refused";
+    case SecretEvent::Kind::kInjected:
+      return "secret injected";
+    case SecretEvent::Kind::kWithheld:
+      return "secret withheld";
+    case SecretEvent::Kind::kScrubbed:
+      return "secret scrubbed";
+    case SecretEvent::Kind::kRefused:
+      return "refused";
   }
   return "refused";
 }

@@ -17,6 +17,7 @@
 #include "docker_common/container_backend.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/parts/egress_proxy.hpp"
+#include "execmcp/egress_secrets/event_line.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 
@@ -201,6 +202,88 @@ TEST(EgressLogFollower, AFloodOverAnHourWritesABoundedFewRecords) {
   const auto events = sink.wait_for(100000, 0ms);
   EXPECT_LE(events.size(), 300u + 61u);
   EXPECT_EQ(follower.counts().refusals, 10000u);
+}
+
+class SecretSink final : public sdk::SecretEventSink {
+ public:
+  void on_secret_event(const sdk::SecretEvent& event) noexcept override {
+    std::lock_guard lock(mutex_);
+    events.push_back(event);
+  }
+  std::vector<sdk::SecretEvent> taken() {
+    std::lock_guard lock(mutex_);
+    return events;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<sdk::SecretEvent> events;
+};
+
+std::string secret_line(const std::string& time, egress_secrets::SecretEvent::Kind kind,
+                        const std::string& path, const std::string& detail = "") {
+  egress_secrets::SecretEvent e;
+  e.kind = kind;
+  e.label = "agent";
+  e.secret = "GITHUB_TOKEN";
+  e.method = "GET";
+  e.host = "api.github.com";
+  e.path = path;
+  e.detail = detail;
+  return time + " " + egress_secrets::format_event_line(e) + "\n";
+}
+
+TEST(EgressLogFollower, TheInjectorsLinesBecomeSecretEventsBesideTheRefusals) {
+  using Kind = egress_secrets::SecretEvent::Kind;
+  const std::string log = line(at(1), "denied.test", 80, true) +
+                          secret_line(at(2), Kind::kWithheld, "/gists", "path") +
+                          secret_line(at(3), Kind::kInjected, "/repos/a b\x1b[2J") +
+                          secret_line(at(4), Kind::kScrubbed, "/echo", "2");
+  for (std::size_t cut = 0; cut <= log.size(); cut += 7) {
+    FakeEngine engine;
+    EgressLogFollower follower(engine, "p", policy(), nullptr);
+    Sink sink;
+    SecretSink secrets;
+    follower.subscribe(&sink);
+    follower.subscribe_secrets(&secrets);
+    follower.take(std::string_view(log).substr(0, cut));
+    follower.take(std::string_view(log).substr(cut));
+    EXPECT_EQ(sink.wait_for(1, 0ms).size(), 1u);
+    const auto events = secrets.taken();
+    ASSERT_EQ(events.size(), 3u) << "cut at " << cut;
+    EXPECT_EQ(events[0].kind, sdk::SecretEvent::Kind::kWithheld);
+    EXPECT_EQ(events[0].secret, "GITHUB_TOKEN");
+    EXPECT_EQ(events[0].host, "api.github.com");
+    EXPECT_EQ(events[0].method, "GET");
+    EXPECT_EQ(events[0].path, "/gists");
+    EXPECT_EQ(events[0].detail, "path");
+    EXPECT_EQ(events[1].kind, sdk::SecretEvent::Kind::kInjected);
+    // The sandbox's bytes, escaped on the way.
+    EXPECT_EQ(events[1].path.find('\x1b'), std::string::npos) << events[1].path;
+    EXPECT_EQ(events[2].kind, sdk::SecretEvent::Kind::kScrubbed);
+    EXPECT_EQ(events[2].unix_ms - events[0].unix_ms, 2000);
+    EXPECT_EQ(follower.counts().secret_events, 3u);
+    EXPECT_EQ(follower.counts().refusals, 1u);
+  }
+}
+
+TEST(EgressLogFollower, TheSameSecretEventIsReportedOnceAMinuteAndTheRestCounted) {
+  using Kind = egress_secrets::SecretEvent::Kind;
+  FakeEngine engine;
+  auto now = std::chrono::steady_clock::time_point{} + 1h;
+  EgressLogFollower follower(engine, "p", policy(), nullptr, [&] { return now; });
+  SecretSink secrets;
+  follower.subscribe_secrets(&secrets);
+  std::string same;
+  for (int i = 0; i < 20; ++i) same += secret_line(at(10, i * 1000), Kind::kInjected, "/repos");
+  follower.take(same);
+  EXPECT_EQ(secrets.taken().size(), 1u);
+  now += 61s;
+  follower.take(secret_line(at(20), Kind::kInjected, "/repos"));
+  const auto events = secrets.taken();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].dropped_before, 19u);
+  EXPECT_EQ(follower.counts().secret_events, 21u);
 }
 
 TEST(EgressLogFollower, TheSameRefusalIsReportedOnceAMinute) {
