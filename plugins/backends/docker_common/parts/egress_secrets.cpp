@@ -23,9 +23,9 @@
 namespace execmcp::plugins::docker_common {
 namespace {
 
-// A value longer than placeholder_problem() allows is refused; this reads one byte beyond it
-// (and a CR LF), so a larger file is said to be too large rather than cut.
-constexpr std::size_t kMaxValueFile = 8 * 1024 + 3;
+// A value of at most 8 KiB (placeholder_problem()) and its line end; a larger file is said to be
+// too large rather than cut.
+constexpr std::size_t kMaxValueFile = 8 * 1024 + 2;
 constexpr std::size_t kMaxUpstreamCa = 1 << 20;
 
 struct Fd {
@@ -107,7 +107,9 @@ std::string read_value(const EgressSecretSetting& secret,
   }
   std::string real;
   if (auto why = read_file(secret.from.text, kMaxValueFile, value, &real); !why.empty())
-    return source + ": " + why;
+    return source + ": " +
+           (why.starts_with("larger than ") ? "larger than 8 KiB, the most a secret's value may be"
+                                            : why);
   std::string root;
   if (inside_agent_paths(real, secret.from.text, agent_paths, root)) {
     cleanse(value);

@@ -121,7 +121,7 @@ TEST_F(EgressSecretValues, ErrorsNameTheSecretAndTheSourceNeverTheValue) {
             "secret T: file:" + dir_ + "/outside: not a regular file");
   const auto big = write("outside/big", std::string(9000, 'a'));
   EXPECT_EQ(resolve({secret("T", file(big))}, out),
-            "secret T: file:" + big + ": larger than 8195 bytes");
+            "secret T: file:" + big + ": larger than 8 KiB, the most a secret's value may be");
   if (::geteuid() != 0) {
     const auto locked = write("outside/locked", kValue);
     ::chmod(locked.c_str(), 0);
