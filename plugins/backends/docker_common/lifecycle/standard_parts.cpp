@@ -8,6 +8,7 @@
 #include "docker_common/parts/attached_container.hpp"
 #include "docker_common/parts/credentials.hpp"
 #include "docker_common/parts/egress_part.hpp"
+#include "docker_common/parts/egress_secrets_part.hpp"
 #include "docker_common/parts/preinstall_part.hpp"
 #include "docker_common/parts/protected_paths.hpp"
 #include "docker_common/parts/workspace_access.hpp"
@@ -31,6 +32,9 @@ void add_standard_parts(ContainerLifecycle& lifecycle, DockerSettings& settings)
     throw std::invalid_argument(err);
   auto preinstall =
       settings.preinstall.empty() ? nullptr : std::make_unique<PreinstallPart>(lifecycle);
+  // The secrets are read and the certificates made before the proxy that is given them starts.
+  if (settings.egress && !settings.egress->secrets.empty() && !lifecycle.attached())
+    lifecycle.parts().adopt(std::make_unique<EgressSecretsPart>(lifecycle, *settings.egress));
   if (settings.egress && !lifecycle.attached())
     lifecycle.parts().adopt(std::make_unique<EgressPart>(lifecycle, *settings.egress));
   if (preinstall) lifecycle.parts().adopt(std::move(preinstall));
