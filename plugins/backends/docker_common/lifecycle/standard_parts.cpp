@@ -33,10 +33,14 @@ void add_standard_parts(ContainerLifecycle& lifecycle, DockerSettings& settings)
   auto preinstall =
       settings.preinstall.empty() ? nullptr : std::make_unique<PreinstallPart>(lifecycle);
   // The secrets are read and the certificates made before the proxy that is given them starts.
-  if (settings.egress && !settings.egress->secrets.empty() && !lifecycle.attached())
-    lifecycle.parts().adopt(std::make_unique<EgressSecretsPart>(lifecycle, *settings.egress));
+  const EgressSecretsPart* secrets = nullptr;
+  if (settings.egress && !settings.egress->secrets.empty() && !lifecycle.attached()) {
+    auto part = std::make_unique<EgressSecretsPart>(lifecycle, *settings.egress);
+    secrets = part.get();
+    lifecycle.parts().adopt(std::move(part));
+  }
   if (settings.egress && !lifecycle.attached())
-    lifecycle.parts().adopt(std::make_unique<EgressPart>(lifecycle, *settings.egress));
+    lifecycle.parts().adopt(std::make_unique<EgressPart>(lifecycle, *settings.egress, secrets));
   if (preinstall) lifecycle.parts().adopt(std::move(preinstall));
 }
 
