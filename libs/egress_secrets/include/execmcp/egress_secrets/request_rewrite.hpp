@@ -40,12 +40,13 @@ struct RewriteResult {
 [[nodiscard]] std::optional<std::string_view> canonical_path(std::string_view target);
 
 // Applies `secrets` to `head` for a request to `host` (lower-case, the CONNECT or Host name) over
-// TLS (`tls`) or plain HTTP. A secret is injected when host, method, path prefix, header name and
-// transport all match: in each matching header value its placeholder is replaced by its value,
-// also inside `Authorization: Basic` / `Proxy-Authorization: Basic` credentials (decoded, replaced,
-// encoded again). Otherwise its placeholder stays and the outcome says why. Request bodies are
-// never touched. Every intercepted request also gets `Accept-Encoding: identity` and loses
-// `Range`, `If-Range` and `TE`, so that responses can be scrubbed.
+// TLS (`tls`) or plain HTTP. A secret is injected when host, method, path prefix (on a segment
+// boundary: "/a" matches "/a" and "/a/b", not "/ab"), header name and transport all match: in each
+// matching header value its placeholder is replaced by its value, also inside
+// `Authorization: Basic` / `Proxy-Authorization: Basic` credentials (decoded, replaced, encoded
+// again). Otherwise its placeholder stays and the outcome says why. Request bodies are never
+// touched. Every intercepted request also gets `Accept-Encoding: identity` and loses `Range`,
+// `If-Range` and `TE`, so that responses can be scrubbed.
 [[nodiscard]] RewriteResult rewrite_request(RequestHead& head, std::string_view host, bool tls,
                                             const std::vector<SecretRule>& secrets);
 

@@ -4,8 +4,11 @@
 //   label <b64>
 //   ca <b64 PEM>
 //   leaf <host> <b64 cert PEM> <b64 key PEM>
-//   secret <NAME> <b64 value> <b64 placeholder> <hosts a,b> <header|-> <methods GET,POST|-> <paths
-//   b64,b64|-> <plain_http 0|1> upstream-ca <b64 PEM> end
+//   secret <NAME> <b64 value> <b64 placeholder> <hosts a,b> <header|-> <methods GET,POST|->
+//          <paths b64,b64|-> <plain_http 0|1>                   (one line)
+//   upstream-ca <b64 PEM>
+//   end
+// ("-" stands for an empty free-form field; secret_bundle.cpp has the details.)
 #pragma once
 
 #include <cstddef>
