@@ -2,8 +2,8 @@
 #include "docker_common/parts/egress_part.hpp"
 
 #include "docker_common/lifecycle/container_lifecycle.hpp"
-#include "docker_common/parts/egress_secrets_part.hpp"
 #include "docker_common/log_text.hpp"
+#include "docker_common/parts/egress_secrets_part.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -24,13 +24,13 @@ std::string EgressPart::before_create() {
   proxy_.set_secrets(secrets_ != nullptr ? &secrets_->bundle() : nullptr);
   // The proxy is up before the agent's container: its first command may use the network.
   if (auto err = proxy_.start(lifecycle_.owner_labels()); !err.empty()) return err;
-  lifecycle_.log(sdk::LogLevel::Info,
-                 "egress proxy " + proxy_.proxy() + " running on network " + proxy_.network() +
-                     " (upstream: " + policy_.upstream_network + ")" +
-                     (secrets_ != nullptr ? ", holding " +
-                                                std::to_string(secrets_->bundle().secrets.size()) +
-                                                " secrets"
-                                          : std::string()));
+  lifecycle_.log(
+      sdk::LogLevel::Info,
+      "egress proxy " + proxy_.proxy() + " running on network " + proxy_.network() +
+          " (upstream: " + policy_.upstream_network + ")" +
+          (secrets_ != nullptr
+               ? ", holding " + std::to_string(secrets_->bundle().secrets.size()) + " secrets"
+               : std::string()));
   // Followed from here on: a refusal of the install (preinstall goes through the proxy) is
   // audited too.
   log_.start();

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "docker_common/parts/egress_secret_squid.hpp"
 #include "docker_common/settings/env_file.hpp"
 #include "execmcp/egress_secrets/secret_bundle.hpp"
 
@@ -688,7 +689,15 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
        // stays: HTTP requires it, and Squid warns without it.)
        << "forwarded_for delete\nhttpd_suppress_version_string on\n"
        << "logformat execmcp " << kLogTag << " " << log_label(agent_label)
-       << " %ts.%03tu %>a %rm %>rd %>rP %Ss %03>Hs %err_code %<a\n"
+       << " %ts.%03tu %>a %rm %>rd %>rP %Ss %03>Hs %err_code %<a\n";
+  // The hosts secrets name go through the injector; its block must precede the access log and
+  // every http_access line (egress_secret_squid.hpp).
+  std::vector<std::string> secret_hosts;
+  for (const auto& secret : policy.secrets)
+    for (const auto& host : secret.hosts)
+      if (std::find(secret_hosts.begin(), secret_hosts.end(), host) == secret_hosts.end())
+        secret_hosts.push_back(host);
+  conf << render_secret_squid_lines(secret_hosts)
        << "access_log stdio:/dev/stdout logformat=execmcp\n";
 
   // Link-local addresses hold cloud metadata services; Squid 5.7 predefines to_localhost only.
