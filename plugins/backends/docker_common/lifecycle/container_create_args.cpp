@@ -107,6 +107,8 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
     a.push_back(bind_mount(spec.runner_source, kRunnerPath, true));
   if (spec.runner == RunnerDelivery::Copy)
     a.push_back(std::string("--mount=type=volume,target=") + kRunnerDir);  // anonymous: rm -v
+  for (const auto& target : spec.volumes)
+    a.push_back("--mount=type=volume,target=" + target);  // anonymous: rm -v
   a.push_back(spec.image);
   a.insert(a.end(), spec.cmd.begin(), spec.cmd.end());
   return out;
