@@ -32,7 +32,7 @@ std::string trust_bundle(const std::string& image_bundle, const std::string& ca_
 
 std::string trust_tar(const std::string& bundle, const std::string& ca_pem) {
   return tar_archive(
-      {{"./", {}, 0555}, {kTrustBundleName, bundle, 0444}, {kTrustCaName, ca_pem, 0444}});
+      {{"./", {}, 0755}, {kTrustBundleName, bundle, 0444}, {kTrustCaName, ca_pem, 0444}});
 }
 
 std::string EgressTrustPart::prepare_spec(ContainerSpec& spec) {

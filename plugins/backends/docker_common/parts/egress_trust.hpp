@@ -22,8 +22,9 @@ inline constexpr const char* kTrustCaName = "ca.pem";             // the agent's
 // The bundle: the image's roots, then the CA (a newline between them when the first lacks one).
 std::string trust_bundle(const std::string& image_bundle, const std::string& ca_pem);
 
-// The tar archive copied into kTrustDir: the directory root's and 0555, both files root's and
-// 0444.
+// The tar archive copied into kTrustDir: both files root's and 0444, after a `./` entry root's
+// and 0755 (Docker keeps the mode and owner a volume's root has, root's 0755, and never applies an
+// archive's `./` to it; Podman would take the owner from it, as for the runner's volume).
 std::string trust_tar(const std::string& bundle, const std::string& ca_pem);
 
 class EgressTrustPart final : public ContainerPart {

@@ -132,7 +132,7 @@ TEST_F(EgressTrustTest, TheBundleIsCopiedIntoItsVolumeBeforeTheContainerStarts) 
   EXPECT_FALSE(copy.running);  // no command ever sees the container without it
   const auto files = members(copy.tar);
   ASSERT_EQ(files.size(), 3u);
-  EXPECT_EQ(files.at("./").second, 0555u);
+  EXPECT_EQ(files.at("./").second, 0755u);
   EXPECT_EQ(files.at(kTrustBundleName), std::make_pair(std::string(kRoots) + "\n" + kCa, 0444u));
   EXPECT_EQ(files.at(kTrustCaName), std::make_pair(std::string(kCa), 0444u));
   EXPECT_TRUE(lines_.warnings.empty());
