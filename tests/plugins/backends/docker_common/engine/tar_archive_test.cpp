@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 
 namespace execmcp::plugins::docker_common {
@@ -101,6 +102,36 @@ TEST(ReadTarEntry, EveryCutOfAnArchiveIsSafe) {
     if (err.empty()) {
       EXPECT_EQ(entry.data, data) << cut;
       EXPECT_GE(cut, 512u + 512u + 700u) << cut;
+    }
+  }
+}
+
+// Damaged archives (bytes changed, headers' checksums fixed so the damage reaches the fields) are
+// read or refused, never read past their end (ASan watches).
+TEST(ReadTarEntry, DamagedArchivesAreReadOrRefused) {
+  const std::string records = pax_record("path", "p") + pax_record("size", "3");
+  const std::string base = tar_archive(
+      {{"d/", {}, 0755}, {"PaxHeaders/x", records, 0644}, {"d/file", std::string(900, 'z'), 0644}});
+  std::mt19937 random(30);
+  for (int round = 0; round < 5000; ++round) {
+    std::string tar = base;
+    for (int n = 1 + static_cast<int>(random() % 4); n > 0; --n) {
+      const std::size_t at = random() % tar.size();
+      tar[at] = static_cast<char>(random() % 4 == 0 ? "0257xgLK "[random() % 9] : random());
+    }
+    for (std::size_t header = 0; header + 512 <= tar.size(); header += 512) {
+      if (random() % 2 == 0) continue;
+      std::memset(&tar[header + 148], ' ', 8);
+      unsigned long sum = 0;
+      for (std::size_t i = 0; i < 512; ++i) sum += static_cast<unsigned char>(tar[header + i]);
+      char field[8] = {};
+      std::snprintf(field, sizeof field, "%06lo", sum & 0777777);
+      std::memcpy(&tar[header + 148], field, 7);
+    }
+    TarEntry entry;
+    const auto err = read_tar_entry(tar.substr(0, random() % (tar.size() + 1)), entry);
+    if (err.empty()) {
+      EXPECT_LE(entry.data.size(), tar.size());
     }
   }
 }
