@@ -107,18 +107,23 @@ PYTHONPATH=/tmp/t python3 -c 'import probe; print(probe.VALUE)'
   EXPECT_EQ(sh(outside_cli() + " inspect " + up.name()).find(v), std::string::npos);
 }
 
-TEST_F(SecretUpstreamTest, WithoutTheValueGitAndPipAreRefused) {
-  SecretUpstream up(network_, {"git.test", "pypi.test"}, kValue);
+// A value given for one host only: git's wrong value, pip's none and the value sent to another
+// host are refused; the value sent to its host is not.
+TEST_F(SecretUpstreamTest, WithoutTheValueForTheHostGitAndPipAreRefused) {
+  SecretUpstream up(network_, {"git.test", "pypi.test"}, std::string("pypi.test ") + kValue);
   ASSERT_EQ(up.error(), "");
   int status = -1;
   const std::string out = client(up, R"(cd /tmp
 export GIT_SSL_CAINFO=/ca.pem GIT_TERMINAL_PROMPT=0
 git clone -q https://x:wrong@git.test/git/r.git && echo cloned
-curl -sS --cacert /ca.pem -o /dev/null -w '%{http_code}\n' https://pypi.test/simple/probe/
+c="curl -sS --cacert /ca.pem -o /dev/null -w %{http_code}\n"
+$c https://pypi.test/simple/probe/
+$c -H "Authorization: Bearer $V" https://git.test/need-auth
+$c -H "Authorization: Bearer $V" https://pypi.test/need-auth
 )",
                                  &status);
   EXPECT_EQ(out.find("cloned"), std::string::npos) << out;
-  EXPECT_TRUE(out.ends_with("401\n")) << out;
+  EXPECT_TRUE(out.ends_with("401\n401\n200\n")) << out;
 }
 
 }  // namespace

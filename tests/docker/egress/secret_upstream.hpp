@@ -54,8 +54,9 @@ inline std::string make_test_certs(const std::string& dir, const std::vector<std
 class SecretUpstream {
  public:
   // Starts the upstream on `network` (which exists) under `aliases`, serving HTTPS on 443 and
-  // HTTP on 80 with a certificate for the aliases; `auth` is the value /need-auth, /git, /simple
-  // and /packages want ("" for none). Check error() before use.
+  // HTTP on 80 with a certificate for the aliases; `auth` is what /need-auth, /git, /simple and
+  // /packages want ("" for nothing): values one a line, each `VALUE` (any host) or `HOST VALUE`
+  // (that host only). Check error() before use.
   SecretUpstream(std::string network, const std::vector<std::string>& aliases,
                  const std::string& auth)
       : dir_("upstream"),

@@ -8,9 +8,10 @@ Standard library only (python3 in execmcp/runtime, 3.11). Serves, on both ports:
   /git/...                    git-http-backend as CGI over the bare repository r.git (clone, push)
   /simple/, /simple/probe/    a PEP 503 index of one wheel, probe 1.0, built here with zipfile
   /packages/<wheel>           the wheel
-/git, /simple and /packages also want the expected value when one is given (401 with a Basic
-challenge otherwise, so git and pip send the credentials of their URLs). The value is read from
-a file (--auth-file), never from the command line, and never printed. Every request is appended
+/git, /simple and /packages also want an expected value when one is given (401 with a Basic
+challenge otherwise, so git and pip send the credentials of their URLs). The values are read from
+a file (--auth-file), never from the command line, and never printed: one a line, either `VALUE`
+(good for every host) or `HOST VALUE` (only for requests whose Host is HOST). Every request is appended
 to the record file as one JSON line: method, path, headers, body (base64).
 """
 
@@ -82,10 +83,16 @@ class Upstream:
     def __init__(self, args):
         self.record_path = args.record
         self.lock = threading.Lock()
-        self.expected = None
+        self.expected = None  # [(host or None, value)], or None: nothing is asked
         if args.auth_file:
+            self.expected = []
             with open(args.auth_file, "rb") as f:
-                self.expected = f.read().strip().decode()
+                for line in f.read().decode().splitlines():
+                    parts = line.split()
+                    if len(parts) == 1:
+                        self.expected.append((None, parts[0]))
+                    elif len(parts) == 2:
+                        self.expected.append((parts[0].lower(), parts[1]))
         self.git_root = os.path.join(args.work, "git")
         os.makedirs(self.git_root, exist_ok=True)
         init_repo(self.git_root)
@@ -97,13 +104,15 @@ class Upstream:
         with self.lock, open(self.record_path, "a") as f:
             f.write(line + "\n")
 
-    def authorized(self, value):
-        """The Authorization header carries the expected value: as it is (Bearer, token) or in
-        Basic credentials (user or password). The REMOTE_USER for git, or None."""
+    def authorized(self, value, host):
+        """The Authorization header carries a value expected for `host`: as it is (Bearer, token)
+        or in Basic credentials (user or password). The REMOTE_USER for git, or None."""
         if self.expected is None:
             return "anonymous"
         if not value:
             return None
+        host = (host or "").rsplit(":", 1)[0].lower()
+        values = [v for h, v in self.expected if h is None or h == host]
         scheme, _, rest = value.partition(" ")
         if scheme.lower() == "basic":
             try:
@@ -111,10 +120,10 @@ class Upstream:
                     "utf-8", "replace").partition(":")
             except ValueError:
                 return None
-            if self.expected in (user, password):
+            if user in values or password in values:
                 return user or "token"
             return None
-        return "token" if self.expected in value else None
+        return "token" if any(v in value for v in values) else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -181,7 +190,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         if path == "/echo":
             return self.echo(headers, body, params)
-        user = up.authorized(self.headers.get("Authorization"))
+        user = up.authorized(self.headers.get("Authorization"), self.headers.get("Host"))
         if path == "/need-auth":
             if user is None:
                 return self.answer(401, b"unauthorized\n")
@@ -245,9 +254,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             env["REMOTE_USER"] = user
         done = subprocess.run([GIT_BACKEND], input=body, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=120)
-        head, _, payload = done.stdout.partition(b"\r\n\r\n")
-        if not _:
-            head, _, payload = done.stdout.partition(b"\n\n")
+        head, sep, payload = done.stdout.partition(b"\r\n\r\n")
+        if not sep:
+            head, sep, payload = done.stdout.partition(b"\n\n")
         status, extra, content_type = 200, [], "application/octet-stream"
         for line in head.decode("latin-1").splitlines():
             name, _, value = line.partition(":")
