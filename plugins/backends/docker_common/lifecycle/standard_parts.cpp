@@ -9,6 +9,7 @@
 #include "docker_common/parts/credentials.hpp"
 #include "docker_common/parts/egress_part.hpp"
 #include "docker_common/parts/egress_secrets_part.hpp"
+#include "docker_common/parts/egress_trust.hpp"
 #include "docker_common/parts/preinstall_part.hpp"
 #include "docker_common/parts/protected_paths.hpp"
 #include "docker_common/parts/workspace_access.hpp"
@@ -38,6 +39,9 @@ void add_standard_parts(ContainerLifecycle& lifecycle, DockerSettings& settings)
     auto part = std::make_unique<EgressSecretsPart>(lifecycle, *settings.egress);
     secrets = part.get();
     lifecycle.parts().adopt(std::move(part));
+    // The sandbox trusts this start's CA: its files are put in each container made.
+    lifecycle.parts().adopt(std::make_unique<EgressTrustPart>(
+        lifecycle, [secrets] { return secrets->bundle().ca_cert_pem; }));
   }
   if (settings.egress && !lifecycle.attached())
     lifecycle.parts().adopt(std::make_unique<EgressPart>(lifecycle, *settings.egress, secrets));
