@@ -68,6 +68,9 @@ struct EgressPolicy {
   // Roots (PEM) the proxy trusts beyond the system's when it verifies an intercepted host's
   // upstream: an absolute path, read at each start; "" when none.
   std::string upstream_ca;
+  // Not a setting: where the server reads execmcp-egress-injector from ("" = beside the plugin,
+  // injector_host_path()). Tests point it at a file of their own.
+  std::string injector_program;
 };
 
 // The variables execmcp itself sets in the sandbox (the proxy's, the trust files') or that a

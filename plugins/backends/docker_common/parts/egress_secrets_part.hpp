@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "docker_common/lifecycle/container_part.hpp"
+#include "docker_common/lifecycle/container_spec.hpp"  // kTrustDir
 #include "docker_common/parts/egress_policy.hpp"
 #include "docker_common/parts/egress_secrets.hpp"
 
@@ -20,7 +21,6 @@ class ContainerLifecycle;
 // Where the sandbox finds the agent's CA: a directory only the server writes (the trust part
 // fills it at each create), holding the image's system roots with the CA appended, and the CA
 // alone (for NODE_EXTRA_CA_CERTS, which adds to Node's own roots).
-inline constexpr const char* kTrustDir = "/.execmcp-trust";
 inline constexpr const char* kTrustBundlePath = "/.execmcp-trust/ca-bundle.pem";
 inline constexpr const char* kTrustCaPath = "/.execmcp-trust/ca.pem";
 

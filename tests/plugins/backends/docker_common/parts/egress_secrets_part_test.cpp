@@ -66,6 +66,9 @@ class EgressSecretsPartTest : public ::testing::Test {
     settings_.egress->allow = {{EgressEntry::Kind::kHost, "api.test", "api.test"},
                                {EgressEntry::Kind::kHost, "git.test", "git.test"}};
     settings_.egress->upstream_network = "uplink";
+    // The program copied into the proxy: any file will do for the fake engine.
+    settings_.egress->injector_program = dir_ + "/injector";
+    std::ofstream(settings_.egress->injector_program) << "#!/bin/sh\n";
     EgressSecretSetting secret;
     secret.name = "GITHUB_TOKEN";
     secret.from = {EgressSecretSource::Kind::kEnv, kSource};
