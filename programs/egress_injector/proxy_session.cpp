@@ -303,6 +303,10 @@ void emit(const Exchange& exchange, SecretEvent::Kind kind, std::string secret,
 }
 
 asio::awaitable<void> run_session(asio::ip::tcp::socket socket, Injector& injector) {
+  // A response goes out as a head and body pieces: without this, Nagle's algorithm holds each
+  // piece until the previous one is acknowledged (a delayed ACK: 40 ms).
+  boost::system::error_code ignored;
+  socket.set_option(asio::ip::tcp::no_delay(true), ignored);
   beast::tcp_stream client(std::move(socket));
   beast::flat_buffer buffer;
   auto parser = std::make_unique<RequestParser>();

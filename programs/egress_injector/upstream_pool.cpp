@@ -82,6 +82,8 @@ asio::awaitable<std::unique_ptr<Upstream>> UpstreamPool::open(
     error = "the injector cannot reach the proxy's upstream port: " + ec.message();
     co_return nullptr;
   }
+  tcp.socket().set_option(asio::ip::tcp::no_delay(true), ec);  // see run_session
+  ec = {};
   auto upstream = std::make_unique<Upstream>();
   upstream->bundle = bundle;
   if (!target.tls) {

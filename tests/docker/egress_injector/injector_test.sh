@@ -179,6 +179,13 @@ n="${EXECMCP_INJECTOR_SAMPLES:-30}"
 pooled="$(measure https://api.test/1k "$n")"
 passed="$(measure https://pass.test/1k "$n")"
 say "p50 of $n requests: intercepted ${pooled} ms (upstream pool on), passed through ${passed} ms"
+# docker stop: the stop signal reaches the injector, which passes it to Squid and exits with it.
+started=$(date +%s%N)
+docker stop -t 20 "$p-proxy" >/dev/null
+took=$((($(date +%s%N) - started) / 1000000))
+status="$(docker inspect -f '{{.State.ExitCode}}' "$p-proxy")"
+[ "$took" -lt 10000 ] && pass "docker stop ends the proxy in ${took} ms (exit $status)" ||
+  fail "docker stop took ${took} ms (exit $status)"
 stop_proxy
 start_proxy --pool 0
 wait_for_proxy
