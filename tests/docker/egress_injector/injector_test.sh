@@ -145,6 +145,22 @@ out="$(client_curl -H "Authorization: Bearer $placeholder" http://api.test/echo 
   grep -qF "http api.test /echo Bearer $value" <<<"$(recorded)" &&
   pass "plain HTTP to api.test: injected and scrubbed" || fail "plain HTTP: ${out:0:600} / $(recorded | tail -2)"
 
+# A request body (2 MiB, Expect: 100-continue) arrives whole; HEAD has no body; two requests on
+# one client connection (keep-alive) both work.
+docker exec "$p-client" sh -c 'head -c 2097152 /dev/urandom >/tmp/body'
+want="$(docker exec "$p-client" sha256sum /tmp/body | cut -d" " -f1)"
+out="$(client_curl -H "Authorization: Bearer $placeholder" -H "Expect: 100-continue" \
+  --data-binary @/tmp/body https://api.test/upload 2>&1)" || true
+[[ "$out" == *"\"length\": 2097152"* && "$out" == *"$want"* && "$out" == *"$placeholder"* ]] &&
+  pass "a 2 MiB request body with Expect: 100-continue arrives whole" || fail "upload: ${out:0:300}"
+out="$(client_curl -sS -I -H "Authorization: Bearer $placeholder" https://api.test/1k 2>&1)" || true
+[[ "$out" == *"200"* && "$out" == *"Content-Length: 1024"* && "$out" == *"$placeholder"* ]] &&
+  pass "HEAD: the header only, scrubbed" || fail "HEAD: ${out:0:300}"
+out="$(client_curl -H "Authorization: Bearer $placeholder" -w '%{num_connects}\n' -o /dev/null \
+  https://api.test/1k -o /dev/null https://api.test/1k 2>&1)" || true
+[ "$out" = $'1\n0' ] && pass "keep-alive: two requests on one client connection" ||
+  fail "keep-alive: connects per request: $out"
+
 # pass.test: a tunnel the injector never sees: the placeholder arrives as it was sent.
 out="$(client_curl -H "Authorization: Bearer $placeholder" https://pass.test/echo 2>&1)" || true
 [[ "$out" == *"Bearer $placeholder"* ]] && grep -qF "https pass.test /echo Bearer $placeholder" <<<"$(recorded)" &&

@@ -4,6 +4,7 @@ the request accepts), /1k a KiB; every request's Authorization is appended to /t
 (read by the test with docker exec), with the scheme and the path.
    python3 upstream.py CERT KEY"""
 import gzip
+import hashlib
 import json
 import os
 import ssl
@@ -23,6 +24,25 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "1024")
+        self.send_header("X-Echo-Authorization", self.headers.get("Authorization", "-"))
+        self.end_headers()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        with lock, open(RECORD, "a") as record:
+            record.write(f"post {self.headers.get('Host')} {self.path} {len(body)} "
+                         f"{hashlib.sha256(body).hexdigest()}\n")
+        answer = json.dumps({"length": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+                             "authorization": self.headers.get("Authorization", "-")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
 
     def do_GET(self):
         scheme = "https" if isinstance(self.connection, ssl.SSLSocket) else "http"
