@@ -161,6 +161,17 @@ out="$(client_curl -H "Authorization: Bearer $placeholder" -w '%{num_connects}\n
 [ "$out" = $'1\n0' ] && pass "keep-alive: two requests on one client connection" ||
   fail "keep-alive: connects per request: $out"
 
+# What cannot be scrubbed is refused with a sentence: another content-coding, a 206.
+out="$(client_curl -H "Authorization: Bearer $placeholder" https://api.test/brotli 2>&1)" || true
+[[ "$out" == *"api.test answered with Content-Encoding br"* ]] && pass "a br body is refused: $out" ||
+  fail "br: ${out:0:300}"
+out="$(client_curl -H "Authorization: Bearer $placeholder" https://api.test/partial 2>&1)" || true
+[[ "$out" == *"206 Partial Content"* ]] && pass "a 206 is refused: $out" || fail "206: ${out:0:300}"
+# A request that could be read two ways is refused before it leaves.
+out="$(client_curl -H "Authorization: Bearer $placeholder" -H "Upgrade: websocket" \
+  -H "Connection: Upgrade" https://api.test/echo -w ' %{http_code}' 2>&1)" || true
+[[ "$out" == *" 400" ]] && pass "an Upgrade is refused: $out" || fail "Upgrade: ${out:0:300}"
+
 # pass.test: a tunnel the injector never sees: the placeholder arrives as it was sent.
 out="$(client_curl -H "Authorization: Bearer $placeholder" https://pass.test/echo 2>&1)" || true
 [[ "$out" == *"Bearer $placeholder"* ]] && grep -qF "https pass.test /echo Bearer $placeholder" <<<"$(recorded)" &&

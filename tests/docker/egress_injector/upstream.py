@@ -1,6 +1,6 @@
 """The upstream of the injector test: HTTPS on 443 (and plain HTTP on 80) for every name it is
 given on the network. /echo answers the request's headers as JSON (?gzip=1: gzip-coded whatever
-the request accepts), /1k a KiB; every request's Authorization is appended to /tmp/record/requests
+the request accepts), /1k a KiB, /brotli a body in Content-Encoding br, /partial a 206; every request's Authorization is appended to /tmp/record/requests
 (read by the test with docker exec), with the scheme and the path.
    python3 upstream.py CERT KEY"""
 import gzip
@@ -49,8 +49,13 @@ class Handler(BaseHTTPRequestHandler):
         with lock, open(RECORD, "a") as record:
             record.write(f"{scheme} {self.headers.get('Host')} {self.path} "
                          f"{self.headers.get('Authorization', '-')}\n")
+        status = 200
         if self.path.startswith("/1k"):
             body, coding = b"x" * 1024, None
+        elif self.path.startswith("/brotli"):
+            body, coding = b"not really brotli", "br"
+        elif self.path.startswith("/partial"):
+            body, coding, status = b"xx", None, 206
         elif self.path.startswith("/echo"):
             body = json.dumps({k: v for k, v in self.headers.items()}).encode()
             coding = "gzip" if "gzip=1" in self.path else None
@@ -58,7 +63,7 @@ class Handler(BaseHTTPRequestHandler):
                 body = gzip.compress(body)
         else:
             body, coding = b"not here\n", None
-        self.send_response(200 if body != b"not here\n" else 404)
+        self.send_response(status if body != b"not here\n" else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("X-Echo-Authorization", self.headers.get("Authorization", "-"))
