@@ -19,7 +19,7 @@ using egress_secrets::SecretEvent;
 using RequestParser = http::request_parser<http::buffer_body>;
 constexpr std::size_t kBodyChunk = 64 * 1024;
 constexpr const char* kNoBundle =
-    "execmcp egress proxy: the secrets of this agent have not been delivered to the proxy yet "
+    "the secrets of this agent have not been delivered to the proxy yet "
     "(or the proxy restarted); the request was not forwarded. Retry in a moment.";
 
 std::string lower(std::string_view text) {
@@ -84,8 +84,8 @@ std::string path_of(std::string_view target) {
 template <class Client>
 asio::awaitable<void> refuse(Client& client, const Exchange& exchange, int status,
                              std::string_view reason, std::string sentence) {
-  emit(exchange, SecretEvent::Kind::kRefused, "-", sentence);
-  std::string answer = simple_response(status, reason, sentence, true);
+  emit(exchange, SecretEvent::Kind::kRefused, "", sentence);
+  std::string answer = simple_response(status, reason, "execmcp egress proxy: " + sentence, true);
   co_await write_text(client, std::move(answer), std::chrono::seconds(30));
 }
 
@@ -166,14 +166,14 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
     origin_target = std::string(view(request.target()));
     if (origin_target.empty() || origin_target.front() != '/') {
       co_await refuse(client, exchange, 400, "Bad Request",
-                      "execmcp egress proxy: a request inside a tunnel must name a path");
+                      "a request inside a tunnel must name a path");
       co_return false;
     }
   } else {
     auto absolute = parse_absolute(view(request.target()));
     if (!absolute) {
       co_await refuse(client, exchange, 400, "Bad Request",
-                      "execmcp egress proxy: a plain request must name an http:// URL");
+                      "a plain request must name an http:// URL");
       co_return false;
     }
     exchange.target = absolute->first;
@@ -185,8 +185,7 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
     co_return false;
   }
   if (!exchange.bundle->intercepts(exchange.target.host)) {
-    std::string why = "execmcp egress proxy: " + exchange.target.host +
-                      " is not a host any secret of this agent names";
+    std::string why = exchange.target.host + " is not a host any secret of this agent names";
     co_await refuse(client, exchange, 502, "Bad Gateway", std::move(why));
     co_return false;
   }
@@ -198,7 +197,7 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
   const auto result = egress_secrets::rewrite_request(
       head, exchange.target.host, exchange.target.tls, exchange.bundle->secrets());
   if (result.refusal) {
-    std::string why = "execmcp egress proxy: " + *result.refusal;
+    std::string why = *result.refusal;
     co_await refuse(client, exchange, 400, "Bad Request", std::move(why));
     co_return false;
   }
@@ -212,7 +211,7 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
   std::string error;
   auto upstream = co_await injector.pool().open(exchange.target, exchange.bundle, error);
   if (!upstream) {
-    std::string why = "execmcp egress proxy: " + error;
+    std::string why = error;
     co_await refuse(client, exchange, 502, "Bad Gateway", std::move(why));
     co_return false;
   }
@@ -223,8 +222,7 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
   if (sent)
     sent = co_await relay_request_body(client, buffer, parser, *upstream, injector.limits());
   if (!sent) {
-    std::string why = "execmcp egress proxy: the request to " + exchange.target.authority() +
-                      " could not be sent whole";
+    std::string why = "the request to " + exchange.target.authority() + " could not be sent whole";
     co_await refuse(client, exchange, 502, "Bad Gateway", std::move(why));
     co_return false;
   }
@@ -262,8 +260,7 @@ asio::awaitable<void> serve_tunnel(beast::tcp_stream client, beast::flat_buffer&
     co_return;
   }
   if (!exchange.bundle->intercepts(target.host)) {
-    std::string why =
-        "execmcp egress proxy: " + target.host + " is not a host any secret of this agent names";
+    std::string why = target.host + " is not a host any secret of this agent names";
     co_await refuse(client, exchange, 502, "Bad Gateway", std::move(why));
     co_return;
   }
@@ -277,7 +274,7 @@ asio::awaitable<void> serve_tunnel(beast::tcp_stream client, beast::flat_buffer&
   const auto used =
       co_await tls.async_handshake(asio::ssl::stream_base::server, buffer.data(), ec_token(ec));
   if (ec) {
-    emit(exchange, SecretEvent::Kind::kRefused, "-",
+    emit(exchange, SecretEvent::Kind::kRefused, "",
          "the client's TLS handshake failed: " + ec.message());
     co_return;
   }

@@ -63,7 +63,7 @@ std::string trimmed_lower(std::string_view text) {
 template <class Client>
 asio::awaitable<void> refuse_response(Client& client, const Exchange& exchange,
                                       std::string sentence) {
-  emit(exchange, SecretEvent::Kind::kRefused, "-", sentence);
+  emit(exchange, SecretEvent::Kind::kRefused, "", sentence);
   std::string answer =
       simple_response(502, "Bad Gateway", "execmcp egress proxy: " + sentence, true);
   co_await write_text(client, std::move(answer), std::chrono::seconds(30));
@@ -145,7 +145,7 @@ asio::awaitable<bool> relay_body(Client& client, Upstream& upstream, ResponsePar
       try {
         data = inflater->feed(data);
       } catch (const std::exception& e) {
-        emit(exchange, SecretEvent::Kind::kRefused, "-",
+        emit(exchange, SecretEvent::Kind::kRefused, "",
              "the compressed body from " + exchange.target.host +
                  " cannot be inflated: " + e.what());
         co_return false;
