@@ -172,6 +172,11 @@ out="$(client_curl -H "Authorization: Bearer $placeholder" -H "Upgrade: websocke
   -H "Connection: Upgrade" https://api.test/echo -w ' %{http_code}' 2>&1)" || true
 [[ "$out" == *" 400" ]] && pass "an Upgrade is refused: $out" || fail "Upgrade: ${out:0:300}"
 
+# The TLS name must be the CONNECT host: CONNECT api.test:443 with SNI evil.test gets no certificate.
+out="$(client_curl --connect-to evil.test:443:api.test:443 https://evil.test/echo 2>&1)" &&
+  fail "SNI evil.test inside CONNECT api.test was served: ${out:0:200}" ||
+  pass "an SNI other than the CONNECT host is refused ($out)"
+
 # pass.test: a tunnel the injector never sees: the placeholder arrives as it was sent.
 out="$(client_curl -H "Authorization: Bearer $placeholder" https://pass.test/echo 2>&1)" || true
 [[ "$out" == *"Bearer $placeholder"* ]] && grep -qF "https pass.test /echo Bearer $placeholder" <<<"$(recorded)" &&
@@ -195,6 +200,9 @@ if grep -E '^execmcp-egress ' <<<"$logs" | grep -q ' 127\.0\.0\.1 '; then
 else
   pass "the access log holds the agent's requests only"
 fi
+
+rss="$(docker exec "$p-proxy" sh -c 'grep VmRSS /proc/$(cut -d" " -f1 /proc/1/task/1/children)/status')"
+say "injector memory after the checks: $rss"
 
 # Latency, new client connection (curl) each time: intercepted against passed through.
 measure() { # URL N -> p50 of time_total in ms
