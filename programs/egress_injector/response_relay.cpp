@@ -15,6 +15,7 @@ namespace {
 using egress_secrets::SecretEvent;
 using ResponseParser = http::response_parser<http::buffer_body>;
 constexpr std::size_t kBodyChunk = 64 * 1024;
+constexpr std::size_t kInflateSlice = 1024;
 
 // One Scrubber per secret, in a row, so each replacement is counted for its secret.
 class ScrubChain {
@@ -139,23 +140,28 @@ asio::awaitable<bool> relay_body(Client& client, Upstream& upstream, ResponsePar
     co_await upstream_read(upstream, parser, ec);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) co_return false;
-    std::string data(chunk.data(), chunk.size() - parser.get().body().size);
-    if (data.empty()) continue;
-    if (inflater) {
-      try {
-        data = inflater->feed(data);
-      } catch (const std::exception& e) {
-        emit(exchange, SecretEvent::Kind::kRefused, "",
-             "the compressed body from " + exchange.target.host +
-                 " cannot be inflated: " + e.what());
-        co_return false;
+    const std::string_view read(chunk.data(), chunk.size() - parser.get().body().size);
+    // Compressed input goes to the inflater in small slices, so that one slice's output (about
+    // 1000 times its size at most) stays far below the proxy's memory limit.
+    const std::size_t slice = inflater ? kInflateSlice : read.size();
+    for (std::size_t at = 0; at < read.size(); at += slice) {
+      std::string data(read.substr(at, slice));
+      if (inflater) {
+        try {
+          data = inflater->feed(data);
+        } catch (const std::exception& e) {
+          emit(exchange, SecretEvent::Kind::kRefused, "",
+               "the compressed body from " + exchange.target.host +
+                   " cannot be inflated: " + e.what());
+          co_return false;
+        }
       }
+      data = scrub.feed(std::move(data));
+      if (data.empty()) continue;
+      std::string out = framing.chunked ? chunk_frame(data) : std::move(data);
+      const bool sent = co_await write_text(client, std::move(out), limits.idle);
+      if (!sent) co_return false;
     }
-    data = scrub.feed(std::move(data));
-    if (data.empty()) continue;
-    std::string out = framing.chunked ? chunk_frame(data) : std::move(data);
-    const bool sent = co_await write_text(client, std::move(out), limits.idle);
-    if (!sent) co_return false;
   }
   std::string rest = scrub.finish();
   if (framing.chunked) rest = (rest.empty() ? std::string() : chunk_frame(rest)) + chunk_frame("");

@@ -161,6 +161,11 @@ out="$(client_curl -H "Authorization: Bearer $placeholder" -w '%{num_connects}\n
 [ "$out" = $'1\n0' ] && pass "keep-alive: two requests on one client connection" ||
   fail "keep-alive: connects per request: $out"
 
+# A body that inflates 1000-fold streams through the proxy's 128 MiB.
+out="$(client_curl -o /dev/null -w '%{size_download} %{http_code}' https://api.test/bomb 2>&1)" || true
+[ "$out" = "67108864 200" ] && pass "64 MiB inflated from a 64 KiB gzip body stream through" ||
+  fail "gzip bomb: $out ($(docker inspect -f '{{.State.Status}} OOMKilled={{.State.OOMKilled}}' "$p-proxy"))"
+
 # What cannot be scrubbed is refused with a sentence: another content-coding, a 206.
 out="$(client_curl -H "Authorization: Bearer $placeholder" https://api.test/brotli 2>&1)" || true
 [[ "$out" == *"api.test answered with Content-Encoding br"* ]] && pass "a br body is refused: $out" ||

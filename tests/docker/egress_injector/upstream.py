@@ -1,6 +1,7 @@
 """The upstream of the injector test: HTTPS on 443 (and plain HTTP on 80) for every name it is
 given on the network. /echo answers the request's headers as JSON (?gzip=1: gzip-coded whatever
-the request accepts), /1k a KiB, /brotli a body in Content-Encoding br, /partial a 206; every request's Authorization is appended to /tmp/record/requests
+the request accepts), /1k a KiB, /brotli a body in Content-Encoding br, /partial a 206, /bomb
+64 MiB of gzip-coded zeros; every request's Authorization is appended to /tmp/record/requests
 (read by the test with docker exec), with the scheme and the path.
    python3 upstream.py CERT KEY"""
 import gzip
@@ -13,6 +14,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 RECORD = "/tmp/record/requests"
+BOMB = gzip.compress(b"\0" * (64 << 20))  # 64 MiB inflated from about 64 KiB
 lock = threading.Lock()
 
 
@@ -54,6 +56,8 @@ class Handler(BaseHTTPRequestHandler):
             body, coding = b"x" * 1024, None
         elif self.path.startswith("/brotli"):
             body, coding = b"not really brotli", "br"
+        elif self.path.startswith("/bomb"):
+            body, coding = BOMB, "gzip"
         elif self.path.startswith("/partial"):
             body, coding, status = b"xx", None, 206
         elif self.path.startswith("/echo"):
