@@ -140,6 +140,27 @@ asio::awaitable<bool> relay_request_body(Client& client, beast::flat_buffer& buf
   co_return !ec;
 }
 
+// An upstream connection (a pooled one unless `fresh`) with the request sent on it, body included;
+// nullptr with `error` when either fails.
+template <class Client>
+asio::awaitable<std::unique_ptr<Upstream>> send_request(Client& client, beast::flat_buffer& buffer,
+                                                        RequestParser& parser, Injector& injector,
+                                                        const Exchange& exchange,
+                                                        const std::string& request_head, bool fresh,
+                                                        std::string& error) {
+  auto upstream = co_await injector.pool().open(exchange.target, exchange.bundle, fresh, error);
+  if (!upstream) co_return nullptr;
+  ErrorCode ec;
+  std::string text = request_head;
+  co_await upstream_write(*upstream, std::move(text), ec);
+  bool sent = !ec;
+  if (sent)
+    sent = co_await relay_request_body(client, buffer, parser, *upstream, injector.limits());
+  if (sent) co_return upstream;
+  error = "the request to " + exchange.target.authority() + " could not be sent whole";
+  co_return nullptr;
+}
+
 void emit_outcomes(const Exchange& exchange,
                    const std::vector<egress_secrets::SecretOutcome>& outcomes) {
   for (const auto& outcome : outcomes)
@@ -208,28 +229,25 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
     const bool sent = co_await write_text(client, std::move(go_on), injector.limits().idle);
     if (!sent) co_return false;
   }
+  const std::string request_head = upstream_head(head, parser, exchange.target);
+  const bool replayable = parser.is_done();  // no body: the request can be sent again
   std::string error;
-  auto upstream = co_await injector.pool().open(exchange.target, exchange.bundle, error);
+  auto upstream =
+      co_await send_request(client, buffer, parser, injector, exchange, request_head, false, error);
+  RelayOutcome outcome;
+  if (upstream)
+    outcome = co_await relay_response(client, *upstream, exchange, replayable && upstream->reused);
+  if (upstream && outcome.no_answer) {  // a pooled connection its upstream had just closed
+    upstream = co_await send_request(client, buffer, parser, injector, exchange, request_head, true,
+                                     error);
+    if (upstream) outcome = co_await relay_response(client, *upstream, exchange, false);
+  }
   if (!upstream) {
-    std::string why = error;
-    co_await refuse(client, exchange, 502, "Bad Gateway", std::move(why));
+    co_await refuse(client, exchange, 502, "Bad Gateway", std::move(error));
     co_return false;
   }
-  ErrorCode ec;
-  std::string request_head = upstream_head(head, parser, exchange.target);
-  co_await upstream_write(*upstream, std::move(request_head), ec);
-  bool sent = !ec;
-  if (sent)
-    sent = co_await relay_request_body(client, buffer, parser, *upstream, injector.limits());
-  if (!sent) {
-    std::string why = "the request to " + exchange.target.authority() + " could not be sent whole";
-    co_await refuse(client, exchange, 502, "Bad Gateway", std::move(why));
-    co_return false;
-  }
-  const bool keep_alive = parser.keep_alive();
-  const auto outcome = co_await relay_response(client, *upstream, exchange);
   if (outcome.upstream_reusable) injector.pool().give_back(exchange.target, std::move(upstream));
-  co_return outcome.client_ok&& keep_alive;
+  co_return outcome.client_ok&& parser.keep_alive();
 }
 
 template <class Client>

@@ -32,13 +32,16 @@ void emit(const Exchange& exchange, egress_secrets::SecretEvent::Kind kind, std:
 struct RelayOutcome {
   bool client_ok = false;          // the whole response reached the client
   bool upstream_reusable = false;  // read whole, and the upstream keeps the connection
+  bool no_answer = false;          // (may_retry) not a byte came back: nothing was sent either
 };
 
 // Reads the upstream's response (skipping interim ones), refuses what cannot be scrubbed (a 206,
 // a content-coding other than gzip/deflate) with a 502, and sends the rest to the client with
-// every secret's value replaced by its placeholder, in the header and the body.
+// every secret's value replaced by its placeholder, in the header and the body. With `may_retry`
+// (a body-less request on a pooled connection), an upstream that closed without a byte is left
+// to the caller (`no_answer`), who sends the request again on a new connection.
 template <class Client>
 boost::asio::awaitable<RelayOutcome> relay_response(Client& client, Upstream& upstream,
-                                                    const Exchange& exchange);
+                                                    const Exchange& exchange, bool may_retry);
 
 }  // namespace execmcp::egress_injector

@@ -200,10 +200,11 @@ bool is_hop_by_hop(std::string_view name, const std::vector<std::string>& connec
 
 template <class Client>
 asio::awaitable<RelayOutcome> relay_response(Client& client, Upstream& upstream,
-                                             const Exchange& exchange) {
+                                             const Exchange& exchange, bool may_retry) {
   std::optional<ResponseParser> parser;
   std::string error;
   const bool answered = co_await read_final_header(upstream, parser, exchange, error);
+  if (!answered && may_retry && !parser->got_some()) co_return RelayOutcome{false, false, true};
   if (!answered) {
     co_await refuse_response(client, exchange, std::move(error));
     co_return RelayOutcome{};
@@ -251,9 +252,9 @@ asio::awaitable<RelayOutcome> relay_response(Client& client, Upstream& upstream,
 }
 
 template asio::awaitable<RelayOutcome> relay_response<beast::tcp_stream>(beast::tcp_stream&,
-                                                                         Upstream&,
-                                                                         const Exchange&);
+                                                                         Upstream&, const Exchange&,
+                                                                         bool);
 template asio::awaitable<RelayOutcome> relay_response<TlsStream>(TlsStream&, Upstream&,
-                                                                 const Exchange&);
+                                                                 const Exchange&, bool);
 
 }  // namespace execmcp::egress_injector

@@ -72,8 +72,10 @@ void UpstreamPool::give_back(const UpstreamTarget& target, std::unique_ptr<Upstr
 }
 
 asio::awaitable<std::unique_ptr<Upstream>> UpstreamPool::open(
-    const UpstreamTarget& target, std::shared_ptr<const BundleState> bundle, std::string& error) {
-  if (auto upstream = take(target.key(), bundle.get())) co_return upstream;
+    const UpstreamTarget& target, std::shared_ptr<const BundleState> bundle, bool fresh,
+    std::string& error) {
+  if (!fresh)
+    if (auto upstream = take(target.key(), bundle.get())) co_return upstream;
   boost::system::error_code ec;
   beast::tcp_stream tcp(co_await asio::this_coro::executor);
   tcp.expires_after(kConnectTimeout);

@@ -48,11 +48,12 @@ class UpstreamPool {
                std::chrono::seconds max_idle)
       : proxy_(proxy), per_host_(per_host), max_idle_(max_idle) {}
 
-  // A connection to `target` for `bundle`: an idle one still open, or a new one. Nullptr with
+  // A connection to `target` for `bundle`: an idle one still open (unless `fresh`), or a new one.
+  // Nullptr with
   // `error` set (a sentence naming the host, never a value) when none can be made.
   boost::asio::awaitable<std::unique_ptr<Upstream>> open(const UpstreamTarget& target,
                                                          std::shared_ptr<const BundleState> bundle,
-                                                         std::string& error);
+                                                         bool fresh, std::string& error);
   // Keeps a connection whose last response was read whole and which may be reused.
   void give_back(const UpstreamTarget& target, std::unique_ptr<Upstream> upstream);
   void clear() { idle_.clear(); }

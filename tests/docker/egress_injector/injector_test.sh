@@ -166,6 +166,15 @@ out="$(client_curl -o /dev/null -w '%{size_download} %{http_code}' https://api.t
 [ "$out" = "67108864 200" ] && pass "64 MiB inflated from a 64 KiB gzip body stream through" ||
   fail "gzip bomb: $out ($(docker inspect -f '{{.State.Status}} OOMKilled={{.State.OOMKilled}}' "$p-proxy"))"
 
+# A kept connection that the upstream closes without answering: the request is sent once more on
+# a new connection (here the upstream drops that one too: a 502 naming the host).
+client_curl -o /dev/null https://api.test/1k || true
+out="$(client_curl https://api.test/drop 2>&1)" || true
+drops="$(recorded | grep -c ' /drop ' || true)"
+[[ "$out" == *"api.test:443 gave no answer"* && "$drops" = 2 ]] &&
+  pass "a request on a closed kept connection is sent again once: $out" ||
+  fail "drop: $drops attempts: ${out:0:300}"
+
 # What cannot be scrubbed is refused with a sentence: another content-coding, a 206.
 out="$(client_curl -H "Authorization: Bearer $placeholder" https://api.test/brotli 2>&1)" || true
 [[ "$out" == *"api.test answered with Content-Encoding br"* ]] && pass "a br body is refused: $out" ||

@@ -1,7 +1,7 @@
 """The upstream of the injector test: HTTPS on 443 (and plain HTTP on 80) for every name it is
 given on the network. /echo answers the request's headers as JSON (?gzip=1: gzip-coded whatever
 the request accepts), /1k a KiB, /brotli a body in Content-Encoding br, /partial a 206, /bomb
-64 MiB of gzip-coded zeros; every request's Authorization is appended to /tmp/record/requests
+64 MiB of gzip-coded zeros, /drop closes the connection without an answer; every request's Authorization is appended to /tmp/record/requests
 (read by the test with docker exec), with the scheme and the path.
    python3 upstream.py CERT KEY"""
 import gzip
@@ -51,6 +51,9 @@ class Handler(BaseHTTPRequestHandler):
         with lock, open(RECORD, "a") as record:
             record.write(f"{scheme} {self.headers.get('Host')} {self.path} "
                          f"{self.headers.get('Authorization', '-')}\n")
+        if self.path.startswith("/drop"):  # closes without a byte (a stale kept connection)
+            self.close_connection = True
+            return
         status = 200
         if self.path.startswith("/1k"):
             body, coding = b"x" * 1024, None
