@@ -14,6 +14,7 @@
 // steps, where callbacks would need a class per step).
 #include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without including it
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -121,6 +122,9 @@ asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, Injector& injector) {
 
 int serve(const Options& options) {
   ::signal(SIGPIPE, SIG_IGN);
+  // The secrets live in this process's memory: no core dump, and no ptrace or /proc/PID/mem for
+  // the other processes of its user (Squid runs as the same user).
+  ::prctl(PR_SET_DUMPABLE, 0);
   asio::io_context io(1);
   Injector injector(options.upstream_proxy, options.pool);
   tcp::acceptor acceptor(io);

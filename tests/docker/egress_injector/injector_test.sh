@@ -217,6 +217,14 @@ fi
 
 rss="$(docker exec "$p-proxy" sh -c 'grep VmRSS /proc/$(cut -d" " -f1 /proc/1/task/1/children)/status')"
 say "injector memory after the checks: $rss"
+# Not dumpable: another process of its user (Squid's) cannot read it (/proc/PID/environ needs
+# the same access as /proc/PID/mem), while Squid's own can be read.
+injector_pid='$(cut -d" " -f1 /proc/1/task/1/children)'
+docker exec "$p-proxy" sh -c "cat /proc/$injector_pid/environ" >/dev/null 2>&1 &&
+  fail "the proxy's user can read the injector's process" ||
+  pass "the proxy's user cannot read the injector's process"
+docker exec "$p-proxy" sh -c "cat /proc/\$(cat /proc/$injector_pid/task/*/children | cut -d' ' -f1)/environ" \
+  >/dev/null 2>&1 && pass "(while it can read Squid's)" || fail "Squid's process cannot be read either"
 
 # Latency, new client connection (curl) each time: intercepted against passed through.
 measure() { # URL N -> p50 of time_total in ms
