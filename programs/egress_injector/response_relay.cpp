@@ -34,7 +34,11 @@ class ScrubChain {
   }
   std::string finish() {
     std::string carry;
-    for (auto& link : links_) carry = link.scrubber.feed(carry) + link.scrubber.finish();
+    for (auto& link : links_) {
+      // In this order: the operands of + are unsequenced, and finish() must see what feed() held.
+      carry = link.scrubber.feed(carry);
+      carry += link.scrubber.finish();
+    }
     return carry;
   }
   template <class F>
