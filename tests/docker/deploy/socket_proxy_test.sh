@@ -62,6 +62,11 @@ expect_http "GET containers/{id}/archive" 403 "$denied_text" \
 expect_http "PUT containers/{id}/archive outside /.execmcp" 403 "$denied_text" -X PUT \
   -H 'Content-Type: application/x-tar' --data-binary '' \
   "$p/v1.41/containers/execmcp-x/archive?path=%2Fetc"
+expect_http "GET containers/{id}/archive of the CA bundle with a second path" 403 "$denied_text" \
+  "$p/v1.41/containers/execmcp-x/archive?path=%2Fetc%2Fssl%2Fcerts%2Fca-certificates.crt&path=%2Fetc"
+expect_http "PUT containers/{id}/archive beside /.execmcp-trust" 403 "$denied_text" -X PUT \
+  -H 'Content-Type: application/x-tar' --data-binary '' \
+  "$p/v1.41/containers/execmcp-x/archive?path=%2F.execmcp-trusted"
 expect_http "PUT containers/{id}/archive with a second path" 403 "$denied_text" -X PUT \
   -H 'Content-Type: application/x-tar' --data-binary '' \
   "$p/v1.41/containers/execmcp-x/archive?path=%2F.execmcp&path=%2Fetc"
