@@ -274,13 +274,19 @@ for (const { plugin, key, runtime, skip: runSkip = skip } of RUNS) {
         'cd /tmp && rm -rf r && git clone -q "https://x:$GIT_TOKEN@git.test/git/r.git" r && cd r && ' +
         'git -c user.email=t@t -c user.name=t commit -q --allow-empty -m e2e && git push -q origin HEAD && echo pushed; ' +
         'pip install -q --no-cache-dir --target /tmp/pp --index-url "https://__token__:$GIT_TOKEN@pypi.test/simple/" probe ' +
-        '&& PYTHONPATH=/tmp/pp python3 -c "import probe; print(probe.VALUE)"');
+        '&& PYTHONPATH=/tmp/pp python3 -c "import probe; print(probe.VALUE)"; ' +
+        // Node's fetch where the image has node (the runtime image has none): it takes the
+        // proxy from the variables only with NODE_USE_ENV_PROXY (Node 22.21+, 24).
+        'if command -v node >/dev/null; then NODE_USE_ENV_PROXY=1 node -e "fetch(\'https://api.test/need-auth\', ' +
+        "{headers: {Authorization: 'Bearer ' + process.env.API_TOKEN}}).then(r => r.text()).then(t => console.log('node:', t.trim()))\"; " +
+        'else echo "node: not in the image"; fi');
       const out = r.structuredContent.stdout;
       assert.equal(r.structuredContent.exit_code, 0, textOf(r));
       assert.match(out, /^authorized\n/, out);
       assert.match(out, /\n(authorized|requests: not in the image)\n/, out);
       assert.match(out, /pushed\n/, out);
       assert.match(out, /probe 1\.0/, out);
+      assert.match(out, /node: (authorized|not in the image)/, out);
       const git = received(gitUp);
       assert.ok(git.some((q) => q.path.startsWith('/git/') && q.method === 'POST'), 'a push reached the upstream');
       for (const q of git) {
