@@ -373,6 +373,38 @@ dc::EngineError DockerApiEngine::copy_into(const std::string& name, const std::s
   return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
 }
 
+dc::EngineError DockerApiEngine::copy_from(const std::string& name, const std::string& path,
+                                           std::string& tar) {
+  tar.clear();
+  HttpResponse r;
+  // Read as a stream, so that an archive past the bound is never held whole.
+  auto body =
+      client_.open_stream(api("/containers/" + name + "/archive?path=" + url_encode(path)), r);
+  if (!body) return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      tar.clear();
+      return dc::EngineError::sentence(
+          Kind::kOther, "copying " + path + " out of container " + name + " timed out");
+    }
+    const auto got =
+        body->read(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now), tar);
+    if (!got.error.empty()) {
+      tar.clear();
+      return dc::EngineError::of(Kind::kUnreachable, got.error);
+    }
+    if (tar.size() > kMaxCopyFromBytes) {
+      tar.clear();
+      return dc::EngineError::sentence(
+          Kind::kOther, "the archive of " + path + " in container " + name + " is larger than " +
+                            std::to_string(kMaxCopyFromBytes >> 20) + " MiB");
+    }
+    if (got.eof) return {};
+  }
+}
+
 dc::EngineError DockerApiEngine::logs(const std::string& name, std::string& text) {
   auto r = client_.request("GET", api("/containers/" + name + "/logs?stdout=1&stderr=1"), {},
                            std::chrono::seconds(30));

@@ -47,6 +47,8 @@ class DockerApiEngine final : public docker_common::Engine {
   docker_common::EngineError remove_network(const std::string& name_or_id) override;
   docker_common::EngineError copy_into(const std::string& name, const std::string& dir,
                                        const std::string& tar) override;
+  docker_common::EngineError copy_from(const std::string& name, const std::string& path,
+                                       std::string& tar) override;
   docker_common::EngineError logs(const std::string& name, std::string& text) override;
   std::unique_ptr<docker_common::LogStream> follow_logs(const std::string& name,
                                                         const std::string& since,

@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -379,7 +381,10 @@ std::unique_ptr<BodyStream> DockerClient::open_stream(const std::string& path,
   }
   boost::beast::flat_buffer buffer;
   auto parser = std::make_unique<http::response_parser<http::string_body>>();
-  parser->body_limit(boost::none);  // it goes on for as long as the container runs
+  // It goes on for as long as the container runs. Not boost::none: Boost 1.74's parser compares
+  // a Content-Length with the optional limit, and a none is less than any length, so every
+  // answer that has one (an archive) would fail with "body limit exceeded".
+  parser->body_limit(std::numeric_limits<std::uint64_t>::max());
   parser->eager(true);
   if (!run_op(*io, *socket, deadline, ec,
               [&](auto handler) {

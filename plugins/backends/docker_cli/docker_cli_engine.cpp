@@ -700,6 +700,32 @@ dc::EngineError DockerCliEngine::copy_into(const std::string& name, const std::s
   return check(run({"cp", "--archive=false", "-", name + ":" + dir}, kCopyTimeout, &tar));
 }
 
+dc::EngineError DockerCliEngine::copy_from(const std::string& name, const std::string& path,
+                                           std::string& tar) {
+  tar.clear();
+  // `-` as the destination: the tar archive on stdout. One byte past the bound tells an archive
+  // that is too large from one that is just at it.
+  auto r = launcher_.run(argv({"cp", name + ":" + path, "-"}), nullptr, kCopyTimeout,
+                         kMaxCopyFromBytes + 1);
+  if (r.ok() && r.out.size() > kMaxCopyFromBytes)
+    return dc::EngineError::sentence(
+        Kind::kOther, "the archive of " + path + " in container " + name + " is larger than " +
+                          std::to_string(kMaxCopyFromBytes >> 20) + " MiB");
+  if (!r.ok()) {
+    auto err = check(r);
+    // "Could not find the file PATH in container NAME" (docker), "... no such file or directory"
+    // (podman): the path, not the container, is missing.
+    std::string lower = r.err;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (err.kind == Kind::kOther && (lower.find("could not find the file") != std::string::npos ||
+                                     lower.find("no such file or directory") != std::string::npos))
+      err.kind = Kind::kNotFound;
+    return err;
+  }
+  tar = std::move(r.out);
+  return {};
+}
+
 dc::EngineError DockerCliEngine::logs(const std::string& name, std::string& text) {
   text.clear();
   std::string spawn_error;

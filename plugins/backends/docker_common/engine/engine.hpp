@@ -283,6 +283,13 @@ class Engine {
   // Unpacks the tar archive `tar` into `dir` in the container.
   virtual EngineError copy_into(const std::string& name, const std::string& dir,
                                 const std::string& tar) = 0;
+  // The tar archive of `path` in the container (created or running): a file as one member under
+  // its base name, a symlink as the link itself (not followed). At most kMaxCopyFromBytes of it:
+  // past that a kOther error that says so, and `tar` is empty. kNotFound when the container or
+  // the path is not there (the message says which).
+  static constexpr std::size_t kMaxCopyFromBytes = std::size_t{8} << 20;
+  virtual EngineError copy_from(const std::string& name, const std::string& path,
+                                std::string& tar) = 0;
   // The container's log, both streams in arrival order; a log cut short keeps what came, with a
   // line saying so.
   virtual EngineError logs(const std::string& name, std::string& text) = 0;

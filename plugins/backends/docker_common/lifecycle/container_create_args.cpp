@@ -109,6 +109,8 @@ CreateArgs container_create_args(const ContainerSpec& spec, CliFlavor flavor) {
     a.push_back(std::string("--mount=type=volume,target=") + kRunnerDir);  // anonymous: rm -v
   // The CLI takes the program only; its arguments go before the command.
   if (!spec.entrypoint.empty()) a.push_back("--entrypoint=" + spec.entrypoint.front());
+  for (const auto& target : spec.volumes)
+    a.push_back("--mount=type=volume,target=" + target);  // anonymous: rm -v
   a.push_back(spec.image);
   if (!spec.entrypoint.empty())
     a.insert(a.end(), spec.entrypoint.begin() + 1, spec.entrypoint.end());

@@ -242,6 +242,10 @@ std::string ContainerLifecycle::create_and_start(const std::vector<ContainerInfo
            (err.complete ? "" : disk_hint);
   }
   stale_mounts_ = false;  // made from the paths init() gives now
+  if (auto err = parts_.after_create(); !err.empty()) {
+    engine_.remove(name_);  // never started without what the parts put in
+    return err;
+  }
   if (const auto err = start_engine_container(name_, true); !err.ok())
     return describe_failure(err, "starting container '" + name_ + "'") +
            (err.complete ? "" : disk_hint);

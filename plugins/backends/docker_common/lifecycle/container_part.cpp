@@ -45,6 +45,12 @@ std::string PartChain::prepare_spec(ContainerSpec& spec) {
   return {};
 }
 
+std::string PartChain::after_create() {
+  for (auto* part : parts_)
+    if (auto err = part->after_create(); !err.empty()) return err;
+  return {};
+}
+
 void PartChain::on_container_start(bool created) {
   for (auto* part : parts_) part->on_container_start(created);
 }

@@ -77,6 +77,12 @@ class ContainerPart {
   // runner's mount) or refuse it (a protected path that moved): "" or why the container must not
   // start.
   virtual std::string prepare_spec(ContainerSpec& /*spec*/) { return {}; }
+  // The engine created the container (every create: start() and a recover() that makes it anew)
+  // and has not started it: its anonymous volumes exist, empty, and the engine's archive calls
+  // reach them and the image's files (the trust part copies its CA bundle in here, so that no
+  // command ever sees the container without it). "" or why it must not start: the lifecycle then
+  // removes it.
+  virtual std::string after_create() { return {}; }
   // The engine is about to start the container: a new one (`created`: its volumes are empty) or a
   // stopped one again. Either way its memory cgroup is new.
   virtual void on_container_start(bool /*created*/) {}
@@ -130,6 +136,7 @@ class PartChain final : public ContainerPart {
   void on_start_failed() noexcept override;
   PartStep before_recover(sdk::LogLevel level) override;
   std::string prepare_spec(ContainerSpec& spec) override;
+  std::string after_create() override;
   void on_container_start(bool created) override;
   bool remake_image(const std::string& image, std::string& error) override;
   std::string on_stop(std::chrono::seconds timeout) override;

@@ -45,9 +45,10 @@ const sdk::PathGrant* enclosing_grant(const sdk::BackendInit& init, const std::s
 }
 
 // Where the container's own things are: a workspace there would hide them, or they it.
-constexpr std::array<const char*, 16> kReservedContainerPaths = {
-    "/proc", "/sys",          "/dev", "/tools", "/skills", kRunnerDir, "/tmp",   "/var/tmp",
-    "/etc",  "/home/execmcp", "/usr", "/bin",   "/sbin",   "/lib",     "/lib64", "/run"};
+constexpr std::array<const char*, 17> kReservedContainerPaths = {
+    "/proc",   "/sys",  "/dev",     "/tools", "/skills",       kRunnerDir,
+    kTrustDir, "/tmp",  "/var/tmp", "/etc",   "/home/execmcp", "/usr",
+    "/bin",    "/sbin", "/lib",     "/lib64", "/run"};
 
 }  // namespace
 
@@ -299,6 +300,8 @@ nlohmann::json container_create_body(const ContainerSpec& spec) {
                       {"ReadOnly", true}});
   if (spec.runner == RunnerDelivery::Copy)
     mounts.push_back({{"Type", "volume"}, {"Target", kRunnerDir}});  // anonymous: removed with v=1
+  for (const auto& target : spec.volumes)
+    mounts.push_back({{"Type", "volume"}, {"Target", target}});  // anonymous: removed with v=1
   nlohmann::json host{{"NetworkMode", spec.network},
                       {"Mounts", mounts},
                       {"CapDrop", nlohmann::json::array({"ALL"})},

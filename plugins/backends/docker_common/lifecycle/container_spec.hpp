@@ -53,6 +53,10 @@ inline constexpr std::size_t kMaxUserKeyLength = 63;
 inline constexpr const char* kRunnerDir = "/.execmcp";
 inline constexpr const char* kRunnerPath = "/.execmcp/execmcp-runner";
 
+// Where the sandbox finds the CA bundle that trusts its egress proxy's CA (parts/egress_trust.hpp):
+// an anonymous volume, root's, read-only to the commands' user.
+inline constexpr const char* kTrustDir = "/.execmcp-trust";
+
 // How execmcp-runner reaches the container: not at all (exec_mode: exec), bind-mounted read-only
 // from the host's install (a local engine), or copied into an anonymous volume at kRunnerDir
 // through the Engine's archive endpoint (a remote engine, which cannot see the host's files).
@@ -84,6 +88,9 @@ struct ContainerSpec {
   std::vector<std::string> entrypoint;
   RunnerDelivery runner = RunnerDelivery::None;
   std::string runner_source;  // the host's execmcp-runner, for RunnerDelivery::Bind
+  // Anonymous volumes at these container paths (a part's files, copied in before the first
+  // start), removed with the container.
+  std::vector<std::string> volumes;
   // `sudo: true`: no no-new-privileges (sudo is setuid) and kSudoCapabilities in the bounding set.
   bool sudo = false;
 };

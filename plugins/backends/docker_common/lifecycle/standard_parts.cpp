@@ -8,6 +8,8 @@
 #include "docker_common/parts/attached_container.hpp"
 #include "docker_common/parts/credentials.hpp"
 #include "docker_common/parts/egress_part.hpp"
+#include "docker_common/parts/egress_secrets_part.hpp"
+#include "docker_common/parts/egress_trust.hpp"
 #include "docker_common/parts/preinstall_part.hpp"
 #include "docker_common/parts/protected_paths.hpp"
 #include "docker_common/parts/workspace_access.hpp"
@@ -31,8 +33,18 @@ void add_standard_parts(ContainerLifecycle& lifecycle, DockerSettings& settings)
     throw std::invalid_argument(err);
   auto preinstall =
       settings.preinstall.empty() ? nullptr : std::make_unique<PreinstallPart>(lifecycle);
+  // The secrets are read and the certificates made before the proxy that is given them starts.
+  const EgressSecretsPart* secrets = nullptr;
+  if (settings.egress && !settings.egress->secrets.empty() && !lifecycle.attached()) {
+    auto part = std::make_unique<EgressSecretsPart>(lifecycle, *settings.egress);
+    secrets = part.get();
+    lifecycle.parts().adopt(std::move(part));
+    // The sandbox trusts this start's CA: its files are put in each container made.
+    lifecycle.parts().adopt(std::make_unique<EgressTrustPart>(
+        lifecycle, [secrets] { return secrets->bundle().ca_cert_pem; }));
+  }
   if (settings.egress && !lifecycle.attached())
-    lifecycle.parts().adopt(std::make_unique<EgressPart>(lifecycle, *settings.egress));
+    lifecycle.parts().adopt(std::make_unique<EgressPart>(lifecycle, *settings.egress, secrets));
   if (preinstall) lifecycle.parts().adopt(std::move(preinstall));
 }
 

@@ -105,11 +105,17 @@ ResolvedCredentials resolve_credentials(const CredentialsSettings& credentials,
       }
     } else {
       vars = std::move(file.vars);
+      for (const auto& name : credentials.withheld) vars.erase(name);
     }
   }
+  const auto withheld = [&](const std::string& name) {
+    return std::find(credentials.withheld.begin(), credentials.withheld.end(), name) !=
+           credentials.withheld.end();
+  };
   if (credentials.pass_all_env)
     for (const auto& [name, value] : server_env)
-      if (is_env_name(name) && !skipped_by_pass_all_env(name)) vars[name] = value;
+      if (is_env_name(name) && !skipped_by_pass_all_env(name) && !withheld(name))
+        vars[name] = value;
   for (const auto& name : credentials.env_vars) {
     const auto it = server_env.find(name);
     if (it == server_env.end())

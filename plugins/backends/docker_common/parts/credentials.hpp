@@ -51,8 +51,9 @@ struct ResolvedCredentials {
 
 // Reads what `credentials` names: every named file must exist and every named variable must be
 // set, else `error`. Env order, later wins: env_file (only env_vars_from_file when given),
-// pass_all_env (less the variables of skipped_by_pass_all_env()), env_vars. `server_env` is the
-// server's environment ($HOME among it).
+// pass_all_env (less the variables of skipped_by_pass_all_env()), env_vars. A whole env_file and
+// pass_all_env leave out `credentials.withheld` (the egress secrets' names and sources).
+// `server_env` is the server's environment ($HOME among it).
 ResolvedCredentials resolve_credentials(const CredentialsSettings& credentials,
                                         const std::map<std::string, std::string>& server_env);
 

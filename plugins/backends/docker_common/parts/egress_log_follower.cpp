@@ -110,7 +110,7 @@ EgressLogFollower::~EgressLogFollower() {
 void EgressLogFollower::start() {
   std::lock_guard lock(thread_mutex_);
   if (thread_.joinable()) return;
-  stopping_ = false;
+  stop_.requested = false;
   thread_ = std::thread([this] { run(); });
 }
 
@@ -118,10 +118,10 @@ void EgressLogFollower::stop() noexcept {
   std::lock_guard lock(thread_mutex_);
   if (thread_.joinable()) {
     {
-      std::lock_guard stop_lock(stop_mutex_);
-      stopping_ = true;
+      std::lock_guard stop_lock(stop_.mutex);
+      stop_.requested = true;
     }
-    stop_cv_.notify_all();
+    stop_.cv.notify_all();
     thread_.join();
   }
   // What was held back is reported now: the agent may never start again.
@@ -137,18 +137,18 @@ void EgressLogFollower::stop() noexcept {
 
 bool EgressLogFollower::running() const {
   std::lock_guard lock(thread_mutex_);
-  return thread_.joinable() && !stopping_.load();
+  return thread_.joinable() && !stop_.requested.load();
 }
 
 bool EgressLogFollower::pause(std::chrono::milliseconds wait) {
-  std::unique_lock lock(stop_mutex_);
-  return !stop_cv_.wait_for(lock, wait, [this] { return stopping_.load(); });
+  std::unique_lock lock(stop_.mutex);
+  return !stop_.cv.wait_for(lock, wait, [this] { return stop_.requested.load(); });
 }
 
 void EgressLogFollower::run() {
   auto retry = kFirstRetry;
   std::string failed;  // the last failure logged, so a proxy that stays down is logged once
-  while (!stopping_) {
+  while (!stop_.requested) {
     EngineError error;
     auto stream = engine_.follow_logs(proxy_, since(), error);
     std::size_t fresh = 0;
@@ -157,7 +157,7 @@ void EgressLogFollower::run() {
         std::lock_guard lock(mutex_);
         streaming_ = true;
       }
-      while (!stopping_) {
+      while (!stop_.requested) {
         std::string chunk;
         const auto status = stream->read(kReadWait, chunk);
         if (!chunk.empty()) fresh += take(chunk);

@@ -143,9 +143,13 @@ class EgressLogFollower {
 
   mutable std::mutex thread_mutex_;  // one start() or stop() at a time
   std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
+  // The thread's stop request, which its pauses wait on.
+  struct StopRequest {
+    std::atomic<bool> requested{false};
+    std::mutex mutex;
+    std::condition_variable cv;
+  };
+  StopRequest stop_;
 
   mutable std::mutex mutex_;  // guards what follows, down to the sink's
   std::condition_variable activity_;

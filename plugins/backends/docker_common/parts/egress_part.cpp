@@ -3,12 +3,15 @@
 
 #include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/log_text.hpp"
+#include "docker_common/parts/egress_secrets_part.hpp"
 
 namespace execmcp::plugins::docker_common {
 
-EgressPart::EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy)
+EgressPart::EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy,
+                       const EgressSecretsPart* secrets)
     : lifecycle_(lifecycle),
       policy_(policy),
+      secrets_(secrets),
       proxy_(lifecycle.engine(), lifecycle.name(), policy, lifecycle.init()->agent_id,
              lifecycle.ownership()),
       log_(lifecycle.engine(), proxy_.proxy(), policy, lifecycle.init()->log) {}
@@ -16,11 +19,18 @@ EgressPart::EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy
 std::string EgressPart::before_create() {
   // A dead owner's egress network outlives its proxy only if a removal failed.
   lifecycle_.remove_orphan_networks();
+  // This start's secrets (made in prepare_start, before this): the proxy gets them at each of its
+  // starts from here on.
+  proxy_.set_secrets(secrets_ != nullptr ? &secrets_->bundle() : nullptr);
   // The proxy is up before the agent's container: its first command may use the network.
   if (auto err = proxy_.start(lifecycle_.owner_labels()); !err.empty()) return err;
-  lifecycle_.log(sdk::LogLevel::Info, "egress proxy " + proxy_.proxy() + " running on network " +
-                                          proxy_.network() +
-                                          " (upstream: " + policy_.upstream_network + ")");
+  lifecycle_.log(
+      sdk::LogLevel::Info,
+      "egress proxy " + proxy_.proxy() + " running on network " + proxy_.network() +
+          " (upstream: " + policy_.upstream_network + ")" +
+          (secrets_ != nullptr
+               ? ", holding " + std::to_string(secrets_->bundle().secrets.size()) + " secrets"
+               : std::string()));
   // Followed from here on: a refusal of the install (preinstall goes through the proxy) is
   // audited too.
   log_.start();

@@ -17,6 +17,7 @@
 namespace execmcp::plugins::docker_common {
 
 class ContainerLifecycle;
+class EgressSecretsPart;
 
 // How long a command's end waits for the egress proxy's log to be quiet, so the notice of what it
 // refused names the command's last requests too.
@@ -24,8 +25,11 @@ inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
 
 class EgressPart final : public ContainerPart, public sdk::NetworkEvents, public sdk::SecretEvents {
  public:
-  // A managed container's only (an attached one is on the network its owner chose).
-  EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy);
+  // A managed container's only (an attached one is on the network its owner chose). `secrets`:
+  // the agent's egress secrets (added before this part), whose bundle the proxy gets; null when
+  // it has none.
+  EgressPart(ContainerLifecycle& lifecycle, const EgressPolicy& policy,
+             const EgressSecretsPart* secrets = nullptr);
 
   std::string before_create() override;
   void on_start_failed() noexcept override;
@@ -46,6 +50,7 @@ class EgressPart final : public ContainerPart, public sdk::NetworkEvents, public
  private:
   ContainerLifecycle& lifecycle_;
   const EgressPolicy& policy_;  // the lifecycle's settings, which outlive this part
+  const EgressSecretsPart* secrets_;
   EgressProxy proxy_;
   EgressLogFollower log_;  // with proxy_
 };

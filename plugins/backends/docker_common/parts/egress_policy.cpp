@@ -13,8 +13,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "docker_common/parts/egress_secret_squid.hpp"
+#include "docker_common/settings/env_file.hpp"
+#include "execmcp/egress_secrets/secret_bundle.hpp"
+
 namespace execmcp::plugins::docker_common {
 namespace {
+
+// What a bundle the injector accepts may hold.
+constexpr std::size_t kMaxEgressSecrets = egress_secrets::kMaxSecrets;
+constexpr std::size_t kMaxSecretHosts = egress_secrets::kMaxHostsPerSecret;
 
 constexpr const char* kEntryForms =
     "a host name (pypi.org), a wildcard (*.npmjs.org: every name under npmjs.org, not "
@@ -336,7 +344,245 @@ void parse_upstream(const nlohmann::json& value, const std::string& at, EgressPo
   }
 }
 
+// RFC 9110's tchar: a header's name and a method are tokens of these.
+bool is_token(std::string_view text) {
+  constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !text.empty() && std::all_of(text.begin(), text.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || kSpecials.find(c) != kSpecials.npos;
+  });
+}
+
+// Absolute, without "." or ".." components, "//" or a trailing '/'.
+bool is_normal_path(std::string_view path) {
+  if (path.size() < 2 || path.front() != '/' || path.back() == '/') return false;
+  for (std::size_t start = 1; start <= path.size();) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return path.find('\0') == std::string_view::npos;
+}
+
+// A path prefix the injector can match a canonical request path against: '/' first, visible ASCII,
+// no query or fragment, no "//" and no "." or ".." segment (such a request is never injected into).
+std::string path_prefix_problem(std::string_view path) {
+  if (path.empty() || path.front() != '/') return "a path prefix starts with '/'";
+  for (char c : path)
+    if (c <= ' ' || c > '~' || c == '?' || c == '#' || c == '\\')
+      return "a path prefix holds no white space, control character, '\\', '?' or '#' (it is "
+             "matched against the request's path without its query)";
+  if (path.find("//") != std::string_view::npos)
+    return "'//' in a path prefix: requests with it are never injected into";
+  for (std::size_t start = 1; start <= path.size();) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view part = path.substr(start, end - start);
+    if (part == "." || part == "..")
+      return "a '.' or '..' segment in a path prefix: requests with one are never injected into";
+    start = end + 1;
+  }
+  return {};
+}
+
+// A list of strings at `at` (an empty one refused with `empty_why`), each checked by `check`
+// ("" or why not), duplicates dropped.
+template <typename Check>
+std::vector<std::string> string_list(const nlohmann::json& value, const std::string& at,
+                                     const char* what, const char* empty_why, Check check,
+                                     std::vector<sdk::SettingsProblem>& problems) {
+  std::vector<std::string> out;
+  if (!value.is_array()) {
+    problems.push_back({at, std::string("expected a list of ") + what});
+    return out;
+  }
+  if (value.empty()) problems.push_back({at, empty_why});
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string item_at = at + "/" + std::to_string(i);
+    if (!value[i].is_string()) {
+      problems.push_back({item_at, std::string("expected a string: ") + what});
+      continue;
+    }
+    std::string item = value[i].get<std::string>();
+    if (auto why = check(item); !why.empty()) {
+      problems.push_back({item_at, std::move(why)});
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+// "env:NAME" or "file:/absolute/path".
+void parse_secret_source(const nlohmann::json& value, const std::string& at,
+                         EgressSecretSetting& secret, std::vector<sdk::SettingsProblem>& problems) {
+  constexpr const char* kForms =
+      "expected env:NAME (a variable of the server's environment) or file:/absolute/path";
+  const std::string text = value.is_string() ? value.get<std::string>() : "";
+  if (text.starts_with("env:") && is_env_name(text.substr(4))) {
+    secret.from = {EgressSecretSource::Kind::kEnv, text.substr(4)};
+  } else if (text.starts_with("file:") && is_normal_path(text.substr(5))) {
+    secret.from = {EgressSecretSource::Kind::kFile, text.substr(5)};
+  } else if (text.starts_with("file:")) {
+    problems.push_back({at, std::string(kForms) + ": a file is an absolute path without '.', "
+                                                  "'..', '//' or a trailing '/'"});
+  } else {
+    problems.push_back(
+        {at, std::string(kForms) + (value.is_string() ? "" : ", got " + value.dump())});
+  }
+}
+
+// A secret's host: an exact name that `allow` lists by name (the proxy intercepts it and mints
+// a certificate for exactly that name). `allow_ok`: the allow list parsed without a problem.
+std::string secret_host_problem(std::string& host, const EgressPolicy& policy, bool allow_ok) {
+  std::string why;
+  auto entry = parse_egress_entry(host, why);
+  if (!entry) return "'" + host + "' is not a host name: " + why;
+  if (entry->kind == EgressEntry::Kind::kWildcard)
+    return "'" + host +
+           "': a secret names exact hosts, never a wildcard (its certificate is "
+           "made for exactly those names)";
+  if (entry->kind != EgressEntry::Kind::kHost)
+    return "'" + host +
+           "': a secret names hosts by name, never an address or a network (the "
+           "proxy intercepts TLS for a name)";
+  host = entry->value;
+  if (!allow_ok) return {};
+  for (const auto& allowed : policy.allow)
+    if (allowed.kind == EgressEntry::Kind::kHost && allowed.value == host) return {};
+  for (const auto& allowed : policy.allow)
+    if (allowed.kind == EgressEntry::Kind::kWildcard && host.ends_with("." + allowed.value))
+      return "'" + host + "' is allowed only by '" + allowed.text +
+             "': list it by name in egress.allow too (a secret's host is always named there)";
+  return "'" + host +
+         "' is not in egress.allow: add it there (a secret's host must be allowed "
+         "by name)";
+}
+
+void parse_secret(const nlohmann::json& value, const std::string& at, EgressPolicy& policy,
+                  bool allow_ok, std::vector<sdk::SettingsProblem>& problems) {
+  constexpr const char* kKnown = "name, from, hosts, header, methods, paths, plain_http";
+  if (!value.is_object()) {
+    problems.push_back({at, std::string("expected an object {") + kKnown + "}"});
+    return;
+  }
+  EgressSecretSetting secret;
+  for (const auto& [key, v] : value.items()) {
+    const std::string key_at = at + "/" + sdk::pointer_token(key);
+    if (key == "name") {
+      secret.name = v.is_string() ? v.get<std::string>() : "";
+      if (!is_env_name(secret.name)) {
+        problems.push_back({key_at,
+                            "expected the name of an environment variable "
+                            "([A-Za-z_][A-Za-z0-9_]*), e.g. GITHUB_TOKEN"});
+      } else if (is_reserved_secret_name(secret.name)) {
+        problems.push_back({key_at, "'" + secret.name +
+                                        "' is a variable execmcp or the shell sets for every "
+                                        "command: name the secret otherwise"});
+      } else {
+        for (std::size_t i = 0; i < policy.secrets.size(); ++i)
+          if (policy.secrets[i].name == secret.name)
+            problems.push_back({key_at, "a second secret named '" + secret.name +
+                                            "' (names are unique: each is one variable)"});
+      }
+    } else if (key == "from") {
+      parse_secret_source(v, key_at, secret, problems);
+    } else if (key == "hosts") {
+      secret.hosts = string_list(
+          v, key_at, "exact host names, each also in egress.allow",
+          "a secret needs at least one host it may be sent to",
+          [&](std::string& h) { return secret_host_problem(h, policy, allow_ok); }, problems);
+      if (secret.hosts.size() > kMaxSecretHosts)
+        problems.push_back(
+            {key_at, "at most " + std::to_string(kMaxSecretHosts) + " hosts per secret"});
+    } else if (key == "header") {
+      secret.header = v.is_string() ? v.get<std::string>() : "";
+      if (!is_token(secret.header))
+        problems.push_back({key_at, "expected a request header's name, e.g. Authorization"});
+    } else if (key == "methods") {
+      secret.methods = string_list(
+          v, key_at, "upper-case HTTP methods, e.g. GET", "leave 'methods' out for any method",
+          [](const std::string& m) {
+            const bool lower = std::any_of(m.begin(), m.end(), [](char c) {
+              return std::islower(static_cast<unsigned char>(c)) != 0;
+            });
+            return is_token(m) && !lower ? std::string()
+                                         : "'" + m + "' is not an upper-case HTTP method";
+          },
+          problems);
+    } else if (key == "paths") {
+      secret.paths = string_list(
+          v, key_at, "path prefixes starting with '/'", "leave 'paths' out for any path",
+          [](const std::string& p) { return path_prefix_problem(p); }, problems);
+    } else if (key == "plain_http") {
+      if (!v.is_boolean()) {
+        problems.push_back({key_at, "expected true or false"});
+      } else if (v.get<bool>() &&
+                 std::find(policy.ports.begin(), policy.ports.end(), 80) == policy.ports.end()) {
+        problems.push_back({key_at, "plain HTTP needs port 80 in egress.ports"});
+      } else {
+        secret.plain_http = v.get<bool>();
+      }
+    } else {
+      problems.push_back({key_at, "unknown setting '" + key + "' (known: " + kKnown + ")"});
+    }
+  }
+  for (const char* required : {"name", "from", "hosts"})
+    if (!value.contains(required))
+      problems.push_back({at, std::string("a secret needs '") + required + "'"});
+  policy.secrets.push_back(std::move(secret));
+}
+
+void parse_secrets(const nlohmann::json& value, const std::string& at, EgressPolicy& policy,
+                   bool allow_ok, std::vector<sdk::SettingsProblem>& problems) {
+  if (!value.is_array()) {
+    problems.push_back({at,
+                        "expected a list of {name, from, hosts, header, methods, paths, "
+                        "plain_http}"});
+    return;
+  }
+  if (value.size() > kMaxEgressSecrets)
+    problems.push_back({at, "at most " + std::to_string(kMaxEgressSecrets) + " secrets"});
+  for (std::size_t i = 0; i < value.size(); ++i)
+    parse_secret(value[i], at + "/" + std::to_string(i), policy, allow_ok, problems);
+}
+
 }  // namespace
+
+bool is_reserved_secret_name(std::string_view name) {
+  for (const char* exact : {"PATH",
+                            "HOME",
+                            "USER",
+                            "LOGNAME",
+                            "SHELL",
+                            "PWD",
+                            "OLDPWD",
+                            "TERM",
+                            "TMPDIR",
+                            "HOSTNAME",
+                            "IFS",
+                            "ENV",
+                            "BASH_ENV",
+                            "HTTP_PROXY",
+                            "HTTPS_PROXY",
+                            "http_proxy",
+                            "https_proxy",
+                            "NO_PROXY",
+                            "no_proxy",
+                            "ALL_PROXY",
+                            "all_proxy",
+                            "SSL_CERT_FILE",
+                            "SSL_CERT_DIR",
+                            "REQUESTS_CA_BUNDLE",
+                            "CURL_CA_BUNDLE",
+                            "NODE_EXTRA_CA_CERTS",
+                            "GIT_SSL_CAINFO",
+                            "PIP_CERT",
+                            "CARGO_HTTP_CAINFO"})
+    if (name == exact) return true;
+  for (const char* prefix : {"LD_", "EXECMCP_"})
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
 
 std::optional<EgressEntry> parse_egress_entry(const std::string& text, std::string& why) {
   if (text.empty()) {
@@ -393,24 +639,37 @@ EgressPolicy parse_egress(const nlohmann::json& egress, std::vector<sdk::Setting
     return policy;
   }
   bool has_allow = false;
+  bool allow_ok = false;
   for (const auto& [key, value] : egress.items()) {
     const std::string at = pointer + "/" + sdk::pointer_token(key);
     if (key == "allow") {
       has_allow = true;
+      const std::size_t before = problems.size();
       parse_allow(value, at, policy, problems);
+      allow_ok = problems.size() == before;
     } else if (key == "ports") {
       parse_ports(value, at, policy, problems);
     } else if (key == "upstream_network") {
       parse_upstream(value, at, policy, problems);
-    } else {
-      problems.push_back(
-          {at, "unknown setting '" + key + "' (known: allow, ports, upstream_network)"});
+    } else if (key == "upstream_ca") {
+      policy.upstream_ca = value.is_string() ? value.get<std::string>() : "";
+      if (!is_normal_path(policy.upstream_ca))
+        problems.push_back({at,
+                            "expected the absolute path of a PEM file of CA certificates "
+                            "(without '.', '..', '//' or a trailing '/')"});
+    } else if (key != "secrets") {
+      problems.push_back({at, "unknown setting '" + key +
+                                  "' (known: allow, ports, upstream_network, secrets, "
+                                  "upstream_ca)"});
     }
   }
   if (!has_allow)
     problems.push_back({pointer, std::string("needs 'allow', the list of what the agent may "
                                              "reach: ") +
                                      kEntryForms});
+  // After the allow list and the ports, which a secret's hosts and plain_http are checked against.
+  if (const auto it = egress.find("secrets"); it != egress.end())
+    parse_secrets(*it, pointer + "/secrets", policy, allow_ok, problems);
   return policy;
 }
 
@@ -430,7 +689,15 @@ std::string render_squid_conf(const EgressPolicy& policy, const std::string& age
        // stays: HTTP requires it, and Squid warns without it.)
        << "forwarded_for delete\nhttpd_suppress_version_string on\n"
        << "logformat execmcp " << kLogTag << " " << log_label(agent_label)
-       << " %ts.%03tu %>a %rm %>rd %>rP %Ss %03>Hs %err_code %<a\n"
+       << " %ts.%03tu %>a %rm %>rd %>rP %Ss %03>Hs %err_code %<a\n";
+  // The hosts secrets name go through the injector; its block must precede the access log and
+  // every http_access line (egress_secret_squid.hpp).
+  std::vector<std::string> secret_hosts;
+  for (const auto& secret : policy.secrets)
+    for (const auto& host : secret.hosts)
+      if (std::find(secret_hosts.begin(), secret_hosts.end(), host) == secret_hosts.end())
+        secret_hosts.push_back(host);
+  conf << render_secret_squid_lines(secret_hosts)
        << "access_log stdio:/dev/stdout logformat=execmcp\n";
 
   // Link-local addresses hold cloud metadata services; Squid 5.7 predefines to_localhost only.

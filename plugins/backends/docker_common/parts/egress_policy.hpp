@@ -32,16 +32,56 @@ struct EgressEntry {
   bool operator==(const EgressEntry&) const = default;
 };
 
+// Where the server reads a secret's value at each agent start: `env:NAME` (its own environment)
+// or `file:/absolute/path` (a file; a trailing newline is dropped).
+struct EgressSecretSource {
+  enum class Kind { kEnv, kFile };
+  Kind kind = Kind::kEnv;
+  std::string text;  // kEnv: the variable's name; kFile: the absolute path
+
+  // As written in the settings: "env:GITHUB_TOKEN", "file:/run/secrets/token".
+  [[nodiscard]] std::string describe() const {
+    return (kind == Kind::kEnv ? "env:" : "file:") + text;
+  }
+  bool operator==(const EgressSecretSource&) const = default;
+};
+
+// One entry of `egress.secrets`: the sandbox's commands get `name` holding a placeholder, and the
+// proxy puts the value in its place only in requests that match (docs/docker-backend.md).
+struct EgressSecretSetting {
+  std::string name;  // an environment variable's name, unique among the secrets
+  EgressSecretSource from;
+  std::vector<std::string> hosts;    // exact names, lower-case, each an `allow` host entry
+  std::string header;                // one request header's name; "" = any header
+  std::vector<std::string> methods;  // upper-case; empty = any
+  std::vector<std::string> paths;    // prefixes starting with '/'; empty = any
+  bool plain_http = false;           // also over plain HTTP (needs port 80 in `ports`)
+
+  bool operator==(const EgressSecretSetting&) const = default;
+};
+
 struct EgressPolicy {
   std::vector<EgressEntry> allow;  // in the settings' order, duplicates dropped
   std::vector<std::uint16_t> ports = {80, 443};
-  std::string upstream_network = "bridge";  // the Docker network the proxy reaches upstreams on
+  std::string upstream_network = "bridge";   // the Docker network the proxy reaches upstreams on
+  std::vector<EgressSecretSetting> secrets;  // in the settings' order
+  // Roots (PEM) the proxy trusts beyond the system's when it verifies an intercepted host's
+  // upstream: an absolute path, read at each start; "" when none.
+  std::string upstream_ca;
+  // Not a setting: where the server reads execmcp-egress-injector from ("" = beside the plugin,
+  // injector_host_path()). Tests point it at a file of their own.
+  std::string injector_program;
 };
 
-// Reads the `egress` object ({allow, ports, upstream_network}). Appends one problem per fault, each
-// at its JSON pointer under `pointer` (the object's own pointer in the settings, "/egress"):
-// "/egress/allow/3" for an entry that is not a host name, "*.suffix", IP address or CIDR. The
-// returned policy is meaningful only when nothing was appended.
+// The variables execmcp itself sets in the sandbox (the proxy's, the trust files') or that a
+// command's shell needs: no secret may be named so.
+bool is_reserved_secret_name(std::string_view name);
+
+// Reads the `egress` object ({allow, ports, upstream_network, secrets, upstream_ca}). Appends one
+// problem per fault, each at its JSON pointer under `pointer` (the object's own pointer in the
+// settings, "/egress"): "/egress/allow/3" for an entry that is not a host name, "*.suffix", IP
+// address or CIDR; "/egress/secrets/0/hosts/1" for a secret's host that `allow` does not list by
+// name. The returned policy is meaningful only when nothing was appended.
 EgressPolicy parse_egress(const nlohmann::json& egress, std::vector<sdk::SettingsProblem>& problems,
                           const std::string& pointer = "/egress");
 

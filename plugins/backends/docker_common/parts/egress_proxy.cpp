@@ -158,7 +158,7 @@ std::string EgressProxy::create_proxy(const std::map<std::string, std::string>& 
   if (err.kind == Kind::kImageMissing) return missing_image();
   if (!err.ok()) return describe_failure(err, "creating the egress proxy '" + proxy_ + "'");
   if (secrets_ != nullptr) {
-    if (err = copy_injector(engine_, proxy_); !err.ok())
+    if (err = copy_injector(engine_, proxy_, policy_.injector_program); !err.ok())
       return describe_failure(err,
                               "copying the secret injector into the egress proxy '" + proxy_ + "'");
   }

@@ -107,8 +107,8 @@ std::string injector_host_path() {
   return plugins::supervision::program_beside_plugin(kInjectorProgram);
 }
 
-EngineError copy_injector(Engine& engine, const std::string& proxy) {
-  const auto path = injector_host_path();
+EngineError copy_injector(Engine& engine, const std::string& proxy, const std::string& program) {
+  const auto path = program.empty() ? injector_host_path() : program;
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();

@@ -31,8 +31,9 @@ inline constexpr std::chrono::seconds kBundleDeliveryTimeout{15};
 // Where the server finds the program: beside the plugin's directory, as execmcp-runner.
 [[nodiscard]] std::string injector_host_path();
 
-// Copies the program into the created (not yet started) proxy container.
-EngineError copy_injector(Engine& engine, const std::string& proxy);
+// Copies the program (read from `program`, "" = injector_host_path()) into the created (not yet
+// started) proxy container.
+EngineError copy_injector(Engine& engine, const std::string& proxy, const std::string& program);
 
 // Hands the started proxy's injector `bundle` (on stdin of `execmcp-egress-injector --receive`,
 // run as kEgressProxyUser). "" or why not; the sentence never holds a value.

@@ -249,6 +249,40 @@ void check_egress_settings(const DockerSettings& s) {
         "setting 'egress' applies only with 'network: egress' (network is '" + s.network + "')");
 }
 
+// A secret's variable holds its placeholder in every command: nothing else may set it, and the
+// variable of the server's environment it is read from never reaches a command. An explicit list
+// naming either is refused here; pass_all_env and a whole env_file leave them out
+// (CredentialsSettings::withheld).
+void check_secret_conflicts(DockerSettings& s) {
+  if (!s.egress) return;
+  for (const auto& secret : s.egress->secrets) {
+    const bool from_env = secret.from.kind == EgressSecretSource::Kind::kEnv;
+    const std::string what = "egress secret '" + secret.name + "'";
+    const auto clash = [&](const std::string& name) -> std::string {
+      if (name == secret.name)
+        return "'" + name + "' is also the name of " + what +
+               ", whose placeholder every command gets: remove it here";
+      if (from_env && name == secret.from.text)
+        return "'" + name + "' is where " + what + " is read from (from: env:" + name +
+               "): given to commands, the sandbox would hold the value the proxy keeps from it. "
+               "Remove it here";
+      return {};
+    };
+    const auto check_list = [&](const std::vector<std::string>& names, const std::string& key) {
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (auto why = clash(names[i]); !why.empty())
+          throw SettingError(key + "[" + std::to_string(i) + "]", why);
+    };
+    check_list(s.credentials.env_vars, "credentials.env_vars");
+    if (s.credentials.env_vars_from_file)
+      check_list(*s.credentials.env_vars_from_file, "credentials.env_vars_from_file");
+    for (const auto& [name, value] : s.env)
+      if (auto why = clash(name); !why.empty()) throw SettingError("env." + name, why);
+    s.credentials.withheld.push_back(secret.name);
+    if (from_env) s.credentials.withheld.push_back(secret.from.text);
+  }
+}
+
 using Json = nlohmann::json;
 
 // The settings' readers, one for each row of kRows: each reads the value of `key` into `s`.
@@ -516,7 +550,8 @@ constexpr SettingRow kRows[] = {
     {.name = "egress",
      .attach = false,
      .default_text = "unset (required with network: egress)",
-     .description = "{allow, ports, upstream_network}: what network: egress may reach",
+     .description = "{allow, ports, upstream_network, secrets, upstream_ca}: what network: "
+                    "egress may reach, and the secrets its proxy puts into requests",
      .parse = read_egress},
     {.name = "runtime",
      .attach = false,
@@ -706,6 +741,7 @@ DockerSettings parse_docker_settings(const std::string& settings_json, EngineKin
                        "docker CLI refuses --host with --context): keep one");
   check_attach_settings(root, s);
   check_egress_settings(s);
+  check_secret_conflicts(s);
   return s;
 }
 

@@ -35,6 +35,9 @@ struct CredentialsSettings {
   std::optional<std::vector<std::string>> env_vars_from_file;  // unset: every variable of the file
   std::vector<std::string> env_vars;  // names taken from the server's environment
   bool pass_all_env = false;          // the server's whole environment, less its own variables
+  // What pass_all_env and a whole env_file never give: the egress secrets' names and the server
+  // variables they are read from (set by parse_docker_settings(), not a setting).
+  std::vector<std::string> withheld;
 
   [[nodiscard]] bool has_env() const {
     return !env_file.empty() || !env_vars.empty() || pass_all_env;

@@ -20,6 +20,40 @@ std::string list(const nlohmann::json* value) {
   return out;
 }
 
+// One line per secret (names and hosts, never a value: the settings hold none), and the
+// upstream roots.
+void describe_secrets(const nlohmann::json* secrets, const nlohmann::json* upstream_ca,
+                      std::vector<std::string>& lines) {
+  if (secrets != nullptr && secrets->is_array()) {
+    for (const auto& secret : *secrets) {
+      if (!secret.is_object()) continue;
+      const auto field = [&](const char* key) {
+        const auto it = secret.find(key);
+        return it == secret.end() ? nullptr : &*it;
+      };
+      std::string limits;
+      const auto add = [&](const std::string& part) {
+        limits += (limits.empty() ? "" : "; ") + part;
+      };
+      if (const auto* header = field("header")) add("header " + text(*header));
+      if (const auto* methods = field("methods")) add("methods " + list(methods));
+      if (const auto* paths = field("paths")) add("paths " + list(paths));
+      if (const auto* plain = field("plain_http"); plain && *plain == true) add("also plain HTTP");
+      const auto* name = field("name");
+      const auto* from = field("from");
+      lines.push_back("egress secret " + (name ? text(*name) : std::string("?")) + " (from " +
+                      (from ? text(*from) : std::string("?")) +
+                      "): the sandbox holds a placeholder; the proxy puts the value into "
+                      "requests to " +
+                      list(field("hosts")) + (limits.empty() ? "" : " (" + limits + ")") +
+                      " only, over TLS it intercepts with the agent's own CA");
+    }
+  }
+  if (upstream_ca != nullptr)
+    lines.push_back("egress upstream roots: " + text(*upstream_ca) +
+                    " (trusted beside the system's for the intercepted hosts)");
+}
+
 }  // namespace
 
 void describe_docker_settings(const std::string& settings_json, std::vector<std::string>& lines) {
@@ -51,6 +85,7 @@ void describe_docker_settings(const std::string& settings_json, std::vector<std:
   lines.push_back("network: egress, only through the agent's own proxy, to: " +
                   list(find("allow")) + "; ports " + (ports ? list(ports) : default_ports) +
                   "; upstream network " + (upstream ? text(*upstream) : defaults.upstream_network));
+  describe_secrets(find("secrets"), find("upstream_ca"), lines);
 }
 
 }  // namespace execmcp::plugins::docker_common

@@ -291,6 +291,23 @@ TEST_F(FakeCli, CopyIntoSendsTheTarOnStdin) {
   EXPECT_EQ(calls()[0], (std::vector<std::string>{"cp", "--archive=false", "-", "c:/.execmcp"}));
 }
 
+TEST_F(FakeCli, CopyFromReadsTheTarOnStdoutWithinItsBound) {
+  write("cp.sh", "printf 'the tar'");
+  std::string tar;
+  ASSERT_TRUE(engine(settings())->copy_from("c", "/etc/f", tar).ok());
+  EXPECT_EQ(tar, "the tar");
+  EXPECT_EQ(calls()[0], (std::vector<std::string>{"cp", "c:/etc/f", "-"}));
+  // The path missing is kNotFound, as the container missing is.
+  write("cp.sh", "echo 'Error: Could not find the file /etc/f in container c' >&2; exit 1");
+  EXPECT_EQ(engine(settings())->copy_from("c", "/etc/f", tar).kind, Kind::kNotFound);
+  // One byte past the bound: refused, nothing kept.
+  write("cp.sh", "head -c " + std::to_string(dc::Engine::kMaxCopyFromBytes + 1) + " /dev/zero");
+  const auto err = engine(settings())->copy_from("c", "/usr", tar);
+  EXPECT_EQ(err.kind, Kind::kOther);
+  EXPECT_NE(err.message.find("larger than 8 MiB"), std::string::npos) << err.message;
+  EXPECT_TRUE(tar.empty());
+}
+
 TEST_F(FakeCli, LogsKeepArrivalOrder) {
   write("logs.sh", "echo 1; echo 2 >&2; echo 3; exit 0");
   std::string text;

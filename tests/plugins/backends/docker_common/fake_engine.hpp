@@ -63,6 +63,17 @@ class FakeEngine final : public Engine {
   InstallSpec last_install;
   // The options of the last exec().
   ExecOptions last_exec;
+  // What copy_from() gives for a path in any container (a tar archive), else kNotFound; each
+  // copy_from() as "NAME:PATH"; each copy_into() that worked; copy_into_error, when set, is what
+  // every copy_into() fails with.
+  std::map<std::string, std::string> archives;
+  std::vector<std::string> copied_from;
+  struct Copy {
+    std::string name, dir, tar;
+    bool running = false;  // the container ran when it was copied into
+  };
+  std::vector<Copy> copies;
+  std::optional<EngineError> copy_into_error;
   // Called on the stored container at each inspect(), before it is copied out: a state that
   // changes between two looks (an OOM event the engine learns of after the exit).
   std::function<void(ContainerInfo&)> on_inspect;
@@ -388,7 +399,25 @@ class FakeEngine final : public Engine {
       return EngineError::of(EngineError::Kind::kNotFound, "no such network");
     return {};
   }
-  EngineError copy_into(const std::string&, const std::string&, const std::string&) override {
+  EngineError copy_into(const std::string& name, const std::string& dir,
+                        const std::string& tar) override {
+    if (copy_into_error) return *copy_into_error;
+    const auto* c = find(name);
+    copies.push_back({name, dir, tar, c != nullptr && c->state.running});
+    return {};
+  }
+  EngineError copy_from(const std::string& name, const std::string& path,
+                        std::string& tar) override {
+    tar.clear();
+    if (auto err = connect(); !err.ok()) return err;
+    copied_from.push_back(name + ":" + path);
+    if (find(name) == nullptr)
+      return EngineError::of(EngineError::Kind::kNotFound, "no such container");
+    const auto it = archives.find(path);
+    if (it == archives.end())
+      return EngineError::of(EngineError::Kind::kNotFound,
+                             "Could not find the file " + path + " in container " + name);
+    tar = it->second;
     return {};
   }
   EngineError logs(const std::string&, std::string& text) override {
