@@ -161,11 +161,15 @@ asio::awaitable<std::unique_ptr<Upstream>> send_request(Client& client, beast::f
   co_return nullptr;
 }
 
+// The outcomes of one kind: the withheld ones when the request is read, the injected ones once
+// the request carrying the value has gone to the upstream (a request that could not be sent
+// injected nothing).
 void emit_outcomes(const Exchange& exchange,
-                   const std::vector<egress_secrets::SecretOutcome>& outcomes) {
+                   const std::vector<egress_secrets::SecretOutcome>& outcomes, bool injected) {
   for (const auto& outcome : outcomes)
-    emit(exchange, outcome.injected ? SecretEvent::Kind::kInjected : SecretEvent::Kind::kWithheld,
-         outcome.secret, outcome.injected ? "" : outcome.why);
+    if (outcome.injected == injected)
+      emit(exchange, injected ? SecretEvent::Kind::kInjected : SecretEvent::Kind::kWithheld,
+           outcome.secret, injected ? "" : outcome.why);
 }
 
 // One request on the client connection, its header already read: returns whether the connection
@@ -222,7 +226,7 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
     co_await refuse(client, exchange, 400, "Bad Request", std::move(why));
     co_return false;
   }
-  emit_outcomes(exchange, result.outcomes);
+  emit_outcomes(exchange, result.outcomes, false);
 
   if (iequals(view(request[http::field::expect]), "100-continue") && !parser.is_done()) {
     std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -246,6 +250,7 @@ asio::awaitable<bool> exchange_one(Client& client, beast::flat_buffer& buffer,
     co_await refuse(client, exchange, 502, "Bad Gateway", std::move(error));
     co_return false;
   }
+  emit_outcomes(exchange, result.outcomes, true);
   if (outcome.upstream_reusable) injector.pool().give_back(exchange.target, std::move(upstream));
   co_return outcome.client_ok&& parser.keep_alive();
 }
