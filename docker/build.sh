@@ -188,7 +188,7 @@ stage_from_source() {
   local ctx="$1" src="$work/compile-src" id
   mkdir -p "$src"
   tar -C "$repo" -c --exclude='.git' \
-    CMakeLists.txt sdk host plugins scripts/install-deps.sh \
+    CMakeLists.txt sdk libs programs host plugins scripts/install-deps.sh \
     docker/server/runtime-packages.sh docker/server/compile.Dockerfile | tar -C "$src" -x
   build_from_context execmcp/server-build:latest "$src" docker/server/compile.Dockerfile \
     --build-arg "JOBS=${EXECMCP_JOBS:-2}"

@@ -24,7 +24,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates clang-format ccache
   libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
-  libssl-dev libjwt-dev
+  libssl-dev libjwt-dev zlib1g-dev
   libgtest-dev libgmock-dev
   python3 python3-venv
 )
