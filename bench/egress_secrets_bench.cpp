@@ -23,6 +23,7 @@
 
 #include "bench_plugin.hpp"
 #include "bench_util.hpp"
+#include "curl_bench_options.hpp"
 #include "execmcp/sdk/plugin.hpp"
 
 namespace execmcp::bench {
@@ -39,13 +40,7 @@ constexpr const char* kTokenVariable = "EXECMCP_BENCH_TOKEN";  // the secret's `
 constexpr const char* kSecretHost = "api.test";                // named by the secret
 constexpr const char* kPassedHost = "mirror.test";             // allowed, passed through
 
-struct Options {
-  std::string plugin = kDockerApiPlugin;
-  std::string image = "execmcp/runtime:latest";
-  int samples = 200;  // curls per side
-  int batch = 10;     // curls per call (one shell loop); the sides alternate call by call
-  int starts = 3;     // agents started with and without the secret for the medians
-};
+using Options = CurlBenchOptions;
 
 // `n` random letters and digits: the secret's value, made anew by each run.
 std::string random_token(std::size_t n) {
@@ -358,37 +353,7 @@ void usage() {
 }
 
 Options parse(int argc, char** argv) {
-  Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&]() {
-      const int n = std::stoi(value());
-      if (n < 1) throw std::invalid_argument(a + " must be >= 1");
-      return n;
-    };
-    if (a == "--plugin") {
-      opt.plugin = value();
-    } else if (a == "--image") {
-      opt.image = value();
-    } else if (a == "--samples") {
-      opt.samples = count();
-    } else if (a == "--batch") {
-      opt.batch = count();
-    } else if (a == "--starts") {
-      opt.starts = count();
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + a);
-    }
-  }
-  opt.batch = std::min(opt.batch, opt.samples);
-  return opt;
+  return parse_curl_bench_options(argc, argv, usage);
 }
 
 bool can_run(const Options& opt) {
