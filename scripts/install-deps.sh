@@ -25,6 +25,7 @@ packages=(
   libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
   libssl-dev libjwt-dev zlib1g-dev
+  bubblewrap libseccomp-dev
   libgtest-dev libgmock-dev
   python3 python3-venv
 )
