@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "docker_common/commands/runner_channel.hpp"
 #include "execmcp/sdk/background_processes.hpp"
+#include "runner_client/runner_channel.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -33,8 +33,9 @@ struct BackgroundProcess {
   sdk::BackgroundObserver* observer = nullptr;
   std::string marker;
   std::string work_dir;
-  std::weak_ptr<RunnerChannel> channel;  // agent mode: dies with the runner, ending the process
-  std::shared_ptr<RunnerCall> call;
+  std::weak_ptr<runner_client::RunnerChannel>
+      channel;  // agent mode: dies with the runner, ending the process
+  std::shared_ptr<runner_client::RunnerCall> call;
   std::atomic<long> pid{0};
   std::atomic<bool> terminating{false};
   std::mutex mutex;
