@@ -252,4 +252,84 @@ TEST_F(SandboxProcessTest, RootIsRefusedAsTheSandboxUser) {
   EXPECT_NE(error.find("must not be root"), std::string::npos) << error;
 }
 
+// The production shape: execmcp-runner as the program, Landlock (forced to ABI 2, Debian 12's)
+// applied by the runner before its hello, a command run over the channel's frames.
+TEST_F(SandboxProcessTest, RunnerServesCommandsUnderLandlock) {
+  namespace rp = execmcp::plugins::supervision::runner;
+  auto spec = shell("");
+  spec.program = EXECMCP_RUNNER_PATH;
+  spec.args = {rp::kChannelArg};
+  spec.runner_landlock = true;
+  spec.landlock_max_abi = 2;
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const int diagnostics = sandbox->take_diagnostics_fd();
+  rp::RunSpec run;
+  run.output_cap = 1 << 16;
+  run.work_dir = ws_;
+  run.shell = "/bin/sh";
+  run.command =
+      "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; echo hi > ok.txt && echo WS-OK;"
+      "mkdir /tmp/d && echo TMP-OK; cat /etc/hostname >/dev/null && echo ETC-OK;"
+      "mkdir " +
+      ro_ + "/x 2>&1";
+  std::string frames;
+  rp::append_frame(frames, rp::FrameType::kRun, 1, rp::encode_run(run));
+  rp::append_frame(frames, rp::FrameType::kStdinEnd, 1, {});
+  ASSERT_EQ(::write(channel, frames.data(), frames.size()), static_cast<ssize_t>(frames.size()));
+  rp::FrameReader reader;
+  std::string out, hello;
+  bool done = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{channel, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(channel, buf, sizeof buf);
+    if (n <= 0) break;
+    reader.feed({buf, static_cast<std::size_t>(n)});
+    while (auto frame = reader.next()) {
+      if (frame->type == rp::FrameType::kHello) hello = frame->payload;
+      if (frame->type == rp::FrameType::kStdout || frame->type == rp::FrameType::kStderr)
+        out += frame->payload;
+      if (frame->type == rp::FrameType::kDone) done = true;
+    }
+  }
+  ::close(channel);
+  sandbox->stop(std::chrono::milliseconds(2000));
+  const std::string said = read_all(diagnostics, std::chrono::milliseconds(200));
+  ::close(diagnostics);
+  EXPECT_EQ(hello, rp::kVersion) << said;
+  EXPECT_TRUE(done) << out << said;
+  EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2"), std::string::npos) << out;
+  EXPECT_NE(out.find("WS-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("TMP-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("ETC-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("Read-only file system"), std::string::npos) << out;
+}
+
+// Fail closed: a runner asked for Landlock it cannot have (ABI 1 lacks REFER) never says hello.
+TEST_F(SandboxProcessTest, RunnerRefusesToServeWithoutLandlock) {
+  auto spec = shell("");
+  spec.program = EXECMCP_RUNNER_PATH;
+  spec.args = {execmcp::plugins::supervision::runner::kChannelArg};
+  spec.runner_landlock = true;
+  spec.landlock_max_abi = 1;
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const int diagnostics = sandbox->take_diagnostics_fd();
+  EXPECT_EQ(read_all(channel), "") << "no hello";
+  sandbox->stop(std::chrono::milliseconds(2000));
+  const std::string said = read_all(diagnostics, std::chrono::milliseconds(500));
+  EXPECT_NE(said.find("execmcp-runner: Landlock ABI 1 lacks REFER"), std::string::npos) << said;
+  EXPECT_NE(said.find("refusing to run without it"), std::string::npos) << said;
+  ::close(channel);
+  ::close(diagnostics);
+}
+
 }  // namespace
