@@ -210,6 +210,52 @@ class BwrapSandbox final : public SandboxProcess {
   int status_;  // kept open: bwrap writes its exit status there as it leaves
 };
 
+// Opens what bubblewrap is handed (the mounts' and the program's O_PATH descriptors, the seccomp
+// filter, passwd and group) into `in` and `fds`, and lists what the child checks as the sandbox
+// uid before it runs bwrap.
+bool open_inputs(const SandboxSpec& spec, BwrapInputs& in, Fds& fds,
+                 std::vector<ReachCheck>& checks, std::string& error) {
+  for (const auto& m : in.mounts) {
+    int fd = -1;
+    if (m.kind == PlannedMount::Kind::kBind) {
+      fd = fds.keep(::open(m.source.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW));
+      if (fd < 0) {
+        error = "sandbox: cannot open " + m.source + ": " + std::strerror(errno);
+        return false;
+      }
+      // Opened where it was named: no symlink on the way (a swap would show as another path).
+      char real[4096];
+      const std::string link = "/proc/self/fd/" + std::to_string(fd);
+      const ssize_t n = ::readlink(link.c_str(), real, sizeof real - 1);
+      if (n <= 0 || std::string(real, static_cast<std::size_t>(n)) != m.source) {
+        error = "sandbox: " + m.source + " is not what it was (it resolves elsewhere: a symlink " +
+                "or a rename on its way); refusing to mount it";
+        return false;
+      }
+      add_reach_checks(m.source, false, spec.uid, checks);
+    }
+    in.mount_fds.push_back(fd);
+  }
+  in.program_fd = fds.keep(::open(spec.program.c_str(), O_PATH | O_CLOEXEC));
+  if (in.program_fd < 0) {
+    error = "sandbox: cannot open the program " + spec.program + ": " + std::strerror(errno);
+    return false;
+  }
+  add_reach_checks(spec.program, true, spec.uid, checks);
+  in.seccomp_fd = fds.keep(seccomp_memfd(error));
+  if (in.seccomp_fd < 0) return false;
+  in.passwd_fd = fds.keep(memfd_with("passwd", synthesized_passwd(spec.uid, spec.gid, spec.home)));
+  in.group_fd = fds.keep(memfd_with("group", synthesized_group(spec.gid)));
+  if (in.passwd_fd < 0 || in.group_fd < 0) {
+    error = std::string("sandbox: memfd_create: ") + std::strerror(errno);
+    return false;
+  }
+  if (spec.runner_landlock && supervision::landlock::kernel_abi() >= 2)
+    in.program_extra_args = supervision::landlock::to_args(landlock_rules_for(spec, in.host));
+
+  return true;
+}
+
 // The cached support probe of one bwrap (success only: a failure is probed again next time).
 std::string support_problem() {
   static std::mutex mutex;
@@ -256,43 +302,7 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
 
   Fds fds;  // everything bwrap gets; closed in the parent once it has them
   std::vector<ReachCheck> checks;
-  for (const auto& m : in.mounts) {
-    int fd = -1;
-    if (m.kind == PlannedMount::Kind::kBind) {
-      fd = fds.keep(::open(m.source.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW));
-      if (fd < 0) {
-        error = "sandbox: cannot open " + m.source + ": " + std::strerror(errno);
-        return nullptr;
-      }
-      // Opened where it was named: no symlink on the way (a swap would show as another path).
-      char real[4096];
-      const std::string link = "/proc/self/fd/" + std::to_string(fd);
-      const ssize_t n = ::readlink(link.c_str(), real, sizeof real - 1);
-      if (n <= 0 || std::string(real, static_cast<std::size_t>(n)) != m.source) {
-        error = "sandbox: " + m.source + " is not what it was (it resolves elsewhere: a symlink " +
-                "or a rename on its way); refusing to mount it";
-        return nullptr;
-      }
-      add_reach_checks(m.source, false, spec.uid, checks);
-    }
-    in.mount_fds.push_back(fd);
-  }
-  in.program_fd = fds.keep(::open(spec.program.c_str(), O_PATH | O_CLOEXEC));
-  if (in.program_fd < 0) {
-    error = "sandbox: cannot open the program " + spec.program + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  add_reach_checks(spec.program, true, spec.uid, checks);
-  in.seccomp_fd = fds.keep(seccomp_memfd(error));
-  if (in.seccomp_fd < 0) return nullptr;
-  in.passwd_fd = fds.keep(memfd_with("passwd", synthesized_passwd(spec.uid, spec.gid, spec.home)));
-  in.group_fd = fds.keep(memfd_with("group", synthesized_group(spec.gid)));
-  if (in.passwd_fd < 0 || in.group_fd < 0) {
-    error = std::string("sandbox: memfd_create: ") + std::strerror(errno);
-    return nullptr;
-  }
-  if (spec.runner_landlock && supervision::landlock::kernel_abi() >= 2)
-    in.program_extra_args = supervision::landlock::to_args(landlock_rules_for(spec, in.host));
+  if (!open_inputs(spec, in, fds, checks, error)) return nullptr;
 
   int channel[2], diag[2], status[2], report[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
