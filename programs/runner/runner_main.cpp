@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "runner_files.hpp"
+#include "supervision/landlock_rules.hpp"
 #include "supervision/runner_protocol.hpp"
 #include "supervision/spare_pool.hpp"
 #include "supervision/supervisor_client.hpp"
@@ -428,12 +429,27 @@ int channel_main(const char* self) {
 int main(int argc, char** argv) {
   namespace sv = execmcp::plugins::supervision;
   if (sv::is_spare_pool_invocation(argc, argv)) return sv::spare_pool_main(argc, argv);
-  if (argc != 2 || std::strcmp(argv[1], sv::runner::kChannelArg) != 0 || argv[0][0] != '/') {
+  // In the local OS sandbox, Landlock rules follow the channel argument (landlock_rules.hpp).
+  namespace ll = sv::landlock;
+  ll::Rules rules;
+  bool args_ok =
+      argc >= 2 && argv[0][0] == '/' && std::strcmp(argv[1], sv::runner::kChannelArg) == 0;
+  for (int i = 2; args_ok && i < argc; ++i) args_ok = ll::parse_arg(argv[i], rules);
+  if (!args_ok) {
     const char* text =
         "execmcp-runner is started inside a container by execmcp's docker-api backend of the "
         "same build; it is not meant to be run by hand.\n";
     [[maybe_unused]] auto n = ::write(2, text, std::strlen(text));
     return 2;
+  }
+  if (!rules.empty()) {
+    // Fail closed: asked for Landlock, the runner never serves without it.
+    std::string error;
+    if (ll::apply(rules, error) == 0) {
+      const std::string line = "execmcp-runner: " + error + "; refusing to run without it\n";
+      [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
+      return 3;
+    }
   }
   return execmcp::plugins::runner_program::channel_main(argv[0]);
 }

@@ -59,6 +59,10 @@ struct SandboxSpec {
   std::size_t tmp_bytes = std::size_t{512} << 20;  // size of the private /tmp and HOME
   // Landlock's ABI is capped at this (0: no cap); the tests force 2, Debian 12's stock kernel.
   int landlock_max_abi = 0;
+  // The program is execmcp-runner: the launcher appends its --execmcp-landlock-* arguments
+  // (built from this spec) when the kernel has Landlock ABI >= 2, and the runner applies them to
+  // itself before it says hello. False for any other program (tests run /bin/sh).
+  bool runner_landlock = true;
 };
 
 // What this machine gives, as check-config and the start log report it.

@@ -1,0 +1,335 @@
+// SandboxProcess on the real kernel: bubblewrap started as an unprivileged uid runs /bin/sh (or
+// execmcp-runner) and the test reads what it saw through the channel. Each property of the
+// issue's list that the launcher alone gives is checked from inside.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sandbox_launcher.hpp"
+#include "sandbox_test_support.hpp"
+#include "supervision/runner_protocol.hpp"
+
+namespace fs = std::filesystem;
+namespace sb = execmcp::plugins::local::sandbox;
+
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// Reads `fd` until EOF (or the deadline).
+std::string read_all(int fd, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+std::string ns_of(pid_t pid) {
+  std::error_code ec;
+  return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec).string();
+}
+
+// Host pids whose pid namespace is `ns`.
+std::vector<pid_t> members_of(const std::string& ns) {
+  std::vector<pid_t> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const auto name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (ns_of(std::stoi(name)) == ns) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+class SandboxProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+    uid_ = ::geteuid() == 0 ? 1000 : ::geteuid();
+    gid_ = ::geteuid() == 0 ? 1000 : ::getegid();
+    char tmpl[] = "/tmp/execmcp-sbx-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    ::chmod(root_.c_str(), 0711);  // the sandbox uid must be able to reach the mount sources
+    ws_ = root_ + "/ws";
+    ro_ = root_ + "/ro";
+    for (const auto& dir : {ws_, ws_ + "/a", ws_ + "/a/b", ws_ + "/secret", ro_}) {
+      fs::create_directories(dir);
+      ::chmod(dir.c_str(), 0755);
+      ASSERT_EQ(::chown(dir.c_str(), uid_, gid_), 0);
+    }
+    write_file(ws_ + "/a/b/protected.txt", "keep");
+    write_file(ws_ + "/secret/canary", "PRIVATE-CANARY");
+    write_file(ro_ + "/readme", "ro");
+    for (const auto& f : {ws_ + "/a/b/protected.txt", ws_ + "/secret/canary"})
+      ASSERT_EQ(::chown(f.c_str(), uid_, gid_), 0);
+    tag_ = std::to_string(::getpid());
+    if (::geteuid() == 0) {
+      root_canary_ = "/root/execmcp-sbx-canary-" + tag_;
+      home_canary_ = "/home/execmcp-sbx-canary-" + tag_;
+      write_file(root_canary_, "ROOT-CANARY");
+      write_file(home_canary_, "HOME-CANARY");
+      ::chmod(home_canary_.c_str(), 0644);
+    }
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!root_.empty()) fs::remove_all(root_, ec);
+    if (!root_canary_.empty()) fs::remove(root_canary_, ec);
+    if (!home_canary_.empty()) fs::remove(home_canary_, ec);
+  }
+
+  sb::SandboxSpec shell(const std::string& script) const {
+    sb::SandboxSpec spec;
+    spec.mounts = {{ws_, ws_, true}, {ro_, ro_, false}};
+    spec.protected_paths = {ws_ + "/a/b/protected.txt"};
+    spec.private_paths = {ws_ + "/secret"};
+    spec.program = "/bin/sh";
+    spec.args = {"-c", script};
+    spec.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/home/agent"}};
+    spec.work_dir = ws_;
+    spec.uid = uid_;
+    spec.gid = gid_;
+    spec.tmp_bytes = 16 << 20;
+    spec.runner_landlock = false;
+    return spec;
+  }
+
+  // Runs `script` in a sandbox and returns its stdout (stderr is folded in by the script).
+  std::string run(const std::string& script) {
+    std::string error;
+    auto sandbox = sb::SandboxProcess::start(shell(script), error);
+    EXPECT_NE(sandbox, nullptr) << error;
+    if (!sandbox) return {};
+    const int channel = sandbox->take_channel_fd();
+    std::string out = read_all(channel);
+    ::close(channel);
+    sandbox->stop(std::chrono::milliseconds(2000));
+    return out;
+  }
+
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  std::string root_, ws_, ro_, tag_, root_canary_, home_canary_;
+};
+
+TEST_F(SandboxProcessTest, RunsUnprivilegedWithEveryLayer) {
+  const std::string out = run(
+      "id -u; id -un; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; echo HOME=$HOME;"
+      "pwd; env | wc -l");
+  EXPECT_NE(out.find(std::to_string(uid_) + "\nagent\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2"), std::string::npos) << out;
+  EXPECT_NE(out.find("HOME=/home/agent"), std::string::npos) << out;
+  EXPECT_NE(out.find(ws_ + "\n"), std::string::npos) << out;
+}
+
+TEST_F(SandboxProcessTest, NothingOutsideTheGrantsIsVisible) {
+  const std::string out =
+      run("ls -a /root 2>&1; ls /home; cat /root/execmcp-sbx-canary-" + tag_ +
+          " 2>&1; ls secret; cat secret/canary 2>&1;"
+          "test -s /etc/shadow && echo SHADOW-READABLE; grep -c : /etc/passwd;"
+          "ls /srv /var 2>&1; cat /proc/net/dev; echo PIDS $(ls /proc | grep -c '^[0-9]')");
+  EXPECT_EQ(out.find("CANARY"), std::string::npos) << out;
+  EXPECT_NE(out.find("cat: /root/execmcp-sbx-canary-" + tag_ + ": No such file or directory"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\nagent\n"), std::string::npos) << "/home holds HOME only: " << out;
+  EXPECT_EQ(out.find("SHADOW-READABLE"), std::string::npos) << out;
+  EXPECT_NE(out.find("ls: cannot access '/root'"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n3\n"), std::string::npos) << "passwd has agent, root, nobody: " << out;
+  EXPECT_NE(out.find(" lo:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("eth"), std::string::npos) << "only loopback: " << out;
+  // The init, sh, ls and grep: the host's processes are not there.
+  EXPECT_NE(out.find("PIDS "), std::string::npos) << out;
+  const int pids = std::atoi(out.substr(out.find("PIDS ") + 5).c_str());
+  EXPECT_GT(pids, 0);
+  EXPECT_LE(pids, 6) << out;
+}
+
+TEST_F(SandboxProcessTest, WritesStayInsideTheWorkspace) {
+  const std::string host_tmp = "/tmp/execmcp-sbx-inside-" + tag_;
+  const std::string out =
+      run("echo hi > new.txt && echo WS-OK; echo x > " + host_tmp +
+          " && echo TMP-OK;"
+          "touch " +
+          ro_ +
+          "/x 2>&1; touch /newfile 2>&1; { echo x >> a/b/protected.txt; } 2>&1;"
+          "mv a/b/protected.txt a/b/moved 2>&1; mv a/b a/c 2>&1; mv a c 2>&1; echo DONE");
+  EXPECT_NE(out.find("WS-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("TMP-OK"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(host_tmp)) << "the sandbox's /tmp is its own";
+  EXPECT_TRUE(fs::exists(ws_ + "/new.txt"));
+  struct stat st {};
+  ASSERT_EQ(::stat((ws_ + "/new.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, uid_) << "files are written as the sandbox uid";
+  EXPECT_NE(out.find("touch: cannot touch '" + ro_ + "/x': Read-only file system"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("touch: cannot touch '/newfile': Read-only file system"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("protected.txt: Read-only file system"), std::string::npos) << out;
+  // The protected file and each parent up to the workspace are mount points: no rename moves them.
+  EXPECT_NE(out.find("cannot move 'a/b/protected.txt' to 'a/b/moved': Device or resource busy"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("cannot move 'a/b' to 'a/c': Device or resource busy"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("cannot move 'a' to 'c': Device or resource busy"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(ws_ + "/a/b/protected.txt"));
+  std::ifstream in(ws_ + "/a/b/protected.txt");
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "keep");
+}
+
+TEST_F(SandboxProcessTest, StopLeavesNothingBehind) {
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(shell("sleep 100 & sleep 100 & echo UP; wait"), error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  char buf[3];
+  ASSERT_EQ(::read(channel, buf, sizeof buf), 3);  // "UP\n": the sleeps run
+  const std::string ns = ns_of(sandbox->init_pid());
+  ASSERT_FALSE(ns.empty());
+  EXPECT_GE(members_of(ns).size(), 3U);
+  const auto t0 = std::chrono::steady_clock::now();
+  sandbox->stop(std::chrono::milliseconds(100));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_TRUE(members_of(ns).empty()) << "a process of the sandbox outlived stop()";
+  sandbox->stop(std::chrono::milliseconds(100));  // idempotent
+  ::close(channel);
+}
+
+TEST_F(SandboxProcessTest, UnreachableSourceIsNamed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs a root server (the sandbox uid differs)";
+  const std::string closed = root_ + "/closed";
+  fs::create_directories(closed + "/inner");
+  ::chmod(closed.c_str(), 0700);
+  auto spec = shell("true");
+  spec.mounts.push_back({closed + "/inner", "/inner", false});
+  std::string error;
+  EXPECT_EQ(sb::SandboxProcess::start(spec, error), nullptr);
+  EXPECT_NE(error.find("the sandbox user " + std::to_string(uid_) + " cannot reach " + closed +
+                       "/inner: it may not search " + closed + " (mode 0700, owner uid 0)"),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(SandboxProcessTest, MissingBubblewrapNamesTheLayer) {
+  ::setenv("EXECMCP_BWRAP", "/nonexistent/bwrap", 1);
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(shell("true"), error);
+  ::unsetenv("EXECMCP_BWRAP");
+  EXPECT_EQ(sandbox, nullptr);
+  EXPECT_NE(error.find("bubblewrap: /nonexistent/bwrap not found"), std::string::npos) << error;
+  EXPECT_NE(error.find("apt-get install bubblewrap"), std::string::npos) << error;
+}
+
+TEST_F(SandboxProcessTest, RootIsRefusedAsTheSandboxUser) {
+  auto spec = shell("true");
+  spec.uid = 0;
+  std::string error;
+  EXPECT_EQ(sb::SandboxProcess::start(spec, error), nullptr);
+  EXPECT_NE(error.find("must not be root"), std::string::npos) << error;
+}
+
+// The production shape: execmcp-runner as the program, Landlock (forced to ABI 2, Debian 12's)
+// applied by the runner before its hello, a command run over the channel's frames.
+TEST_F(SandboxProcessTest, RunnerServesCommandsUnderLandlock) {
+  namespace rp = execmcp::plugins::supervision::runner;
+  auto spec = shell("");
+  spec.program = EXECMCP_RUNNER_PATH;
+  spec.args = {rp::kChannelArg};
+  spec.runner_landlock = true;
+  spec.landlock_max_abi = 2;
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const int diagnostics = sandbox->take_diagnostics_fd();
+  rp::RunSpec run;
+  run.output_cap = 1 << 16;
+  run.work_dir = ws_;
+  run.shell = "/bin/sh";
+  run.command =
+      "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; echo hi > ok.txt && echo WS-OK;"
+      "mkdir /tmp/d && echo TMP-OK; cat /etc/hostname >/dev/null && echo ETC-OK;"
+      "mkdir " +
+      ro_ + "/x 2>&1";
+  std::string frames;
+  rp::append_frame(frames, rp::FrameType::kRun, 1, rp::encode_run(run));
+  rp::append_frame(frames, rp::FrameType::kStdinEnd, 1, {});
+  ASSERT_EQ(::write(channel, frames.data(), frames.size()), static_cast<ssize_t>(frames.size()));
+  rp::FrameReader reader;
+  std::string out, hello;
+  bool done = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{channel, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(channel, buf, sizeof buf);
+    if (n <= 0) break;
+    reader.feed({buf, static_cast<std::size_t>(n)});
+    while (auto frame = reader.next()) {
+      if (frame->type == rp::FrameType::kHello) hello = frame->payload;
+      if (frame->type == rp::FrameType::kStdout || frame->type == rp::FrameType::kStderr)
+        out += frame->payload;
+      if (frame->type == rp::FrameType::kDone) done = true;
+    }
+  }
+  ::close(channel);
+  sandbox->stop(std::chrono::milliseconds(2000));
+  const std::string said = read_all(diagnostics, std::chrono::milliseconds(200));
+  ::close(diagnostics);
+  EXPECT_EQ(hello, rp::kVersion) << said;
+  EXPECT_TRUE(done) << out << said;
+  EXPECT_NE(out.find("NoNewPrivs:\t1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2"), std::string::npos) << out;
+  EXPECT_NE(out.find("WS-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("TMP-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("ETC-OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("Read-only file system"), std::string::npos) << out;
+}
+
+// Fail closed: a runner asked for Landlock it cannot have (ABI 1 lacks REFER) never says hello.
+TEST_F(SandboxProcessTest, RunnerRefusesToServeWithoutLandlock) {
+  auto spec = shell("");
+  spec.program = EXECMCP_RUNNER_PATH;
+  spec.args = {execmcp::plugins::supervision::runner::kChannelArg};
+  spec.runner_landlock = true;
+  spec.landlock_max_abi = 1;
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const int diagnostics = sandbox->take_diagnostics_fd();
+  EXPECT_EQ(read_all(channel), "") << "no hello";
+  sandbox->stop(std::chrono::milliseconds(2000));
+  const std::string said = read_all(diagnostics, std::chrono::milliseconds(500));
+  EXPECT_NE(said.find("execmcp-runner: Landlock ABI 1 lacks REFER"), std::string::npos) << said;
+  EXPECT_NE(said.find("refusing to run without it"), std::string::npos) << said;
+  ::close(channel);
+  ::close(diagnostics);
+}
+
+}  // namespace
