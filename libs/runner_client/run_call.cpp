@@ -72,4 +72,15 @@ void apply_report(const supervision::runner::DoneReport& done, sdk::ExecResult& 
   if (!done.killed) result.timed_out = result.cancelled = false;
 }
 
+sdk::BackgroundExit exit_of(int code, bool killed) {
+  sdk::BackgroundExit exit;
+  exit.killed = killed;
+  if (killed && code > 128 && code < 128 + 65) {
+    exit.signal = code - 128;
+  } else {
+    exit.exit_code = code;
+  }
+  return exit;
+}
+
 }  // namespace execmcp::plugins::runner_client

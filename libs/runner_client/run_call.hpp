@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 
+#include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/types.hpp"
 #include "runner_client/runner_channel.hpp"
 #include "supervision/runner_protocol.hpp"
@@ -47,5 +48,8 @@ RunEnd watch_run(RunnerChannel& channel, RunnerCall& call, const RunWatch& watch
 // The runner's report on `result`: exit code, truncation, error, notices; a command that ended by
 // itself before the kill landed is reported as it ended (never "exit 0, timed out").
 void apply_report(const supervision::runner::DoneReport& done, sdk::ExecResult& result);
+
+// A background call's exit status as the shell saw it: 128+N for a signal when we killed it.
+sdk::BackgroundExit exit_of(int code, bool killed);
 
 }  // namespace execmcp::plugins::runner_client

@@ -222,7 +222,7 @@ void RunnerChannel::fail(const std::string& why) {
       std::string said = before_hello_;
       while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
       if (!ready_ && !said.empty())
-        failure_ += " (the container said: " + sdk::log_text(said) + ")";
+        failure_ += " (" + ends_.peer + " said: " + sdk::log_text(said) + ")";
     }
     calls.swap(calls_);
   }
@@ -249,7 +249,7 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
       if (ready_ || frame.payload != rp::kVersion) {
         // A runner of another build: refused, not misread.
         if (!ready_)
-          failure_ = "execmcp-runner in the container speaks '" + frame.payload.substr(0, 64) +
+          failure_ = "execmcp-runner in " + ends_.peer + " speaks '" + frame.payload.substr(0, 64) +
                      "', this backend '" + std::string(rp::kVersion) + "'";
       } else {
         ready_ = true;

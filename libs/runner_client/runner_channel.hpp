@@ -123,6 +123,8 @@ struct ChannelEnds {
   // nothing (another process, such as an ssh master, may hold it open).
   int diagnostics_fd = -1;
   std::string leftover;  // bytes from read_fd already read by whoever opened it
+  // Where the runner runs, as errors name it ("the container said: ...").
+  std::string peer = "the container";
   // Whatever else the channel's life hangs on (a `docker exec -i` child): released after the
   // channel has closed its descriptors, so the child sees the end of its input first.
   std::shared_ptr<void> owner;
