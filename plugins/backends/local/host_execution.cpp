@@ -1,5 +1,6 @@
-// The `local` executor backend: work_dir and venv resolution, file tools, lifecycle, export.
-#include "local_backend.hpp"
+// The local backend on the host (isolation: none): work_dir and venv resolution, file tools,
+// background processes, lifecycle.
+#include "host_execution.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -16,8 +17,9 @@
 #include <map>
 #include <optional>
 
+#include "command_environment.hpp"
 #include "execmcp/sdk/path_policy.hpp"
-#include "execmcp/sdk/plugin.hpp"
+#include "skills_link.hpp"
 #include "supervision/supervisor_client.hpp"
 
 extern char** environ;  // NOLINT: POSIX
@@ -27,78 +29,6 @@ namespace execmcp::plugins::local {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
-
-std::map<std::string, std::string> host_environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    auto eq = entry.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
-    env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
-  }
-  return env;
-}
-
-bool has_python(const fs::path& venv) {
-  std::error_code ec;
-  return fs::exists(venv / "bin" / "python", ec);
-}
-
-void activate_venv(std::map<std::string, std::string>& env, const fs::path& venv) {
-  env["VIRTUAL_ENV"] = venv.string();
-  auto path = env.find("PATH");
-  std::string old_path = path == env.end() ? kDefaultPath : path->second;
-  env["PATH"] = (venv / "bin").string() + (old_path.empty() ? "" : ":" + old_path);
-  env.erase("PYTHONHOME");  // would point the venv's python at another installation
-}
-
-}  // namespace
-
-namespace {
-
-// The grants as the file tools use them. Identities of protected paths are those recorded before
-// (`previous`, from an earlier start) plus those of the protected paths that exist now: a restart
-// after a command moved a protected file forgets neither where it was nor what it is.
-std::shared_ptr<const std::vector<GrantRoot>> grant_roots(
-    const std::vector<sdk::PathGrant>& grants, const std::vector<GrantRoot>* previous = nullptr) {
-  auto roots = std::make_shared<std::vector<GrantRoot>>();
-  for (const auto& grant : grants) {
-    std::error_code ec;
-    fs::path canonical = fs::weakly_canonical(grant.path, ec);
-    if (ec) continue;  // unresolvable now: grants nothing
-    GrantRoot root{fs::path(grant.path).lexically_normal().string(),
-                   canonical.lexically_normal().string(),
-                   grant.writable,
-                   {}};
-    for (const auto& protected_path : grant.protected_paths) {
-      // Both forms: the one written (which the agent may use) and the real one (which a symlink
-      // reaches); unresolvable now, it still protects as written (fails closed).
-      const fs::path written = fs::path(protected_path).lexically_normal();
-      root.protected_paths.push_back(written.string());
-      const fs::path real = fs::weakly_canonical(written, ec);
-      if (!ec && real.lexically_normal() != written)
-        root.protected_paths.push_back(real.lexically_normal().string());
-      struct stat st {};
-      if (::stat(written.c_str(), &st) == 0)
-        root.protected_identities.push_back({st.st_dev, st.st_ino, written.string()});
-    }
-    if (previous != nullptr) {
-      for (const auto& before : *previous) {
-        if (before.configured != root.configured) continue;
-        for (const auto& identity : before.protected_identities) {
-          const bool known = std::any_of(
-              root.protected_identities.begin(), root.protected_identities.end(),
-              [&](const auto& i) { return i.dev == identity.dev && i.ino == identity.ino; });
-          if (!known) root.protected_identities.push_back(identity);
-        }
-      }
-    }
-    roots->push_back(std::move(root));
-  }
-  return roots;
-}
 
 // What errno means for a path the agent gave, in words that say what to do.
 std::string path_error(const std::string& verb, const std::string& path, int error) {
@@ -215,24 +145,24 @@ constexpr std::size_t kFileChunk = 1024 * 1024;  // cancel is looked at between 
 
 }  // namespace
 
-LocalBackend::LocalBackend(const sdk::BackendInit& init)
+HostExecution::HostExecution(const sdk::BackendInit& init, LocalSettings settings)
     : init_(init),
       grants_(init.paths.empty() ? std::vector<sdk::PathGrant>{{init.cwd, true}} : init.paths),
       roots_(grant_roots(grants_)),
-      settings_(parse_local_settings(init.settings_json)),
+      settings_(std::move(settings)),
       supervisor_(default_supervisor_path()) {
   if (init_.cwd.empty()) throw std::invalid_argument("the agent has no cwd");
 }
 
-LocalBackend::~LocalBackend() {
+HostExecution::~HostExecution() {
   stop();
 }
 
-void LocalBackend::log(sdk::LogLevel level, const std::string& message) const noexcept {
+void HostExecution::log(sdk::LogLevel level, const std::string& message) const noexcept {
   if (init_.log != nullptr) init_.log->log(level, message);
 }
 
-std::string LocalBackend::start() {
+std::string HostExecution::start() {
   if (auto error = supervisor_.check(); !error.empty()) return error;
   std::error_code ec;
   fs::create_directories(init_.cwd, ec);
@@ -240,49 +170,12 @@ std::string LocalBackend::start() {
   if (!fs::is_directory(init_.cwd, ec))
     return "the agent's cwd '" + init_.cwd + "' is not a directory";
   roots_.publish(grant_roots(grants_, roots_.load().get()));
-  link_skills();
+  link_skills(init_);
   return {};
 }
 
-// MassGen's local skills: <cwd>/.agent/skills names the skills dir, where skill loaders look. A
-// link already there is pointed at it; a real directory there is the user's and is left alone
-// (MassGen deletes it). Not having the link is not a reason to refuse the agent.
-void LocalBackend::link_skills() const {
-  if (init_.skills_dir.empty()) return;
-  std::error_code ec;
-  if (!fs::is_directory(init_.skills_dir, ec)) return;
-  const std::string shown = init_.cwd + "/.agent/skills";
-  auto skip = [&](const std::string& why) {
-    log(sdk::LogLevel::Warn, "local: not linking the skills dir at " + shown + ": " + why);
-  };
-  // The workspace is the agent's: every step is taken beneath a descriptor and never through a
-  // symlink it made (a `.agent` leading elsewhere would have the server write there).
-  const int workspace = ::open(init_.cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (workspace < 0) return skip(std::strerror(errno));
-  FdCloser workspace_closer{workspace};
-  if (::mkdirat(workspace, ".agent", 0755) != 0 && errno != EEXIST)
-    return skip(std::strerror(errno));
-  const int agent = ::openat(workspace, ".agent", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st {};
-  if (agent < 0 || ::fstat(agent, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    if (agent >= 0) ::close(agent);
-    return skip("'.agent' is not a directory (a symlink there is not followed)");
-  }
-  FdCloser agent_closer{agent};
-  if (::fstatat(agent, "skills", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (!S_ISLNK(st.st_mode)) return skip("something that is not a symlink is there already");
-    std::string target(PATH_MAX, '\0');
-    const ssize_t n = ::readlinkat(agent, "skills", target.data(), target.size());
-    if (n > 0 && target.compare(0, static_cast<std::size_t>(n), init_.skills_dir) == 0 &&
-        static_cast<std::size_t>(n) == init_.skills_dir.size())
-      return;
-    if (::unlinkat(agent, "skills", 0) != 0) return skip(std::strerror(errno));
-  }
-  if (::symlinkat(init_.skills_dir.c_str(), agent, "skills") != 0) skip(std::strerror(errno));
-}
-
-LocalBackend::OpenedGrant LocalBackend::open_grant(const std::string& path,
-                                                   sdk::Access access) const {
+HostExecution::OpenedGrant HostExecution::open_grant(const std::string& path,
+                                                     sdk::Access access) const {
   OpenedGrant opened;
   opened.roots = roots_.load();
   Location location = locate(path, init_.cwd, *opened.roots, access);
@@ -300,13 +193,13 @@ LocalBackend::OpenedGrant LocalBackend::open_grant(const std::string& path,
   return opened;
 }
 
-bool LocalBackend::abandoned(const sdk::CancelToken* cancel,
-                             unsigned stops_at_start) const noexcept {
+bool HostExecution::abandoned(const sdk::CancelToken* cancel,
+                              unsigned stops_at_start) const noexcept {
   return (cancel != nullptr && cancel->cancel_requested()) ||
          stops_.load(std::memory_order_acquire) != stops_at_start;
 }
 
-void LocalBackend::stop() noexcept {
+void HostExecution::stop() noexcept {
   stops_.fetch_add(1, std::memory_order_acq_rel);
   stop_background();
   std::unique_lock lock(running_mutex_);
@@ -320,41 +213,21 @@ void LocalBackend::stop() noexcept {
   supervisor_.shut_down();
 }
 
-void LocalBackend::cleanup() noexcept {
+void HostExecution::cleanup() noexcept {
   stop();
 }
 
-std::string LocalBackend::prepare(const std::string& request_command, const Env& request_env,
-                                  const std::string& work_dir, std::string& command,
-                                  std::vector<std::string>& env_out) const {
-  for (const auto& [name, value] : request_env) {
-    if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
-      return "invalid environment variable name '" + name + "'";
-  }
-
-  command = request_command;
-  std::optional<fs::path> venv;
-  // Both apply, as in the Docker backends: the venv's bin/ leads PATH, and the prefix wraps the
-  // command (so `uv run` or `poetry run` find the venv's tools).
-  if (!settings_.command_prefix.empty()) command = settings_.command_prefix + " " + request_command;
-  if (!settings_.venv_path.empty()) {
-    fs::path path = settings_.venv_path;
-    if (path.is_relative()) path = fs::path(init_.cwd) / path;
-    std::error_code ec;
-    if (!fs::is_directory(path / "bin", ec))
-      return "venv_path '" + path.string() +
-             "' has no bin/ directory (create it with `python3 -m venv " + path.string() + "`)";
-    venv = path.lexically_normal();
-  } else if (settings_.auto_venv) {
-    if (has_python(fs::path(work_dir) / ".venv")) {
-      venv = fs::path(work_dir) / ".venv";
-    } else if (work_dir != init_.cwd && has_python(fs::path(init_.cwd) / ".venv")) {
-      venv = fs::path(init_.cwd) / ".venv";
-    }
-  }
-
+std::string HostExecution::prepare(const std::string& request_command, const Env& request_env,
+                                   const std::string& work_dir, std::string& command,
+                                   std::vector<std::string>& env_out) const {
+  PreparedCommand prepared;
+  if (auto error =
+          prepare_command(settings_, init_.cwd, request_command, request_env, work_dir, prepared);
+      !error.empty())
+    return error;
+  command = std::move(prepared.command);
   env_out.clear();
-  if (!venv && settings_.env.empty() && request_env.empty()) {
+  if (!prepared.venv && settings_.env.empty() && request_env.empty()) {
     // Nothing to override (the usual case): the host's environment as it is, without the map.
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       const char* eq = std::strchr(*e, '=');
@@ -362,17 +235,12 @@ std::string LocalBackend::prepare(const std::string& request_command, const Env&
     }
     return {};
   }
-  auto env = host_environment();
-  for (const auto& [name, value] : settings_.env) env[name] = value;
-  if (venv) activate_venv(env, *venv);
-  for (const auto& [name, value] : request_env) env[name] = value;
-  env_out.reserve(env.size());
-  for (const auto& [name, value] : env) env_out.push_back(name + "=" + value);
+  env_out = command_environment(host_environment(), settings_, prepared.venv, request_env);
   return {};
 }
 
-std::string LocalBackend::resolve_spawn(const std::string& command, const std::string& work_dir,
-                                        const Env& env, SpawnSpec& spec) const {
+std::string HostExecution::resolve_spawn(const std::string& command, const std::string& work_dir,
+                                         const Env& env, SpawnSpec& spec) const {
   spec.work_dir_fd = -1;
   if (command.find('\0') != std::string::npos) return "the command contains a NUL byte";
   // The directory is opened beneath its grant and handed to the supervisor, which fchdir()s to
@@ -399,7 +267,7 @@ std::string LocalBackend::resolve_spawn(const std::string& command, const std::s
   return {};
 }
 
-sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
+sdk::ExecResult HostExecution::execute(const sdk::ExecRequest& request) {
   sdk::ExecResult refused;
   try {
     SpawnSpec spec;
@@ -435,7 +303,7 @@ sdk::ExecResult LocalBackend::execute(const sdk::ExecRequest& request) {
   return refused;
 }
 
-sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request) {
+sdk::FileReadResult HostExecution::read_file(const sdk::FileReadRequest& request) {
   sdk::FileReadResult result;
   const unsigned stops = stops_.load(std::memory_order_acquire);
   if (request.cancel != nullptr && request.cancel->cancel_requested()) {
@@ -514,8 +382,8 @@ sdk::FileReadResult LocalBackend::read_file(const sdk::FileReadRequest& request)
 // Writes into a new file beside the target (O_EXCL, in the same directory descriptor), fsyncs it
 // and renames it over the target: the file is either the old one or the whole new one, a hard
 // link to the target is never written through, and a full disk leaves the old file as it was.
-std::string LocalBackend::protected_ancestor(const OpenedGrant& grant,
-                                             const std::string& shown) const {
+std::string HostExecution::protected_ancestor(const OpenedGrant& grant,
+                                              const std::string& shown) const {
   if (!has_protected_paths(*grant.roots)) return {};
   std::string existing = grant.relative;
   for (;;) {
@@ -530,7 +398,7 @@ std::string LocalBackend::protected_ancestor(const OpenedGrant& grant,
   }
 }
 
-sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& request) {
+sdk::FileWriteResult HostExecution::write_file(const sdk::FileWriteRequest& request) {
   sdk::FileWriteResult result;
   const unsigned stops = stops_.load(std::memory_order_acquire);
   if (request.cancel != nullptr && request.cancel->cancel_requested()) {
@@ -643,7 +511,7 @@ sdk::FileWriteResult LocalBackend::write_file(const sdk::FileWriteRequest& reque
 // One background process. Fields marked (m) are guarded by background_mutex_; `control` is the
 // thread's, except term_grace, which the first terminate_background() sets (m) before it raises
 // `cancel` (run_supervised() reads it only after it saw the cancel).
-struct LocalBackend::Background {
+struct HostExecution::Background {
   enum class State { Starting, Running, Failed, Finished };
   State state = State::Starting;  // (m) Failed: start_background() reports it and reaps it
   long pid = 0;                   // (m)
@@ -680,13 +548,8 @@ class BackgroundSink final : public sdk::OutputSink {
 
 }  // namespace
 
-void* LocalBackend::query_interface(std::string_view id) noexcept {
-  if (id == sdk::kBackgroundProcessesId) return static_cast<sdk::BackgroundProcesses*>(this);
-  return nullptr;
-}
-
-void LocalBackend::run_background(Background& process, SpawnSpec spec,
-                                  sdk::BackgroundObserver* observer) noexcept {
+void HostExecution::run_background(Background& process, SpawnSpec spec,
+                                   sdk::BackgroundObserver* observer) noexcept {
   FdCloser dir_closer{spec.work_dir_fd};
   BackgroundSink sink(observer);
   sdk::ExecResult result;
@@ -740,8 +603,8 @@ void LocalBackend::run_background(Background& process, SpawnSpec spec,
   background_changed_.notify_all();
 }
 
-sdk::BackgroundStarted LocalBackend::start_background(const sdk::BackgroundRequest& request,
-                                                      sdk::BackgroundObserver* observer) noexcept {
+sdk::BackgroundStarted HostExecution::start_background(const sdk::BackgroundRequest& request,
+                                                       sdk::BackgroundObserver* observer) noexcept {
   sdk::BackgroundStarted started;
   try {
     reap_background();
@@ -794,8 +657,8 @@ sdk::BackgroundStarted LocalBackend::start_background(const sdk::BackgroundReque
   return started;
 }
 
-void LocalBackend::terminate_background(std::uint64_t id,
-                                        std::chrono::milliseconds grace) noexcept {
+void HostExecution::terminate_background(std::uint64_t id,
+                                         std::chrono::milliseconds grace) noexcept {
   {
     std::unique_lock lock(background_mutex_);
     auto it = background_.find(id);
@@ -814,7 +677,7 @@ void LocalBackend::terminate_background(std::uint64_t id,
   reap_background();
 }
 
-void LocalBackend::stop_background() noexcept {
+void HostExecution::stop_background() noexcept {
   {
     std::unique_lock lock(background_mutex_);
     for (;;) {
@@ -835,7 +698,7 @@ void LocalBackend::stop_background() noexcept {
   reap_background();
 }
 
-void LocalBackend::reap_background() noexcept {
+void HostExecution::reap_background() noexcept {
   std::vector<std::unique_ptr<Background>> done;
   {
     std::lock_guard lock(background_mutex_);
@@ -851,16 +714,4 @@ void LocalBackend::reap_background() noexcept {
   // Each thread has returned or is about to (it set Finished last): joined here, unlocked.
 }
 
-sdk::BackendTraits LocalBackend::traits() const {
-  sdk::BackendTraits traits;
-  traits.tools_dir = init_.tools_dir;
-  traits.python = "python3";
-  traits.isolated = false;
-  return traits;
-}
-
 }  // namespace execmcp::plugins::local
-
-EXECMCP_BACKEND_PLUGIN(execmcp::plugins::local::LocalBackend, "local", "0.1.0",
-                       "runs commands as subprocesses on the host, killing the whole tree on "
-                       "timeout or cancel")

@@ -1,4 +1,5 @@
-// The `local` executor backend: runs an agent's commands as subprocesses on the host.
+// The local backend's `isolation: none`: an agent's commands run as subprocesses on the host (under
+// execmcp-supervisor), its file tools open files beneath its grants from the server itself.
 #pragma once
 
 #include <atomic>
@@ -16,9 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "command_environment.hpp"
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
 #include "execmcp/sdk/path_policy.hpp"
+#include "local_execution.hpp"
 #include "local_settings.hpp"
 #include "path_beneath.hpp"
 #include "supervision/supervisor_client.hpp"
@@ -54,11 +57,11 @@ class Snapshot {
   std::shared_ptr<const T> value_;
 };
 
-class LocalBackend final : public sdk::ExecutorBackend, public sdk::BackgroundProcesses {
+class HostExecution final : public LocalExecution {
  public:
-  // Throws std::invalid_argument on bad settings.
-  explicit LocalBackend(const sdk::BackendInit& init);
-  ~LocalBackend() override;
+  // Throws std::invalid_argument when the agent has no cwd.
+  HostExecution(const sdk::BackendInit& init, LocalSettings settings);
+  ~HostExecution() override;
 
   std::string start() override;
   void stop() noexcept override;
@@ -68,16 +71,12 @@ class LocalBackend final : public sdk::ExecutorBackend, public sdk::BackgroundPr
   sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override;
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
 
-  [[nodiscard]] sdk::BackendTraits traits() const override;
-  [[nodiscard]] void* query_interface(std::string_view id) noexcept override;
-
-  // sdk::BackgroundProcesses: each process runs under run_supervised() on a thread of its own.
+  // Each background process runs under run_supervised() on a thread of its own.
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                           sdk::BackgroundObserver* observer) noexcept override;
   void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
 
  private:
-  using Env = std::vector<std::pair<std::string, std::string>>;
   // What execute() and start_background() share: checks the command, opens work_dir beneath its
   // grant (into spec.work_dir_fd, which the caller closes) and fills the spec's shell, work_dir,
   // command and environment. Returns "" or why the command may not run.
@@ -105,8 +104,6 @@ class LocalBackend final : public sdk::ExecutorBackend, public sdk::BackgroundPr
     std::string relative;
     std::string error;
   };
-  // <cwd>/.agent/skills -> the skills dir, when there is one (see start()).
-  void link_skills() const;
   [[nodiscard]] OpenedGrant open_grant(const std::string& path, sdk::Access access) const;
   // A refusal when the deepest directory of `grant.relative` that exists really lies in a
   // protected path (where a write would make the missing ones); "" otherwise.

@@ -1,0 +1,51 @@
+// The `local` executor backend: picks how commands run from the settings, and the plugin's export.
+#include "local_backend.hpp"
+
+#include "execmcp/sdk/plugin.hpp"
+#include "host_execution.hpp"
+#include "sandbox_execution.hpp"
+
+namespace execmcp::plugins::local {
+
+namespace {
+
+std::unique_ptr<LocalExecution> make_execution(const sdk::BackendInit& init,
+                                               LocalSettings settings) {
+  if (settings.isolation == Isolation::kSandbox)
+    return std::make_unique<SandboxExecution>(init, std::move(settings));
+  return std::make_unique<HostExecution>(init, std::move(settings));
+}
+
+}  // namespace
+
+LocalBackend::LocalBackend(const sdk::BackendInit& init)
+    : LocalBackend(init, parse_local_settings(init.settings_json)) {}
+
+LocalBackend::LocalBackend(const sdk::BackendInit& init, LocalSettings settings)
+    : tools_dir_(init.tools_dir),
+      isolated_(settings.isolation == Isolation::kSandbox),
+      execution_(make_execution(init, std::move(settings))) {}
+
+LocalBackend::~LocalBackend() {
+  execution_.reset();  // stops what runs before the rest goes
+}
+
+void* LocalBackend::query_interface(std::string_view id) noexcept {
+  if (id == sdk::kBackgroundProcessesId) return static_cast<sdk::BackgroundProcesses*>(this);
+  return nullptr;
+}
+
+sdk::BackendTraits LocalBackend::traits() const {
+  sdk::BackendTraits traits;
+  // The sandbox mounts the tools dir at its host path: commands see it where the host does.
+  traits.tools_dir = tools_dir_;
+  traits.python = "python3";
+  traits.isolated = isolated_;
+  return traits;
+}
+
+}  // namespace execmcp::plugins::local
+
+EXECMCP_BACKEND_PLUGIN(execmcp::plugins::local::LocalBackend, "local", "0.1.0",
+                       "runs commands as subprocesses on the host, or in an OS sandbox of their "
+                       "own (isolation: sandbox), killing the whole tree on timeout or cancel")
