@@ -16,6 +16,7 @@
 #include "execmcp/sdk/log_text.hpp"
 #include "runner_client/run_call.hpp"
 #include "skills_link.hpp"
+#include "supervision/landlock_rules.hpp"
 #include "supervision/program_path.hpp"
 #include "workspace_acl/workspace_acl.hpp"
 
@@ -287,17 +288,12 @@ std::string SandboxExecution::open_sandbox_locked(Channel& out) {
     process->stop(std::chrono::milliseconds(0));
     return "isolation: sandbox: " + why;
   }
-  const auto support = sandbox::check_sandbox_support();
+  const int abi = supervision::landlock::kernel_abi();
+  const int used = spec.landlock_max_abi > 0 ? std::min(spec.landlock_max_abi, abi) : abi;
   log(sdk::LogLevel::Info,
-      "local: sandbox of " + init_.agent_id + " is ready (uid " + std::to_string(spec.uid) +
+      "local: the sandbox of " + init_.agent_id + " is ready (uid " + std::to_string(spec.uid) +
           ", network " + (spec.network == sandbox::SandboxNetwork::kHost ? "host" : "none") +
-          ", Landlock " +
-          (support.landlock_abi >= 2
-               ? "ABI " + std::to_string(spec.landlock_max_abi > 0
-                                             ? std::min(spec.landlock_max_abi, support.landlock_abi)
-                                             : support.landlock_abi)
-               : std::string("not available")) +
-          ")");
+          ", Landlock " + (used >= 2 ? "ABI " + std::to_string(used) : "not applied") + ")");
   process_ = std::move(process);
   channel_ = channel;
   out = std::move(channel);

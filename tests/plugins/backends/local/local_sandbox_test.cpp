@@ -172,6 +172,18 @@ TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
   EXPECT_EQ(refusal(R"({"isolation": "none"})"), "");
 }
 
+// Fail closed: without bubblewrap the agent does not start (no fallback to the host), and the
+// error names the layer.
+TEST_F(LocalSandboxTest, WithoutBubblewrapTheAgentDoesNotStart) {
+  ::setenv("EXECMCP_BWRAP", "/nonexistent/bwrap", 1);
+  auto backend = create(kSandbox);
+  const std::string error = backend->start();
+  ::unsetenv("EXECMCP_BWRAP");
+  EXPECT_NE(error.find("bubblewrap"), std::string::npos) << error;
+  EXPECT_NE(run(*backend, "true").error, "");
+  backend->cleanup();
+}
+
 // Not a benchmark (bench/ is): the per-call cost of `true` in the sandbox and on the host, side by
 // side, printed for the record; asserts only that the sandbox is not wildly slower.
 TEST_F(LocalSandboxTest, ACallCostsAboutWhatItCostsOnTheHost) {
