@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,43 @@ TEST_F(SandboxProcessTest, UnreachableSourceIsNamed) {
                        "/inner: it may not search " + closed + " (mode 0700, owner uid 0)"),
             std::string::npos)
       << error;
+}
+
+// bubblewrap sets the sandbox up after it reports the init: a mount it refuses shows as the
+// channel at EOF and its own line on the diagnostics pipe, and nothing is left.
+TEST_F(SandboxProcessTest, ASetUpFailureArrivesOnTheDiagnostics) {
+  auto spec = shell("echo RAN");
+  spec.mounts.push_back({ro_, "/usr/execmcp-cannot-be-made", false});
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const int diagnostics = sandbox->take_diagnostics_fd();
+  EXPECT_EQ(read_all(channel), "");
+  sandbox->stop(std::chrono::milliseconds(2000));
+  const std::string said = read_all(diagnostics, std::chrono::milliseconds(500));
+  EXPECT_NE(said.find("bwrap: Can't mkdir /usr/execmcp-cannot-be-made"), std::string::npos) << said;
+  ::close(channel);
+  ::close(diagnostics);
+}
+
+TEST_F(SandboxProcessTest, HostNetworkSharesTheHostsInterfaces) {
+  auto spec = shell("cat /proc/net/dev");
+  spec.network = sb::SandboxNetwork::kHost;
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const std::string out = read_all(channel);
+  ::close(channel);
+  sandbox->stop(std::chrono::milliseconds(2000));
+  std::ifstream host("/proc/net/dev");
+  std::string line, host_dev;
+  while (std::getline(host, line)) host_dev += line.substr(0, line.find(':')) + "\n";
+  std::string seen;
+  std::istringstream in(out);
+  while (std::getline(in, line)) seen += line.substr(0, line.find(':')) + "\n";
+  EXPECT_EQ(seen, host_dev);
 }
 
 TEST_F(SandboxProcessTest, MissingBubblewrapNamesTheLayer) {
