@@ -8,6 +8,7 @@
 // The init's host pid comes from bwrap's --json-status-fd; SIGKILL to it (by pidfd) ends the pid
 // namespace, so stop() leaves nothing behind.
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -378,6 +379,8 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
     ::signal(SIGPIPE, SIG_DFL);
     if (::dup2(child_channel, 0) < 0 || ::dup2(child_channel, 1) < 0 || ::dup2(child_diag, 2) < 0)
       fail("sandbox: dup2 failed\n");
+    // Nothing of the server's reaches bwrap or the sandbox but what is named here.
+    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     for (int fd : inherit) ::fcntl(fd, F_SETFD, 0);
     if (root && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
                  ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||

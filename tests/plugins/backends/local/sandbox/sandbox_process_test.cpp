@@ -144,6 +144,13 @@ TEST_F(SandboxProcessTest, RunsUnprivilegedWithEveryLayer) {
   EXPECT_NE(out.find(ws_ + "\n"), std::string::npos) << out;
 }
 
+// The program gets the channel and the diagnostics pipe, nothing of the server's or bwrap's.
+TEST_F(SandboxProcessTest, TheProgramInheritsOnlyItsStdio) {
+  // 3 is the shell's own, reading the directory for the glob.
+  const std::string out = run("cd /proc/self/fd && echo *");
+  EXPECT_EQ(out, "0 1 2 3\n") << out;
+}
+
 TEST_F(SandboxProcessTest, NothingOutsideTheGrantsIsVisible) {
   const std::string out =
       run("ls -a /root 2>&1; ls /home; cat /root/execmcp-sbx-canary-" + tag_ +
