@@ -376,7 +376,11 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
+    // Dispositions the server set to "ignore" survive exec (SIGCHLD ignored would break bwrap's
+    // wait for its init): every signal starts at its default.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
     if (::dup2(child_channel, 0) < 0 || ::dup2(child_channel, 1) < 0 || ::dup2(child_diag, 2) < 0)
       fail("sandbox: dup2 failed\n");
     // Nothing of the server's reaches bwrap or the sandbox but what is named here.
