@@ -209,6 +209,29 @@ TEST_F(SandboxProcessTest, WritesStayInsideTheWorkspace) {
   EXPECT_EQ(content, "keep");
 }
 
+// The filter and the network namespace as a program meets them (python3, when installed).
+TEST_F(SandboxProcessTest, VsockRawSocketsAndTheOutsideAreRefused) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 here";
+  const std::string out =
+      run("python3 - 2>&1 <<'EOF'\n"
+          "import socket\n"
+          "for name, args in [('vsock', (40, 1)), ('raw', (2, 3, 1)), ('packet', (17, 3))]:\n"
+          "    try:\n"
+          "        socket.socket(*args); print(name, 'created')\n"
+          "    except OSError as e:\n"
+          "        print(name, e.errno)\n"
+          "s = socket.socket(); s.settimeout(2)\n"
+          "try:\n"
+          "    s.connect(('1.1.1.1', 80)); print('connect ok')\n"
+          "except OSError as e:\n"
+          "    print('connect', e.errno)\n"
+          "EOF\n");
+  EXPECT_NE(out.find("vsock 1\n"), std::string::npos) << "EPERM: " << out;
+  EXPECT_NE(out.find("raw 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("packet 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("connect 101\n"), std::string::npos) << "ENETUNREACH: " << out;
+}
+
 TEST_F(SandboxProcessTest, StopLeavesNothingBehind) {
   std::string error;
   auto sandbox = sb::SandboxProcess::start(shell("sleep 100 & sleep 100 & echo UP; wait"), error);
