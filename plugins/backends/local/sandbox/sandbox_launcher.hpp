@@ -23,7 +23,7 @@ enum class SandboxNetwork {
 
 // One host directory or file shown inside, at `target` (absolute, as the sandbox sees it).
 struct SandboxMount {
-  std::string source;  // absolute host path
+  std::string source;  // absolute host path, canonical (a symlink on the way is refused)
   std::string target;  // absolute path inside
   bool writable = false;
 };

@@ -247,7 +247,9 @@ bool open_inputs(const SandboxSpec& spec, BwrapInputs& in, Fds& fds,
       char real[4096];
       const std::string link = "/proc/self/fd/" + std::to_string(fd);
       const ssize_t n = ::readlink(link.c_str(), real, sizeof real - 1);
-      if (n <= 0 || std::string(real, static_cast<std::size_t>(n)) != m.source) {
+      struct stat st {};
+      if (n <= 0 || std::string(real, static_cast<std::size_t>(n)) != m.source ||
+          ::fstat(fd, &st) != 0 || S_ISLNK(st.st_mode)) {
         error = "sandbox: " + m.source + " is not what it was (it resolves elsewhere: a symlink " +
                 "or a rename on its way); refusing to mount it";
         return false;

@@ -302,6 +302,24 @@ TEST_F(SandboxProcessTest, HostNetworkSharesTheHostsInterfaces) {
   EXPECT_EQ(seen, host_dev);
 }
 
+// A source reached through a symlink (swapped in, say, by an agent before a restart) is refused.
+TEST_F(SandboxProcessTest, ASymlinkedSourceIsRefused) {
+  fs::create_directory_symlink(ro_, root_ + "/link");
+  {
+    auto spec = shell("true");
+    spec.mounts.push_back({root_ + "/link", "/linked", false});
+    std::string error;
+    EXPECT_EQ(sb::SandboxProcess::start(spec, error), nullptr);
+    EXPECT_NE(error.find(root_ + "/link is not what it was"), std::string::npos) << error;
+  }
+  fs::create_directories(ro_ + "/sub");
+  auto spec = shell("true");
+  spec.mounts.push_back({root_ + "/link/sub", "/linked", false});
+  std::string error;
+  EXPECT_EQ(sb::SandboxProcess::start(spec, error), nullptr);
+  EXPECT_NE(error.find(root_ + "/link/sub is not what it was"), std::string::npos) << error;
+}
+
 TEST_F(SandboxProcessTest, MissingBubblewrapNamesTheLayer) {
   ::setenv("EXECMCP_BWRAP", "/nonexistent/bwrap", 1);
   std::string error;
