@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox_launcher.hpp"
@@ -247,6 +248,26 @@ TEST_F(SandboxProcessTest, StopLeavesNothingBehind) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   EXPECT_TRUE(members_of(ns).empty()) << "a process of the sandbox outlived stop()";
   sandbox->stop(std::chrono::milliseconds(100));  // idempotent
+  ::close(channel);
+}
+
+// Started from a thread that then ends (a request's thread), the sandbox lives on: nothing of it
+// hangs on the thread that forked (PR_SET_PDEATHSIG, which bwrap's --die-with-parent sets, would).
+TEST_F(SandboxProcessTest, OutlivesTheThreadThatStartedIt) {
+  std::unique_ptr<sb::SandboxProcess> sandbox;
+  std::string error;
+  std::thread([&] {
+    sandbox = sb::SandboxProcess::start(shell("echo UP; sleep 100"), error);
+  }).join();
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  char buf[3];
+  ASSERT_EQ(::read(channel, buf, sizeof buf), 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string ns = ns_of(sandbox->init_pid());
+  EXPECT_FALSE(ns.empty()) << "the sandbox died with the thread that started it";
+  EXPECT_GE(members_of(ns).size(), 2U);
+  sandbox->stop(std::chrono::milliseconds(0));
   ::close(channel);
 }
 
