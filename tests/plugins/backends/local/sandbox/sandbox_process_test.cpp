@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -269,6 +270,53 @@ TEST_F(SandboxProcessTest, OutlivesTheThreadThatStartedIt) {
   EXPECT_GE(members_of(ns).size(), 2U);
   sandbox->stop(std::chrono::milliseconds(0));
   ::close(channel);
+}
+
+// The server SIGKILLed with a command running in its sandbox: the channel's EOF ends the runner,
+// which kills what it runs; nothing of the pid namespace is left.
+TEST_F(SandboxProcessTest, AKilledServerLeavesNothingBehind) {
+  namespace rp = execmcp::plugins::supervision::runner;
+  auto spec = shell("");
+  spec.program = EXECMCP_RUNNER_PATH;
+  spec.args = {rp::kChannelArg};
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t server = ::fork();
+  if (server == 0) {
+    std::string error;
+    auto sandbox = sb::SandboxProcess::start(spec, error);
+    if (!sandbox) ::_exit(1);
+    const int channel = sandbox->take_channel_fd();
+    rp::RunSpec run;
+    run.output_cap = 1024;
+    run.work_dir = ws_;
+    run.shell = "/bin/sh";
+    run.command = "sleep 100 & sleep 100";
+    std::string frames;
+    rp::append_frame(frames, rp::FrameType::kRun, 1, rp::encode_run(run));
+    rp::append_frame(frames, rp::FrameType::kStdinEnd, 1, {});
+    if (::write(channel, frames.data(), frames.size()) != static_cast<ssize_t>(frames.size()))
+      ::_exit(2);
+    const pid_t init = sandbox->init_pid();
+    if (::write(report[1], &init, sizeof init) != sizeof init) ::_exit(3);
+    for (;;) ::pause();
+  }
+  ::close(report[1]);
+  pid_t init = 0;
+  ASSERT_EQ(::read(report[0], &init, sizeof init), static_cast<ssize_t>(sizeof init));
+  ::close(report[0]);
+  const std::string ns = ns_of(init);
+  ASSERT_FALSE(ns.empty());
+  // The command runs: the init, the runner, its pool, a spare, the shell and two sleeps.
+  for (int i = 0; i < 200 && members_of(ns).size() < 6; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(members_of(ns).size(), 6U);
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  // (A zombie of the init may wait a moment for the host's init to reap it.)
+  for (int i = 0; i < 300 && !members_of(ns).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(members_of(ns).empty()) << "the sandbox outlived its server";
 }
 
 TEST_F(SandboxProcessTest, UnreachableSourceIsNamed) {
