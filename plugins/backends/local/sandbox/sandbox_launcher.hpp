@@ -23,7 +23,7 @@ enum class SandboxNetwork {
 
 // One host directory or file shown inside, at `target` (absolute, as the sandbox sees it).
 struct SandboxMount {
-  std::string source;  // absolute host path
+  std::string source;  // absolute host path, canonical (a symlink on the way is refused)
   std::string target;  // absolute path inside
   bool writable = false;
 };
@@ -82,8 +82,11 @@ SandboxSupport check_sandbox_support();
 // One running sandbox. Destroying it stops it (stop()).
 class SandboxProcess {
  public:
-  // Starts bubblewrap and waits until it has started `program` (not for the program's own hello).
-  // Null and `error` naming the layer when anything fails; nothing is left behind then.
+  // Starts bubblewrap and waits until it has made the sandbox's init (not for the program's own
+  // hello). Null and `error` naming the layer when anything fails before that; nothing is left
+  // behind then. bubblewrap sets the sandbox up after it reports the init, so a set-up failure
+  // (a mount it refused) shows as the channel at EOF with bwrap's line on the diagnostics pipe,
+  // as a program that cannot run does: wait for the program's first words to know it runs.
   static std::unique_ptr<SandboxProcess> start(const SandboxSpec& spec, std::string& error);
   virtual ~SandboxProcess() = default;
 

@@ -8,6 +8,7 @@
 // The init's host pid comes from bwrap's --json-status-fd; SIGKILL to it (by pidfd) ends the pid
 // namespace, so stop() leaves nothing behind.
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -20,7 +21,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -165,6 +168,23 @@ int pidfd_open(pid_t pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
+// A pidfd of the sandbox's init, or -1 when it has already ended. The pid is checked to still be
+// bwrap's child (not a reused number) while the pidfd pins it.
+int init_of(pid_t init, pid_t bwrap) {
+  const int fd = pidfd_open(init);
+  if (fd < 0) return -1;
+  std::ifstream status("/proc/" + std::to_string(init) + "/status");
+  pid_t parent = -1;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("PPid:", 0) == 0) parent = static_cast<pid_t>(std::atol(line.c_str() + 5));
+  }
+  if (parent != bwrap || ::syscall(SYS_pidfd_send_signal, fd, 0, nullptr, 0) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 class BwrapSandbox final : public SandboxProcess {
  public:
   BwrapSandbox(pid_t bwrap, int bwrap_pidfd, pid_t init, int init_pidfd, int channel,
@@ -187,7 +207,7 @@ class BwrapSandbox final : public SandboxProcess {
     if (bwrap_ < 0) return;
     if (channel_ >= 0) ::close(std::exchange(channel_, -1));  // the program's EOF
     if (grace.count() <= 0 || !wait_exit(bwrap_pidfd_, grace))
-      ::syscall(SYS_pidfd_send_signal, init_pidfd_, SIGKILL, nullptr, 0);
+      if (init_pidfd_ >= 0) ::syscall(SYS_pidfd_send_signal, init_pidfd_, SIGKILL, nullptr, 0);
     // The monitor follows its init at once; a monitor that does not is killed too.
     if (!wait_exit(bwrap_pidfd_, std::chrono::milliseconds(2000)))
       ::syscall(SYS_pidfd_send_signal, bwrap_pidfd_, SIGKILL, nullptr, 0);
@@ -227,7 +247,9 @@ bool open_inputs(const SandboxSpec& spec, BwrapInputs& in, Fds& fds,
       char real[4096];
       const std::string link = "/proc/self/fd/" + std::to_string(fd);
       const ssize_t n = ::readlink(link.c_str(), real, sizeof real - 1);
-      if (n <= 0 || std::string(real, static_cast<std::size_t>(n)) != m.source) {
+      struct stat st {};
+      if (n <= 0 || std::string(real, static_cast<std::size_t>(n)) != m.source ||
+          ::fstat(fd, &st) != 0 || S_ISLNK(st.st_mode)) {
         error = "sandbox: " + m.source + " is not what it was (it resolves elsewhere: a symlink " +
                 "or a rename on its way); refusing to mount it";
         return false;
@@ -356,9 +378,15 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
     sigset_t none;
     ::sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
+    // Dispositions the server set to "ignore" survive exec (SIGCHLD ignored would break bwrap's
+    // wait for its init): every signal starts at its default.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
     if (::dup2(child_channel, 0) < 0 || ::dup2(child_channel, 1) < 0 || ::dup2(child_diag, 2) < 0)
       fail("sandbox: dup2 failed\n");
+    // Nothing of the server's reaches bwrap or the sandbox but what is named here.
+    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     for (int fd : inherit) ::fcntl(fd, F_SETFD, 0);
     if (root && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
                  ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||
@@ -394,14 +422,15 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
     return nullptr;
   }
   const pid_t init = read_child_pid(status[0], std::chrono::seconds(20));
-  const int init_pidfd = init > 0 ? pidfd_open(init) : -1;
-  if (init_pidfd < 0 || bwrap_pidfd < 0) {
-    if (init_pidfd >= 0) ::close(init_pidfd);
+  if (init <= 0 || bwrap_pidfd < 0) {
     reap();
     const std::string said = drain(diag[0]);
     error = "bubblewrap could not start the sandbox" + (said.empty() ? std::string() : ": " + said);
     return nullptr;
   }
+  // The init may have ended already (a failed set-up, a program that exits at once): then the
+  // channel is at EOF and bwrap's or the program's words are on the diagnostics pipe.
+  const int init_pidfd = init_of(init, pid);
   parent_ends.fds.clear();  // handed over
   ::close(report[0]);
   return std::make_unique<BwrapSandbox>(pid, bwrap_pidfd, init, init_pidfd, channel[0], diag[0],

@@ -4,13 +4,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox_launcher.hpp"
@@ -143,6 +146,13 @@ TEST_F(SandboxProcessTest, RunsUnprivilegedWithEveryLayer) {
   EXPECT_NE(out.find(ws_ + "\n"), std::string::npos) << out;
 }
 
+// The program gets the channel and the diagnostics pipe, nothing of the server's or bwrap's.
+TEST_F(SandboxProcessTest, TheProgramInheritsOnlyItsStdio) {
+  // 3 is the shell's own, reading the directory for the glob.
+  const std::string out = run("cd /proc/self/fd && echo *");
+  EXPECT_EQ(out, "0 1 2 3\n") << out;
+}
+
 TEST_F(SandboxProcessTest, NothingOutsideTheGrantsIsVisible) {
   const std::string out =
       run("ls -a /root 2>&1; ls /home; cat /root/execmcp-sbx-canary-" + tag_ +
@@ -201,6 +211,29 @@ TEST_F(SandboxProcessTest, WritesStayInsideTheWorkspace) {
   EXPECT_EQ(content, "keep");
 }
 
+// The filter and the network namespace as a program meets them (python3, when installed).
+TEST_F(SandboxProcessTest, VsockRawSocketsAndTheOutsideAreRefused) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 here";
+  const std::string out =
+      run("python3 - 2>&1 <<'EOF'\n"
+          "import socket\n"
+          "for name, args in [('vsock', (40, 1)), ('raw', (2, 3, 1)), ('packet', (17, 3))]:\n"
+          "    try:\n"
+          "        socket.socket(*args); print(name, 'created')\n"
+          "    except OSError as e:\n"
+          "        print(name, e.errno)\n"
+          "s = socket.socket(); s.settimeout(2)\n"
+          "try:\n"
+          "    s.connect(('1.1.1.1', 80)); print('connect ok')\n"
+          "except OSError as e:\n"
+          "    print('connect', e.errno)\n"
+          "EOF\n");
+  EXPECT_NE(out.find("vsock 1\n"), std::string::npos) << "EPERM: " << out;
+  EXPECT_NE(out.find("raw 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("packet 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("connect 101\n"), std::string::npos) << "ENETUNREACH: " << out;
+}
+
 TEST_F(SandboxProcessTest, StopLeavesNothingBehind) {
   std::string error;
   auto sandbox = sb::SandboxProcess::start(shell("sleep 100 & sleep 100 & echo UP; wait"), error);
@@ -219,6 +252,73 @@ TEST_F(SandboxProcessTest, StopLeavesNothingBehind) {
   ::close(channel);
 }
 
+// Started from a thread that then ends (a request's thread), the sandbox lives on: nothing of it
+// hangs on the thread that forked (PR_SET_PDEATHSIG, which bwrap's --die-with-parent sets, would).
+TEST_F(SandboxProcessTest, OutlivesTheThreadThatStartedIt) {
+  std::unique_ptr<sb::SandboxProcess> sandbox;
+  std::string error;
+  std::thread([&] {
+    sandbox = sb::SandboxProcess::start(shell("echo UP; sleep 100"), error);
+  }).join();
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  char buf[3];
+  ASSERT_EQ(::read(channel, buf, sizeof buf), 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string ns = ns_of(sandbox->init_pid());
+  EXPECT_FALSE(ns.empty()) << "the sandbox died with the thread that started it";
+  EXPECT_GE(members_of(ns).size(), 2U);
+  sandbox->stop(std::chrono::milliseconds(0));
+  ::close(channel);
+}
+
+// The server SIGKILLed with a command running in its sandbox: the channel's EOF ends the runner,
+// which kills what it runs; nothing of the pid namespace is left.
+TEST_F(SandboxProcessTest, AKilledServerLeavesNothingBehind) {
+  namespace rp = execmcp::plugins::supervision::runner;
+  auto spec = shell("");
+  spec.program = EXECMCP_RUNNER_PATH;
+  spec.args = {rp::kChannelArg};
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t server = ::fork();
+  if (server == 0) {
+    std::string error;
+    auto sandbox = sb::SandboxProcess::start(spec, error);
+    if (!sandbox) ::_exit(1);
+    const int channel = sandbox->take_channel_fd();
+    rp::RunSpec run;
+    run.output_cap = 1024;
+    run.work_dir = ws_;
+    run.shell = "/bin/sh";
+    run.command = "sleep 100 & sleep 100";
+    std::string frames;
+    rp::append_frame(frames, rp::FrameType::kRun, 1, rp::encode_run(run));
+    rp::append_frame(frames, rp::FrameType::kStdinEnd, 1, {});
+    if (::write(channel, frames.data(), frames.size()) != static_cast<ssize_t>(frames.size()))
+      ::_exit(2);
+    const pid_t init = sandbox->init_pid();
+    if (::write(report[1], &init, sizeof init) != sizeof init) ::_exit(3);
+    for (;;) ::pause();
+  }
+  ::close(report[1]);
+  pid_t init = 0;
+  ASSERT_EQ(::read(report[0], &init, sizeof init), static_cast<ssize_t>(sizeof init));
+  ::close(report[0]);
+  const std::string ns = ns_of(init);
+  ASSERT_FALSE(ns.empty());
+  // The command runs: the init, the runner, its pool, a spare, the shell and two sleeps.
+  for (int i = 0; i < 200 && members_of(ns).size() < 6; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(members_of(ns).size(), 6U);
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  // (A zombie of the init may wait a moment for the host's init to reap it.)
+  for (int i = 0; i < 300 && !members_of(ns).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(members_of(ns).empty()) << "the sandbox outlived its server";
+}
+
 TEST_F(SandboxProcessTest, UnreachableSourceIsNamed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs a root server (the sandbox uid differs)";
   const std::string closed = root_ + "/closed";
@@ -232,6 +332,61 @@ TEST_F(SandboxProcessTest, UnreachableSourceIsNamed) {
                        "/inner: it may not search " + closed + " (mode 0700, owner uid 0)"),
             std::string::npos)
       << error;
+}
+
+// bubblewrap sets the sandbox up after it reports the init: a mount it refuses shows as the
+// channel at EOF and its own line on the diagnostics pipe, and nothing is left.
+TEST_F(SandboxProcessTest, ASetUpFailureArrivesOnTheDiagnostics) {
+  auto spec = shell("echo RAN");
+  spec.mounts.push_back({ro_, "/usr/execmcp-cannot-be-made", false});
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const int diagnostics = sandbox->take_diagnostics_fd();
+  EXPECT_EQ(read_all(channel), "");
+  sandbox->stop(std::chrono::milliseconds(2000));
+  const std::string said = read_all(diagnostics, std::chrono::milliseconds(500));
+  EXPECT_NE(said.find("bwrap: Can't mkdir /usr/execmcp-cannot-be-made"), std::string::npos) << said;
+  ::close(channel);
+  ::close(diagnostics);
+}
+
+TEST_F(SandboxProcessTest, HostNetworkSharesTheHostsInterfaces) {
+  auto spec = shell("cat /proc/net/dev");
+  spec.network = sb::SandboxNetwork::kHost;
+  std::string error;
+  auto sandbox = sb::SandboxProcess::start(spec, error);
+  ASSERT_NE(sandbox, nullptr) << error;
+  const int channel = sandbox->take_channel_fd();
+  const std::string out = read_all(channel);
+  ::close(channel);
+  sandbox->stop(std::chrono::milliseconds(2000));
+  std::ifstream host("/proc/net/dev");
+  std::string line, host_dev;
+  while (std::getline(host, line)) host_dev += line.substr(0, line.find(':')) + "\n";
+  std::string seen;
+  std::istringstream in(out);
+  while (std::getline(in, line)) seen += line.substr(0, line.find(':')) + "\n";
+  EXPECT_EQ(seen, host_dev);
+}
+
+// A source reached through a symlink (swapped in, say, by an agent before a restart) is refused.
+TEST_F(SandboxProcessTest, ASymlinkedSourceIsRefused) {
+  fs::create_directory_symlink(ro_, root_ + "/link");
+  {
+    auto spec = shell("true");
+    spec.mounts.push_back({root_ + "/link", "/linked", false});
+    std::string error;
+    EXPECT_EQ(sb::SandboxProcess::start(spec, error), nullptr);
+    EXPECT_NE(error.find(root_ + "/link is not what it was"), std::string::npos) << error;
+  }
+  fs::create_directories(ro_ + "/sub");
+  auto spec = shell("true");
+  spec.mounts.push_back({root_ + "/link/sub", "/linked", false});
+  std::string error;
+  EXPECT_EQ(sb::SandboxProcess::start(spec, error), nullptr);
+  EXPECT_NE(error.find(root_ + "/link/sub is not what it was"), std::string::npos) << error;
 }
 
 TEST_F(SandboxProcessTest, MissingBubblewrapNamesTheLayer) {
