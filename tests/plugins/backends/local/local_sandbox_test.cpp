@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -152,6 +154,45 @@ TEST_F(LocalSandboxTest, ARunnerKilledUnderACallBringsANewSandbox) {
   const auto after = run(backend, "echo back");
   EXPECT_EQ(after.error, "");
   EXPECT_EQ(after.stdout_data, "back\n");
+}
+
+// The workspace is at its host path inside, so a `.venv` there is found and activated as on the
+// host (its python a link to the system's, which the sandbox shows read-only; a venv made from a
+// Python under a home directory, pyenv's say, would point where the sandbox does not see).
+TEST_F(LocalSandboxTest, AVenvInTheWorkspaceIsActive) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  const std::string venv = (workspace_ / ".venv").string();
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
+  ASSERT_EQ(std::system(("/usr/bin/python3 -m venv --without-pip '" + venv + "'").c_str()), 0);
+  auto& backend = make();
+  const auto r = run(backend, "echo $VIRTUAL_ENV; python -c 'import sys; print(sys.prefix)'");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.stdout_data, venv + "\n" + venv + "\n") << "stderr: " << r.stderr_data;
+}
+
+// A protected path inside the workspace: read-only for commands (the mount) and for write_file
+// (refused before the runner is asked), readable by both.
+TEST_F(LocalSandboxTest, AProtectedPathIsReadOnlyForCommandsAndTheFileTools) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  std::ofstream(workspace_ / "keep.txt") << "original";
+  execmcp::sdk::BackendInit init;
+  init.agent_id = "sandbox-test";
+  init.cwd = workspace_.string();
+  init.paths = {{workspace_.string(), true, {(workspace_ / "keep.txt").string()}}};
+  init.settings_json = kSandbox;
+  backends_.push_back(factory_(init));
+  ASSERT_EQ(backends_.back()->start(), "");
+  auto& backend = *backends_.back();
+  const auto r =
+      run(backend, "cat keep.txt; echo changed > keep.txt; echo rc=$?; echo ok > new.txt");
+  EXPECT_NE(r.stdout_data.find("original"), std::string::npos) << r.stdout_data;
+  EXPECT_EQ(r.stdout_data.find("rc=0"), std::string::npos) << r.stdout_data << r.stderr_data;
+  EXPECT_NE(r.stdout_data.find("rc="), std::string::npos) << r.stdout_data << r.stderr_data;
+  EXPECT_NE(backend.write_file({"keep.txt", "changed"}).error, "");
+  EXPECT_EQ(backend.read_file({"keep.txt"}).data, "original");
+  EXPECT_EQ(backend.read_file({"new.txt"}).data, "ok\n");
+  std::ifstream in(workspace_ / "keep.txt");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "original");
 }
 
 TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
