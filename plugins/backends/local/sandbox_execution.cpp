@@ -229,10 +229,14 @@ std::string SandboxExecution::grant_access(const std::vector<GrantRoot>& roots) 
 sandbox::SandboxSpec SandboxExecution::sandbox_spec(const std::vector<GrantRoot>& roots) const {
   sandbox::SandboxSpec spec;
   for (const auto& root : roots) {
-    if (root.canonical.empty()) continue;
+    // A grant that does not exist grants nothing (as on the host); the workspace exists by now.
+    if (root.canonical.empty() || canonical_or_empty(root.canonical) != root.canonical) continue;
     spec.mounts.push_back({root.canonical, root.canonical, root.writable});
+    // Each protected path by its real path (grant_roots() holds it as written and as resolved);
+    // one that does not exist has nothing to protect yet.
     for (const auto& p : root.protected_paths)
-      if (within(p, root.canonical)) spec.protected_paths.push_back(p);
+      if (within(p, root.canonical) && canonical_or_empty(p) == p)
+        spec.protected_paths.push_back(p);
   }
   auto in_a_mount = [&](const std::string& path) {
     for (const auto& m : spec.mounts)

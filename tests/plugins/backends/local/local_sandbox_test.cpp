@@ -195,6 +195,27 @@ TEST_F(LocalSandboxTest, AProtectedPathIsReadOnlyForCommandsAndTheFileTools) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "original");
 }
 
+// A context path that does not exist grants nothing, and a protected path written through a
+// symlink is protected by its real path: neither keeps the sandbox from starting.
+TEST_F(LocalSandboxTest, AMissingGrantAndAProtectedPathThroughASymlinkStillStart) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  fs::create_directories(workspace_ / "real");
+  std::ofstream(workspace_ / "real" / "p.txt") << "original";
+  fs::create_directory_symlink(workspace_ / "real", workspace_ / "alias");
+  execmcp::sdk::BackendInit init;
+  init.agent_id = "sandbox-test";
+  init.cwd = workspace_.string();
+  init.paths = {{workspace_.string(), true, {(workspace_ / "alias" / "p.txt").string()}},
+                {(root_ / "missing").string(), false}};
+  init.settings_json = kSandbox;
+  backends_.push_back(factory_(init));
+  ASSERT_EQ(backends_.back()->start(), "");
+  const auto r = run(*backends_.back(), "echo x > real/p.txt; echo rc=$?");
+  EXPECT_EQ(r.stdout_data.find("rc=0"), std::string::npos) << r.stdout_data;
+  std::ifstream in(workspace_ / "real" / "p.txt");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "original");
+}
+
 TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
   EXPECT_NE(refusal(R"({"isolation": "vm"})").find(R"('isolation' must be "none" or "sandbox")"),
             std::string::npos)
