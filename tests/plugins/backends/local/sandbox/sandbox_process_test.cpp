@@ -51,13 +51,20 @@ std::string ns_of(pid_t pid) {
   return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec).string();
 }
 
-// Host pids whose pid namespace is `ns`.
+// Host pids of live processes whose pid namespace is `ns`.
 std::vector<pid_t> members_of(const std::string& ns) {
   std::vector<pid_t> pids;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const auto name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (ns_of(std::stoi(name)) == ns) pids.push_back(std::stoi(name));
+    if (ns_of(std::stoi(name)) != ns) continue;
+    // A zombie holds nothing but its pid: the host's init reaps an orphaned one when it will.
+    std::ifstream stat("/proc/" + name + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    const auto paren = text.rfind(')');
+    if (paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z') continue;
+    pids.push_back(std::stoi(name));
   }
   return pids;
 }
@@ -275,6 +282,17 @@ TEST_F(SandboxProcessTest, OutlivesTheThreadThatStartedIt) {
     got.append(buf, static_cast<std::size_t>(n));
   }
   EXPECT_EQ(got, "GOT hi\n") << "the sandbox died with the thread that started it";
+  // Its bwrap still watches it: the init's parent is our child, not an orphan's adopter.
+  std::ifstream status("/proc/" + std::to_string(sandbox->init_pid()) + "/status");
+  pid_t parent = -1;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("PPid:", 0) == 0) parent = std::atoi(line.c_str() + 5);
+  std::ifstream parent_stat("/proc/" + std::to_string(parent) + "/stat");
+  std::string stat;
+  std::getline(parent_stat, stat);
+  EXPECT_NE(stat.find(" " + std::to_string(::getpid()) + " "), std::string::npos)
+      << "bwrap (the init's parent) is gone: " << stat;
+  EXPECT_EQ(stat.find(") Z "), std::string::npos) << stat;
   const std::string ns = ns_of(sandbox->init_pid());
   EXPECT_FALSE(ns.empty());
   sandbox->stop(std::chrono::milliseconds(0));
@@ -323,7 +341,6 @@ TEST_F(SandboxProcessTest, AKilledServerLeavesNothingBehind) {
   EXPECT_GE(members_of(ns).size(), 6U);
   ::kill(server, SIGKILL);
   ::waitpid(server, nullptr, 0);
-  // (A zombie of the init may wait a moment for the host's init to reap it.)
   for (int i = 0; i < 300 && !members_of(ns).empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(members_of(ns).empty()) << "the sandbox outlived its server";
