@@ -456,7 +456,9 @@ TEST_F(SandboxProcessTest, RunnerServesCommandsUnderLandlock) {
       "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; echo hi > ok.txt && echo WS-OK;"
       "mkdir /tmp/d && echo TMP-OK; cat /etc/hostname >/dev/null && echo ETC-OK;"
       "mkdir " +
-      ro_ + "/x 2>&1";
+      ro_ +
+      "/x 2>&1; dd if=/proc/2/mem of=/dev/null bs=1 count=1 2>&1;"
+      "echo RUNNER=$(cat /proc/2/comm)";
   std::string frames;
   rp::append_frame(frames, rp::FrameType::kRun, 1, rp::encode_run(run));
   rp::append_frame(frames, rp::FrameType::kStdinEnd, 1, {});
@@ -491,6 +493,9 @@ TEST_F(SandboxProcessTest, RunnerServesCommandsUnderLandlock) {
   EXPECT_NE(out.find("TMP-OK"), std::string::npos) << out;
   EXPECT_NE(out.find("ETC-OK"), std::string::npos) << out;
   EXPECT_NE(out.find("Read-only file system"), std::string::npos) << out;
+  // The runner (PID 2, under bwrap's init) is not dumpable: its memory is closed to commands.
+  EXPECT_NE(out.find("RUNNER=execmcp-runner"), std::string::npos) << out;
+  EXPECT_NE(out.find("/proc/2/mem': Permission denied"), std::string::npos) << out;
 }
 
 // Fail closed: a runner asked for Landlock it cannot have (ABI 1 lacks REFER) never says hello.
