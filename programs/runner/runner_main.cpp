@@ -15,6 +15,7 @@
 // get their own pipes, never the runner's descriptors).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -450,6 +451,9 @@ int main(int argc, char** argv) {
       [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
       return 3;
     }
+    // In the OS sandbox the commands run as the runner's own uid: not dumpable, their
+    // /proc/<runner>/mem and the like are closed to them (seccomp already refuses ptrace).
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   }
   return execmcp::plugins::runner_program::channel_main(argv[0]);
 }

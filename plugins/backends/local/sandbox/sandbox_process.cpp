@@ -33,6 +33,7 @@
 #include "sandbox_launcher.hpp"
 #include "sandbox_support_internal.hpp"
 #include "seccomp_filter.hpp"
+#include "spawner_thread.hpp"
 #include "supervision/landlock_rules.hpp"
 
 namespace execmcp::plugins::local::sandbox {
@@ -106,6 +107,52 @@ void add_reach_checks(const std::string& source, bool is_program, uid_t uid,
     checks.push_back(
         {source, X_OK,
          "the sandbox user " + std::to_string(uid) + " cannot execute " + source + "\n"});
+}
+
+// What the forked child does, all of it made before fork.
+struct ChildPlan {
+  std::vector<char*> argv;   // bwrap's, null-terminated
+  std::vector<int> inherit;  // descriptors bwrap is handed
+  const std::vector<ReachCheck>* checks = nullptr;
+  int channel = -1, diagnostics = -1, report = -1;
+  bool drop = false;  // the server is root: become uid:gid first
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string exec_failed, drop_failed;
+};
+
+// The child: stdio, descriptors, signals, the sandbox uid, no_new_privs, the reach checks, then
+// bwrap. Async-signal-safe calls only; a refusal is written to `report` (close-on-exec: EOF there
+// means bwrap runs).
+[[noreturn]] void exec_bwrap(const ChildPlan& plan) {
+  auto fail = [&](const std::string& text) {
+    [[maybe_unused]] auto n = ::write(plan.report, text.data(), text.size());
+    ::_exit(126);
+  };
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Dispositions the server set to "ignore" survive exec (SIGCHLD ignored would break bwrap's
+  // wait for its init): every signal starts at its default.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  if (::dup2(plan.channel, 0) < 0 || ::dup2(plan.channel, 1) < 0 || ::dup2(plan.diagnostics, 2) < 0)
+    fail("sandbox: dup2 failed\n");
+  // Nothing of the server's reaches bwrap or the sandbox but what is named here.
+  ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  for (int fd : plan.inherit) ::fcntl(fd, F_SETFD, 0);
+  if (plan.drop && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+                    ::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0 ||
+                    ::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0))
+    fail(plan.drop_failed);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  for (const auto& c : *plan.checks)
+    if (::access(c.path.c_str(), c.mode) != 0) fail(c.message);
+  char* envp[] = {nullptr};
+  ::execve(plan.argv[0], plan.argv.data(), envp);
+  fail(plan.exec_failed);
+  ::_exit(126);
 }
 
 // Reads bwrap's first JSON status document, {"child-pid": N}: the init's host pid, or -1.
@@ -351,52 +398,32 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
   report[0] = parent_ends.fds[3];
 
   // Everything the child needs, made before fork (after it: async-signal-safe calls only).
+  ChildPlan plan;
   const std::vector<std::string> args = bwrap_args(spec, in);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  char* envp[] = {nullptr};
-  std::vector<int> inherit;
+  for (const auto& a : args) plan.argv.push_back(const_cast<char*>(a.c_str()));
+  plan.argv.push_back(nullptr);
   for (int fd : {in.seccomp_fd, in.status_fd, in.passwd_fd, in.group_fd, in.program_fd})
-    inherit.push_back(fd);
+    plan.inherit.push_back(fd);
   for (int fd : in.mount_fds)
-    if (fd >= 0) inherit.push_back(fd);
-  const std::string exec_failed = "bubblewrap: cannot execute " + in.bwrap + "\n";
-  const std::string drop_failed = "sandbox: cannot switch to the sandbox user " +
-                                  std::to_string(spec.uid) + ":" + std::to_string(spec.gid) + "\n";
-
-  const pid_t pid = ::fork();
+    if (fd >= 0) plan.inherit.push_back(fd);
+  plan.checks = &checks;
+  plan.channel = child_channel;
+  plan.diagnostics = child_diag;
+  plan.report = child_report;
+  plan.drop = root;
+  plan.uid = spec.uid;
+  plan.gid = spec.gid;
+  plan.exec_failed = "bubblewrap: cannot execute " + in.bwrap + "\n";
+  plan.drop_failed = "sandbox: cannot switch to the sandbox user " + std::to_string(spec.uid) +
+                     ":" + std::to_string(spec.gid) + "\n";
+  const pid_t pid = fork_on_spawner_thread([&plan] {
+    const pid_t child = ::fork();
+    if (child == 0) exec_bwrap(plan);
+    return child;
+  });
   if (pid < 0) {
     error = std::string("sandbox: fork: ") + std::strerror(errno);
     return nullptr;
-  }
-  if (pid == 0) {
-    auto fail = [&](const std::string& text) {
-      [[maybe_unused]] auto n = ::write(child_report, text.data(), text.size());
-      ::_exit(126);
-    };
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Dispositions the server set to "ignore" survive exec (SIGCHLD ignored would break bwrap's
-    // wait for its init): every signal starts at its default.
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-    if (::dup2(child_channel, 0) < 0 || ::dup2(child_channel, 1) < 0 || ::dup2(child_diag, 2) < 0)
-      fail("sandbox: dup2 failed\n");
-    // Nothing of the server's reaches bwrap or the sandbox but what is named here.
-    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-    for (int fd : inherit) ::fcntl(fd, F_SETFD, 0);
-    if (root && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
-                 ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||
-                 ::syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0))
-      fail(drop_failed);
-    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    for (const auto& c : checks)
-      if (::access(c.path.c_str(), c.mode) != 0) fail(c.message);
-    ::execve(argv[0], argv.data(), envp);
-    fail(exec_failed);
   }
   fds.close_all();
   const int bwrap_pidfd = pidfd_open(pid);
