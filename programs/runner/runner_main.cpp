@@ -133,10 +133,14 @@ std::string read_proc(const std::string& path) {
 // False when the container's init chain (PID 1, its child, that one's child...: docker-init, tini,
 // the container's command) has a member that is exiting or dead: the container is going down
 // (a command signalled PID 1) and a command started now would be killed with it. True when it
-// cannot tell (no /proc/<pid>/task/<pid>/children).
+// cannot tell (no /proc/<pid>/task/<pid>/children). The walk ends at the runner itself: in the
+// local sandbox the runner is in that chain (bubblewrap's init, then the runner), and what follows
+// it is its own spares and commands, whose ends say nothing about the sandbox.
 bool init_alive() {
+  const std::string self = std::to_string(::getpid());
   std::string pid = "1";
   for (int depth = 0; depth < 8; ++depth) {
+    if (pid == self) return true;
     const std::string stat = read_proc("/proc/" + pid + "/stat");
     const auto paren = stat.rfind(')');
     if (paren == std::string::npos || paren + 2 >= stat.size()) return depth > 0;

@@ -428,8 +428,8 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
     const auto end = runner_client::watch_run(*ch, *call, watch, result);
     if (end == runner_client::RunEnd::kReported && call->done()->not_run && attempt == 0 &&
         stops_.load() == stops) {
-      // The runner saw its init chain with a member exiting (a spare that just ended, or the
-      // sandbox going down): not started, so sent once more (a new sandbox if this one went).
+      // The runner saw the sandbox's init exiting (the sandbox going down): not started, so
+      // sent once more (in a new sandbox if this one went).
       continue;
     }
     if (end == runner_client::RunEnd::kReported) {
