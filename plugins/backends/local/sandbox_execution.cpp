@@ -15,6 +15,7 @@
 #include "command_environment.hpp"
 #include "execmcp/sdk/log_text.hpp"
 #include "runner_client/run_call.hpp"
+#include "settings_hooks.hpp"
 #include "skills_link.hpp"
 #include "supervision/landlock_rules.hpp"
 #include "supervision/program_path.hpp"
@@ -252,7 +253,7 @@ std::string SandboxExecution::check_sandbox_cwd(const std::vector<GrantRoot>& ro
 
 std::string SandboxExecution::start() {
   // Fail closed: no layer is silently left out.
-  if (auto problem = sandbox::check_sandbox_support().problem; !problem.empty())
+  if (auto problem = cached_sandbox_support().problem; !problem.empty())
     return "isolation: sandbox: " + problem;
   if (::access(runner_.c_str(), X_OK) != 0)
     return "isolation: sandbox: execmcp-runner is missing or not executable at " + runner_ +

@@ -2,6 +2,7 @@
 #include "settings_hooks.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -13,29 +14,30 @@ namespace execmcp::plugins::local {
 
 namespace {
 
-// What this machine gives. A probe that found every layer is kept for the process (a per-user
-// agent's settings are checked again for each user's sandbox, which must be made in
-// milliseconds); one that did not is made again the next time (the operator may fix it).
-sandbox::SandboxSupport sandbox_support() {
-  static std::mutex mutex;
-  static std::optional<sandbox::SandboxSupport> good;
-  {
-    std::lock_guard lock(mutex);
-    if (good) return *good;
-  }
-  sandbox::SandboxSupport found = sandbox::check_sandbox_support();
-  if (found.problem.empty()) {
-    std::lock_guard lock(mutex);
-    good = found;
-  }
-  return found;
-}
-
 std::string yes_no(bool on) {
   return on ? "yes" : "NO";
 }
 
 }  // namespace
+
+sandbox::SandboxSupport cached_sandbox_support() {
+  static std::mutex mutex;
+  static std::optional<sandbox::SandboxSupport> good;
+  static std::string good_for;  // EXECMCP_BWRAP when it was found (tests change it)
+  const char* over = std::getenv("EXECMCP_BWRAP");
+  const std::string bwrap = over == nullptr ? "" : over;
+  {
+    std::lock_guard lock(mutex);
+    if (good && good_for == bwrap) return *good;
+  }
+  sandbox::SandboxSupport found = sandbox::check_sandbox_support();
+  if (found.problem.empty()) {
+    std::lock_guard lock(mutex);
+    good = found;
+    good_for = bwrap;
+  }
+  return found;
+}
 
 void check_local_settings(const std::string& settings_json,
                           std::vector<sdk::SettingsProblem>& problems) {
@@ -48,7 +50,7 @@ void check_local_settings(const std::string& settings_json,
   }
   if (settings.isolation != Isolation::kSandbox) return;
   // Fail closed, and say so before anything starts: the agent would not start on this machine.
-  if (const auto support = sandbox_support(); !support.problem.empty())
+  if (const auto support = cached_sandbox_support(); !support.problem.empty())
     problems.push_back({"/isolation",
                         "isolation: sandbox: this machine cannot give a layer of the "
                         "sandbox, so the agent would not start: " +
@@ -68,7 +70,7 @@ void describe_local_settings(const std::string& settings_json, std::vector<std::
         "and processes in reach (no sandbox)");
     return;
   }
-  const auto support = sandbox_support();
+  const auto support = cached_sandbox_support();
   // A failed probe stops at the first missing layer: the ones after it are not known.
   std::string line =
       support.problem.empty()
