@@ -9,7 +9,8 @@
 # run release binaries (label bench, deploy, load, install), which run in build/, where only the
 # product, the benches and the programs those tests call are built. Then the MCP, HTTP, local and
 # container suites under TSan (scripts/sanitize.sh) and each fuzz target for 30 s (scripts/fuzz.sh)
-# from a fixed seed, so a CI run can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one).
+# from a fixed seed, so a CI run can be replayed (EXECMCP_FUZZ_SEED=0 draws a new one). --ci sets
+# EXECMCP_REQUIRE_SANDBOX=1: the local sandbox's tests fail, never skip, where a layer is missing.
 # Each phase prints its wall time, and a table of them closes the run; under --ci a phase that goes
 # past its budget (below) fails the run with its name, so a slow change is caught by its author.
 # Each ctest run writes a JUnit file into its build tree (junit-*.xml).
@@ -207,6 +208,9 @@ rest_of_builds() {
     nice -n 19 "$root/scripts/fuzz.sh" build
 }
 [ "$#" = 0 ] || { say "--ci takes no ctest arguments (it runs every test)"; exit 2; }
+# install-deps gives the local sandbox every layer (bubblewrap, libseccomp): in CI a sandbox test
+# that finds one missing fails, naming it, instead of skipping silently.
+export EXECMCP_REQUIRE_SANDBOX=1
 phase deps "$budget_deps" "$root/scripts/install-deps.sh" --test --fuzz
 start_engine_and_images
 phase build_asan "$budget_build_asan" "$root/scripts/sanitize.sh" --build-only asan

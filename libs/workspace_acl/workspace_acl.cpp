@@ -189,4 +189,22 @@ std::string grant_acl_recursive(const std::string& path, uid_t uid, bool writabl
   return grant_below(dir.get(), path, uid, writable, 0);
 }
 
+std::string grant_traverse_acl(const std::string& path, uid_t uid) {
+  Fd fd(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
+    return "cannot open the directory '" + path + "': " + std::strerror(errno);
+  int err = 0;
+  auto access = read_acl(fd.get(), kAccessXattr, err);
+  if (err != 0 && err != ENOTSUP) return "cannot read ACL of '" + path + "': " + std::strerror(err);
+  if (access.empty()) access = from_mode(st.st_mode);
+  std::uint16_t perm = 1;
+  for (const auto& e : access)
+    if (e.tag == kUser && e.id == uid) perm = static_cast<std::uint16_t>(perm | e.perm);
+  if ((err = write_acl(fd.get(), kAccessXattr, with_user(access, uid, perm))) != 0)
+    return "cannot set ACL on '" + path + "': " + std::strerror(err) +
+           (err == ENOTSUP ? " (the filesystem has no ACL support)" : "");
+  return {};
+}
+
 }  // namespace execmcp::plugins::workspace_acl

@@ -17,4 +17,10 @@ namespace execmcp::plugins::workspace_acl {
 // Returns "" or an error message naming the path.
 std::string grant_acl_recursive(const std::string& path, uid_t uid, bool writable);
 
+// Adds the access ACL entry u:`uid`:--x to the directory `path` (kept: what the entry already
+// allowed), so that `uid` may pass through it to a directory below it was granted, without
+// listing or reading it: the per-user workspace root (0700, root) for the local sandbox's user.
+// The last component is not followed. Returns "" or an error message naming the path.
+std::string grant_traverse_acl(const std::string& path, uid_t uid);
+
 }  // namespace execmcp::plugins::workspace_acl

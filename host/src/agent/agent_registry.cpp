@@ -21,10 +21,12 @@ std::unique_ptr<ConfiguredAgent> build_per_user_template(const Config& config,
   options.touch_filesystem = false;
   auto built = build_agent(config, shape, plugins, options);
   if (built->sandbox_control() == nullptr || !built->traits().isolated)
-    throw ConfigError({agent.backend.location.str() + ": " + agent.backend.key_path +
-                       ": backend '" + agent.backend.plugin +
-                       "' cannot serve a per-user agent: it gives no sandbox it can stop and "
-                       "start again (execmcp.sandbox/1); use docker-api or docker-cli"});
+    throw ConfigError(
+        {agent.backend.location.str() + ": " + agent.backend.key_path + ": backend '" +
+         agent.backend.plugin +
+         "' cannot serve a per-user agent: it gives no sandbox it can stop and "
+         "start again (execmcp.sandbox/1); use docker-api or docker-cli, or local with "
+         "isolation: sandbox"});
   return built;
 }
 

@@ -4,6 +4,7 @@
 #include "execmcp/sdk/plugin.hpp"
 #include "host_execution.hpp"
 #include "sandbox_execution.hpp"
+#include "settings_hooks.hpp"
 
 namespace execmcp::plugins::local {
 
@@ -32,6 +33,8 @@ LocalBackend::~LocalBackend() {
 
 void* LocalBackend::query_interface(std::string_view id) noexcept {
   if (id == sdk::kBackgroundProcessesId) return static_cast<sdk::BackgroundProcesses*>(this);
+  // Only a sandbox can be stopped and made again (per-user agents, idle stop and resume).
+  if (id == sdk::kSandboxControlId) return execution_->sandbox_control();
   return nullptr;
 }
 
@@ -49,3 +52,5 @@ sdk::BackendTraits LocalBackend::traits() const {
 EXECMCP_BACKEND_PLUGIN(execmcp::plugins::local::LocalBackend, "local", "0.1.0",
                        "runs commands as subprocesses on the host, or in an OS sandbox of their "
                        "own (isolation: sandbox), killing the whole tree on timeout or cancel")
+EXECMCP_SETTINGS_CHECK(execmcp::plugins::local::check_local_settings)
+EXECMCP_SETTINGS_DESCRIPTION(execmcp::plugins::local::describe_local_settings)

@@ -12,6 +12,7 @@
 
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::plugins::local {
 
@@ -30,6 +31,9 @@ class LocalExecution {
   virtual sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                                   sdk::BackgroundObserver* observer) noexcept = 0;
   virtual void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept = 0;
+
+  // Its execmcp.sandbox/1 (a sandbox that can be stopped and started again), or null.
+  virtual sdk::SandboxControl* sandbox_control() noexcept { return nullptr; }
 };
 
 }  // namespace execmcp::plugins::local

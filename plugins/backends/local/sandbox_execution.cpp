@@ -15,6 +15,7 @@
 #include "command_environment.hpp"
 #include "execmcp/sdk/log_text.hpp"
 #include "runner_client/run_call.hpp"
+#include "settings_hooks.hpp"
 #include "skills_link.hpp"
 #include "supervision/landlock_rules.hpp"
 #include "supervision/program_path.hpp"
@@ -165,6 +166,7 @@ SandboxExecution::SandboxExecution(const sdk::BackendInit& init, LocalSettings s
       grants_(init.paths.empty() ? std::vector<sdk::PathGrant>{{init.cwd, true}} : init.paths),
       settings_(std::move(settings)),
       runner_(supervision::program_beside_plugin("execmcp-runner")),
+      shown_cwd_(init.sandbox_cwd.empty() ? init.cwd : init.sandbox_cwd),
       roots_(grant_roots(grants_)) {
   if (init_.cwd.empty()) throw std::invalid_argument("the agent has no cwd");
 }
@@ -177,9 +179,81 @@ void SandboxExecution::log(sdk::LogLevel level, const std::string& message) cons
   if (init_.log != nullptr) init_.log->log(level, message);
 }
 
+std::string SandboxExecution::host_path(const std::string& shown) const {
+  const std::string& at = init_.sandbox_cwd;
+  if (at.empty() || shown.empty()) return shown;
+  // A relative path is relative to where commands see the workspace: "../x" is "/x", not a
+  // neighbour of the workspace on the host.
+  std::string path = (fs::path(at) / shown).lexically_normal().string();
+  if (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (!within(path, at)) return path;
+  const std::string rest = path.substr(at.size());  // "" or "/..."
+  return rest.empty() ? init_.cwd : (fs::path(init_.cwd) / rest.substr(1)).string();
+}
+
+std::string SandboxExecution::shown_path(const std::string& host) const {
+  if (init_.sandbox_cwd.empty()) return host;
+  std::string workspace;
+  {
+    std::lock_guard lock(mutex_);
+    if (roots_ && !roots_->empty()) workspace = roots_->front().canonical;
+  }
+  for (const std::string& dir : {workspace, init_.cwd}) {
+    if (dir.empty() || dir == "/" || !within(host, dir)) continue;
+    std::string shown = init_.sandbox_cwd + host.substr(dir.size());
+    if (shown.size() > 1 && shown.back() == '/') shown.pop_back();
+    return shown;
+  }
+  return host;
+}
+
+std::string SandboxExecution::shown_text(std::string text) const {
+  if (init_.sandbox_cwd.empty()) return text;
+  std::string workspace;
+  {
+    std::lock_guard lock(mutex_);
+    if (roots_ && !roots_->empty()) workspace = roots_->front().canonical;
+  }
+  std::vector<std::string> dirs = {workspace, init_.cwd};
+  std::sort(dirs.begin(), dirs.end(),
+            [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  for (const std::string& dir : dirs) {
+    if (dir.empty() || dir == "/") continue;
+    for (auto at = text.find(dir); at != std::string::npos;
+         at = text.find(dir, at + init_.sandbox_cwd.size())) {
+      const std::size_t end = at + dir.size();
+      // Only the whole directory name: /srv/ws/alice, not /srv/ws/alice2.
+      if (end < text.size() && text[end] != '/' && text[end] != '\'' && text[end] != ' ' &&
+          text[end] != ':' && text[end] != '"' && text[end] != ')') {
+        at += 1;
+        continue;
+      }
+      text.replace(at, dir.size(), init_.sandbox_cwd);
+    }
+  }
+  return text;
+}
+
+std::string SandboxExecution::check_sandbox_cwd(const std::vector<GrantRoot>& roots) const {
+  const std::string& at = init_.sandbox_cwd;
+  if (at.empty()) return {};
+  const std::string said = "isolation: sandbox: sandbox_cwd '" + at + "' ";
+  if (at[0] != '/' || at == "/" || fs::path(at).lexically_normal().string() != at)
+    return said + "must be an absolute, normal path other than /";
+  // Nothing else the sandbox shows may lie at, in or above the workspace's mount point.
+  std::vector<std::string> others;
+  for (std::size_t i = 1; i < roots.size(); ++i) others.push_back(roots[i].canonical);
+  for (const std::string& dir : {init_.tools_dir, init_.skills_dir, init_.temp_workspace})
+    others.push_back(dir.empty() ? std::string() : canonical_or_empty(dir));
+  for (const auto& other : others)
+    if (!other.empty() && (within(other, at) || within(at, other)))
+      return said + "overlaps '" + other + "', which the sandbox shows at its host path";
+  return {};
+}
+
 std::string SandboxExecution::start() {
   // Fail closed: no layer is silently left out.
-  if (auto problem = sandbox::check_sandbox_support().problem; !problem.empty())
+  if (auto problem = cached_sandbox_support().problem; !problem.empty())
     return "isolation: sandbox: " + problem;
   if (::access(runner_.c_str(), X_OK) != 0)
     return "isolation: sandbox: execmcp-runner is missing or not executable at " + runner_ +
@@ -195,6 +269,7 @@ std::string SandboxExecution::start() {
     roots_ = grant_roots(grants_, roots_.get());
     roots = roots_;
   }
+  if (auto why = check_sandbox_cwd(*roots); !why.empty()) return why;
   if (auto why = grant_access(*roots); !why.empty()) return why;
   {
     std::lock_guard lock(mutex_);
@@ -223,6 +298,17 @@ std::string SandboxExecution::grant_access(const std::vector<GrantRoot>& roots) 
       return "isolation: sandbox: cannot give the sandbox user " + std::to_string(uid) +
              " access to '" + root.configured + "': " + err;
   }
+  // A per-user workspace lies in <workspace_root>/ (0700, the server's): bubblewrap, running as
+  // the sandbox user, must pass through it to mount the workspace, and no more (no listing).
+  if (!init_.sandbox_cwd.empty() && !roots.empty() && !roots.front().canonical.empty()) {
+    const std::string parent = fs::path(roots.front().canonical).parent_path().string();
+    struct stat st {};
+    if (::stat(parent.c_str(), &st) == 0 && st.st_uid != uid && (st.st_mode & S_IXOTH) == 0) {
+      if (auto err = workspace_acl::grant_traverse_acl(parent, uid); !err.empty())
+        return "isolation: sandbox: cannot let the sandbox user " + std::to_string(uid) +
+               " pass through the workspace root '" + parent + "': " + err;
+    }
+  }
   return {};
 }
 
@@ -231,7 +317,10 @@ sandbox::SandboxSpec SandboxExecution::sandbox_spec(const std::vector<GrantRoot>
   for (const auto& root : roots) {
     // A grant that does not exist grants nothing (as on the host); the workspace exists by now.
     if (root.canonical.empty() || canonical_or_empty(root.canonical) != root.canonical) continue;
-    spec.mounts.push_back({root.canonical, root.canonical, root.writable});
+    // The workspace (the first grant) at sandbox_cwd when the host gives one.
+    const bool workspace = &root == &roots.front() && !init_.sandbox_cwd.empty();
+    spec.mounts.push_back(
+        {root.canonical, workspace ? init_.sandbox_cwd : root.canonical, root.writable});
     // Each protected path by its real path (grant_roots() holds it as written and as resolved);
     // one that does not exist has nothing to protect yet.
     for (const auto& p : root.protected_paths)
@@ -261,7 +350,7 @@ sandbox::SandboxSpec SandboxExecution::sandbox_spec(const std::vector<GrantRoot>
   spec.program = runner_;
   spec.args = {rp::kChannelArg};
   for (const auto& [name, value] : sandbox_environment()) spec.env.emplace_back(name, value);
-  spec.work_dir = canonical_or_empty(init_.cwd);
+  spec.work_dir = init_.sandbox_cwd.empty() ? canonical_or_empty(init_.cwd) : init_.sandbox_cwd;
   spec.network = settings_.sandbox.network == SandboxNetworkSetting::kHost
                      ? sandbox::SandboxNetwork::kHost
                      : sandbox::SandboxNetwork::kNone;
@@ -356,8 +445,8 @@ std::string SandboxExecution::work_dir_of(const std::string& requested,
     std::lock_guard lock(mutex_);
     roots = roots_;
   }
-  Location location = locate(requested, init_.cwd, *roots, sdk::Access::Read);
-  if (!location.error.empty()) return "work_dir: " + location.error;
+  Location location = locate(host_path(requested), init_.cwd, *roots, sdk::Access::Read);
+  if (!location.error.empty()) return shown_text("work_dir: " + location.error);
   work_dir = (fs::path((*roots)[location.grant].canonical) / location.relative)
                  .lexically_normal()
                  .string();
@@ -378,7 +467,12 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
   PreparedCommand prepared;
   result.error =
       prepare_command(settings_, init_.cwd, request.command, request.env, work_dir, prepared);
-  if (!result.error.empty()) return result;
+  if (!result.error.empty()) {
+    result.error = shown_text(result.error);
+    return result;
+  }
+  if (prepared.venv) prepared.venv = shown_path(prepared.venv->string());
+  work_dir = shown_path(work_dir);
   rp::RunSpec run;
   run.output_cap = request.output_cap;
   run.work_dir = work_dir;
@@ -520,15 +614,15 @@ sdk::FileReadResult SandboxExecution::read_file(const sdk::FileReadRequest& requ
   }
   // Which grant, lexically (a clear refusal); the sandbox's mounts decide the rest, as the
   // sandbox user, symlinks included.
-  if (auto location = locate(request.path, init_.cwd, *roots, sdk::Access::Read);
+  if (auto location = locate(host_path(request.path), init_.cwd, *roots, sdk::Access::Read);
       !location.error.empty()) {
-    result.error = location.error;
+    result.error = shown_text(location.error);
     return result;
   }
   rp::FileRequest call;
   call.op = rp::FileOp::kRead;
-  call.cwd = init_.cwd;
-  call.path = request.path;
+  call.cwd = shown_cwd_;
+  call.path = shown_path(host_path(request.path));
   call.max_bytes = request.max_bytes;
   auto r = run_file(call, nullptr, request.max_bytes + 1, request.cancel);
   if (r.error == "cancelled") r.error = "cannot read '" + request.path + "': cancelled";
@@ -553,15 +647,15 @@ sdk::FileWriteResult SandboxExecution::write_file(const sdk::FileWriteRequest& r
   }
   // Read-only grants and protected paths as written are refused here with the host's words; the
   // mounts (read-only, protected paths unmovable) refuse whatever a symlink leads to.
-  if (auto location = locate(request.path, init_.cwd, *roots, sdk::Access::Write);
+  if (auto location = locate(host_path(request.path), init_.cwd, *roots, sdk::Access::Write);
       !location.error.empty()) {
-    result.error = location.error;
+    result.error = shown_text(location.error);
     return result;
   }
   rp::FileRequest call;
   call.op = rp::FileOp::kWrite;
-  call.cwd = init_.cwd;
-  call.path = request.path;
+  call.cwd = shown_cwd_;
+  call.path = shown_path(host_path(request.path));
   auto r = run_file(call, &request.data, 4096, request.cancel);
   if (r.error == "cancelled") r.error = "cannot write '" + request.path + "': cancelled";
   result.error = file_failure("write", request.path, r.error, r.report);
@@ -587,7 +681,12 @@ sdk::BackgroundStarted SandboxExecution::start_background(
     PreparedCommand prepared;
     started.error =
         prepare_command(settings_, init_.cwd, request.command, request.env, work_dir, prepared);
-    if (!started.error.empty()) return started;
+    if (!started.error.empty()) {
+      started.error = shown_text(started.error);
+      return started;
+    }
+    if (prepared.venv) prepared.venv = shown_path(prepared.venv->string());
+    work_dir = shown_path(work_dir);
     rp::RunSpec run;
     run.output_cap = 0;
     run.retain_output = false;
@@ -663,6 +762,28 @@ void SandboxExecution::terminate_background(std::uint64_t id,
     exit.signal = SIGKILL;
     bg->finish(exit, {});
   }
+}
+
+std::string SandboxExecution::suspend() noexcept {
+  stop();  // every process ends (background ones with their on_exit()); the files stay
+  return {};
+}
+
+std::string SandboxExecution::resume() noexcept {
+  try {
+    std::string why;
+    if (!channel(why)) return why.empty() ? "the sandbox did not start" : why;
+    return {};
+  } catch (const std::exception& e) {
+    return std::string("cannot start the sandbox again: ") + e.what();
+  }
+}
+
+std::string SandboxExecution::relocate_workspace(const std::string& moved_to) noexcept {
+  // A sandbox is made in milliseconds: there is nothing to keep warm (per_user.warm).
+  (void)moved_to;
+  return "the local sandbox does not move its workspace (it needs no warm pool: a new one "
+         "starts in milliseconds)";
 }
 
 void SandboxExecution::stop_background() noexcept {

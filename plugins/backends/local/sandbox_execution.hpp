@@ -3,8 +3,10 @@
 // it) with execmcp-runner as its only tenant, driven over a RunnerChannel (libs/runner_client).
 // Commands, background processes and the file tools are runner calls, one round trip each; the
 // sandbox lives until stop() or cleanup(), and a sandbox whose runner died is started again by the
-// next call. The sandbox shows the workspace and every grant at its host path, so paths, venvs and
-// results read the same as with `isolation: none`.
+// next call. The sandbox shows every grant at its host path, so paths, venvs and results read the
+// same as with `isolation: none`; but the workspace at BackendInit::sandbox_cwd when the host sets
+// it (a per-user agent: "/workspace"), where commands and file calls then see it. It is also the
+// backend's execmcp.sandbox/1 (suspend = the sandbox goes, its files stay; resume = a new one).
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "execmcp/sdk/sandbox_control.hpp"
 #include "local_execution.hpp"
 #include "local_settings.hpp"
 #include "path_beneath.hpp"
@@ -33,7 +36,7 @@ namespace execmcp::plugins::local {
 std::string choose_sandbox_user(const std::optional<uid_t>& configured,
                                 const std::string& workspace, uid_t& uid, gid_t& gid);
 
-class SandboxExecution final : public LocalExecution {
+class SandboxExecution final : public LocalExecution, public sdk::SandboxControl {
  public:
   // Throws std::invalid_argument when the agent has no cwd.
   SandboxExecution(const sdk::BackendInit& init, LocalSettings settings);
@@ -51,6 +54,11 @@ class SandboxExecution final : public LocalExecution {
   sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                           sdk::BackgroundObserver* observer) noexcept override;
   void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
+
+  sdk::SandboxControl* sandbox_control() noexcept override { return this; }
+  std::string suspend() noexcept override;
+  std::string resume() noexcept override;
+  std::string relocate_workspace(const std::string& host_path) noexcept override;
 
  private:
   struct Background;
@@ -78,13 +86,23 @@ class SandboxExecution final : public LocalExecution {
   FileCall run_file(const supervision::runner::FileRequest& request, const std::string* input,
                     std::size_t cap, const sdk::CancelToken* cancel);
   void log(sdk::LogLevel level, const std::string& message) const noexcept;
+  // With a sandbox_cwd: a path the agent gave (relative ones from sandbox_cwd) as the host sees
+  // it when it lies under sandbox_cwd, else as an absolute path unchanged. Without: unchanged.
+  [[nodiscard]] std::string host_path(const std::string& shown) const;
+  // The reverse: a host path in the workspace as commands see it; any other path unchanged.
+  [[nodiscard]] std::string shown_path(const std::string& host) const;
+  // A message with the workspace's host path replaced by where commands see it.
+  [[nodiscard]] std::string shown_text(std::string text) const;
+  // "" or why sandbox_cwd cannot be the workspace's mount point.
+  [[nodiscard]] std::string check_sandbox_cwd(const std::vector<GrantRoot>& roots) const;
   // Ends every background process (at once) and returns after each on_exit().
   void stop_background() noexcept;
 
   const sdk::BackendInit init_;
   const std::vector<sdk::PathGrant> grants_;
   const LocalSettings settings_;
-  const std::string runner_;  // execmcp-runner beside the plugins
+  const std::string runner_;     // execmcp-runner beside the plugins
+  const std::string shown_cwd_;  // the workspace as commands see it: sandbox_cwd, else init_.cwd
 
   mutable std::mutex mutex_;  // guards the four below; held while a sandbox starts
   std::shared_ptr<const std::vector<GrantRoot>> roots_;

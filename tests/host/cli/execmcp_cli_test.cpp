@@ -110,6 +110,36 @@ TEST(ExecmcpCli, CheckConfigInstantiatesPluginsAndReportsTheirSettingsErrors) {
                                 HasSubstr("unknown setting 'colour'")));
 }
 
+// check-config shows, for a local agent in its OS sandbox (issue 31), each layer this machine
+// gives (the plugin's own description, SDK 2.4), and a layer it cannot give is an error at the
+// `isolation` setting naming the layer and the fix. EXECMCP_BWRAP (test-only) hides bubblewrap.
+TEST(ExecmcpCli, CheckConfigReportsTheLocalSandboxLayersAndAMissingOneAsAnError) {
+  TempDir dir;
+  const auto file = dir.path() / "sandbox.yaml";
+  write_text(file,
+             "execmcp: 1\nagents:\n  - id: s\n    cwd: ws\n    backend: {plugin: local, settings: "
+             "{isolation: sandbox, sandbox: {landlock_max_abi: 2}}}\n  - id: n\n    cwd: ws\n");
+  auto result = run_execmcp("check-config " + quote(file.string()), dir);
+  const char* require = std::getenv("EXECMCP_REQUIRE_SANDBOX");
+  if (result.exit_code == 1 && result.err.find("isolation: sandbox:") != std::string::npos &&
+      (require == nullptr || std::string(require) != "1"))
+    GTEST_SKIP() << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("\n    isolation: sandbox: bubblewrap /"));
+  EXPECT_THAT(result.out, AllOf(HasSubstr("user namespaces yes, seccomp yes, Landlock ABI 2; "
+                                          "network none"),
+                                HasSubstr("\n    isolation: none: commands run on the host")));
+
+  result = run_execmcp("check-config " + quote(file.string()), dir,
+                       "EXECMCP_BWRAP=" + quote((dir.path() / "no-bwrap").string()));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.out, HasSubstr("isolation: sandbox: CANNOT START here"));
+  EXPECT_THAT(result.err, AllOf(HasSubstr("sandbox.yaml:5: agents[0].backend.settings.isolation: "),
+                                HasSubstr("bubblewrap: "), HasSubstr("no-bwrap not found"),
+                                HasSubstr("apt-get install bubblewrap")));
+  EXPECT_THAT(result.err, Not(HasSubstr("agents[1]")));  // isolation: none needs no layer
+}
+
 // The Docker plugins check their settings (SDK 2.1): check-config shows the network policy, and
 // each bad allow entry is reported at its own line, in both schemas. No engine is needed.
 TEST(ExecmcpCli, CheckConfigShowsTheEgressPolicyAndEachBadEntryAtItsLine) {

@@ -1,5 +1,5 @@
-// grant_acl_recursive(): checked by really opening files as uid 1000 in a child process (needs
-// root; skipped otherwise).
+// grant_acl_recursive() and grant_traverse_acl(): checked by really opening files as uid 1000 in a
+// child process (needs root; skipped otherwise).
 #include "workspace_acl/workspace_acl.hpp"
 
 #include <fcntl.h>
@@ -92,6 +92,35 @@ TEST(GrantAcl, GivesUid1000WriteOnWritableTreesAndReadOnlyOnOthers) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 1);
+}
+
+// The per-user workspace root (0700, root) for the local sandbox's user: uid 1000 may pass through
+// it to a directory below that it was granted, but not list it nor reach what it was not granted.
+TEST(GrantAcl, TraverseLetsUid1000PassThroughButNotListOrReadBelow) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to uid 1000";
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0755);
+  const std::string root = dir.path() + "/users";
+  fs::create_directories(root + "/alice");
+  fs::create_directories(root + "/bob");
+  std::ofstream(root + "/alice/a.txt") << "a";
+  std::ofstream(root + "/bob/b.txt") << "b";
+  for (const auto& d : {root, root + "/alice", root + "/bob"}) ::chmod(d.c_str(), 0700);
+  ASSERT_EQ(grant_acl_recursive(root + "/alice", 1000, true), "");
+  EXPECT_FALSE(can_open_as_1000(root + "/alice/a.txt", O_RDONLY));  // root/ stops it
+
+  ASSERT_EQ(grant_traverse_acl(root, 1000), "");
+  EXPECT_TRUE(can_open_as_1000(root + "/alice/a.txt", O_RDWR));
+  EXPECT_FALSE(can_open_as_1000(root, O_RDONLY | O_DIRECTORY));  // no listing
+  EXPECT_FALSE(can_open_as_1000(root + "/bob/b.txt", O_RDONLY));
+  EXPECT_FALSE(can_open_as_1000(root + "/new", O_WRONLY | O_CREAT));
+  // Twice is the same; an entry that allowed more keeps it.
+  ASSERT_EQ(grant_traverse_acl(root, 1000), "");
+  EXPECT_TRUE(can_open_as_1000(root + "/alice/a.txt", O_RDONLY));
+  ASSERT_EQ(grant_acl_recursive(root + "/bob", 1000, false), "");
+  ASSERT_EQ(grant_traverse_acl(root + "/bob", 1000), "");
+  EXPECT_TRUE(can_open_as_1000(root + "/bob", O_RDONLY | O_DIRECTORY));
+  EXPECT_NE(grant_traverse_acl(root + "/alice/a.txt", 1000), "");  // not a directory
 }
 
 // An agent (another container writing this tree) swaps a directory for a symlink to the outside
