@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "docker_cli/docker_cli_engine.hpp"
-#include "docker_common/commands/runner_channel.hpp"
 #include "docker_common/engine/tar_archive.hpp"
 #include "docker_common/lifecycle/container_spec.hpp"
+#include "runner_client/runner_channel.hpp"
 #include "supervision/runner_protocol.hpp"
 
 namespace execmcp::plugins::docker_cli {
@@ -27,10 +27,10 @@ namespace rp = supervision::runner;
 using Kind = dc::EngineError::Kind;
 using namespace std::chrono_literals;
 
-struct Collect final : dc::ExecStreamDecoder::Handler {
+struct Collect final : runner_client::ExecStreamDecoder::Handler {
   std::string out, err;
-  void on_payload(dc::ExecStreamDecoder::Stream stream, std::string_view data) override {
-    (stream == dc::ExecStreamDecoder::Stream::Stdout ? out : err).append(data);
+  void on_payload(runner_client::ExecStreamDecoder::Stream stream, std::string_view data) override {
+    (stream == runner_client::ExecStreamDecoder::Stream::Stdout ? out : err).append(data);
   }
 };
 
@@ -226,9 +226,10 @@ TEST_F(DockerCliEngineTest, TheRunnerOverADockerExecChannel) {
   dc::EngineError error;
   auto ends = engine_->open_channel(name_, options, error);
   ASSERT_TRUE(ends) << error.message;
-  dc::RunnerChannel channel(std::move(*ends), [](sdk::LogLevel, const std::string& line) {
-    std::fprintf(stderr, "  [runner] %s\n", line.c_str());
-  });
+  runner_client::RunnerChannel channel(std::move(*ends),
+                                       [](sdk::LogLevel, const std::string& line) {
+                                         std::fprintf(stderr, "  [runner] %s\n", line.c_str());
+                                       });
   ASSERT_EQ(channel.wait_ready(30s), "");
   rp::RunSpec run;
   run.output_cap = 1 << 20;
@@ -240,7 +241,7 @@ TEST_F(DockerCliEngineTest, TheRunnerOverADockerExecChannel) {
   auto call = channel.start(run, &input, start_error);
   ASSERT_TRUE(call) << start_error;
   std::string out, err;
-  std::vector<dc::RunnerCall::Chunk> chunks;
+  std::vector<runner_client::RunnerCall::Chunk> chunks;
   const auto give_up = std::chrono::steady_clock::now() + 60s;
   bool over = false;
   while (!over && std::chrono::steady_clock::now() < give_up) {

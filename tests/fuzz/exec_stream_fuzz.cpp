@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "docker_common/engine/exec_stream_decoder.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 
-using execmcp::plugins::docker_common::ExecStreamDecoder;
+using execmcp::plugins::runner_client::ExecStreamDecoder;
 
 namespace {
 
@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::string all;
   std::string error;
-  execmcp::plugins::docker_common::demux_all(stream, all, &error);
+  execmcp::plugins::runner_client::demux_all(stream, all, &error);
   if (all.size() > stream.size()) std::abort();  // payload can never exceed the input
   return 0;
 }

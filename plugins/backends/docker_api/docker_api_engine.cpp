@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "docker_common/engine/exec_stream_decoder.hpp"
 #include "docker_common/parts/preinstall.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 
 namespace execmcp::plugins::docker_api {
 namespace {
@@ -46,7 +46,7 @@ class ApiExecSession final : public dc::ExecSession {
       : engine_(engine), exec_id_(std::move(exec_id)), conn_(std::move(conn)), buf_(64 * 1024) {}
 
   ReadStatus read(std::chrono::milliseconds wait,
-                  dc::ExecStreamDecoder::Handler& handler) override {
+                  runner_client::ExecStreamDecoder::Handler& handler) override {
     if (!conn_) return {true, {}};
     auto rr = conn_->read_some(buf_.data(), buf_.size(), wait);
     if (!rr.error.empty()) return {false, rr.error};
@@ -94,7 +94,7 @@ class ApiExecSession final : public dc::ExecSession {
   DockerApiEngine& engine_;
   std::string exec_id_;
   std::unique_ptr<ExecConnection> conn_;
-  dc::ExecStreamDecoder decoder_;
+  runner_client::ExecStreamDecoder decoder_;
   std::vector<char> buf_;
 };
 
@@ -115,16 +115,17 @@ class ApiLogStream final : public dc::LogStream {
   }
 
  private:
-  struct Collect final : dc::ExecStreamDecoder::Handler {
+  struct Collect final : runner_client::ExecStreamDecoder::Handler {
     explicit Collect(std::string& out) : out_(out) {}
-    void on_payload(dc::ExecStreamDecoder::Stream stream, std::string_view data) override {
-      if (stream == dc::ExecStreamDecoder::Stream::Stdout) out_.append(data);
+    void on_payload(runner_client::ExecStreamDecoder::Stream stream,
+                    std::string_view data) override {
+      if (stream == runner_client::ExecStreamDecoder::Stream::Stdout) out_.append(data);
     }
     std::string& out_;
   };
 
   std::unique_ptr<BodyStream> body_;
-  dc::ExecStreamDecoder decoder_;
+  runner_client::ExecStreamDecoder decoder_;
 };
 
 // GET /events as it comes: JSON documents, one a line, no framing of Docker's own.
@@ -410,7 +411,7 @@ dc::EngineError DockerApiEngine::logs(const std::string& name, std::string& text
                            std::chrono::seconds(30));
   if (!r.ok()) return failure(r, r.status == 404 ? Kind::kNotFound : Kind::kOther);
   std::string err;
-  dc::demux_all(r.body, text, &err);
+  runner_client::demux_all(r.body, text, &err);
   if (!err.empty()) text += "\n[execmcp: log stream ended early: " + err + "]\n";
   return {};
 }
@@ -487,9 +488,8 @@ std::unique_ptr<dc::ExecSession> DockerApiEngine::exec(const std::string& name,
   return std::make_unique<ApiExecSession>(*this, std::move(exec_id), std::move(conn));
 }
 
-std::optional<dc::ChannelEnds> DockerApiEngine::open_channel(const std::string& name,
-                                                             const dc::ExecOptions& options,
-                                                             dc::EngineError& error) {
+std::optional<runner_client::ChannelEnds> DockerApiEngine::open_channel(
+    const std::string& name, const dc::ExecOptions& options, dc::EngineError& error) {
   std::string exec_id;
   auto conn = start_exec(name, options, exec_id, error);
   if (!conn) return std::nullopt;
@@ -503,7 +503,7 @@ std::optional<dc::ChannelEnds> DockerApiEngine::open_channel(const std::string& 
     error = dc::EngineError::sentence(Kind::kOther, "the runner's exec stream closed at once");
     return std::nullopt;
   }
-  return dc::ChannelEnds::docker_multiplexed(fd, std::move(leftover));
+  return runner_client::ChannelEnds::docker_multiplexed(fd, std::move(leftover));
 }
 
 }  // namespace execmcp::plugins::docker_api

@@ -27,7 +27,7 @@ namespace {
 namespace dc = docker_common;
 using Clock = std::chrono::steady_clock;
 using Kind = dc::EngineError::Kind;
-using Stream = dc::ExecStreamDecoder::Stream;
+using Stream = runner_client::ExecStreamDecoder::Stream;
 using namespace std::chrono_literals;
 
 // How long one CLI run may take. Over SSH every run pays a handshake and a remote CLI start.
@@ -86,7 +86,7 @@ class CliExecSession final : public dc::ExecSession {
         held_err_(std::move(early_err)) {}
 
   ReadStatus read(std::chrono::milliseconds wait,
-                  dc::ExecStreamDecoder::Handler& handler) override {
+                  runner_client::ExecStreamDecoder::Handler& handler) override {
     ReadStatus status;
     if (!out_open_ && !err_open_) {
       status.eof = true;
@@ -154,7 +154,7 @@ class CliExecSession final : public dc::ExecSession {
   }
 
  private:
-  void deliver(dc::ExecStreamDecoder::Handler& handler) {
+  void deliver(runner_client::ExecStreamDecoder::Handler& handler) {
     if (!early_out_.empty()) handler.on_payload(Stream::Stdout, std::exchange(early_out_, {}));
     if (out_open_) {
       std::string data;
@@ -252,7 +252,8 @@ class ReplayedExecSession final : public dc::ExecSession {
   ReplayedExecSession(std::string out, std::string err, int code)
       : out_(std::move(out)), err_(std::move(err)), code_(code) {}
 
-  ReadStatus read(std::chrono::milliseconds, dc::ExecStreamDecoder::Handler& handler) override {
+  ReadStatus read(std::chrono::milliseconds,
+                  runner_client::ExecStreamDecoder::Handler& handler) override {
     if (!out_.empty()) handler.on_payload(Stream::Stdout, out_);
     if (!err_.empty()) handler.on_payload(Stream::Stderr, err_);
     out_.clear();
@@ -931,9 +932,8 @@ std::unique_ptr<dc::ExecSession> DockerCliEngine::exec(const std::string& name,
                                           started.start_line_pending, std::move(started.early_err));
 }
 
-std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& name,
-                                                             const dc::ExecOptions& options,
-                                                             dc::EngineError& error) {
+std::optional<runner_client::ChannelEnds> DockerCliEngine::open_channel(
+    const std::string& name, const dc::ExecOptions& options, dc::EngineError& error) {
   error = dc::EngineError{};
   std::unique_ptr<dc::ExecSession> replay;
   auto started = start_exec(name, options, true, error, replay);
@@ -941,7 +941,7 @@ std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& 
   if (replay) {
     // The runtime could not start the runner ("cannot exec in a stopped state": kNotRunning, so
     // the backend brings the container back).
-    struct Collect final : dc::ExecStreamDecoder::Handler {
+    struct Collect final : runner_client::ExecStreamDecoder::Handler {
       std::string text;
       void on_payload(Stream, std::string_view data) override { text.append(data); }
     } collect;
@@ -955,7 +955,7 @@ std::optional<dc::ChannelEnds> DockerCliEngine::open_channel(const std::string& 
   if (!child) return std::nullopt;
   const int io = child->release_out();
   const int diagnostics = child->release_err();
-  auto ends = dc::ChannelEnds::raw(io, io, diagnostics);
+  auto ends = runner_client::ChannelEnds::raw(io, io, diagnostics);
   // Released after the channel closed its ends: the CLI sees the end of its input, and the
   // runner with it; it gets a moment to exit by itself before it is ended.
   ends.owner = std::shared_ptr<Child>(child.release(), [](Child* c) {

@@ -107,7 +107,7 @@ class DockerCliEngine final : public docker_common::Engine {
   std::unique_ptr<docker_common::ExecSession> exec(const std::string& name,
                                                    const docker_common::ExecOptions& options,
                                                    docker_common::EngineError& error) override;
-  std::optional<docker_common::ChannelEnds> open_channel(
+  std::optional<runner_client::ChannelEnds> open_channel(
       const std::string& name, const docker_common::ExecOptions& options,
       docker_common::EngineError& error) override;
   [[nodiscard]] bool input_always_arrives() const override { return true; }

@@ -13,13 +13,44 @@ namespace execmcp::plugins::local {
 
 namespace {
 
-constexpr const char* kKnownKeys = "shell, command_prefix, venv_path, auto_venv, env";
+constexpr const char* kKnownKeys =
+    "shell, command_prefix, venv_path, auto_venv, env, isolation, network, sandbox";
+constexpr const char* kKnownSandboxKeys = "user, landlock_max_abi";
 
 std::string require_string(const nlohmann::json& value, const std::string& key) {
   if (!value.is_string())
     throw std::invalid_argument("setting '" + key + "' must be a string, got " +
                                 std::string(value.type_name()));
   return value.get<std::string>();
+}
+
+// `sandbox`: {"user": 1000, "landlock_max_abi": 2}.
+void parse_sandbox_object(const nlohmann::json& value, SandboxSettings& out) {
+  if (!value.is_object())
+    throw std::invalid_argument(
+        "setting 'sandbox' must be an object (keys: " + std::string(kKnownSandboxKeys) + "), got " +
+        std::string(value.type_name()));
+  for (const auto& [key, v] : value.items()) {
+    if (key == "user") {
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 0x7fffffff)
+        throw std::invalid_argument(
+            "setting 'sandbox.user' must be a numeric uid, e.g. 1000, got " + v.dump());
+      if (v.get<long long>() == 0)
+        throw std::invalid_argument(
+            "setting 'sandbox.user' must not be 0: the sandbox never runs as root");
+      out.user = static_cast<uid_t>(v.get<long long>());
+    } else if (key == "landlock_max_abi") {
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 64)
+        throw std::invalid_argument(
+            "setting 'sandbox.landlock_max_abi' must be a Landlock ABI version (an integer, 0 for "
+            "what the kernel has), got " +
+            v.dump());
+      out.landlock_max_abi = static_cast<int>(v.get<long long>());
+    } else {
+      throw std::invalid_argument("unknown setting 'sandbox." + key +
+                                  "' (known: " + kKnownSandboxKeys + ")");
+    }
+  }
 }
 
 }  // namespace
@@ -58,9 +89,40 @@ LocalSettings parse_local_settings(const std::string& settings_json) {
                                       std::string(v.type_name()));
         settings.env[name] = v.get<std::string>();
       }
+    } else if (key == "isolation") {
+      const std::string isolation = require_string(value, key);
+      if (isolation == "none") {
+        settings.isolation = Isolation::kNone;
+      } else if (isolation == "sandbox") {
+        settings.isolation = Isolation::kSandbox;
+      } else {
+        throw std::invalid_argument("setting 'isolation' must be \"none\" or \"sandbox\", got \"" +
+                                    isolation + "\"");
+      }
+    } else if (key == "network") {
+      const std::string network = require_string(value, key);
+      if (network == "none") {
+        settings.sandbox.network = SandboxNetworkSetting::kNone;
+      } else if (network == "host") {
+        settings.sandbox.network = SandboxNetworkSetting::kHost;
+      } else {
+        throw std::invalid_argument(
+            "setting 'network' must be \"none\" (the sandbox's own loopback only) or \"host\" "
+            "(the host's network: no network boundary), got \"" +
+            network + "\"");
+      }
+    } else if (key == "sandbox") {
+      parse_sandbox_object(value, settings.sandbox);
     } else {
       throw std::invalid_argument("unknown setting '" + key + "' (known: " + kKnownKeys + ")");
     }
+  }
+  // The sandbox's settings mean nothing on the host: said rather than ignored.
+  if (settings.isolation != Isolation::kSandbox) {
+    for (const char* key : {"network", "sandbox"})
+      if (root.contains(key))
+        throw std::invalid_argument("setting '" + std::string(key) +
+                                    "' applies only with \"isolation\": \"sandbox\"");
   }
   return settings;
 }

@@ -1,12 +1,30 @@
 // The local backend's settings, parsed strictly from the agent config's JSON text.
 #pragma once
 
+#include <sys/types.h>
+
 #include <map>
+#include <optional>
 #include <string>
 
 namespace execmcp::plugins::local {
 
+// Where an agent's commands run: on the host as the server's user (none, the default), or through
+// execmcp-runner in an OS sandbox of their own (sandbox/sandbox_launcher.hpp).
+enum class Isolation { kNone, kSandbox };
+enum class SandboxNetworkSetting { kNone, kHost };
+
+struct SandboxSettings {
+  SandboxNetworkSetting network = SandboxNetworkSetting::kNone;  // `network`
+  // `sandbox.user`: the uid the sandbox runs as when the server is root (never 0); unset: the
+  // workspace's owner when that is not root, else 1000.
+  std::optional<uid_t> user;
+  int landlock_max_abi = 0;  // `sandbox.landlock_max_abi`: 0 = what the kernel has
+};
+
 struct LocalSettings {
+  Isolation isolation = Isolation::kNone;
+  SandboxSettings sandbox;                 // only with isolation: sandbox
   std::string shell = "/bin/sh";           // runs `<shell> -c <command>`
   std::string command_prefix;              // e.g. "uv run": prepended to every command
   std::string venv_path;                   // absolute, or relative to the agent's cwd

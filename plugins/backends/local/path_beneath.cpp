@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <limits.h>
+#include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <filesystem>
 
 namespace execmcp::plugins::local {
 
@@ -340,6 +342,49 @@ ParentBeneath open_parent_beneath(int root_fd, std::string_view root_path,
     result.fd = fd;
   }
   return result;
+}
+
+// The grants as the file tools use them. Identities of protected paths are those recorded before
+// (`previous`, from an earlier start) plus those of the protected paths that exist now: a restart
+// after a command moved a protected file forgets neither where it was nor what it is.
+std::shared_ptr<const std::vector<GrantRoot>> grant_roots(const std::vector<sdk::PathGrant>& grants,
+                                                          const std::vector<GrantRoot>* previous) {
+  auto roots = std::make_shared<std::vector<GrantRoot>>();
+  for (const auto& grant : grants) {
+    std::error_code ec;
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(grant.path, ec);
+    if (ec) continue;  // unresolvable now: grants nothing
+    GrantRoot root{std::filesystem::path(grant.path).lexically_normal().string(),
+                   canonical.lexically_normal().string(),
+                   grant.writable,
+                   {}};
+    for (const auto& protected_path : grant.protected_paths) {
+      // Both forms: the one written (which the agent may use) and the real one (which a symlink
+      // reaches); unresolvable now, it still protects as written (fails closed).
+      const std::filesystem::path written =
+          std::filesystem::path(protected_path).lexically_normal();
+      root.protected_paths.push_back(written.string());
+      const std::filesystem::path real = std::filesystem::weakly_canonical(written, ec);
+      if (!ec && real.lexically_normal() != written)
+        root.protected_paths.push_back(real.lexically_normal().string());
+      struct stat st {};
+      if (::stat(written.c_str(), &st) == 0)
+        root.protected_identities.push_back({st.st_dev, st.st_ino, written.string()});
+    }
+    if (previous != nullptr) {
+      for (const auto& before : *previous) {
+        if (before.configured != root.configured) continue;
+        for (const auto& identity : before.protected_identities) {
+          const bool known = std::any_of(
+              root.protected_identities.begin(), root.protected_identities.end(),
+              [&](const auto& i) { return i.dev == identity.dev && i.ino == identity.ino; });
+          if (!known) root.protected_identities.push_back(identity);
+        }
+      }
+    }
+    roots->push_back(std::move(root));
+  }
+  return roots;
 }
 
 }  // namespace execmcp::plugins::local

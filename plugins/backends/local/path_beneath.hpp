@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,11 @@ struct GrantRoot {
   };
   std::vector<Identity> protected_identities = {};
 };
+
+// The grants as the file tools use them (an unresolvable grant grants nothing). Identities of
+// protected paths are those recorded in `previous` (an earlier start) plus those that exist now.
+std::shared_ptr<const std::vector<GrantRoot>> grant_roots(
+    const std::vector<sdk::PathGrant>& grants, const std::vector<GrantRoot>* previous = nullptr);
 
 struct Location {
   std::size_t grant = 0;  // index into the roots

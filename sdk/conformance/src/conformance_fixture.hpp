@@ -68,7 +68,9 @@ class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
     outside_ = root_ / "outside";
     for (const auto& dir : {workspace_, context_, outside_, root_ / "logs"})
       fs::create_directories(dir);
-    // Sandboxes often run commands as another user: let it write the workspace.
+    // Sandboxes often run commands as another user: let it reach the directories (mkdtemp made
+    // this one 0700) and write the workspace.
+    fs::permissions(root_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     fs::permissions(workspace_, fs::perms::all);
     write_host_file(context_ / "readme.txt", "context file\n");
     write_host_file(outside_ / "secret.txt", "secret\n");

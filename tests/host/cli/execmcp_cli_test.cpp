@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -677,6 +678,29 @@ TEST(ExecmcpCliHttp, ATokenFromTheEnvironmentLeavesNoTraceInProcEnviron) {
   EXPECT_EQ(server.initialize("echo", "Bearer " + token), 200) << server.log();
   EXPECT_EQ(server.initialize("echo", "Bearer " + token + "x"), 401) << server.log();
   EXPECT_THAT(server.log(), Not(HasSubstr(token)));
+}
+
+// A local agent in its OS sandbox (issue 31) says it is isolated, so --http serves it without
+// server.allow_local_agents. Skipped where this machine cannot give a sandbox (the agent's start
+// error names the layer), unless EXECMCP_REQUIRE_SANDBOX=1.
+TEST(ExecmcpCliHttp, ServesALocalAgentInItsSandboxWithoutAllowLocalAgents) {
+  TempDir dir;
+  // The sandbox user (1000 when the server is root) reaches the workspace through this directory.
+  std::filesystem::permissions(
+      dir.path(), std::filesystem::perms::owner_all | std::filesystem::perms::others_exec);
+  const auto config = dir.path() / "sandbox.yaml";
+  write_text(config,
+             "execmcp: 1\nagents:\n  - id: s\n    cwd: ws\n    backend: {plugin: local, "
+             "settings: {isolation: sandbox}}\n");
+  const HttpServe server(config.string(), {}, dir);
+  ASSERT_GT(server.pid(), 0);
+  const char* require = std::getenv("EXECMCP_REQUIRE_SANDBOX");
+  if (server.port() == 0 && server.log().find("isolation: sandbox:") != std::string::npos &&
+      (require == nullptr || std::string(require) != "1"))
+    GTEST_SKIP() << server.log();
+  ASSERT_NE(server.port(), 0) << server.log();
+  EXPECT_THAT(server.log(), Not(HasSubstr("run commands in no sandbox")));
+  EXPECT_EQ(server.initialize("s", "none"), 200) << server.log();
 }
 #endif
 

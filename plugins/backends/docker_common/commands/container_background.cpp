@@ -3,17 +3,6 @@
 
 namespace execmcp::plugins::docker_common {
 
-sdk::BackgroundExit exit_of(int code, bool killed) {
-  sdk::BackgroundExit exit;
-  exit.killed = killed;
-  if (killed && code > 128 && code < 128 + 65) {
-    exit.signal = code - 128;
-  } else {
-    exit.exit_code = code;
-  }
-  return exit;
-}
-
 void BackgroundProcess::finish(const sdk::BackgroundExit& exit,
                                const std::string& never_started) noexcept {
   if (pid.load() != 0 || via_exec) observer->on_exit(exit);

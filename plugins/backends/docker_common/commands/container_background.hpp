@@ -13,8 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "docker_common/commands/runner_channel.hpp"
 #include "execmcp/sdk/background_processes.hpp"
+#include "runner_client/run_call.hpp"
+#include "runner_client/runner_channel.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -22,8 +23,7 @@ namespace execmcp::plugins::docker_common {
 inline constexpr const char* kAgentLost =
     "the container's agent ended; the process was killed with it";
 
-// An exit status as the shell saw it: 128+N for a signal when we killed it.
-sdk::BackgroundExit exit_of(int code, bool killed);
+using runner_client::exit_of;
 
 // One background process. In agent mode it is a call on the runner's channel that keeps no
 // output and has no deadline; in exec mode one exec, read by a jthread. Either way it carries its
@@ -33,8 +33,9 @@ struct BackgroundProcess {
   sdk::BackgroundObserver* observer = nullptr;
   std::string marker;
   std::string work_dir;
-  std::weak_ptr<RunnerChannel> channel;  // agent mode: dies with the runner, ending the process
-  std::shared_ptr<RunnerCall> call;
+  std::weak_ptr<runner_client::RunnerChannel>
+      channel;  // agent mode: dies with the runner, ending the process
+  std::shared_ptr<runner_client::RunnerCall> call;
   std::atomic<long> pid{0};
   std::atomic<bool> terminating{false};
   std::mutex mutex;

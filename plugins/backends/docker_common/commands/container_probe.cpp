@@ -7,8 +7,8 @@
 
 #include "docker_common/commands/command_path.hpp"
 #include "docker_common/commands/container_scripts.hpp"
-#include "docker_common/engine/exec_stream_decoder.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -21,16 +21,16 @@ namespace sv = supervision;
 constexpr std::size_t kProbeOutputCap = 4096;
 
 // A probe's output, capped per stream, and the engine's own error stream.
-class ProbeOutput final : public ExecStreamDecoder::Handler {
+class ProbeOutput final : public runner_client::ExecStreamDecoder::Handler {
  public:
   explicit ProbeOutput(sdk::ExecResult& result)
       : out_(sv::OutputCapture::of_stdout(result, kProbeOutputCap, nullptr)),
         err_(sv::OutputCapture::of_stderr(result, kProbeOutputCap, nullptr)) {}
-  void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
-    if (stream == ExecStreamDecoder::Stream::SystemError) {
+  void on_payload(runner_client::ExecStreamDecoder::Stream stream, std::string_view data) override {
+    if (stream == runner_client::ExecStreamDecoder::Stream::SystemError) {
       if (daemon_error_.size() < kProbeOutputCap) daemon_error_.append(data.substr(0, 1024));
     } else {
-      (stream == ExecStreamDecoder::Stream::Stdout ? out_ : err_).append(data);
+      (stream == runner_client::ExecStreamDecoder::Stream::Stdout ? out_ : err_).append(data);
     }
   }
   [[nodiscard]] const std::string& daemon_error() const { return daemon_error_; }

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "docker_common/commands/container_scripts.hpp"
-#include "docker_common/engine/exec_stream_decoder.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 #include "supervision/command_output.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -24,18 +24,18 @@ constexpr const char* kSweepIncomplete = "execmcp-sweep-incomplete\n";
 
 // Collects decoded exec output with per-stream caps (draining past the cap) and streams the kept
 // part to the sink, like the local backend.
-class CappedCollector final : public ExecStreamDecoder::Handler {
+class CappedCollector final : public runner_client::ExecStreamDecoder::Handler {
  public:
   CappedCollector(sdk::ExecResult& result, std::size_t cap, sdk::OutputSink* sink)
       : out_(sv::OutputCapture::of_stdout(result, cap, sink)),
         err_(sv::OutputCapture::of_stderr(result, cap, sink)) {}
 
-  void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
-    if (stream == ExecStreamDecoder::Stream::SystemError) {
+  void on_payload(runner_client::ExecStreamDecoder::Stream stream, std::string_view data) override {
+    if (stream == runner_client::ExecStreamDecoder::Stream::SystemError) {
       daemon_error_.append(data);
       return;
     }
-    if (stream == ExecStreamDecoder::Stream::Stdout) {
+    if (stream == runner_client::ExecStreamDecoder::Stream::Stdout) {
       out_.append(data);
       return;
     }
@@ -307,15 +307,17 @@ std::string ExecCommandPath::start_background(const std::shared_ptr<BackgroundPr
   bg->via_exec = true;
   BackgroundProcess* raw = bg.get();  // the thread is joined before *raw goes
   bg->thread = std::jthread([raw, session](std::stop_token stop) {
-    struct Forward final : ExecStreamDecoder::Handler {
+    struct Forward final : runner_client::ExecStreamDecoder::Handler {
       BackgroundProcess* bg = nullptr;
       std::string daemon_error;
-      void on_payload(ExecStreamDecoder::Stream stream, std::string_view data) override {
-        if (stream == ExecStreamDecoder::Stream::Stdout)
+      void on_payload(runner_client::ExecStreamDecoder::Stream stream,
+                      std::string_view data) override {
+        if (stream == runner_client::ExecStreamDecoder::Stream::Stdout)
           bg->observer->on_output(sdk::StreamKind::Stdout, data);
-        else if (stream == ExecStreamDecoder::Stream::Stderr)
+        else if (stream == runner_client::ExecStreamDecoder::Stream::Stderr)
           bg->observer->on_output(sdk::StreamKind::Stderr, data);
-        else if (stream == ExecStreamDecoder::Stream::SystemError && daemon_error.size() < 1024)
+        else if (stream == runner_client::ExecStreamDecoder::Stream::SystemError &&
+                 daemon_error.size() < 1024)
           daemon_error.append(data.substr(0, 1024));
       }
     } forward;

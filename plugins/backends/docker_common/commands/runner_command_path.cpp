@@ -12,6 +12,7 @@
 #include "docker_common/commands/container_scripts.hpp"
 #include "docker_common/engine/tar_archive.hpp"
 #include "docker_common/log_text.hpp"
+#include "runner_client/run_call.hpp"
 #include "supervision/command_output.hpp"
 #include "supervision/program_path.hpp"
 
@@ -58,7 +59,7 @@ std::string runner_form(const ContainerCommand& c) {
 }
 
 // Turns a runner call's frames into the host observer's calls.
-class BackgroundRelay final : public RunnerCallObserver {
+class BackgroundRelay final : public runner_client::RunnerCallObserver {
  public:
   explicit BackgroundRelay(BackgroundProcess* bg) : bg_(bg) {}
   void on_pid(long pid) noexcept override { bg_->pid = pid; }
@@ -159,9 +160,9 @@ EngineError RunnerCommandPath::deliver_runner_by_exec() {
   return {};
 }
 
-std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& notices,
-                                                   std::shared_ptr<RunnerChannel>& out,
-                                                   bool& runner_fault) {
+std::string RunnerCommandPath::open_runner_channel(
+    std::vector<std::string>& notices, std::shared_ptr<runner_client::RunnerChannel>& out,
+    bool& runner_fault) {
   // The engine's and the container's failures are the call's error as they would be for an exec;
   // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
   runner_fault = true;
@@ -215,7 +216,7 @@ std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& not
     }
     runner_fault = true;
     exec_.note_input_path(true);
-    auto channel = std::make_shared<RunnerChannel>(
+    auto channel = std::make_shared<runner_client::RunnerChannel>(
         std::move(*ends), [this](sdk::LogLevel level, const std::string& line) {
           lifecycle_.log(level, "execmcp-runner in " + lifecycle_.name() + ": " + line);
         });
@@ -247,9 +248,8 @@ std::string RunnerCommandPath::open_runner_channel(std::vector<std::string>& not
   return last_error;
 }
 
-std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std::string>& notices,
-                                                                 std::string& why,
-                                                                 bool& runner_fault) {
+std::shared_ptr<runner_client::RunnerChannel> RunnerCommandPath::runner_channel(
+    std::vector<std::string>& notices, std::string& why, bool& runner_fault) {
   std::lock_guard lock(runner_mutex_);
   runner_fault = true;
   // A channel into a container that has since been replaced (start() again, a recovery that made
@@ -294,14 +294,14 @@ std::shared_ptr<RunnerChannel> RunnerCommandPath::runner_channel(std::vector<std
   return runner_;
 }
 
-void RunnerCommandPath::drop_runner(const std::shared_ptr<RunnerChannel>& channel) {
+void RunnerCommandPath::drop_runner(const std::shared_ptr<runner_client::RunnerChannel>& channel) {
   std::lock_guard lock(runner_mutex_);
   if (runner_ == channel) runner_.reset();
 }
 
 std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
-    const ContainerCommand& spec, const std::shared_ptr<RunnerChannel>& shared) {
-  RunnerChannel& channel = *shared;
+    const ContainerCommand& spec, const std::shared_ptr<runner_client::RunnerChannel>& shared) {
+  runner_client::RunnerChannel& channel = *shared;
   const auto started = Clock::now();
   const std::uint64_t generation = stop_generation_.load();
   sdk::ExecResult result;
@@ -323,62 +323,26 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     return std::nullopt;
   }
 
-  auto out = sv::OutputCapture::of_stdout(result, spec.output_cap, spec.sink);
-  auto err = sv::OutputCapture::of_stderr(result, spec.output_cap, spec.sink);
-  const std::optional<Clock::time_point> deadline =
-      spec.timeout.count() > 0 ? std::optional(started + spec.timeout) : std::nullopt;
-  bool kill_sent = false;
-  Clock::time_point kill_sent_at;
-  std::vector<RunnerCall::Chunk> chunks;
-  bool gave_up = false;
-  bool container_stopped = false;  // and the engine left the runner's stream open (StopCheck)
   StopCheck stop_check = exec_.stop_check();
-  for (;;) {
-    if (!kill_sent) {
-      const auto cause =
-          sv::kill_cause(spec.cancel, stop_generation_.load() != generation, deadline);
-      sv::record_kill(result, cause);
-      if (cause != sv::KillCause::None) {
-        channel.kill(*call);
-        kill_sent = true;
-        kill_sent_at = Clock::now();
-      }
-    } else if (Clock::now() - kill_sent_at > kKillGrace) {
-      // The runner did not answer (stopped, or starved): end the command from outside.
-      channel.forget(*call);
-      probe_.kill_marked(spec.marker);
-      result.notices.push_back(
-          "execmcp-runner did not answer the kill request in time; the command's processes "
-          "were killed from outside, and the next call starts a new runner");
-      drop_runner(shared);
-      gave_up = true;
-      break;
-    }
-    auto wait = std::chrono::milliseconds(50);
-    if (!kill_sent && deadline) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
-      if (left < wait) wait = std::max(left, std::chrono::milliseconds(0));
-    }
-    chunks.clear();
-    const bool over = call->wait(wait, chunks);
-    for (const auto& c : chunks) (c.kind == sdk::StreamKind::Stdout ? out : err).append(c.data);
-    if (over) break;
-    if (stop_check.stopped()) {
-      channel.forget(*call);
-      container_stopped = true;
-      break;
-    }
-  }
-  // What came after wait() returned true is still queued: nothing more comes once a call is over.
-  chunks.clear();
-  call->wait(std::chrono::milliseconds(0), chunks);
-  for (const auto& c : chunks) (c.kind == sdk::StreamKind::Stdout ? out : err).append(c.data);
-
-  if (call->dropped(sdk::StreamKind::Stdout)) result.stdout_truncated = true;
-  if (call->dropped(sdk::StreamKind::Stderr)) result.stderr_truncated = true;
-  if (gave_up) {
+  runner_client::RunWatch watch;
+  watch.output_cap = spec.output_cap;
+  watch.sink = spec.sink;
+  watch.cancel = spec.cancel;
+  if (spec.timeout.count() > 0) watch.deadline = started + spec.timeout;
+  watch.backend_stopped = [&] { return stop_generation_.load() != generation; };
+  watch.kill_grace = kKillGrace;
+  watch.target_gone = [&] { return stop_check.stopped(); };
+  const auto end = runner_client::watch_run(channel, *call, watch, result);
+  if (end == runner_client::RunEnd::kUnanswered) {
+    // The runner did not answer (stopped, or starved): end the command from outside.
+    probe_.kill_marked(spec.marker);
+    result.notices.push_back(
+        "execmcp-runner did not answer the kill request in time; the command's processes "
+        "were killed from outside, and the next call starts a new runner");
+    drop_runner(shared);
     result.exit_code = -1;
-  } else if (container_stopped) {
+  } else if (end == runner_client::RunEnd::kTargetGone) {
+    // The container stopped, and the engine left the runner's stream open (StopCheck).
     drop_runner(shared);
     // Sent into a container that had already stopped: never ran, so sent again once it is back.
     if (!call->started()) return std::nullopt;
@@ -389,13 +353,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     lifecycle_.wait_stopped(std::chrono::seconds(5));
     return std::nullopt;
   } else if (done) {
-    result.exit_code = done->exit_code;
-    result.stdout_truncated |= done->stdout_truncated;
-    result.stderr_truncated |= done->stderr_truncated;
-    if (!done->error.empty()) result.error = done->error;
-    result.notices.insert(result.notices.end(), done->notices.begin(), done->notices.end());
-    // Ended by itself before the kill landed: reported as it ended.
-    if (!done->killed) result.timed_out = result.cancelled = false;
+    runner_client::apply_report(*done, result);
   } else {
     drop_runner(shared);
     if (!call->started()) return std::nullopt;
@@ -483,7 +441,7 @@ std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileReques
     }
     const auto deadline = Clock::now() + timeout;
     StopCheck stop_check = exec_.stop_check();
-    std::vector<RunnerCall::Chunk> chunks;
+    std::vector<runner_client::RunnerCall::Chunk> chunks;
     bool over = false;
     bool stopped = false;
     while (!over && !stopped && Clock::now() < deadline) {

@@ -17,9 +17,9 @@
 #include "docker_common/commands/command_path.hpp"
 #include "docker_common/commands/container_probe.hpp"
 #include "docker_common/commands/exec_command_path.hpp"
-#include "docker_common/commands/runner_channel.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/lifecycle/container_part.hpp"
+#include "runner_client/runner_channel.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -73,10 +73,12 @@ class RunnerCommandPath final : public CommandPath, private ContainerPart {
 
   // The live channel, started or re-established on demand; null with `why` when it cannot start,
   // and `runner_fault` true when the runner is at fault (not the engine or the container).
-  std::shared_ptr<RunnerChannel> runner_channel(std::vector<std::string>& notices, std::string& why,
-                                                bool& runner_fault);
+  std::shared_ptr<runner_client::RunnerChannel> runner_channel(std::vector<std::string>& notices,
+                                                               std::string& why,
+                                                               bool& runner_fault);
   std::string open_runner_channel(std::vector<std::string>& notices,
-                                  std::shared_ptr<RunnerChannel>& out, bool& runner_fault);
+                                  std::shared_ptr<runner_client::RunnerChannel>& out,
+                                  bool& runner_fault);
   // Puts execmcp-runner into the container's runner volume (engines that cannot see host files).
   EngineError copy_runner();
   // Attach mode's runner delivery: the program sent through an exec's stdin into a private
@@ -85,9 +87,10 @@ class RunnerCommandPath final : public CommandPath, private ContainerPart {
   // Runs the call on the channel; nullopt when the channel broke before the runner took the call
   // (so the command never ran). A channel that broke, or whose runner stopped answering, is
   // dropped, so the next call starts a new runner.
-  std::optional<sdk::ExecResult> run_on_runner(const ContainerCommand& command,
-                                               const std::shared_ptr<RunnerChannel>& channel);
-  void drop_runner(const std::shared_ptr<RunnerChannel>& channel);
+  std::optional<sdk::ExecResult> run_on_runner(
+      const ContainerCommand& command,
+      const std::shared_ptr<runner_client::RunnerChannel>& channel);
+  void drop_runner(const std::shared_ptr<runner_client::RunnerChannel>& channel);
   [[nodiscard]] bool runner_copied() const { return copied_for_.load() == incarnation_.load(); }
 
   ContainerLifecycle& lifecycle_;
@@ -101,7 +104,7 @@ class RunnerCommandPath final : public CommandPath, private ContainerPart {
   std::atomic<std::uint64_t> stop_generation_{0};
   std::string runner_path_;  // where it runs in the container (guarded by runner_mutex_)
   std::mutex runner_mutex_;  // guards the four below; held while a channel opens
-  std::shared_ptr<RunnerChannel> runner_;
+  std::shared_ptr<runner_client::RunnerChannel> runner_;
   std::uint64_t runner_for_ = 0;  // the container incarnation runner_ was opened into
   std::chrono::steady_clock::time_point runner_retry_at_{};
   std::string runner_failure_;

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "docker_common/commands/runner_channel.hpp"
-#include "docker_common/engine/exec_stream_decoder.hpp"
 #include "docker_common/lifecycle/container_spec.hpp"
 #include "docker_common/lifecycle/runtime_check.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
+#include "runner_client/runner_channel.hpp"
 
 namespace execmcp::plugins::docker_common {
 
@@ -171,7 +171,8 @@ class ExecSession {
   };
   // Waits at most `wait` for output and hands what came to `handler` (Stdout, Stderr, or
   // SystemError: an error the engine reported in the stream). A protocol error is `error`.
-  virtual ReadStatus read(std::chrono::milliseconds wait, ExecStreamDecoder::Handler& handler) = 0;
+  virtual ReadStatus read(std::chrono::milliseconds wait,
+                          runner_client::ExecStreamDecoder::Handler& handler) = 0;
 
   struct WriteStatus {
     std::size_t bytes = 0;  // 0 when nothing could be written within the wait
@@ -314,9 +315,9 @@ class Engine {
                                             EngineError& error) = 0;
   // Starts execmcp-runner with its stdin and stdout as the channel (options.attach_stdin is set).
   // kNoInput when this way to the engine cannot carry the calls.
-  virtual std::optional<ChannelEnds> open_channel(const std::string& name,
-                                                  const ExecOptions& options,
-                                                  EngineError& error) = 0;
+  virtual std::optional<runner_client::ChannelEnds> open_channel(const std::string& name,
+                                                                 const ExecOptions& options,
+                                                                 EngineError& error) = 0;
   // False when input may never reach a process through this engine (a proxy in between that
   // refuses upgrades); the backend then checks once with a harmless exec.
   [[nodiscard]] virtual bool input_always_arrives() const = 0;

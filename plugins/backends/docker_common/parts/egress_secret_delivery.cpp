@@ -37,9 +37,9 @@ class WipedText {
   std::string text_;
 };
 
-class Answer final : public ExecStreamDecoder::Handler {
+class Answer final : public runner_client::ExecStreamDecoder::Handler {
  public:
-  void on_payload(ExecStreamDecoder::Stream, std::string_view data) override {
+  void on_payload(runner_client::ExecStreamDecoder::Stream, std::string_view data) override {
     if (text.size() < kAnswerMax) text.append(data.substr(0, kAnswerMax - text.size()));
   }
   std::string text;

@@ -27,13 +27,7 @@ struct UserChoice {
 // workspace cannot be stat'ed.
 UserChoice choose_container_user(const std::string& configured_user, const std::string& workspace);
 
-// Adds POSIX ACL entries granting `uid` access to `path` and everything below it: rwX when
-// `writable`, r-X otherwise, plus the same as a default ACL on directories so new files inherit
-// it. Owner, group and existing entries are kept. Symlinks are never followed: the walk goes by
-// descriptor (openat with O_NOFOLLOW, xattrs set through /proc/self/fd), so an agent that swaps a
-// directory for a symlink while the walk runs cannot steer a grant outside the tree.
-// Returns "" or an error message naming the path.
-std::string grant_acl_recursive(const std::string& path, uid_t uid, bool writable);
+// The ACL grant itself: workspace_acl::grant_acl_recursive() (libs/workspace_acl).
 
 class ContainerLifecycle;
 

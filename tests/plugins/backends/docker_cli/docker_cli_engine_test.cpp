@@ -93,10 +93,10 @@ class FakeCli : public ::testing::Test {
   std::string dir_;
 };
 
-struct Collect final : dc::ExecStreamDecoder::Handler {
+struct Collect final : runner_client::ExecStreamDecoder::Handler {
   std::string out, err;
-  void on_payload(dc::ExecStreamDecoder::Stream stream, std::string_view data) override {
-    (stream == dc::ExecStreamDecoder::Stream::Stdout ? out : err).append(data);
+  void on_payload(runner_client::ExecStreamDecoder::Stream stream, std::string_view data) override {
+    (stream == runner_client::ExecStreamDecoder::Stream::Stdout ? out : err).append(data);
   }
 };
 
@@ -468,7 +468,7 @@ TEST_F(FakeCli, TheChannelIsOneSocketBothWaysAndItsChildEndsWithIt) {
   dc::EngineError error;
   auto ends = engine(settings())->open_channel("c", options, error);
   ASSERT_TRUE(ends) << error.message;
-  EXPECT_EQ(ends->framing, dc::ChannelEnds::Framing::kRaw);
+  EXPECT_EQ(ends->framing, runner_client::ChannelEnds::Framing::kRaw);
   EXPECT_EQ(ends->read_fd, ends->write_fd);
   ASSERT_GE(ends->diagnostics_fd, 0);
   ASSERT_TRUE(ends->owner);

@@ -475,8 +475,8 @@ class FakeEngine final : public Engine {
     }
     return std::make_unique<Session>(std::move(r), endless_execs);
   }
-  std::optional<ChannelEnds> open_channel(const std::string&, const ExecOptions&,
-                                          EngineError& error) override {
+  std::optional<runner_client::ChannelEnds> open_channel(const std::string&, const ExecOptions&,
+                                                         EngineError& error) override {
     error = EngineError::of(EngineError::Kind::kOther, "not faked");
     return std::nullopt;
   }
@@ -498,15 +498,16 @@ class FakeEngine final : public Engine {
   class Session final : public ExecSession {
    public:
     Session(ExecResult result, bool endless) : result_(std::move(result)), endless_(endless) {}
-    ReadStatus read(std::chrono::milliseconds wait, ExecStreamDecoder::Handler& handler) override {
+    ReadStatus read(std::chrono::milliseconds wait,
+                    runner_client::ExecStreamDecoder::Handler& handler) override {
       if (endless_) {
         std::this_thread::sleep_for(wait);
         return {false, {}};
       }
       if (!result_.stdout_data.empty())
-        handler.on_payload(ExecStreamDecoder::Stream::Stdout, result_.stdout_data);
+        handler.on_payload(runner_client::ExecStreamDecoder::Stream::Stdout, result_.stdout_data);
       if (!result_.stderr_data.empty())
-        handler.on_payload(ExecStreamDecoder::Stream::Stderr, result_.stderr_data);
+        handler.on_payload(runner_client::ExecStreamDecoder::Stream::Stderr, result_.stderr_data);
       result_.stdout_data.clear();
       result_.stderr_data.clear();
       return {true, {}};

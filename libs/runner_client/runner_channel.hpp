@@ -1,5 +1,6 @@
-// A Docker backend's side of the channel to execmcp-runner (its agent inside the container): one
-// exec stream that carries every call as frames (supervision/runner_protocol.hpp).
+// A backend's side of the channel to execmcp-runner (its agent inside a container or a sandbox):
+// one stream each way that carries every call as frames (supervision/runner_protocol.hpp), over
+// Docker's multiplexed exec stream or over a child's raw pipes or socket.
 #pragma once
 
 #include <atomic>
@@ -18,11 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "docker_common/log_text.hpp"
 #include "execmcp/sdk/types.hpp"
+#include "runner_client/log_budget.hpp"
 #include "supervision/runner_protocol.hpp"
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::runner_client {
 
 // How much of one runner's stderr reaches the log. A command can write there too (through
 // /proc/<runner pid>/fd/2), so it is bounded per runner process, line by line, and escaped.
@@ -122,6 +123,8 @@ struct ChannelEnds {
   // nothing (another process, such as an ssh master, may hold it open).
   int diagnostics_fd = -1;
   std::string leftover;  // bytes from read_fd already read by whoever opened it
+  // Where the runner runs, as errors name it ("the container said: ...").
+  std::string peer = "the container";
   // Whatever else the channel's life hangs on (a `docker exec -i` child): released after the
   // channel has closed its descriptors, so the child sees the end of its input first.
   std::shared_ptr<void> owner;
@@ -202,4 +205,4 @@ class RunnerChannel {
   std::thread thread_;
 };
 
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

@@ -2,7 +2,7 @@
 // queued frames, reads the exec stream, takes Docker's stream multiplexing off it if it has one
 // (the runner's stdout carries the frames, its stderr its diagnostics), reads the diagnostics fd
 // if there is one, and hands each frame to its call.
-#include "docker_common/commands/runner_channel.hpp"
+#include "runner_client/runner_channel.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,10 +15,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "docker_common/engine/exec_stream_decoder.hpp"
-#include "docker_common/log_text.hpp"
+#include "execmcp/sdk/log_text.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::runner_client {
 
 namespace rp = supervision::runner;
 
@@ -221,7 +221,8 @@ void RunnerChannel::fail(const std::string& why) {
       // Before its hello, what came is likely the runtime saying why the program did not start.
       std::string said = before_hello_;
       while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
-      if (!ready_ && !said.empty()) failure_ += " (the container said: " + log_text(said) + ")";
+      if (!ready_ && !said.empty())
+        failure_ += " (" + ends_.peer + " said: " + sdk::log_text(said) + ")";
     }
     calls.swap(calls_);
   }
@@ -248,7 +249,7 @@ void RunnerChannel::on_frame(rp::Frame& frame) {
       if (ready_ || frame.payload != rp::kVersion) {
         // A runner of another build: refused, not misread.
         if (!ready_)
-          failure_ = "execmcp-runner in the container speaks '" + frame.payload.substr(0, 64) +
+          failure_ = "execmcp-runner in " + ends_.peer + " speaks '" + frame.payload.substr(0, 64) +
                      "', this backend '" + std::string(rp::kVersion) + "'";
       } else {
         ready_ = true;
@@ -559,4 +560,4 @@ void RunnerChannel::io_loop() {
   end_diagnostics();
 }
 
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

@@ -1,14 +1,16 @@
-// See log_text.hpp.
-#include "docker_common/log_text.hpp"
+// See log_budget.hpp.
+#include "runner_client/log_budget.hpp"
 
-namespace execmcp::plugins::docker_common {
+#include "execmcp/sdk/log_text.hpp"
+
+namespace execmcp::plugins::runner_client {
 
 LogBudget::LogBudget(std::size_t max_lines, std::size_t max_bytes, std::size_t line_max)
     : lines_left_(max_lines), bytes_left_(max_bytes), line_max_(line_max) {}
 
 std::optional<std::string> LogBudget::take(std::string_view line, std::size_t cut) {
   if (!spent_) {
-    std::string text = log_text(line, line_max_, cut);
+    std::string text = sdk::log_text(line, line_max_, cut);
     if (lines_left_ > 0 && text.size() <= bytes_left_) {
       --lines_left_;
       bytes_left_ -= text.size();
@@ -26,4 +28,4 @@ bool LogBudget::just_spent() {
   return true;
 }
 
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

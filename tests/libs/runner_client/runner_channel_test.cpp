@@ -3,7 +3,7 @@
 // API does, or raw on pipes (or one socket) with the runner's stderr on a pipe of its own, as a
 // `docker exec -i` child gives them. Every byte from the peer is untrusted: bad input ends the
 // channel and fails its calls, never more.
-#include "docker_common/commands/runner_channel.hpp"
+#include "runner_client/runner_channel.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::runner_client {
 namespace {
 
 namespace rp = supervision::runner;
@@ -666,4 +666,4 @@ TEST_P(RawRunnerChannel, AFloodOnTheRunnersStderrReachesTheLogBoundedAndEscaped)
 }
 
 }  // namespace
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

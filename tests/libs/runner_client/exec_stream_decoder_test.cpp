@@ -1,11 +1,11 @@
 // Tests for the incremental Docker exec stream decoder, including splits at every byte.
-#include "docker_common/engine/exec_stream_decoder.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::runner_client {
 namespace {
 
 using Stream = ExecStreamDecoder::Stream;
@@ -144,4 +144,4 @@ TEST(DemuxAll, JoinsStreamsInOrderAndDetectsTruncation) {
 }
 
 }  // namespace
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

@@ -1,9 +1,9 @@
 // The exec stream decoder: a small state machine over header bytes and payload bytes.
-#include "docker_common/engine/exec_stream_decoder.hpp"
+#include "runner_client/exec_stream_decoder.hpp"
 
 #include <algorithm>
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::runner_client {
 
 bool ExecStreamDecoder::feed(std::string_view data, Handler& handler) {
   if (failed()) return false;
@@ -60,4 +60,4 @@ bool demux_all(std::string_view data, std::string& out, std::string* error) {
   return true;
 }
 
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::runner_client {
 
 // Each frame is an 8-byte header [stream type, 0, 0, 0, size as big-endian uint32] and `size`
 // payload bytes. Types: 0 stdin (ignored), 1 stdout, 2 stderr, 3 a daemon error message. Feed
@@ -47,4 +47,4 @@ class ExecStreamDecoder {
 // together in arrival order. Returns false on a protocol error (what was decoded is kept).
 bool demux_all(std::string_view data, std::string& out, std::string* error = nullptr);
 
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::runner_client

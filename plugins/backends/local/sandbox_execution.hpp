@@ -1,0 +1,106 @@
+// The local backend's `isolation: sandbox`: one OS sandbox per agent (sandbox/sandbox_launcher.hpp:
+// bubblewrap as an unprivileged uid, its own namespaces, seccomp, Landlock where the kernel has
+// it) with execmcp-runner as its only tenant, driven over a RunnerChannel (libs/runner_client).
+// Commands, background processes and the file tools are runner calls, one round trip each; the
+// sandbox lives until stop() or cleanup(), and a sandbox whose runner died is started again by the
+// next call. The sandbox shows the workspace and every grant at its host path, so paths, venvs and
+// results read the same as with `isolation: none`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "local_execution.hpp"
+#include "local_settings.hpp"
+#include "path_beneath.hpp"
+#include "runner_client/runner_channel.hpp"
+#include "sandbox_launcher.hpp"
+
+namespace execmcp::plugins::local {
+
+// The uid and gid a sandbox runs as: `configured` when set (never 0), else when the server is not
+// root its own, else the workspace's owner when that is not root, else 1000. "" or why not.
+std::string choose_sandbox_user(const std::optional<uid_t>& configured,
+                                const std::string& workspace, uid_t& uid, gid_t& gid);
+
+class SandboxExecution final : public LocalExecution {
+ public:
+  // Throws std::invalid_argument when the agent has no cwd.
+  SandboxExecution(const sdk::BackendInit& init, LocalSettings settings);
+  ~SandboxExecution() override;
+
+  // Fails closed: a machine that cannot give every layer refuses the agent, saying which layer.
+  std::string start() override;
+  void stop() noexcept override;
+  void cleanup() noexcept override;
+
+  sdk::ExecResult execute(const sdk::ExecRequest& request) override;
+  sdk::FileReadResult read_file(const sdk::FileReadRequest& request) override;
+  sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request) override;
+
+  sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
+                                          sdk::BackgroundObserver* observer) noexcept override;
+  void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept override;
+
+ private:
+  struct Background;
+  using Channel = std::shared_ptr<runner_client::RunnerChannel>;
+
+  // The live channel: the sandbox is started when there is none or its runner is gone. Null and
+  // `why` when it cannot start.
+  Channel channel(std::string& why);
+  std::string open_sandbox_locked(Channel& out);
+  // Closes the channel (the runner kills every call and exits) and stops the sandbox.
+  void close_sandbox() noexcept;
+  // When the server is root: an ACL for the sandbox user on each grant it does not own. "" or why.
+  [[nodiscard]] std::string grant_access(const std::vector<GrantRoot>& roots) const;
+  [[nodiscard]] sandbox::SandboxSpec sandbox_spec(const std::vector<GrantRoot>& roots) const;
+  // The directory a command runs in, as the sandbox sees it (its host path): `requested` must lie
+  // lexically in a grant; the sandbox's mounts decide the rest. "" or why not.
+  std::string work_dir_of(const std::string& requested, std::string& work_dir) const;
+  // Runs one file call to its end (or the request's cancel, or stop()).
+  struct FileCall {
+    std::string data;
+    bool dropped = false;
+    std::optional<supervision::runner::FileReport> report;
+    std::string error;
+  };
+  FileCall run_file(const supervision::runner::FileRequest& request, const std::string* input,
+                    std::size_t cap, const sdk::CancelToken* cancel);
+  void log(sdk::LogLevel level, const std::string& message) const noexcept;
+  // Ends every background process (at once) and returns after each on_exit().
+  void stop_background() noexcept;
+
+  const sdk::BackendInit init_;
+  const std::vector<sdk::PathGrant> grants_;
+  const LocalSettings settings_;
+  const std::string runner_;  // execmcp-runner beside the plugins
+
+  mutable std::mutex mutex_;  // guards the four below; held while a sandbox starts
+  std::shared_ptr<const std::vector<GrantRoot>> roots_;
+  std::unique_ptr<sandbox::SandboxProcess> process_;
+  Channel channel_;
+  bool started_ = false;  // start() succeeded and no cleanup() since
+
+  // Counts stop() calls: a call that sees it change kills its command and gives up.
+  std::atomic<std::uint64_t> stops_{0};
+  std::mutex running_mutex_;
+  std::condition_variable running_done_;
+  int running_ = 0;  // execute() calls in flight
+
+  std::mutex background_mutex_;
+  std::map<std::uint64_t, std::shared_ptr<Background>> background_;
+  std::uint64_t next_background_id_ = 1;
+};
+
+}  // namespace execmcp::plugins::local
