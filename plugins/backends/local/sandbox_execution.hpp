@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "egress_proxy.hpp"
 #include "local_execution.hpp"
 #include "local_settings.hpp"
 #include "path_beneath.hpp"
@@ -62,6 +63,9 @@ class SandboxExecution final : public LocalExecution {
   std::string open_sandbox_locked(Channel& out);
   // Closes the channel (the runner kills every call and exits) and stops the sandbox.
   void close_sandbox() noexcept;
+  // network: egress: the sandbox's Squid, run as uid:gid. Null and `error` when it cannot start.
+  std::unique_ptr<sandbox::EgressProxy> start_egress_proxy(uid_t uid, gid_t gid,
+                                                           std::string& error) const;
   // When the server is root: an ACL for the sandbox user on each grant it does not own. "" or why.
   [[nodiscard]] std::string grant_access(const std::vector<GrantRoot>& roots) const;
   [[nodiscard]] sandbox::SandboxSpec sandbox_spec(const std::vector<GrantRoot>& roots) const;
@@ -86,9 +90,10 @@ class SandboxExecution final : public LocalExecution {
   const LocalSettings settings_;
   const std::string runner_;  // execmcp-runner beside the plugins
 
-  mutable std::mutex mutex_;  // guards the four below; held while a sandbox starts
+  mutable std::mutex mutex_;  // guards the five below; held while a sandbox starts
   std::shared_ptr<const std::vector<GrantRoot>> roots_;
   std::unique_ptr<sandbox::SandboxProcess> process_;
+  std::unique_ptr<sandbox::EgressProxy> egress_;  // network: egress: the sandbox's Squid
   Channel channel_;
   bool started_ = false;  // start() succeeded and no cleanup() since
 

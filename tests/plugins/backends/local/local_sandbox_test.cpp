@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "execmcp/conformance/backend_conformance.hpp"
+#include "sandbox/egress_test_support.hpp"
 #include "sandbox/sandbox_test_support.hpp"
 
 namespace {
@@ -221,7 +222,20 @@ TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
             std::string::npos)
       << refusal(R"({"isolation": "vm"})");
   EXPECT_NE(refusal(R"({"network": "none"})").find("applies only with"), std::string::npos);
-  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "egress"})").find("'network' must be"),
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "bridge"})").find("'network' must be"),
+            std::string::npos);
+  // network: egress takes the Docker backends' allow list, and only what the local proxy offers.
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "egress"})").find("needs 'egress'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "egress": {"allow": ["pypi.org"]}})")
+                .find("applies only with \"network\": \"egress\""),
+            std::string::npos);
+  const std::string bad_entry =
+      refusal(R"({"isolation": "sandbox", "network": "egress", "egress": {"allow": ["a b"]}})");
+  EXPECT_NE(bad_entry.find("'egress.allow.0'"), std::string::npos) << bad_entry;
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "egress",
+                        "egress": {"allow": ["pypi.org"], "upstream_ca": "/x.pem"}})")
+                .find("'egress.upstream_ca' is not offered by the local sandbox"),
             std::string::npos);
   EXPECT_NE(
       refusal(R"({"isolation": "sandbox", "sandbox": {"user": 0}})").find("never runs as root"),
@@ -232,6 +246,37 @@ TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
                 .find("unknown setting 'sandbox.pids'"),
             std::string::npos);
   EXPECT_EQ(refusal(R"({"isolation": "none"})"), "");
+}
+
+// network: egress through the plugin: the agent's commands reach the allowed host through its
+// proxy (a local HTTP server named by the proxy's hosts file), a refused host gets 403, and
+// without the proxy nothing gets out.
+TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  if (!fs::exists("/usr/sbin/squid")) GTEST_SKIP() << "squid not found: scripts/install-deps.sh";
+  execmcp_egress_test::LocalInternet net((root_ / "net").string());
+  if (net.address().empty()) GTEST_SKIP() << net.error();
+  ASSERT_EQ(net.error(), "");
+  ::setenv("EXECMCP_TEST_EGRESS_HOSTS_FILE", net.hosts_file().c_str(), 1);
+  const std::string port = std::to_string(net.port());
+  auto& backend = make(R"({"isolation": "sandbox", "sandbox": {"landlock_max_abi": 2},
+                          "network": "egress",
+                          "egress": {"allow": ["allowed.execmcp.test"], "ports": [)" +
+                       port + "]}}");
+  const std::string url = "allowed.execmcp.test:" + port + "/hello.txt";
+  const auto allowed = run(backend, "curl -s -m 5 -w ' %{http_code}' http://" + url);
+  EXPECT_EQ(allowed.stdout_data, "HELLO-FROM-THE-LOCAL-INTERNET\n 200") << allowed.stderr_data;
+  const auto denied = run(backend,
+                          "curl -s -m 5 -o /dev/null -w '%{http_code}' "
+                          "http://denied.execmcp.test:" +
+                              port + "/hello.txt");
+  EXPECT_EQ(denied.stdout_data, "403");
+  const auto bypass = run(backend,
+                          "curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '*' "
+                          "http://" +
+                              net.address() + ":" + port + "/hello.txt");
+  EXPECT_EQ(bypass.stdout_data, "000");
+  ::unsetenv("EXECMCP_TEST_EGRESS_HOSTS_FILE");
 }
 
 // Fail closed: without bubblewrap the agent does not start (no fallback to the host), and the

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "egress_proxy.hpp"
+#include "egress_test_support.hpp"
 #include "sandbox_launcher.hpp"
 #include "sandbox_test_support.hpp"
 #include "supervision/stream_relay.hpp"
@@ -32,8 +33,6 @@
 namespace fs = std::filesystem;
 namespace sb = execmcp::plugins::local::sandbox;
 namespace dc = execmcp::plugins::docker_common;
-
-extern char** environ;
 
 namespace {
 
@@ -53,48 +52,6 @@ std::string read_all(int fd, std::chrono::milliseconds timeout) {
   return text;
 }
 
-// One of this machine's own IPv4 addresses other than loopback ("" when none): traffic to it
-// never leaves the machine.
-std::string own_address() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return {};
-  std::string found;
-  for (auto* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) continue;
-    char text[INET_ADDRSTRLEN];
-    found = ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-  }
-  ::freeifaddrs(list);
-  return found;
-}
-
-std::uint16_t free_port(const std::string& address) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
-  socklen_t len = sizeof addr;
-  std::uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
-bool accepts(const std::string& address, std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
-
 class EgressProxyTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -107,45 +64,20 @@ class EgressProxyTest : public ::testing::Test {
     }
     for (const char* tool : {"/usr/bin/python3", "/usr/bin/curl"})
       if (!fs::exists(tool)) GTEST_SKIP() << "no " << tool << " here";
-    address_ = own_address();
-    if (address_.empty()) GTEST_SKIP() << "no non-loopback IPv4 address on this machine";
-    uid_ = ::geteuid() == 0 ? 1000 : ::geteuid();
-    gid_ = ::geteuid() == 0 ? 1000 : ::getegid();
-
     char tmpl[] = "/tmp/execmcp-egress-test-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     root_ = tmpl;
-    ::chmod(root_.c_str(), 0755);
-    fs::create_directories(root_ + "/www");
-    std::ofstream(root_ + "/www/hello.txt") << "HELLO-FROM-THE-LOCAL-INTERNET\n";
-    std::ofstream(root_ + "/hosts") << address_ << " allowed.execmcp.test\n"
-                                    << address_ << " denied.execmcp.test\n";
-    ::chmod((root_ + "/hosts").c_str(), 0644);
-
-    port_ = free_port(address_);
-    ASSERT_NE(port_, 0);
-    const std::string port = std::to_string(port_);
-    std::vector<std::string> args{"/usr/bin/python3", "-m",     "http.server", port,
-                                  "--bind",           address_, "--directory", root_ + "/www"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    ASSERT_EQ(::posix_spawn(&server_, argv[0], &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    for (int i = 0; i < 200 && !accepts(address_, port_); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(accepts(address_, port_)) << "the test's HTTP server did not start";
+    net_ = std::make_unique<execmcp_egress_test::LocalInternet>(root_);
+    if (net_->address().empty()) GTEST_SKIP() << net_->error();
+    ASSERT_EQ(net_->error(), "");
+    address_ = net_->address();
+    port_ = net_->port();
+    uid_ = ::geteuid() == 0 ? 1000 : ::geteuid();
+    gid_ = ::geteuid() == 0 ? 1000 : ::getegid();
   }
 
   void TearDown() override {
-    if (server_ > 0) {
-      ::kill(server_, SIGKILL);
-      ::waitpid(server_, nullptr, 0);
-    }
+    net_.reset();
     std::error_code ec;
     if (!root_.empty()) fs::remove_all(root_, ec);
   }
@@ -159,7 +91,7 @@ class EgressProxyTest : public ::testing::Test {
     spec.agent_label = "egress-test";
     spec.uid = uid_;
     spec.gid = gid_;
-    spec.hosts_file = root_ + "/hosts";
+    spec.hosts_file = net_->hosts_file();
     spec.on_record = [this](const dc::EgressLogRecord& record) {
       std::lock_guard lock(mutex_);
       records_.push_back(record);
@@ -189,7 +121,7 @@ class EgressProxyTest : public ::testing::Test {
 
   std::string address_, root_;
   std::uint16_t port_ = 0;
-  pid_t server_ = -1;
+  std::unique_ptr<execmcp_egress_test::LocalInternet> net_;
   uid_t uid_ = 0;
   gid_t gid_ = 0;
   std::mutex mutex_;
