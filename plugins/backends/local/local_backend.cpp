@@ -32,6 +32,7 @@ LocalBackend::~LocalBackend() {
 
 void* LocalBackend::query_interface(std::string_view id) noexcept {
   if (id == sdk::kBackgroundProcessesId) return static_cast<sdk::BackgroundProcesses*>(this);
+  if (id == sdk::kNetworkEventsId) return execution_->network_events();
   return nullptr;
 }
 

@@ -12,6 +12,7 @@
 
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/network_events.hpp"
 
 namespace execmcp::plugins::local {
 
@@ -30,6 +31,10 @@ class LocalExecution {
   virtual sdk::BackgroundStarted start_background(const sdk::BackgroundRequest& request,
                                                   sdk::BackgroundObserver* observer) noexcept = 0;
   virtual void terminate_background(std::uint64_t id, std::chrono::milliseconds grace) noexcept = 0;
+
+  // execmcp.network_events/1, where the sandbox's network goes through a policy (network:
+  // egress); null otherwise.
+  virtual sdk::NetworkEvents* network_events() noexcept { return nullptr; }
 };
 
 }  // namespace execmcp::plugins::local

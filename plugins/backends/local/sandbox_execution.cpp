@@ -357,11 +357,51 @@ void SandboxExecution::close_sandbox() noexcept {
   }
   channel.reset();  // EOF on its input: the runner kills every call and its pool, and exits
   if (process) process->stop(kStopGrace);
-  if (egress) egress->stop();  // after the sandbox: nothing uses it any more
+  if (egress) {
+    egress->stop();  // after the sandbox: nothing uses it any more
+    deliver_summary(true);
+  }
 }
 
-std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(
-    uid_t uid, gid_t gid, std::string& error) const {
+sdk::NetworkEvents* SandboxExecution::network_events() noexcept {
+  if (settings_.sandbox.network != SandboxNetworkSetting::kEgress) return nullptr;
+  return this;
+}
+
+void SandboxExecution::subscribe(sdk::NetworkEventSink* sink) noexcept {
+  std::lock_guard lock(events_mutex_);
+  events_sink_ = sink;
+}
+
+void SandboxExecution::deliver_refusal(const docker_common::EgressLogRecord& record) noexcept {
+  sdk::NetworkEvent event;
+  event.host = sdk::log_text(record.host, 255);
+  event.port = record.port;
+  event.method = sdk::log_text(record.method, 32);
+  event.refused = true;
+  event.reason = docker_common::kEgressRefusalReason;
+  event.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  std::lock_guard lock(events_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (refusal_budget_.admit(event, now, refusal_counts_) && events_sink_ != nullptr)
+    events_sink_->on_network_event(event);
+  if (auto summary = refusal_budget_.summary(now, false, refusal_counts_);
+      summary && events_sink_ != nullptr)
+    events_sink_->on_network_event(*summary);
+}
+
+void SandboxExecution::deliver_summary(bool stopping) noexcept {
+  std::lock_guard lock(events_mutex_);
+  if (auto summary =
+          refusal_budget_.summary(std::chrono::steady_clock::now(), stopping, refusal_counts_);
+      summary && events_sink_ != nullptr)
+    events_sink_->on_network_event(*summary);
+}
+
+std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(uid_t uid, gid_t gid,
+                                                                           std::string& error) {
   sandbox::EgressProxySpec spec;
   spec.policy = settings_.sandbox.egress;
   spec.agent_label = init_.agent_id;
@@ -376,6 +416,7 @@ std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(
     log(sdk::LogLevel::Warn, "local: the egress proxy of " + init_.agent_id + " refused " +
                                  sdk::log_text(record.method) + " " + sdk::log_text(record.host) +
                                  ":" + std::to_string(record.port) + " (not in egress.allow)");
+    deliver_refusal(record);
   };
   return sandbox::EgressProxy::start(spec, error);
 }

@@ -15,12 +15,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "execmcp/conformance/backend_conformance.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "sandbox/egress_test_support.hpp"
 #include "sandbox/sandbox_test_support.hpp"
 
@@ -259,10 +262,27 @@ TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
   ASSERT_EQ(net.error(), "");
   ::setenv("EXECMCP_TEST_EGRESS_HOSTS_FILE", net.hosts_file().c_str(), 1);
   const std::string port = std::to_string(net.port());
-  auto& backend = make(R"({"isolation": "sandbox", "sandbox": {"landlock_max_abi": 2},
-                          "network": "egress",
-                          "egress": {"allow": ["allowed.execmcp.test"], "ports": [)" +
-                       port + "]}}");
+  struct Sink final : execmcp::sdk::NetworkEventSink {
+    void on_network_event(const execmcp::sdk::NetworkEvent& event) noexcept override {
+      std::lock_guard lock(mutex);
+      events.push_back(event);
+    }
+    std::mutex mutex;
+    std::vector<execmcp::sdk::NetworkEvent> events;
+  } sink;
+  backends_.push_back(create(R"({"isolation": "sandbox", "sandbox": {"landlock_max_abi": 2},
+                                 "network": "egress",
+                                 "egress": {"allow": ["allowed.execmcp.test"], "ports": [)" +
+                             port + "]}}"));
+  auto& backend = *backends_.back();
+  auto* events = execmcp::sdk::network_events(backend);
+  ASSERT_NE(events, nullptr) << "network: egress offers execmcp.network_events/1";
+  events->subscribe(&sink);
+  struct Unsubscribe {
+    execmcp::sdk::NetworkEvents* events;
+    ~Unsubscribe() { events->subscribe(nullptr); }
+  } unsubscribe{events};  // before the sink goes, whatever happens
+  ASSERT_EQ(backend.start(), "");
   const std::string url = "allowed.execmcp.test:" + port + "/hello.txt";
   const auto allowed = run(backend, "curl -s -m 5 -w ' %{http_code}' http://" + url);
   EXPECT_EQ(allowed.stdout_data, "HELLO-FROM-THE-LOCAL-INTERNET\n 200") << allowed.stderr_data;
@@ -276,6 +296,20 @@ TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
                           "http://" +
                               net.address() + ":" + port + "/hello.txt");
   EXPECT_EQ(bypass.stdout_data, "000");
+  // The refusal reached the subscribed sink (the host's audit), the allowed request did not.
+  const auto refused_seen = [&sink] {
+    std::lock_guard lock(sink.mutex);
+    return std::any_of(sink.events.begin(), sink.events.end(), [](const auto& e) {
+      return e.refused && e.host == "denied.execmcp.test" && e.method == "GET";
+    });
+  };
+  for (int i = 0; i < 200 && !refused_seen(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(refused_seen());
+  backend.cleanup();
+  {
+    std::lock_guard lock(sink.mutex);
+    for (const auto& e : sink.events) EXPECT_NE(e.host, "allowed.execmcp.test");
+  }
   ::unsetenv("EXECMCP_TEST_EGRESS_HOSTS_FILE");
 }
 

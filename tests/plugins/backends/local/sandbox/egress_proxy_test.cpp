@@ -221,6 +221,49 @@ TEST_F(EgressProxyTest, OnlyTheAllowedHostIsReachableAndOnlyThroughTheProxy) {
   EXPECT_FALSE(fs::exists(fs::path(socket).parent_path()));
 }
 
+// Squid goes with its server, even one that is SIGKILLed (PR_SET_PDEATHSIG, set after the uid
+// change that would clear it).
+TEST_F(EgressProxyTest, AKilledServerLeavesNoSquid) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const auto spec = proxy_spec();
+  const pid_t server = ::fork();
+  if (server == 0) {
+    std::string error;
+    auto proxy = sb::EgressProxy::start(spec, error);
+    const pid_t squid = proxy ? proxy->squid_pid() : -1;
+    if (::write(report[1], &squid, sizeof squid) != sizeof squid) ::_exit(3);
+    for (;;) ::pause();
+  }
+  ::close(report[1]);
+  pid_t squid = 0;
+  ASSERT_EQ(::read(report[0], &squid, sizeof squid), static_cast<ssize_t>(sizeof squid));
+  ::close(report[0]);
+  ASSERT_GT(squid, 0);
+  // Its directory stays behind a killed server (nothing there is secret): the test removes it.
+  std::string conf;
+  {
+    std::ifstream cmdline("/proc/" + std::to_string(squid) + "/cmdline");
+    for (std::string arg; std::getline(cmdline, arg, '\0');) conf = arg;  // the last: squid.conf
+  }
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  // Gone, or a zombie the host's init has yet to reap.
+  const auto alive = [squid] {
+    std::ifstream stat("/proc/" + std::to_string(squid) + "/stat");
+    std::string text;
+    if (!std::getline(stat, text)) return false;
+    const auto paren = text.rfind(')');
+    return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] != 'Z';
+  };
+  for (int i = 0; i < 300 && alive(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive()) << "squid " << squid << " outlived its server";
+  std::error_code ec;
+  if (conf.find("/execmcp-egress-") != std::string::npos)
+    fs::remove_all(fs::path(conf).parent_path(), ec);
+}
+
 TEST_F(EgressProxyTest, AMissingSquidNamesTheLayer) {
   auto spec = proxy_spec();
   spec.squid = root_ + "/no-squid-here";
