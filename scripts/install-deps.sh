@@ -26,6 +26,9 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
   libssl-dev libjwt-dev zlib1g-dev
   bubblewrap libseccomp-dev
+  # The local backend's `network: egress` runs a Squid of its own per sandbox; the system squid
+  # service is kept from starting (below).
+  squid
   libgtest-dev libgmock-dev
   python3 python3-venv
 )
@@ -80,9 +83,38 @@ if [[ " ${missing[*]} " == *" openssh-server "* ]] && [ ! -e /usr/sbin/sshd ]; t
   $sudo touch /etc/ssh/sshd_not_to_be_run
 fi
 
+# squid's postinst starts and enables the system proxy on *:3128; execmcp only needs the binary
+# (each sandbox gets a Squid of its own). A policy-rc.d that answers 101 keeps invoke-rc.d from
+# starting any service for the length of the install (one already there is kept).
+new_squid=0
+own_policy_rc=0
+policy_rc=/usr/sbin/policy-rc.d
+if [[ " ${missing[*]} " == *" squid "* ]] && [ ! -e /usr/sbin/squid ]; then
+  new_squid=1
+  if [ ! -e "$policy_rc" ]; then
+    own_policy_rc=1
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy_rc" >/dev/null
+    $sudo chmod 755 "$policy_rc"
+    trap '$sudo rm -f "$policy_rc"' EXIT
+  fi
+fi
+
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+if [ "$new_squid" = 1 ]; then
+  if [ "$own_policy_rc" = 1 ]; then
+    $sudo rm -f "$policy_rc"
+    trap - EXIT
+  fi
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    $sudo systemctl disable --now squid.service >/dev/null 2>&1 || true
+  elif command -v update-rc.d >/dev/null 2>&1; then
+    $sudo update-rc.d squid disable >/dev/null 2>&1 || true
+  fi
+  echo "install-deps: the system squid stays off (execmcp starts a Squid per sandbox)" >&2
+fi
 
 if [ "$new_sshd" = 1 ]; then
   # Belt and braces for systemd machines: not enabled at boot either.

@@ -38,6 +38,7 @@
 #include "supervision/landlock_rules.hpp"
 #include "supervision/runner_protocol.hpp"
 #include "supervision/spare_pool.hpp"
+#include "supervision/stream_relay.hpp"
 #include "supervision/supervisor_client.hpp"
 
 extern char** environ;
@@ -406,7 +407,32 @@ class Runner {
   std::vector<std::uint32_t> finished_;
 };
 
-int channel_main(const char* self) {
+// Inside the local sandbox with `network: egress`: 127.0.0.1:3128 of the sandbox's own network
+// namespace, relayed to the proxy's unix socket bound in at `socket_path` (stream_relay.hpp).
+// Null and a line on stderr when the port cannot be had.
+std::unique_ptr<supervision::StreamRelay> start_egress_relay(const std::string& socket_path) {
+  const int listener = supervision::listen_tcp_loopback(supervision::kEgressRelayPort);
+  if (listener < 0) {
+    say("cannot listen on 127.0.0.1:" + std::to_string(supervision::kEgressRelayPort) +
+        " for the egress relay: " + std::strerror(errno));
+    return nullptr;
+  }
+  return std::make_unique<supervision::StreamRelay>(
+      listener, [socket_path] { return supervision::connect_unix(socket_path); },
+      supervision::kEgressRelayConnections);
+}
+
+// `execmcp-runner --execmcp-egress-relay=PATH` alone: the relay in the foreground, nothing else.
+int relay_main(const std::string& socket_path) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, nullptr);
+  auto relay = start_egress_relay(socket_path);
+  if (!relay) return 2;
+  for (;;) ::pause();
+}
+
+int channel_main(const char* self, const std::string& egress_socket) {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, nullptr);  // a command that stops reading its stdin
@@ -425,6 +451,11 @@ int channel_main(const char* self) {
   if (::chdir("/") != 0) {
     // Only the commands need a directory, and each gets its own.
   }
+  std::unique_ptr<supervision::StreamRelay> relay;
+  if (!egress_socket.empty()) {
+    relay = start_egress_relay(egress_socket);
+    if (!relay) return 2;
+  }
   return Runner(self, in, out).serve();
 }
 
@@ -437,9 +468,19 @@ int main(int argc, char** argv) {
   // In the local OS sandbox, Landlock rules follow the channel argument (landlock_rules.hpp).
   namespace ll = sv::landlock;
   ll::Rules rules;
+  const std::string relay_prefix = sv::kEgressRelayArg;
+  const auto relay_arg = [&](const char* arg, std::string& path) {
+    if (std::strncmp(arg, relay_prefix.c_str(), relay_prefix.size()) != 0) return false;
+    path = arg + relay_prefix.size();
+    return !path.empty() && path[0] == '/';
+  };
+  std::string egress_socket;
+  if (argc == 2 && relay_arg(argv[1], egress_socket))
+    return execmcp::plugins::runner_program::relay_main(egress_socket);
   bool args_ok =
       argc >= 2 && argv[0][0] == '/' && std::strcmp(argv[1], sv::runner::kChannelArg) == 0;
-  for (int i = 2; args_ok && i < argc; ++i) args_ok = ll::parse_arg(argv[i], rules);
+  for (int i = 2; args_ok && i < argc; ++i)
+    args_ok = relay_arg(argv[i], egress_socket) || ll::parse_arg(argv[i], rules);
   if (!args_ok) {
     const char* text =
         "execmcp-runner is started inside a container by execmcp's docker-api backend of the "
@@ -459,5 +500,5 @@ int main(int argc, char** argv) {
     // /proc/<runner>/mem and the like are closed to them (seccomp already refuses ptrace).
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   }
-  return execmcp::plugins::runner_program::channel_main(argv[0]);
+  return execmcp::plugins::runner_program::channel_main(argv[0], egress_socket);
 }

@@ -35,6 +35,7 @@ void* LocalBackend::query_interface(std::string_view id) noexcept {
   if (id == sdk::kBackgroundProcessesId) return static_cast<sdk::BackgroundProcesses*>(this);
   // Only a sandbox can be stopped and made again (per-user agents, idle stop and resume).
   if (id == sdk::kSandboxControlId) return execution_->sandbox_control();
+  if (id == sdk::kNetworkEventsId) return execution_->network_events();
   return nullptr;
 }
 

@@ -12,6 +12,7 @@
 
 #include "execmcp/sdk/background_processes.hpp"
 #include "execmcp/sdk/executor_backend.hpp"
+#include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 
 namespace execmcp::plugins::local {
@@ -34,6 +35,9 @@ class LocalExecution {
 
   // Its execmcp.sandbox/1 (a sandbox that can be stopped and started again), or null.
   virtual sdk::SandboxControl* sandbox_control() noexcept { return nullptr; }
+  // execmcp.network_events/1, where the sandbox's network goes through a policy (network:
+  // egress); null otherwise.
+  virtual sdk::NetworkEvents* network_events() noexcept { return nullptr; }
 };
 
 }  // namespace execmcp::plugins::local

@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,8 +16,24 @@ namespace execmcp::plugins::local {
 namespace {
 
 constexpr const char* kKnownKeys =
-    "shell, command_prefix, venv_path, auto_venv, env, isolation, network, sandbox";
+    "shell, command_prefix, venv_path, auto_venv, env, isolation, network, egress, sandbox";
 constexpr const char* kKnownSandboxKeys = "user, landlock_max_abi";
+
+// `egress`: parsed as the Docker backends parse it; what only their proxy offers is refused.
+void parse_egress_object(const nlohmann::json& value, docker_common::EgressPolicy& policy) {
+  std::vector<sdk::SettingsProblem> problems;
+  policy = docker_common::parse_egress(value, problems);
+  if (!problems.empty()) {
+    std::string key = problems.front().pointer.substr(1);
+    std::replace(key.begin(), key.end(), '/', '.');
+    throw std::invalid_argument("setting '" + key + "': " + problems.front().message);
+  }
+  for (const char* key : {"secrets", "upstream_ca", "upstream_network"})
+    if (value.is_object() && value.contains(key))
+      throw std::invalid_argument("setting 'egress." + std::string(key) +
+                                  "' is not offered by the local sandbox (the Docker backends' "
+                                  "proxy only)");
+}
 
 std::string require_string(const nlohmann::json& value, const std::string& key) {
   if (!value.is_string())
@@ -105,12 +123,17 @@ LocalSettings parse_local_settings(const std::string& settings_json) {
         settings.sandbox.network = SandboxNetworkSetting::kNone;
       } else if (network == "host") {
         settings.sandbox.network = SandboxNetworkSetting::kHost;
+      } else if (network == "egress") {
+        settings.sandbox.network = SandboxNetworkSetting::kEgress;
       } else {
         throw std::invalid_argument(
-            "setting 'network' must be \"none\" (the sandbox's own loopback only) or \"host\" "
-            "(the host's network: no network boundary), got \"" +
+            "setting 'network' must be \"none\" (the sandbox's own loopback only), \"egress\" "
+            "(only egress.allow, through a proxy) or \"host\" (the host's network: no network "
+            "boundary), got \"" +
             network + "\"");
       }
+    } else if (key == "egress") {
+      parse_egress_object(value, settings.sandbox.egress);
     } else if (key == "sandbox") {
       parse_sandbox_object(value, settings.sandbox);
     } else {
@@ -119,11 +142,16 @@ LocalSettings parse_local_settings(const std::string& settings_json) {
   }
   // The sandbox's settings mean nothing on the host: said rather than ignored.
   if (settings.isolation != Isolation::kSandbox) {
-    for (const char* key : {"network", "sandbox"})
+    for (const char* key : {"network", "egress", "sandbox"})
       if (root.contains(key))
         throw std::invalid_argument("setting '" + std::string(key) +
                                     "' applies only with \"isolation\": \"sandbox\"");
   }
+  const bool egress = settings.sandbox.network == SandboxNetworkSetting::kEgress;
+  if (egress != root.contains("egress"))
+    throw std::invalid_argument(
+        egress ? "setting 'network': \"egress\" needs 'egress' (its allow list)"
+               : "setting 'egress' applies only with \"network\": \"egress\"");
   return settings;
 }
 

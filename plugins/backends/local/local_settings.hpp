@@ -7,15 +7,20 @@
 #include <optional>
 #include <string>
 
+#include "docker_common/parts/egress_policy.hpp"
+
 namespace execmcp::plugins::local {
 
 // Where an agent's commands run: on the host as the server's user (none, the default), or through
 // execmcp-runner in an OS sandbox of their own (sandbox/sandbox_launcher.hpp).
 enum class Isolation { kNone, kSandbox };
-enum class SandboxNetworkSetting { kNone, kHost };
+enum class SandboxNetworkSetting { kNone, kHost, kEgress };
 
 struct SandboxSettings {
   SandboxNetworkSetting network = SandboxNetworkSetting::kNone;  // `network`
+  // `egress` (with network: egress): the Docker backends' allow list and ports; `secrets`,
+  // `upstream_ca` and `upstream_network` are not offered here.
+  docker_common::EgressPolicy egress;
   // `sandbox.user`: the uid the sandbox runs as when the server is root (never 0); unset: the
   // workspace's owner when that is not root, else 1000.
   std::optional<uid_t> user;

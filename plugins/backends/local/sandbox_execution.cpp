@@ -45,12 +45,18 @@ constexpr const char* kSandboxHome = "/home/agent";
 
 // What every sandboxed command starts from: not the server's environment (it holds the server's
 // own secrets), but a fixed one, with the host's locale.
-std::map<std::string, std::string> sandbox_environment() {
+std::map<std::string, std::string> sandbox_environment(const LocalSettings& settings) {
   std::map<std::string, std::string> env = {{"PATH", kSandboxPath}, {"HOME", kSandboxHome},
                                             {"USER", "agent"},      {"LOGNAME", "agent"},
                                             {"TMPDIR", "/tmp"},     {"TERM", "dumb"}};
   for (const char* name : {"LANG", "LC_ALL"})
     if (const char* value = std::getenv(name); value != nullptr) env[name] = value;
+  // network: egress: the runner's relay to the sandbox's proxy (egress_proxy.hpp).
+  if (settings.sandbox.network == SandboxNetworkSetting::kEgress)
+    for (const auto& kv : sandbox::egress_client_env()) {
+      const auto eq = kv.find('=');
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
   return env;
 }
 
@@ -349,11 +355,20 @@ sandbox::SandboxSpec SandboxExecution::sandbox_spec(const std::vector<GrantRoot>
   }
   spec.program = runner_;
   spec.args = {rp::kChannelArg};
-  for (const auto& [name, value] : sandbox_environment()) spec.env.emplace_back(name, value);
+  for (const auto& [name, value] : sandbox_environment(settings_))
+    spec.env.emplace_back(name, value);
   spec.work_dir = init_.sandbox_cwd.empty() ? canonical_or_empty(init_.cwd) : init_.sandbox_cwd;
-  spec.network = settings_.sandbox.network == SandboxNetworkSetting::kHost
-                     ? sandbox::SandboxNetwork::kHost
-                     : sandbox::SandboxNetwork::kNone;
+  switch (settings_.sandbox.network) {
+    case SandboxNetworkSetting::kNone:
+      spec.network = sandbox::SandboxNetwork::kNone;
+      break;
+    case SandboxNetworkSetting::kHost:
+      spec.network = sandbox::SandboxNetwork::kHost;
+      break;
+    case SandboxNetworkSetting::kEgress:
+      spec.network = sandbox::SandboxNetwork::kEgress;  // egress_socket: open_sandbox_locked()
+      break;
+  }
   spec.home = kSandboxHome;
   spec.landlock_max_abi = settings_.sandbox.landlock_max_abi;
   return spec;
@@ -366,6 +381,12 @@ std::string SandboxExecution::open_sandbox_locked(Channel& out) {
       !why.empty())
     return "isolation: sandbox: " + why;
   std::string error;
+  std::unique_ptr<sandbox::EgressProxy> egress;
+  if (spec.network == sandbox::SandboxNetwork::kEgress) {
+    egress = start_egress_proxy(spec.uid, spec.gid, error);
+    if (!egress) return "isolation: sandbox, network: egress: " + error;
+    spec.egress_socket = egress->socket_path();
+  }
   auto process = sandbox::SandboxProcess::start(spec, error);
   if (!process) return "isolation: sandbox: " + error;
   const int fd = process->take_channel_fd();
@@ -383,11 +404,14 @@ std::string SandboxExecution::open_sandbox_locked(Channel& out) {
   }
   const int abi = supervision::landlock::kernel_abi();
   const int used = spec.landlock_max_abi > 0 ? std::min(spec.landlock_max_abi, abi) : abi;
-  log(sdk::LogLevel::Info,
-      "local: the sandbox of " + init_.agent_id + " is ready (uid " + std::to_string(spec.uid) +
-          ", network " + (spec.network == sandbox::SandboxNetwork::kHost ? "host" : "none") +
-          ", Landlock " + (used >= 2 ? "ABI " + std::to_string(used) : "not applied") + ")");
+  const char* network = spec.network == sandbox::SandboxNetwork::kHost     ? "host"
+                        : spec.network == sandbox::SandboxNetwork::kEgress ? "egress"
+                                                                           : "none";
+  log(sdk::LogLevel::Info, "local: the sandbox of " + init_.agent_id + " is ready (uid " +
+                               std::to_string(spec.uid) + ", network " + network + ", Landlock " +
+                               (used >= 2 ? "ABI " + std::to_string(used) : "not applied") + ")");
   process_ = std::move(process);
+  egress_ = std::move(egress);
   channel_ = channel;
   out = std::move(channel);
   return {};
@@ -404,6 +428,7 @@ SandboxExecution::Channel SandboxExecution::channel(std::string& why) {
   channel_.reset();
   if (process_) process_->stop(kStopGrace);
   process_.reset();
+  egress_.reset();
   Channel out;
   why = open_sandbox_locked(out);
   return out;
@@ -411,14 +436,78 @@ SandboxExecution::Channel SandboxExecution::channel(std::string& why) {
 
 void SandboxExecution::close_sandbox() noexcept {
   std::unique_ptr<sandbox::SandboxProcess> process;
+  std::unique_ptr<sandbox::EgressProxy> egress;
   Channel channel;
   {
     std::lock_guard lock(mutex_);
     process.swap(process_);
+    egress.swap(egress_);
     channel.swap(channel_);
   }
   channel.reset();  // EOF on its input: the runner kills every call and its pool, and exits
   if (process) process->stop(kStopGrace);
+  if (egress) {
+    egress->stop();  // after the sandbox: nothing uses it any more
+    deliver_summary(true);
+  }
+}
+
+sdk::NetworkEvents* SandboxExecution::network_events() noexcept {
+  if (settings_.sandbox.network != SandboxNetworkSetting::kEgress) return nullptr;
+  return this;
+}
+
+void SandboxExecution::subscribe(sdk::NetworkEventSink* sink) noexcept {
+  std::lock_guard lock(events_mutex_);
+  events_sink_ = sink;
+}
+
+void SandboxExecution::deliver_refusal(const docker_common::EgressLogRecord& record) noexcept {
+  sdk::NetworkEvent event;
+  event.host = sdk::log_text(record.host, 255);
+  event.port = record.port;
+  event.method = sdk::log_text(record.method, 32);
+  event.refused = true;
+  event.reason = docker_common::kEgressRefusalReason;
+  event.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  std::lock_guard lock(events_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (refusal_budget_.admit(event, now, refusal_counts_) && events_sink_ != nullptr)
+    events_sink_->on_network_event(event);
+  if (auto summary = refusal_budget_.summary(now, false, refusal_counts_);
+      summary && events_sink_ != nullptr)
+    events_sink_->on_network_event(*summary);
+}
+
+void SandboxExecution::deliver_summary(bool stopping) noexcept {
+  std::lock_guard lock(events_mutex_);
+  if (auto summary =
+          refusal_budget_.summary(std::chrono::steady_clock::now(), stopping, refusal_counts_);
+      summary && events_sink_ != nullptr)
+    events_sink_->on_network_event(*summary);
+}
+
+std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(uid_t uid, gid_t gid,
+                                                                           std::string& error) {
+  sandbox::EgressProxySpec spec;
+  spec.policy = settings_.sandbox.egress;
+  spec.agent_label = init_.agent_id;
+  spec.uid = uid;
+  spec.gid = gid;
+  if (const char* hosts = std::getenv("EXECMCP_TEST_EGRESS_HOSTS_FILE"); hosts != nullptr)
+    spec.hosts_file = hosts;  // the tests' local "internet" (egress_proxy_test.cpp)
+  // Each refusal is said in the backend's log (one line per request: the proxy's own budget is
+  // the Docker backends'; here the log is the record).
+  spec.on_record = [this](const docker_common::EgressLogRecord& record) {
+    if (!record.refused) return;
+    log(sdk::LogLevel::Warn, "local: the egress proxy of " + init_.agent_id + " refused " +
+                                 sdk::log_text(record.method) + " " + sdk::log_text(record.host) +
+                                 ":" + std::to_string(record.port) + " (not in egress.allow)");
+    deliver_refusal(record);
+  };
+  return sandbox::EgressProxy::start(spec, error);
 }
 
 void SandboxExecution::stop() noexcept {
@@ -478,7 +567,8 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
   run.work_dir = work_dir;
   run.shell = settings_.shell;
   run.command = prepared.command;
-  run.env = command_environment(sandbox_environment(), settings_, prepared.venv, request.env);
+  run.env =
+      command_environment(sandbox_environment(settings_), settings_, prepared.venv, request.env);
 
   {
     std::lock_guard lock(running_mutex_);
@@ -693,7 +783,8 @@ sdk::BackgroundStarted SandboxExecution::start_background(
     run.work_dir = work_dir;
     run.shell = settings_.shell;
     run.command = prepared.command;
-    run.env = command_environment(sandbox_environment(), settings_, prepared.venv, request.env);
+    run.env =
+        command_environment(sandbox_environment(settings_), settings_, prepared.venv, request.env);
     Channel ch = channel(started.error);
     if (!ch) return started;
     auto bg = std::make_shared<Background>(observer);

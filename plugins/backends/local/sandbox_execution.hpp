@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "docker_common/parts/egress_refusal_budget.hpp"
+#include "egress_proxy.hpp"
 #include "execmcp/sdk/sandbox_control.hpp"
 #include "local_execution.hpp"
 #include "local_settings.hpp"
@@ -36,7 +38,9 @@ namespace execmcp::plugins::local {
 std::string choose_sandbox_user(const std::optional<uid_t>& configured,
                                 const std::string& workspace, uid_t& uid, gid_t& gid);
 
-class SandboxExecution final : public LocalExecution, public sdk::SandboxControl {
+class SandboxExecution final : public LocalExecution,
+                               public sdk::SandboxControl,
+                               private sdk::NetworkEvents {
  public:
   // Throws std::invalid_argument when the agent has no cwd.
   SandboxExecution(const sdk::BackendInit& init, LocalSettings settings);
@@ -59,6 +63,10 @@ class SandboxExecution final : public LocalExecution, public sdk::SandboxControl
   std::string suspend() noexcept override;
   std::string resume() noexcept override;
   std::string relocate_workspace(const std::string& host_path) noexcept override;
+  // network: egress: each refusal of the sandbox's proxy, within the Docker backends' budget
+  // (RefusalBudget: a repeat or one over the hour's budget is held for a summary).
+  sdk::NetworkEvents* network_events() noexcept override;
+  void subscribe(sdk::NetworkEventSink* sink) noexcept override;
 
  private:
   struct Background;
@@ -70,6 +78,9 @@ class SandboxExecution final : public LocalExecution, public sdk::SandboxControl
   std::string open_sandbox_locked(Channel& out);
   // Closes the channel (the runner kills every call and exits) and stops the sandbox.
   void close_sandbox() noexcept;
+  // network: egress: the sandbox's Squid, run as uid:gid. Null and `error` when it cannot start.
+  std::unique_ptr<sandbox::EgressProxy> start_egress_proxy(uid_t uid, gid_t gid,
+                                                           std::string& error);
   // When the server is root: an ACL for the sandbox user on each grant it does not own. "" or why.
   [[nodiscard]] std::string grant_access(const std::vector<GrantRoot>& roots) const;
   [[nodiscard]] sandbox::SandboxSpec sandbox_spec(const std::vector<GrantRoot>& roots) const;
@@ -104,9 +115,18 @@ class SandboxExecution final : public LocalExecution, public sdk::SandboxControl
   const std::string runner_;     // execmcp-runner beside the plugins
   const std::string shown_cwd_;  // the workspace as commands see it: sandbox_cwd, else init_.cwd
 
-  mutable std::mutex mutex_;  // guards the four below; held while a sandbox starts
+  mutable std::mutex mutex_;  // guards the five below; held while a sandbox starts
   std::shared_ptr<const std::vector<GrantRoot>> roots_;
   std::unique_ptr<sandbox::SandboxProcess> process_;
+  std::unique_ptr<sandbox::EgressProxy> egress_;  // network: egress: the sandbox's Squid
+
+  // Held while an event is delivered: subscribe() returns once none is in flight.
+  std::mutex events_mutex_;
+  sdk::NetworkEventSink* events_sink_ = nullptr;
+  docker_common::RefusalBudget refusal_budget_;
+  docker_common::EgressCounts refusal_counts_;
+  void deliver_refusal(const docker_common::EgressLogRecord& record) noexcept;
+  void deliver_summary(bool stopping) noexcept;
   Channel channel_;
   bool started_ = false;  // start() succeeded and no cleanup() since
 

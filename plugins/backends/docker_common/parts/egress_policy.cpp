@@ -674,11 +674,12 @@ EgressPolicy parse_egress(const nlohmann::json& egress, std::vector<sdk::Setting
 }
 
 std::string render_squid_conf(const EgressPolicy& policy, const std::string& agent_label,
-                              const std::vector<std::string>& client_networks) {
+                              const std::vector<std::string>& client_networks,
+                              const std::string& http_port) {
   std::ostringstream conf;
   conf << "# execmcp egress proxy of agent " << log_label(agent_label)
        << " (rendered by execmcp; do not edit)\n"
-       << "http_port " << kEgressProxyPort << "\n"
+       << "http_port " << (http_port.empty() ? std::to_string(kEgressProxyPort) : http_port) << "\n"
        << "visible_hostname execmcp-egress\n"
        // A forward proxy only: no cache, no PID file, no helpers, no ICMP pinger (it needs a
        // capability), logs on the container's stdout/stderr, nothing written to disk.

@@ -101,8 +101,11 @@ inline constexpr const char* kEgressErrorPageVariable = "EXECMCP_EGRESS_ERROR_PA
 // format parse_egress_log_line() reads. `client_networks` (CIDRs, e.g. the agent's internal
 // network) are the only sources the proxy serves when not empty. `agent_label` names the agent
 // in the log and the page; characters other than [A-Za-z0-9._-] become '_'.
+// `http_port` is the listening line's value ("" = kEgressProxyPort; the local sandbox's proxy
+// gives "127.0.0.1:<port>").
 std::string render_squid_conf(const EgressPolicy& policy, const std::string& agent_label,
-                              const std::vector<std::string>& client_networks = {});
+                              const std::vector<std::string>& client_networks = {},
+                              const std::string& http_port = {});
 
 // The refusal page's template (Squid expands %H, the host, %p, its port, %M, the method): it says
 // the host is not in the agent's egress allow list and lists what is.

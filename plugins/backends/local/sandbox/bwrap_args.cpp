@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "supervision/stream_relay.hpp"
+
 namespace execmcp::plugins::local::sandbox {
 namespace {
 
@@ -180,6 +182,9 @@ std::vector<std::string> bwrap_args(const SandboxSpec& spec, const BwrapInputs& 
         break;
     }
   }
+  // The proxy's socket (a socket in a read-only mount still connects; it cannot be replaced).
+  if (spec.network == SandboxNetwork::kEgress)
+    add(argv, {"--ro-bind", spec.egress_socket, supervision::kEgressSocketInside});
   const std::string program = program_target(spec);
   if (in.program_fd >= 0)
     add(argv, {"--ro-bind-fd", std::to_string(in.program_fd), program});

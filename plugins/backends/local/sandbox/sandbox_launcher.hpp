@@ -19,6 +19,11 @@ namespace execmcp::plugins::local::sandbox {
 enum class SandboxNetwork {
   kNone,  // a network namespace of its own: its loopback only
   kHost,  // the host's network (an explicit opt-in: no network boundary)
+  // A network namespace of its own, whose only way out is the proxy's unix socket
+  // (SandboxSpec::egress_socket), shown inside at /run/execmcp/egress.sock; execmcp-runner
+  // relays 127.0.0.1:3128 to it (--execmcp-egress-relay, added by the launcher when the program
+  // is the runner). The host side is EgressProxy (egress_proxy.hpp).
+  kEgress,
 };
 
 // One host directory or file shown inside, at `target` (absolute, as the sandbox sees it).
@@ -55,6 +60,8 @@ struct SandboxSpec {
   gid_t gid = 0;
 
   SandboxNetwork network = SandboxNetwork::kNone;
+  // kEgress: the host path of the proxy's unix socket (in a 0700 directory of `uid`).
+  std::string egress_socket;
   std::string home = "/home/agent";                // a private tmpfs, HOME inside
   std::size_t tmp_bytes = std::size_t{512} << 20;  // size of the private /tmp and HOME
   // Landlock's ABI is capped at this (0: no cap); the tests force 2, Debian 12's stock kernel.

@@ -35,6 +35,7 @@
 #include "seccomp_filter.hpp"
 #include "spawner_thread.hpp"
 #include "supervision/landlock_rules.hpp"
+#include "supervision/stream_relay.hpp"
 
 namespace execmcp::plugins::local::sandbox {
 namespace {
@@ -321,6 +322,16 @@ bool open_inputs(const SandboxSpec& spec, BwrapInputs& in, Fds& fds,
   }
   if (spec.runner_landlock && supervision::landlock::kernel_abi() >= 2)
     in.program_extra_args = supervision::landlock::to_args(landlock_rules_for(spec, in.host));
+  if (spec.network == SandboxNetwork::kEgress) {
+    if (spec.egress_socket.empty() || spec.egress_socket[0] != '/') {
+      error = "sandbox: network egress needs the proxy's socket (an absolute host path)";
+      return false;
+    }
+    add_reach_checks(spec.egress_socket, false, spec.uid, checks);
+    if (spec.runner_landlock)
+      in.program_extra_args.push_back(std::string(supervision::kEgressRelayArg) +
+                                      supervision::kEgressSocketInside);
+  }
 
   return true;
 }

@@ -15,12 +15,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "execmcp/conformance/backend_conformance.hpp"
+#include "execmcp/sdk/network_events.hpp"
+#include "sandbox/egress_test_support.hpp"
 #include "sandbox/sandbox_test_support.hpp"
 
 namespace {
@@ -221,7 +225,20 @@ TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
             std::string::npos)
       << refusal(R"({"isolation": "vm"})");
   EXPECT_NE(refusal(R"({"network": "none"})").find("applies only with"), std::string::npos);
-  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "egress"})").find("'network' must be"),
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "bridge"})").find("'network' must be"),
+            std::string::npos);
+  // network: egress takes the Docker backends' allow list, and only what the local proxy offers.
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "egress"})").find("needs 'egress'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "egress": {"allow": ["pypi.org"]}})")
+                .find("applies only with \"network\": \"egress\""),
+            std::string::npos);
+  const std::string bad_entry =
+      refusal(R"({"isolation": "sandbox", "network": "egress", "egress": {"allow": ["a b"]}})");
+  EXPECT_NE(bad_entry.find("'egress.allow.0'"), std::string::npos) << bad_entry;
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "network": "egress",
+                        "egress": {"allow": ["pypi.org"], "upstream_ca": "/x.pem"}})")
+                .find("'egress.upstream_ca' is not offered by the local sandbox"),
             std::string::npos);
   EXPECT_NE(
       refusal(R"({"isolation": "sandbox", "sandbox": {"user": 0}})").find("never runs as root"),
@@ -232,6 +249,68 @@ TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
                 .find("unknown setting 'sandbox.pids'"),
             std::string::npos);
   EXPECT_EQ(refusal(R"({"isolation": "none"})"), "");
+}
+
+// network: egress through the plugin: the agent's commands reach the allowed host through its
+// proxy (a local HTTP server named by the proxy's hosts file), a refused host gets 403, and
+// without the proxy nothing gets out.
+TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  if (!fs::exists("/usr/sbin/squid")) GTEST_SKIP() << "squid not found: scripts/install-deps.sh";
+  execmcp_egress_test::LocalInternet net((root_ / "net").string());
+  if (net.address().empty()) GTEST_SKIP() << net.error();
+  ASSERT_EQ(net.error(), "");
+  ::setenv("EXECMCP_TEST_EGRESS_HOSTS_FILE", net.hosts_file().c_str(), 1);
+  const std::string port = std::to_string(net.port());
+  struct Sink final : execmcp::sdk::NetworkEventSink {
+    void on_network_event(const execmcp::sdk::NetworkEvent& event) noexcept override {
+      std::lock_guard lock(mutex);
+      events.push_back(event);
+    }
+    std::mutex mutex;
+    std::vector<execmcp::sdk::NetworkEvent> events;
+  } sink;
+  backends_.push_back(create(R"({"isolation": "sandbox", "sandbox": {"landlock_max_abi": 2},
+                                 "network": "egress",
+                                 "egress": {"allow": ["allowed.execmcp.test"], "ports": [)" +
+                             port + "]}}"));
+  auto& backend = *backends_.back();
+  auto* events = execmcp::sdk::network_events(backend);
+  ASSERT_NE(events, nullptr) << "network: egress offers execmcp.network_events/1";
+  events->subscribe(&sink);
+  struct Unsubscribe {
+    execmcp::sdk::NetworkEvents* events;
+    ~Unsubscribe() { events->subscribe(nullptr); }
+  } unsubscribe{events};  // before the sink goes, whatever happens
+  ASSERT_EQ(backend.start(), "");
+  const std::string url = "allowed.execmcp.test:" + port + "/hello.txt";
+  const auto allowed = run(backend, "curl -s -m 5 -w ' %{http_code}' http://" + url);
+  EXPECT_EQ(allowed.stdout_data, "HELLO-FROM-THE-LOCAL-INTERNET\n 200") << allowed.stderr_data;
+  const auto denied = run(backend,
+                          "curl -s -m 5 -o /dev/null -w '%{http_code}' "
+                          "http://denied.execmcp.test:" +
+                              port + "/hello.txt");
+  EXPECT_EQ(denied.stdout_data, "403");
+  const auto bypass = run(backend,
+                          "curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '*' "
+                          "http://" +
+                              net.address() + ":" + port + "/hello.txt");
+  EXPECT_EQ(bypass.stdout_data, "000");
+  // The refusal reached the subscribed sink (the host's audit), the allowed request did not.
+  const auto refused_seen = [&sink] {
+    std::lock_guard lock(sink.mutex);
+    return std::any_of(sink.events.begin(), sink.events.end(), [](const auto& e) {
+      return e.refused && e.host == "denied.execmcp.test" && e.method == "GET";
+    });
+  };
+  for (int i = 0; i < 200 && !refused_seen(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(refused_seen());
+  backend.cleanup();
+  {
+    std::lock_guard lock(sink.mutex);
+    for (const auto& e : sink.events) EXPECT_NE(e.host, "allowed.execmcp.test");
+  }
+  ::unsetenv("EXECMCP_TEST_EGRESS_HOSTS_FILE");
 }
 
 // Fail closed: without bubblewrap the agent does not start (no fallback to the host), and the

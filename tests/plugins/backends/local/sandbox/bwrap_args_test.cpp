@@ -167,6 +167,17 @@ TEST_F(BwrapArgsTest, HostNetworkIsAnExplicitShare) {
   EXPECT_GE(find_seq(argv, {"--unshare-all", "--share-net"}), 0);
 }
 
+TEST_F(BwrapArgsTest, EgressKeepsItsOwnNetworkAndBindsOnlyTheProxySocket) {
+  auto s = spec();
+  s.network = sb::SandboxNetwork::kEgress;
+  s.egress_socket = "/tmp/execmcp-egress-x/egress.sock";
+  const auto argv = sb::bwrap_args(s, sb::BwrapInputs{});
+  EXPECT_FALSE(has(argv, "--share-net"));
+  EXPECT_GE(find_seq(argv, {"--ro-bind", s.egress_socket, "/run/execmcp/egress.sock"}), 0);
+  // Bound before the root is made read-only and before the program runs.
+  EXPECT_LT(find_seq(argv, {"--ro-bind", s.egress_socket}), find_seq(argv, {"--remount-ro", "/"}));
+}
+
 TEST_F(BwrapArgsTest, ProgramByPathWhenNoFd) {
   const auto argv = sb::bwrap_args(spec(), sb::BwrapInputs{});
   EXPECT_GE(
