@@ -7,16 +7,24 @@
 
 #include "common/utf8.hpp"
 #include "mcp/protocol.hpp"
+#include "mcp/tasks/task_wire.hpp"
 
 namespace execmcp::host::mcp {
 
 using nlohmann::json;
 
+// Which revisions have a method.
+enum class Revisions {
+  kHandshake,    // every revision with initialize
+  kAll,          // those and 2026-07-28
+  kLegacyTasks,  // 2025-11-25 only (its tasks; 2026-07-28 moved them to an extension)
+};
+
 // One request method: the revisions that have it, and its handler.
 struct McpRouter::Method {
   std::string_view name;
-  bool stateless;  // part of 2026-07-28 (every method is part of the handshake revisions)
-  bool resolves;   // served in a resolved revision; initialize negotiates one instead
+  Revisions revisions;
+  bool resolves;  // served in a resolved revision; initialize negotiates one instead
   void (McpRouter::*handle)(Request& request, Responder& responder, Context& context);
 };
 
@@ -37,11 +45,15 @@ RpcError not_in_stateless(const std::string& method) {
 const std::vector<McpRouter::Method>& McpRouter::table() {
   // Adding a method is adding a line here (and its handler).
   static const std::vector<Method> methods{
-      {kInitialize, false, false, &McpRouter::initialize},
-      {"ping", false, true, &McpRouter::ping},
-      {"server/discover", true, true, &McpRouter::discover},
-      {"tools/list", true, true, &McpRouter::tools_list},
-      {"tools/call", true, true, &McpRouter::call_tool},
+      {kInitialize, Revisions::kHandshake, false, &McpRouter::initialize},
+      {"ping", Revisions::kHandshake, true, &McpRouter::ping},
+      {"server/discover", Revisions::kAll, true, &McpRouter::discover},
+      {"tools/list", Revisions::kAll, true, &McpRouter::tools_list},
+      {"tools/call", Revisions::kAll, true, &McpRouter::call_tool},
+      {"tasks/get", Revisions::kLegacyTasks, true, &McpRouter::tasks_get},
+      {"tasks/result", Revisions::kLegacyTasks, true, &McpRouter::tasks_result},
+      {"tasks/list", Revisions::kLegacyTasks, true, &McpRouter::tasks_list},
+      {"tasks/cancel", Revisions::kLegacyTasks, true, &McpRouter::tasks_cancel},
   };
   return methods;
 }
@@ -82,7 +94,7 @@ void McpRouter::handle(Request request, Responder responder, Context context) {
   if (method == nullptr) {
     std::vector<std::string_view> names;
     for (const Method& candidate : table()) {
-      if (candidate.stateless) names.push_back(candidate.name);
+      if (candidate.revisions == Revisions::kAll) names.push_back(candidate.name);
     }
     std::string served;
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -96,7 +108,17 @@ void McpRouter::handle(Request request, Responder responder, Context context) {
                  ? std::string(" (MCP ") + protocol::kStateless + " here serves " + served + ")"
                  : std::string())});
   }
-  if (stateless && !method->stateless) return responder.reply(not_in_stateless(request.method));
+  if (stateless && method->revisions != Revisions::kAll)
+    return responder.reply(not_in_stateless(request.method));
+  if (method->revisions == Revisions::kLegacyTasks &&
+      context.caller.protocol_version != tasks::kLegacyTasksRevision) {
+    return responder.reply(RpcError{
+        rpc_error::kMethodNotFound,
+        "Method not found: " + request.method + " is part of MCP " + tasks::kLegacyTasksRevision +
+            "'s tasks; this session speaks " +
+            (context.caller.protocol_version.empty() ? std::string("no revision (no initialize)")
+                                                     : context.caller.protocol_version)});
+  }
   if (context.caller.protocol_version.empty() && context.warned_before_initialize != nullptr &&
       !context.warned_before_initialize->exchange(true)) {
     spdlog::warn(
@@ -132,6 +154,17 @@ void McpRouter::tools_list(Request& /*request*/, Responder& responder, Context& 
 }
 
 void McpRouter::call_tool(Request& request, Responder& responder, Context& context) {
+  if (const auto task = request.params.find("task");
+      task != request.params.end() &&
+      context.caller.protocol_version == tasks::kLegacyTasksRevision) {
+    // Task-augmented: runs on the task runner, answered at once with CreateTaskResult; the
+    // transport's call table never sees it (a closed connection or session does not end it).
+    if (!task->is_object()) {
+      return responder.reply(RpcError{rpc_error::kInvalidParams,
+                                      "Invalid params: 'task' must be an object ({} or {ttl})"});
+    }
+    return service_.call_tool_as_task(request, responder, context.caller, context.notify);
+  }
   std::optional<CallHooks> hooks;
   if (context.start_call) {
     const auto name = request.params.find("name");

@@ -98,6 +98,15 @@ class Session {
 
   // Outlives the calls, which post to it (the destructor waits for them first).
   Outbox outbox_;
+
+  // What tasks notify through (their status, their progress). A task may outlive the session
+  // when the service is shared: the gate is closed first thing in the destructor, and a closed
+  // gate drops what it gets.
+  struct NotifyGate {
+    std::mutex mutex;
+    Session* session = nullptr;  // guarded by mutex; nullptr once closed
+  };
+  std::shared_ptr<NotifyGate> notify_gate_ = std::make_shared<NotifyGate>();
 };
 
 }  // namespace execmcp::host::mcp
