@@ -228,6 +228,111 @@ describe('MCP tasks through the official SDK 1.x client (experimental tasks API)
   });
 });
 
+const REV2026 = '2026-07-28';
+const EXT = 'io.modelcontextprotocol/tasks';
+function meta2026({ tasks = true } = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': REV2026,
+    'io.modelcontextprotocol/clientInfo': { name: 'tasks-e2e', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': tasks ? { extensions: { [EXT]: {} } } : {},
+  };
+}
+
+function checkExtensionTask(task, status) {
+  assert.match(task.taskId, TASK_ID_RE, JSON.stringify(task));
+  if (status) assert.equal(task.status, status, JSON.stringify(task));
+  assert.match(task.createdAt, RFC3339_RE);
+  assert.ok(Number.isInteger(task.ttlMs) && task.ttlMs > 0, JSON.stringify(task));
+  assert.ok(Number.isInteger(task.pollIntervalMs) && task.pollIntervalMs > 0);
+  assert.equal(task.ttl, undefined, 'no 2025 ttl key');
+  assert.equal(task.pollInterval, undefined, 'no 2025 pollInterval key');
+}
+
+describe('MCP tasks extension over stdio (2026-07-28)', () => {
+  let w;
+  let s;
+  let nextId = 1;
+  async function request(method, params, options) {
+    const id = `e${nextId++}`;
+    s.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta2026(options) } });
+    return (await s.response(id)).msg;
+  }
+
+  before(() => {
+    w = makeWorkspace();
+    s = new RawServer(nativeConfig(w, { filters: 'none' }));
+  });
+  after(() => {
+    s?.kill();
+    w?.cleanup();
+  });
+
+  test('discover lists the extension; a declaring client polls a command to its inlined result', async () => {
+    const discover = await request('server/discover', {});
+    assert.deepEqual(discover.result.capabilities.extensions, { [EXT]: {} });
+    assert.equal(discover.result.capabilities.tasks, undefined, 'no 2025 tasks slot');
+    const created = (await request('tools/call', { name: 'execute_command', arguments: { command: 'sleep 1; echo ext-done; exit 3' } })).result;
+    assert.equal(created.resultType, 'task', JSON.stringify(created));
+    checkExtensionTask(created, 'working');
+    let got;
+    for (let i = 0; i < 40; i += 1) {
+      got = (await request('tasks/get', { taskId: created.taskId })).result;
+      assert.equal(got.resultType, 'complete');
+      checkExtensionTask(got);
+      if (got.status !== 'working') break;
+      await sleep(Math.min(got.pollIntervalMs, 300));
+    }
+    assert.equal(got.status, 'completed', JSON.stringify(got));
+    assert.match(got.result.content[0].text, /ext-done/);
+    assert.equal(got.result.structuredContent.exit_code, 3);
+    assert.equal(got.result._meta, undefined, 'no related-task _meta on an inlined result');
+    // The file tools answer at once; the legacy task param is ignored.
+    const file = (await request('tools/call', { name: 'write_file', arguments: { path: 'f.txt', content: 'x' }, task: {} })).result;
+    assert.equal(file.resultType, 'complete', JSON.stringify(file));
+    // update: acknowledged for a known task; cancel: an empty ack, also for a task that ended.
+    const update = await request('tasks/update', { taskId: created.taskId, inputResponses: {} });
+    assert.deepEqual(Object.keys(update.result).sort(), ['_meta', 'resultType']);
+    const cancel = await request('tasks/cancel', { taskId: created.taskId });
+    assert.equal(cancel.result.resultType, 'complete');
+    assert.equal(cancel.result.status, undefined);
+    assert.equal(cancel.result.taskId, undefined);
+    const unknown = await request('tasks/get', { taskId: '0'.repeat(32) });
+    assert.equal(unknown.error?.code, -32602, JSON.stringify(unknown));
+  });
+
+  test('without the extension: calls are answered directly, tasks/* are -32021; result and list are gone', async () => {
+    const plain = (await request('tools/call', { name: 'execute_command', arguments: { command: 'echo direct' } }, { tasks: false })).result;
+    assert.equal(plain.resultType, 'complete');
+    assert.match(plain.content[0].text, /direct/);
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const msg = await request(method, { taskId: '0'.repeat(32) }, { tasks: false });
+      assert.equal(msg.error?.code, -32021, `${method}: ${JSON.stringify(msg)}`);
+      assert.deepEqual(msg.error.data.requiredCapabilities.extensions, { [EXT]: {} });
+    }
+    for (const method of ['tasks/result', 'tasks/list']) {
+      const msg = await request(method, { taskId: '0'.repeat(32) });
+      assert.equal(msg.error?.code, -32601, `${method}: ${JSON.stringify(msg)}`);
+    }
+  });
+
+  test('tasks/cancel ends the tree; the task reads cancelled', async () => {
+    const marker = uniqueMarker();
+    try {
+      const created = (await request('tools/call', {
+        name: 'execute_command',
+        arguments: { command: `sh -c 'sleep 1000.${marker} & sleep 1000.${marker}; wait' tree-${marker}` },
+      })).result;
+      assert.ok((await waitForMarker(marker)).length > 0, 'the tree started');
+      await request('tasks/cancel', { taskId: created.taskId });
+      assert.deepEqual(await waitMarkerGone(marker, 1000), []);
+      const got = (await request('tasks/get', { taskId: created.taskId })).result;
+      assert.equal(got.status, 'cancelled');
+    } finally {
+      killMarker(marker);
+    }
+  });
+});
+
 const http = httpSupport();
 
 describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () => {
@@ -306,8 +411,38 @@ describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () 
     assert.deepEqual(result.result._meta[RELATED], { taskId: task.taskId });
   });
 
+  test('2026-07-28 extension over HTTP: Mcp-Name must be the taskId; another token finds nothing', async () => {
+    const post = (token, method, params, name) =>
+      rawPost(server.url('alpha'), { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta2026() } }, {
+        token,
+        headers: { 'mcp-protocol-version': REV2026, 'mcp-method': method, ...(name === undefined ? {} : { 'mcp-name': name }) },
+      });
+    const created = await post(tokA, 'tools/call', { name: 'execute_command', arguments: { command: 'echo ext-http' } }, 'execute_command');
+    assert.equal(created.status, 200, created.text);
+    checkExtensionTask(created.json.result, 'working');
+    const { taskId } = created.json.result;
+    const wrongName = await post(tokA, 'tasks/get', { taskId }, 'execute_command');
+    assert.equal(wrongName.status, 400, wrongName.text);
+    assert.equal(wrongName.json.error.code, -32020);
+    const foreign = await post(tokB, 'tasks/get', { taskId }, taskId);
+    assert.equal(foreign.json.error?.code, -32602, foreign.text);
+    let got;
+    for (let i = 0; i < 40; i += 1) {
+      got = (await post(tokA, 'tasks/get', { taskId }, taskId)).json.result;
+      if (got.status !== 'working') break;
+      await sleep(100);
+    }
+    assert.equal(got.status, 'completed', JSON.stringify(got));
+    assert.match(got.result.content[0].text, /ext-http/);
+    // The same task through the 2025-11-25 surface (one store serves both).
+    const legacy = await session(tokA);
+    const result = await legacy.call('tasks/result', { taskId });
+    assert.match(result.result.content[0].text, /ext-http/);
+  });
+
   test('the per-principal cap answers 429 with a clear error; another principal is not held back', async () => {
     const alice = await session(tokA);
+    // Results of the tests before count: they end within a second but are kept 60 s.
     const marker = uniqueMarker();
     const ids = [];
     try {

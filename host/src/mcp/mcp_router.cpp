@@ -18,6 +18,8 @@ enum class Revisions {
   kHandshake,    // every revision with initialize
   kAll,          // those and 2026-07-28
   kLegacyTasks,  // 2025-11-25 only (its tasks; 2026-07-28 moved them to an extension)
+  kTasks,        // 2025-11-25's tasks and 2026-07-28's extension
+  kExtension,    // 2026-07-28's tasks extension only
 };
 
 // One request method: the revisions that have it, and its handler.
@@ -50,10 +52,11 @@ const std::vector<McpRouter::Method>& McpRouter::table() {
       {"server/discover", Revisions::kAll, true, &McpRouter::discover},
       {"tools/list", Revisions::kAll, true, &McpRouter::tools_list},
       {"tools/call", Revisions::kAll, true, &McpRouter::call_tool},
-      {"tasks/get", Revisions::kLegacyTasks, true, &McpRouter::tasks_get},
+      {"tasks/get", Revisions::kTasks, true, &McpRouter::tasks_get},
       {"tasks/result", Revisions::kLegacyTasks, true, &McpRouter::tasks_result},
       {"tasks/list", Revisions::kLegacyTasks, true, &McpRouter::tasks_list},
-      {"tasks/cancel", Revisions::kLegacyTasks, true, &McpRouter::tasks_cancel},
+      {"tasks/cancel", Revisions::kTasks, true, &McpRouter::tasks_cancel},
+      {"tasks/update", Revisions::kExtension, true, &McpRouter::tasks_update},
   };
   return methods;
 }
@@ -75,6 +78,7 @@ std::optional<RpcError> McpRouter::resolve_revision(const Request& request, Call
     // 2026-07-28: this request alone says which revision and client it is; nothing carries over.
     caller.protocol_version = stateless->version;
     caller.client = stateless->client;
+    caller.tasks_extension = stateless->tasks_extension;
   }
   return std::nullopt;
 }
@@ -108,10 +112,18 @@ void McpRouter::handle(Request request, Responder responder, Context context) {
                  ? std::string(" (MCP ") + protocol::kStateless + " here serves " + served + ")"
                  : std::string())});
   }
-  if (stateless && method->revisions != Revisions::kAll)
+  const Revisions revisions = method->revisions;
+  if (stateless && revisions != Revisions::kAll && revisions != Revisions::kTasks &&
+      revisions != Revisions::kExtension)
     return responder.reply(not_in_stateless(request.method));
-  if (method->revisions == Revisions::kLegacyTasks &&
-      context.caller.protocol_version != tasks::kLegacyTasksRevision) {
+  if (stateless && revisions != Revisions::kAll && !context.caller.tasks_extension) {
+    // The extension's methods need the extension declared on the request itself.
+    return responder.reply(tasks::missing_extension_error(request.method));
+  }
+  const bool legacy = context.caller.protocol_version == tasks::kLegacyTasksRevision;
+  if ((revisions == Revisions::kLegacyTasks && !legacy) ||
+      (revisions == Revisions::kTasks && !legacy && !stateless) ||
+      (revisions == Revisions::kExtension && !stateless)) {
     return responder.reply(RpcError{
         rpc_error::kMethodNotFound,
         "Method not found: " + request.method + " is part of MCP " + tasks::kLegacyTasksRevision +
@@ -164,6 +176,17 @@ void McpRouter::call_tool(Request& request, Responder& responder, Context& conte
                                       "Invalid params: 'task' must be an object ({} or {ttl})"});
     }
     return service_.call_tool_as_task(request, responder, context.caller, context.notify);
+  }
+  if (context.caller.protocol_version == protocol::kStateless && context.caller.tasks_extension) {
+    // 2026-07-28 with the tasks extension: the server decides. A command becomes a task (its
+    // client polls it); the file tools answer at once. No notifications flow on a task there.
+    const auto name = request.params.find("name");
+    const tools::Tool* tool =
+        name != request.params.end() && name->is_string()
+            ? service_.find_tool(*context.caller.agent, name->get<std::string>())
+            : nullptr;
+    if (tool != nullptr && tool->task_optional)
+      return service_.call_tool_as_task(request, responder, context.caller, {});
   }
   std::optional<CallHooks> hooks;
   if (context.start_call) {

@@ -84,11 +84,12 @@ class McpRouter {
   void discover(Request& request, Responder& responder, Context& context);
   void tools_list(Request& request, Responder& responder, Context& context);
   void call_tool(Request& request, Responder& responder, Context& context);
-  // tasks/* (MCP 2025-11-25; tasks/task_methods.cpp).
+  // tasks/* (MCP 2025-11-25, and 2026-07-28's extension; tasks/task_methods.cpp).
   void tasks_get(Request& request, Responder& responder, Context& context);
   void tasks_result(Request& request, Responder& responder, Context& context);
   void tasks_list(Request& request, Responder& responder, Context& context);
   void tasks_cancel(Request& request, Responder& responder, Context& context);
+  void tasks_update(Request& request, Responder& responder, Context& context);
 
   McpService& service_;
 };

@@ -178,7 +178,9 @@ RpcOutcome McpService::discover(const CallerContext& caller) const {
   CallerContext modern = caller;
   modern.protocol_version = protocol::kStateless;
   return finish_result(json{{"supportedVersions", protocol::supported_versions_json()},
-                            {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                            {"capabilities",
+                             {{"tools", {{"listChanged", false}}},
+                              {"extensions", {{tasks::kTasksExtension, json::object()}}}}},
                             {"instructions", instructions_for(*caller.agent)}},
                        modern, true);
 }
@@ -434,7 +436,9 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
                                         " does not run as a task (its execution.taskSupport is "
                                         "forbidden); call it without params.task"});
   }
-  const json& task = request.params["task"];
+  const bool extension = caller.protocol_version == protocol::kStateless;
+  // The extension has no task parameter (a legacy one is ignored): the server picks the TTL.
+  const json task = extension ? json::object() : request.params.value("task", json::object());
   std::optional<tasks::Millis> ttl;
   if (const auto requested = task.find("ttl"); requested != task.end() && !requested->is_null()) {
     if (!requested->is_number() || requested->get<double>() < 0)
@@ -485,7 +489,12 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
     return responder.reply(
         tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
   }
-  responder.reply(json{{"task", tasks::task_json(std::get<tasks::TaskSnapshot>(started))}});
+  const auto& snapshot = std::get<tasks::TaskSnapshot>(started);
+  if (!extension) return responder.reply(json{{"task", tasks::task_json(snapshot)}});
+  json created =
+      finish_result(tasks::extension_task_json(snapshot, snapshot.status), caller, false);
+  created["resultType"] = "task";
+  responder.reply(std::move(created));
 }
 
 }  // namespace execmcp::host::mcp

@@ -47,6 +47,8 @@ struct CallerContext {
   std::string user_key{};
   // false when every caller looks alike (HTTP without authentication): tasks/list is not offered.
   bool identified = true;
+  // 2026-07-28: this request's _meta declares the extension io.modelcontextprotocol/tasks.
+  bool tasks_extension = false;
 };
 
 // Who owns the tasks `caller` creates, and the only one who may see them.
@@ -110,13 +112,21 @@ class McpService {
   // throws. Never blocks on the call.
   void call_tool(ToolCall call);
 
-  // A 2025-11-25 tools/call with params.task: validated as call_tool() validates, then made a
+  // A tools/call that becomes a task: 2025-11-25's with params.task, or (2026-07-28) one whose
+  // _meta declares the tasks extension. Validated as call_tool() validates, then made a
   // task whose work runs on the task runner; answered at once with CreateTaskResult (or the
   // error). `notify` (may be empty) carries the task's status and progress notifications.
   void call_tool_as_task(const Request& request, const Responder& responder,
                          const CallerContext& caller, const SendProgress& notify);
 
   [[nodiscard]] tasks::TaskService& tasks() { return tasks_; }
+  // The tool `name` as `agent` is offered it; nullptr when it has none by that name.
+  [[nodiscard]] const tools::Tool* find_tool(const Agent& agent, const std::string& name) const;
+
+  // A 2026-07-28 result carries resultType and the server's info in _meta; a list that clients
+  // may cache (server/discover, tools/list) also says for how long. Others are left as they are.
+  [[nodiscard]] nlohmann::json finish_result(nlohmann::json result, const CallerContext& caller,
+                                             bool cacheable) const;
 
   // Runs work on the pool (the stdio reader loop uses it). Tasks must not throw.
   void submit(std::function<void()> task) { pool_.submit(std::move(task)); }
@@ -141,13 +151,7 @@ class McpService {
  private:
   class Admission;  // a slot and the per-agent count, released by its destructor
   [[nodiscard]] nlohmann::json server_info() const;
-  // A 2026-07-28 result carries resultType and the server's info in _meta; a list that clients
-  // may cache (server/discover, tools/list) also says for how long.
-  [[nodiscard]] nlohmann::json finish_result(nlohmann::json result, const CallerContext& caller,
-                                             bool cacheable) const;
   void run_call(ToolCall& call, const tools::Tool& tool) noexcept;
-  // The tool `name` as `agent` is offered it; nullptr when it has none by that name.
-  [[nodiscard]] const tools::Tool* find_tool(const Agent& agent, const std::string& name) const;
   // The name and arguments are a tools/call's (else the error to answer with); `tool` set.
   [[nodiscard]] std::optional<RpcError> check_call(const Request& request, const Agent& agent,
                                                    const tools::Tool*& tool) const;

@@ -1,9 +1,12 @@
-// The router's tasks/* handlers (MCP 2025-11-25): each looks up the caller's own task in the
+// The router's tasks/* handlers (MCP 2025-11-25, and 2026-07-28's extension
+// io.modelcontextprotocol/tasks; the router has checked the revision and the extension): each
+// looks up the caller's own task in the
 // service's store and answers in task_wire's shapes. Only tasks/result may answer later.
 #include <spdlog/spdlog.h>
 
 #include "common/utf8.hpp"
 #include "mcp/mcp_router.hpp"
+#include "mcp/protocol.hpp"
 #include "mcp/tasks/task_wire.hpp"
 
 namespace execmcp::host::mcp {
@@ -34,6 +37,19 @@ void McpRouter::tasks_get(Request& request, Responder& responder, Context& conte
   auto id = task_id_of(request);
   if (auto* error = std::get_if<RpcError>(&id)) return responder.reply(std::move(*error));
   const std::string& task_id = std::get<std::string>(id);
+  if (context.caller.protocol_version == protocol::kStateless) {
+    auto viewed = service_.tasks().store().view(task_owner(context.caller), task_id);
+    log_lookup("get", task_id, context.caller,
+               std::holds_alternative<tasks::TaskStore::View>(viewed));
+    if (auto* error = std::get_if<tasks::TaskError>(&viewed)) {
+      return responder.reply(tasks::task_error(
+          *error, "retrieve", service_.tasks().store().options(), context.caller.agent->id()));
+    }
+    const auto& view = std::get<tasks::TaskStore::View>(viewed);
+    return responder.reply(service_.finish_result(
+        tasks::extension_detailed_task(view.task, view.outcome ? &*view.outcome : nullptr),
+        context.caller, false));
+  }
   auto found = service_.tasks().store().get(task_owner(context.caller), task_id);
   log_lookup("get", task_id, context.caller, std::holds_alternative<tasks::TaskSnapshot>(found));
   if (auto* error = std::get_if<tasks::TaskError>(&found)) {
@@ -101,14 +117,36 @@ void McpRouter::tasks_cancel(Request& request, Responder& responder, Context& co
   const std::string& task_id = std::get<std::string>(id);
   auto cancelled = service_.tasks().store().cancel(task_owner(context.caller), task_id,
                                                    "cancelled by tasks/cancel");
-  if (auto* error = std::get_if<tasks::TaskError>(&cancelled)) {
+  const bool extension = context.caller.protocol_version == protocol::kStateless;
+  if (auto* error = std::get_if<tasks::TaskError>(&cancelled);
+      error != nullptr && !(extension && *error == tasks::TaskError::kTerminal)) {
     log_lookup("cancel", task_id, context.caller, false);
     return responder.reply(tasks::task_error(*error, "cancel", service_.tasks().store().options(),
                                              context.caller.agent->id()));
   }
-  spdlog::info("mcp: task {}… cancelled by '{}' on agent '{}'", sanitize_utf8(task_id.substr(0, 8)),
-               context.caller.principal, context.caller.agent->id());
+  if (!std::holds_alternative<tasks::TaskError>(cancelled))
+    spdlog::info("mcp: task {}… cancelled by '{}' on agent '{}'",
+                 sanitize_utf8(task_id.substr(0, 8)), context.caller.principal,
+                 context.caller.agent->id());
+  // The extension's cancel is an empty acknowledgement (also for a task that already ended).
+  if (extension)
+    return responder.reply(service_.finish_result(json::object(), context.caller, false));
   responder.reply(tasks::task_json(std::get<tasks::TaskSnapshot>(cancelled)));
+}
+
+void McpRouter::tasks_update(Request& request, Responder& responder, Context& context) {
+  auto id = task_id_of(request);
+  if (auto* error = std::get_if<RpcError>(&id)) return responder.reply(std::move(*error));
+  const std::string& task_id = std::get<std::string>(id);
+  // execmcp never asks a task for input, so there is nothing to deliver: a known task's update
+  // is acknowledged, an unknown one is not found.
+  auto found = service_.tasks().store().get(task_owner(context.caller), task_id);
+  log_lookup("update", task_id, context.caller, std::holds_alternative<tasks::TaskSnapshot>(found));
+  if (auto* error = std::get_if<tasks::TaskError>(&found)) {
+    return responder.reply(tasks::task_error(*error, "update", service_.tasks().store().options(),
+                                             context.caller.agent->id()));
+  }
+  responder.reply(service_.finish_result(json::object(), context.caller, false));
 }
 
 }  // namespace execmcp::host::mcp

@@ -181,6 +181,26 @@ std::variant<TaskSnapshot, TaskError> TaskStore::get(const TaskOwner& owner, std
   return snapshot;
 }
 
+std::variant<TaskStore::View, TaskError> TaskStore::view(const TaskOwner& owner,
+                                                         std::string_view id) {
+  View out;
+  Describe describe;
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = clock_();
+    auto found = find_locked(owner, id, now);
+    if (auto* error = std::get_if<TaskError>(&found)) return *error;
+    const Entry& entry = *std::get<Entry*>(found);
+    out.task = snapshot_locked(entry, now);
+    out.outcome = entry.outcome;
+    if (entry.status == TaskStatus::kWorking) describe = entry.describe;
+  }
+  if (describe) {
+    if (std::string message = describe(); !message.empty()) out.task.status_message = message;
+  }
+  return out;
+}
+
 std::optional<TaskPage> TaskStore::list(const TaskOwner& owner, std::string_view cursor,
                                         std::size_t page_size) {
   std::uint64_t after = 0;

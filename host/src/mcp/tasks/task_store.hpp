@@ -107,6 +107,12 @@ class TaskStore {
 
   [[nodiscard]] std::variant<TaskSnapshot, TaskError> get(const TaskOwner& owner,
                                                           std::string_view id);
+  // get(), and the outcome once the work has ended (the extension inlines it in tasks/get).
+  struct View {
+    TaskSnapshot task;
+    std::optional<RpcOutcome> outcome;
+  };
+  [[nodiscard]] std::variant<View, TaskError> view(const TaskOwner& owner, std::string_view id);
   // The owner's live tasks, oldest first, `page_size` at a time. An unknown cursor: nullopt.
   [[nodiscard]] std::optional<TaskPage> list(const TaskOwner& owner, std::string_view cursor,
                                              std::size_t page_size = 50);

@@ -56,6 +56,49 @@ void add_related_task(json& object, std::string_view task_id) {
   object["_meta"][kMetaRelatedTask] = json{{"taskId", std::string(task_id)}};
 }
 
+json extension_task_json(const TaskSnapshot& task, TaskStatus status) {
+  json out{{"taskId", task.id},
+           {"status", std::string(to_string(status))},
+           {"createdAt", rfc3339(task.created_at)},
+           {"lastUpdatedAt", rfc3339(task.last_updated_at)},
+           {"ttlMs", task.ttl.count()},
+           {"pollIntervalMs", task.poll_interval.count()}};
+  if (!task.status_message.empty()) out["statusMessage"] = task.status_message;
+  return out;
+}
+
+TaskStatus extension_status(TaskStatus stored, const RpcOutcome* outcome) {
+  if (stored != TaskStatus::kFailed || outcome == nullptr) return stored;
+  return std::holds_alternative<json>(*outcome) ? TaskStatus::kCompleted : TaskStatus::kFailed;
+}
+
+json extension_detailed_task(const TaskSnapshot& task, const RpcOutcome* outcome) {
+  const TaskStatus status = extension_status(task.status, outcome);
+  json out = extension_task_json(task, status);
+  if (outcome == nullptr) return out;
+  if (status == TaskStatus::kCompleted && std::holds_alternative<json>(*outcome)) {
+    json result = std::get<json>(*outcome);
+    // The call's own envelope stays outside: the inlined result is a plain CallToolResult.
+    result.erase("resultType");
+    result.erase("_meta");
+    out["result"] = std::move(result);
+  } else if (status == TaskStatus::kFailed && std::holds_alternative<RpcError>(*outcome)) {
+    const RpcError& error = std::get<RpcError>(*outcome);
+    json wire{{"code", error.code}, {"message", error.message}};
+    if (!error.data.is_null()) wire["data"] = error.data;
+    out["error"] = std::move(wire);
+  }
+  return out;
+}
+
+RpcError missing_extension_error(std::string_view method) {
+  return RpcError{
+      -32021,
+      "Missing required client capability: " + std::string(method) + " needs the extension " +
+          kTasksExtension + " in _meta['io.modelcontextprotocol/clientCapabilities'].extensions",
+      json{{"requiredCapabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}}};
+}
+
 RpcError task_error(TaskError error, std::string_view doing, const TaskStoreOptions& options,
                     const std::string& agent_id) {
   const std::string failed = "Failed to " + std::string(doing) + " task: ";

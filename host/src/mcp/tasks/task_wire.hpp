@@ -35,6 +35,22 @@ inline constexpr const char* kStatusNotification = "notifications/tasks/status";
 // `message` (a response's result, or a notification's params) with the related-task _meta.
 void add_related_task(nlohmann::json& object, std::string_view task_id);
 
+// --- MCP 2026-07-28: the extension io.modelcontextprotocol/tasks (SEP-2663) ---
+inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
+
+// The flat task fields of the extension: {taskId, status, statusMessage?, createdAt,
+// lastUpdatedAt, ttlMs, pollIntervalMs}. `status` is given: the extension derives it from the
+// outcome differently (see extension_status).
+[[nodiscard]] nlohmann::json extension_task_json(const TaskSnapshot& task, TaskStatus status);
+// The extension's status: a tool result with isError is `completed` (its result says so); only
+// a JSON-RPC error is `failed`.
+[[nodiscard]] TaskStatus extension_status(TaskStatus stored, const RpcOutcome* outcome);
+// tasks/get's DetailedTask: the flat fields, plus `result` (completed) or `error` (failed).
+[[nodiscard]] nlohmann::json extension_detailed_task(const TaskSnapshot& task,
+                                                     const RpcOutcome* outcome);
+// -32021 for a tasks/* request whose _meta does not declare the extension.
+[[nodiscard]] RpcError missing_extension_error(std::string_view method);
+
 // The JSON-RPC error for a refused task request. `doing`: "retrieve", "cancel", "create".
 [[nodiscard]] RpcError task_error(TaskError error, std::string_view doing,
                                   const TaskStoreOptions& options, const std::string& agent_id);

@@ -420,6 +420,18 @@ bool HttpEndpoint::headers_agree(const http::HttpRequest& request, const Request
                                  sanitize_utf8(method_header.substr(0, 64)) +
                                  "' does not match the body's method '" + rpc.method + "'"});
   }
+  if (rpc.method == "tasks/get" || rpc.method == "tasks/update" || rpc.method == "tasks/cancel") {
+    // The tasks extension routes by task: Mcp-Name carries params.taskId.
+    const auto task = rpc.params.find("taskId");
+    const std::string task_id =
+        task != rpc.params.end() && task->is_string() ? task->get<std::string>() : std::string();
+    const std::string name_header = decoded_header(header_value(request, "mcp-name"));
+    if (name_header == task_id) return true;
+    return mismatch(RpcError{
+        protocol::kHeaderMismatch,
+        "Header mismatch: Mcp-Name header '" + sanitize_utf8(name_header.substr(0, 128)) +
+            "' does not match params.taskId '" + sanitize_utf8(task_id.substr(0, 128)) + "'"});
+  }
   if (rpc.method != "tools/call") return true;
   const auto name = rpc.params.find("name");
   const std::string body_name =

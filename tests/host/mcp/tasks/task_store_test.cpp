@@ -190,6 +190,46 @@ TEST(TaskWireTest, TaskShape) {
   EXPECT_EQ(task_error(TaskError::kExpired, "retrieve", {}, "a").code, -32602);
 }
 
+TEST(TaskWireTest, ExtensionShapes) {
+  TaskSnapshot task{std::string(32, 'b'),
+                    TaskStatus::kFailed,
+                    "the tool reported an error",
+                    SystemClock::time_point(std::chrono::milliseconds(1764363370123)),
+                    SystemClock::time_point(std::chrono::milliseconds(1764363371000)),
+                    Millis(60000),
+                    Millis(250)};
+  // A tool result with isError: failed in 2025-11-25, completed (result inlined) in the extension.
+  const RpcOutcome is_error = json{{"content", json::array()},
+                                   {"isError", true},
+                                   {"resultType", "complete"},
+                                   {"_meta", {{"io.modelcontextprotocol/serverInfo", "x"}}}};
+  json detailed = extension_detailed_task(task, &is_error);
+  EXPECT_EQ(detailed["status"], "completed");
+  EXPECT_EQ(detailed["ttlMs"], 60000);
+  EXPECT_EQ(detailed["pollIntervalMs"], 250);
+  EXPECT_FALSE(detailed.contains("ttl"));
+  EXPECT_FALSE(detailed.contains("pollInterval"));
+  EXPECT_EQ(detailed["result"]["isError"], true);
+  EXPECT_FALSE(detailed["result"].contains("_meta")) << "no envelope on an inlined result";
+  EXPECT_FALSE(detailed["result"].contains("resultType"));
+  EXPECT_FALSE(detailed.contains("error"));
+  // A JSON-RPC error: failed, with the error inlined.
+  const RpcOutcome error = RpcError{-32603, "Internal error: boom"};
+  detailed = extension_detailed_task(task, &error);
+  EXPECT_EQ(detailed["status"], "failed");
+  EXPECT_EQ(detailed["error"]["code"], -32603);
+  EXPECT_FALSE(detailed.contains("result"));
+  // Working: neither.
+  task.status = TaskStatus::kWorking;
+  detailed = extension_detailed_task(task, nullptr);
+  EXPECT_EQ(detailed["status"], "working");
+  EXPECT_FALSE(detailed.contains("result") || detailed.contains("error"));
+  const RpcError missing = missing_extension_error("tasks/get");
+  EXPECT_EQ(missing.code, -32021);
+  EXPECT_EQ(missing.data["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+            json::object());
+}
+
 TEST(TaskServiceTest, WorkRunsOnItsOwnThreadsAndCancelReachesIt) {
   TaskServiceOptions options;
   options.max_running = 2;
