@@ -167,7 +167,7 @@ void McpRouter::tools_list(Request& /*request*/, Responder& responder, Context& 
 
 void McpRouter::call_tool(Request& request, Responder& responder, Context& context) {
   if (const auto task = request.params.find("task");
-      task != request.params.end() &&
+      task != request.params.end() && !task->is_null() &&
       context.caller.protocol_version == tasks::kLegacyTasksRevision) {
     // Task-augmented: runs on the task runner, answered at once with CreateTaskResult; the
     // transport's call table never sees it (a closed connection or session does not end it).

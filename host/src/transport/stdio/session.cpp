@@ -73,7 +73,14 @@ Session::~Session() {
     input_ended_cv_.wait(lock, [this] { return threads_reading_ == 0; });
   }
   calls_.wait_idle();
-  if (owned_service_) owned_service_->shutdown();
+  if (owned_service_) {
+    owned_service_->shutdown();
+  } else {
+    // A shared service's tasks would answer this session's waiting tasks/result through it
+    // after it is gone: they end with it (stdio's tasks are its client's; nobody else reads them).
+    service_->tasks().cancel_all("cancelled: the stdio session ended");
+    service_->tasks().wait_idle(std::chrono::seconds(30));
+  }
   outbox_.stop(std::chrono::milliseconds(0));
 }
 

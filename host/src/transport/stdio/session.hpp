@@ -41,7 +41,8 @@ class Session {
  public:
   // With its own McpService built from `options`.
   Session(Agent& agent, Transport& transport, ServerOptions options);
-  // On a shared service (which must outlive the session).
+  // On a shared service (which must outlive the session). The session's end cancels the
+  // service's tasks and waits for them (a stdio client's tasks end with it).
   Session(Agent& agent, Transport& transport, ServerOptions options, McpService& service);
   ~Session();
   Session(const Session&) = delete;
