@@ -260,7 +260,8 @@ describe('MCP tasks extension over stdio (2026-07-28)', () => {
 
   before(() => {
     w = makeWorkspace();
-    s = new RawServer(nativeConfig(w, { filters: 'none' }));
+    // A short window, so the test stays quick: commands past 300 ms become tasks.
+    s = new RawServer(nativeConfig(w, { filters: 'none' }), { args: ['--task-after', '300'] });
   });
   after(() => {
     s?.kill();
@@ -271,6 +272,10 @@ describe('MCP tasks extension over stdio (2026-07-28)', () => {
     const discover = await request('server/discover', {});
     assert.deepEqual(discover.result.capabilities.extensions, { [EXT]: {} });
     assert.equal(discover.result.capabilities.tasks, undefined, 'no 2025 tasks slot');
+    // A command that ends within the window is answered as a plain call.
+    const quick = (await request('tools/call', { name: 'execute_command', arguments: { command: 'echo quick' } })).result;
+    assert.equal(quick.resultType, 'complete', JSON.stringify(quick));
+    assert.match(quick.content[0].text, /quick/);
     const created = (await request('tools/call', { name: 'execute_command', arguments: { command: 'sleep 1; echo ext-done; exit 3' } })).result;
     assert.equal(created.resultType, 'task', JSON.stringify(created));
     checkExtensionTask(created, 'working');
@@ -374,7 +379,8 @@ describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () 
         { name: 'bob', token: tokB, agents: ['alpha'] },
       ],
     });
-    server = await startHttpServer(file, { args: ['--max-tasks-per-principal', '2'] });
+    // --task-after 0: a 2026-07-28 command declaring the extension is always a task here.
+    server = await startHttpServer(file, { args: ['--max-tasks-per-principal', '2', '--task-after', '0'] });
   });
   after(async () => {
     await server?.stop();

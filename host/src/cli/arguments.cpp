@@ -12,7 +12,7 @@ namespace {
 
 // Options each command accepts; anything else is a usage error.
 bool accepts(const std::string& command, const std::string& option) {
-  static const std::array<std::pair<const char*, std::array<const char*, 21>>, 4> kOptions = {{
+  static const std::array<std::pair<const char*, std::array<const char*, 22>>, 4> kOptions = {{
       {"serve",
        {"--config",
         "--agent",
@@ -34,7 +34,8 @@ bool accepts(const std::string& command, const std::string& option) {
         "--strict",
         "--max-tasks-per-principal",
         "--max-task-ttl",
-        "--max-running-tasks"}},
+        "--max-running-tasks",
+        "--task-after"}},
       {"plugins", {"--config", "--log-level"}},
       {"check-config", {"--config", "--log-level", "--strict"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
@@ -175,6 +176,12 @@ std::string take_value(Arguments& args, Given& given, const std::string& option,
     given.max_running_tasks = true;
     if (!tasks || value.find_first_not_of("0123456789") != std::string::npos)
       return "--max-running-tasks needs a whole number from 1 to 1024, got '" + value + "'";
+  } else if (option == "--task-after") {
+    const auto ms = parse_size(value, 0, 3600 * 1000);
+    if (ms) serve.session.task_after = std::chrono::milliseconds(*ms);
+    if (!ms || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--task-after needs a whole number of milliseconds from 0 to 3600000, got '" + value +
+             "'";
   } else if (option == "--max-task-ttl") {
     const auto seconds = parse_size(value, 1, 7 * 24 * 3600);
     if (seconds) serve.session.max_task_ttl = std::chrono::seconds(*seconds);
@@ -250,6 +257,7 @@ std::string usage_text() {
                 [--on-eof cancel|finish] [--max-message-bytes B] [--max-message-values N]
                 [--max-outbound-bytes B] [--max-queued-calls N] [--strict]
                 [--max-tasks-per-principal N] [--max-task-ttl S] [--max-running-tasks N]
+                [--task-after MS]
       Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
       cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
       A message longer than B bytes (default 8M) or with more than N JSON values (default
@@ -259,7 +267,9 @@ std::string usage_text() {
       a principal holds at most N live tasks (default 32); an ended task and its result are
       kept for the TTL the client asked for (default 30 min), at most S seconds (default
       21600) and at least 60 s after its end; at most N tasks run at once (default 8; 64
-      with --http), on threads of their own.
+      with --http), on threads of their own. A 2026-07-28 client that declares the tasks
+      extension gets a task for a command still running after --task-after MS (default
+      1000; 0: always), a plain answer otherwise.
   execmcp serve --config FILE --http ADDR:PORT [--agent ID]... [--tls-cert F --tls-key F]
                 [--start-all] [--insecure-no-auth] [--max-connections N]
                 [--max-calls-per-agent N] [the limits above]

@@ -364,6 +364,34 @@ void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
 
 namespace execmcp::host::mcp {
 
+void McpService::answer_in_window(const std::string& id, const Responder& responder,
+                                  const CallerContext& caller) {
+  // Whichever comes first answers: the command's end (a plain result; the task is forgotten) or
+  // the window's end (CreateTaskResult; the client polls). No thread waits for either.
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  const tasks::TaskOwner owner = task_owner(caller);
+  auto error = tasks_.store().wait_result(
+      owner, id, [this, answered, responder, id](const tasks::TaskSnapshot&, const RpcOutcome& o) {
+        if (answered->exchange(true)) return;
+        tasks_.store().discard(id);
+        responder.reply(o);
+      });
+  if (error) return;  // gone already (cannot happen: it was made just now)
+  tasks_.at(std::chrono::steady_clock::now() + tasks_.task_after(), [this, answered, responder,
+                                                                     owner, id, caller] {
+    if (answered->exchange(true)) return;
+    auto found = tasks_.store().get(owner, id);
+    if (auto* error = std::get_if<tasks::TaskError>(&found)) {
+      return responder.reply(
+          tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+    }
+    const auto& task = std::get<tasks::TaskSnapshot>(found);
+    json created = finish_result(tasks::extension_task_json(task, task.status), caller, false);
+    created["resultType"] = "task";
+    responder.reply(std::move(created));
+  });
+}
+
 tasks::TaskOwner task_owner(const CallerContext& caller) {
   return tasks::TaskOwner{caller.endpoint.empty() ? caller.agent->id() : caller.endpoint,
                           caller.principal, caller.user_key};
@@ -491,6 +519,7 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
   }
   const auto& snapshot = std::get<tasks::TaskSnapshot>(started);
   if (!extension) return responder.reply(json{{"task", tasks::task_json(snapshot)}});
+  if (tasks_.task_after().count() > 0) return answer_in_window(snapshot.id, responder, caller);
   json created =
       finish_result(tasks::extension_task_json(snapshot, snapshot.status), caller, false);
   created["resultType"] = "task";

@@ -152,6 +152,10 @@ class McpService {
   class Admission;  // a slot and the per-agent count, released by its destructor
   [[nodiscard]] nlohmann::json server_info() const;
   void run_call(ToolCall& call, const tools::Tool& tool) noexcept;
+  // 2026-07-28: answers the task `id`'s call as a plain result if it ends within the
+  // --task-after window, else with CreateTaskResult when the window ends.
+  void answer_in_window(const std::string& id, const Responder& responder,
+                        const CallerContext& caller);
   // The name and arguments are a tools/call's (else the error to answer with); `tool` set.
   [[nodiscard]] std::optional<RpcError> check_call(const Request& request, const Agent& agent,
                                                    const tools::Tool*& tool) const;

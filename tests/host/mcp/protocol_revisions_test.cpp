@@ -30,6 +30,7 @@ class Revisions : public ::testing::Test {
   void SetUp() override {
     ServerOptions options;
     options.server_version = "9.9.9";
+    options.task_after = 100ms;  // the 2026-07-28 tasks extension's window, shortened
     session_ = std::make_unique<Session>(agent_, transport_, options);
     done_ = std::async(std::launch::async, [this] { return session_->run(); });
   }
@@ -240,30 +241,39 @@ TEST_F(Revisions, TasksExtensionIn2026_07_28) {
   EXPECT_EQ(
       request(3, "tasks/get", json{{"taskId", "x"}, {"_meta", modern_meta()}})["error"]["code"],
       protocol::kMissingRequiredClientCapability);
-  // With it: a task, polled to its inlined result.
-  const json created = request(4, "tools/call",
+  // With it: a command that ends within the window is answered directly...
+  const json quick = request(4, "tools/call",
+                             json{{"name", "execute_command"},
+                                  {"arguments", {{"command", "echo hi"}}},
+                                  {"_meta", tasks_meta()}});
+  EXPECT_EQ(quick["result"]["resultType"], "complete") << quick.dump();
+  EXPECT_TRUE(quick["result"].contains("content"));
+  // ...and one still running then becomes a task the client polls and may cancel.
+  const json created = request(5, "tools/call",
                                json{{"name", "execute_command"},
-                                    {"arguments", {{"command", "echo hi"}}},
+                                    {"arguments", {{"command", "slow"}}},
                                     {"_meta", tasks_meta()}});
-  EXPECT_EQ(created["result"]["resultType"], "task");
+  EXPECT_EQ(created["result"]["resultType"], "task") << created.dump();
   const std::string id = created["result"]["taskId"];
-  json got;
-  for (int i = 0; i < 200; ++i) {
-    got = request(100 + i, "tasks/get", json{{"taskId", id}, {"_meta", tasks_meta()}});
-    if (got["result"]["status"] != "working") break;
-    std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_EQ(got["result"]["status"], "completed") << got.dump();
-  EXPECT_TRUE(got["result"]["result"].contains("content"));
+  EXPECT_EQ(
+      request(6, "tasks/get", json{{"taskId", id}, {"_meta", tasks_meta()}})["result"]["status"],
+      "working");
   for (const char* method : {"tasks/result", "tasks/list"}) {
     EXPECT_EQ(
         request(method, method, json{{"taskId", id}, {"_meta", tasks_meta()}})["error"]["code"],
         rpc_error::kMethodNotFound)
         << method;
   }
-  EXPECT_EQ(request(5, "tasks/cancel",
+  EXPECT_EQ(request(7, "tasks/cancel",
                     json{{"taskId", id}, {"_meta", tasks_meta()}})["result"]["resultType"],
             "complete");
+  json got;
+  for (int i = 0; i < 200; ++i) {
+    got = request(100 + i, "tasks/get", json{{"taskId", id}, {"_meta", tasks_meta()}});
+    if (got["result"].contains("result")) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(got["result"]["status"], "cancelled") << got.dump();
 }
 
 }  // namespace

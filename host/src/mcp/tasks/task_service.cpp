@@ -73,6 +73,7 @@ Settled settle(const RpcOutcome& outcome) {
 
 TaskService::TaskService(TaskServiceOptions options, TaskStore::Clock clock)
     : store_(options.store, std::move(clock)),
+      task_after_(options.task_after),
       pool_(std::max<std::size_t>(options.max_running, 1)) {}
 
 TaskService::~TaskService() {
@@ -132,10 +133,54 @@ bool TaskService::wait_idle(std::chrono::milliseconds timeout) {
   return idle_cv_.wait_for(lock, timeout, [this] { return busy_.load() == 0; });
 }
 
+void TaskService::at(std::chrono::steady_clock::time_point when, std::function<void()> action) {
+  {
+    std::lock_guard lock(timer_mutex_);
+    if (!timers_stopping_) {
+      timers_.emplace(when, std::move(action));
+      if (!timer_thread_.joinable()) timer_thread_ = std::thread([this] { run_timers(); });
+      timer_cv_.notify_all();
+      return;
+    }
+  }
+  action();  // shutting down: at once
+}
+
+void TaskService::run_timers() {
+  std::unique_lock lock(timer_mutex_);
+  for (;;) {
+    if (timers_.empty()) {
+      if (timers_stopping_) return;
+      timer_cv_.wait(lock);
+      continue;
+    }
+    const auto first = timers_.begin();
+    if (!timers_stopping_ && first->first > std::chrono::steady_clock::now()) {
+      timer_cv_.wait_until(lock, first->first);
+      continue;
+    }
+    std::function<void()> action = std::move(first->second);
+    timers_.erase(first);
+    lock.unlock();
+    try {
+      action();
+    } catch (...) {
+      spdlog::error("mcp: a task timer failed");
+    }
+    lock.lock();
+  }
+}
+
 void TaskService::shutdown() {
   if (stopped_.exchange(true)) return;
   cancel_all("cancelled: the server is shutting down");
   pool_.shutdown();
+  {
+    std::lock_guard lock(timer_mutex_);
+    timers_stopping_ = true;  // what is left runs now
+    timer_cv_.notify_all();
+  }
+  if (timer_thread_.joinable()) timer_thread_.join();
 }
 
 }  // namespace execmcp::host::mcp::tasks

@@ -8,10 +8,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include "execmcp/sdk/types.hpp"
@@ -25,6 +27,9 @@ struct TaskServiceOptions {
   TaskStoreOptions store;
   // Tasks whose work runs at once; more wait in `working` until a thread is free.
   std::size_t max_running = 8;
+  // 2026-07-28's extension: a command that ends within this long is answered as a plain call
+  // (its task is dropped unseen); one still running then becomes a task. 0: always a task.
+  std::chrono::milliseconds task_after{1000};
 };
 
 // Counts a task's output as it streams (for its statusMessage) and passes it on to `next` (the
@@ -63,6 +68,11 @@ class TaskService {
       TaskStore::StatusListener listener = {});
 
   [[nodiscard]] TaskStore& store() { return store_; }
+  [[nodiscard]] std::chrono::milliseconds task_after() const { return task_after_; }
+
+  // Runs `action` once, on the service's timer thread, at `when` (or at shutdown, if sooner).
+  // It must not block.
+  void at(std::chrono::steady_clock::time_point when, std::function<void()> action);
 
   // Cancels every working task (their trees are killed as for a timeout).
   void cancel_all(const std::string& message);
@@ -77,12 +87,20 @@ class TaskService {
   void run(const std::string& id, const std::shared_ptr<sdk::CancelToken>& cancel,
            const std::shared_ptr<TaskOutputMeter>& meter, const Work& work) noexcept;
 
+  void run_timers();
+
   TaskStore store_;
+  const std::chrono::milliseconds task_after_;
   std::atomic<std::size_t> busy_{0};  // queued or running
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
   std::atomic<bool> stopped_{false};
-  WorkerPool pool_;  // last: joined first
+  std::mutex timer_mutex_;
+  std::condition_variable timer_cv_;
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;
+  bool timers_stopping_ = false;  // guarded by timer_mutex_
+  std::thread timer_thread_;      // started by the first at()
+  WorkerPool pool_;               // last: joined first
 };
 
 // The status a task's outcome gives it in MCP 2025-11-25: an error, or a tool result with

@@ -329,6 +329,15 @@ std::size_t TaskStore::cancel_all(const std::string& message) {
   return cancelled.size();
 }
 
+void TaskStore::discard(std::string_view id) {
+  std::unique_ptr<Entry> gone;  // destroyed outside the lock (its callbacks hold captures)
+  std::lock_guard lock(mutex_);
+  if (const auto it = entries_.find(std::string(id)); it != entries_.end()) {
+    gone = std::move(it->second);
+    entries_.erase(it);
+  }
+}
+
 std::size_t TaskStore::sweep() {
   std::lock_guard lock(mutex_);
   return sweep_locked(clock_());

@@ -129,6 +129,9 @@ class TaskStore {
   // was cancelled meanwhile, then answers the waiters. Unknown ids are ignored.
   void finish(std::string_view id, RpcOutcome outcome, TaskStatus status, std::string message);
 
+  // Forgets the task at once (a 2026-07-28 call answered within its window: nobody saw its id).
+  void discard(std::string_view id);
+
   // Cancels every working task (server shutdown, the stdio client gone); returns how many.
   std::size_t cancel_all(const std::string& message);
   // Frees the tasks past their TTL (every other call does too); returns how many.

@@ -31,6 +31,7 @@ ServiceOptions service_options(const ServerOptions& options) {
   out.tasks.store.max_ttl = options.max_task_ttl;
   out.tasks.store.default_ttl = std::min(out.tasks.store.default_ttl, options.max_task_ttl);
   out.tasks.max_running = options.max_running_tasks;
+  out.tasks.task_after = options.task_after;
   return out;
 }
 

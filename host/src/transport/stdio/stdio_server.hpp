@@ -34,6 +34,9 @@ struct ServerOptions {
   std::size_t max_tasks_per_principal = 32;
   std::chrono::milliseconds max_task_ttl = std::chrono::hours(6);
   std::size_t max_running_tasks = 8;
+  // 2026-07-28's tasks extension: a command still running after this long becomes a task; one
+  // that ends sooner is answered directly (serve --task-after; 0: always a task).
+  std::chrono::milliseconds task_after{1000};
 };
 
 // Serves MCP on stdin/stdout for `agent` until EOF on stdin or SIGINT/SIGTERM; then cancels the
