@@ -167,6 +167,39 @@ TEST(TaskStoreTest, ListIsTheOwnersInPages) {
   EXPECT_FALSE(store.list(kAlice, "999999"));
 }
 
+// Many threads at once on one store: creation, reads, lists, cancels, waiters, finishes and
+// expiry. Run under TSan in CI (scripts/sanitize.sh); here it checks every waiter hears once.
+TEST(TaskStoreTest, ConcurrentUseIsSafeAndEveryWaiterHearsOnce) {
+  TaskStoreOptions options;
+  options.max_live_per_owner = 100000;
+  options.max_live = 100000;
+  options.keep_after_end = Millis(0);
+  options.default_ttl = Millis(1);
+  TaskStore store(options);
+  std::atomic<int> waited{0};
+  std::atomic<int> heard{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const TaskOwner owner{"agent", "p" + std::to_string(t % 2), ""};
+      for (int i = 0; i < 200; ++i) {
+        const auto created = store.create(owner, std::nullopt);
+        if (!std::holds_alternative<CreatedTask>(created)) continue;
+        const std::string id = std::get<CreatedTask>(created).task.id;
+        if (!store.wait_result(owner, id, [&](const auto&, const auto&) { ++heard; })) ++waited;
+        (void)store.get(owner, id);
+        (void)store.list(owner, "", 10);
+        if (i % 3 == 0) (void)store.cancel(owner, id, "x");
+        store.finish(id, ok_result(), TaskStatus::kCompleted, "done");
+        store.sweep();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(heard.load(), waited.load());
+  EXPECT_EQ(waited.load(), 800);
+}
+
 TEST(TaskWireTest, TaskShape) {
   TaskSnapshot task{std::string(32, 'a'),
                     TaskStatus::kWorking,
