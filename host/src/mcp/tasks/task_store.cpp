@@ -140,13 +140,35 @@ std::string TaskStore::new_id_locked() const {
 std::variant<CreatedTask, TaskError> TaskStore::create(const TaskOwner& owner,
                                                        std::optional<Millis> requested_ttl,
                                                        StatusListener listener, Describe describe) {
+  std::vector<std::unique_ptr<Entry>> evicted;  // freed after the lock is released
   std::lock_guard lock(mutex_);
   const auto now = clock_();
   sweep_locked(now);
-  if (entries_.size() >= options_.max_live) return TaskError::kServerCap;
+  // At a cap, the oldest ended task (the owner's, for the owner's cap) makes room, as if its TTL
+  // had passed: a client that makes many short tasks is never refused for results it no longer
+  // needs. Only tasks still working are refused room.
+  auto make_room = [&](bool own) {
+    auto oldest = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (!it->second->ended_at || (own && !(it->second->owner == owner))) continue;
+      if (oldest == entries_.end() || *it->second->ended_at < *oldest->second->ended_at)
+        oldest = it;
+    }
+    if (oldest == entries_.end()) return false;
+    if (options_.tombstones != 0) {
+      if (tombstones_.size() >= options_.tombstones) tombstones_.pop_front();
+      tombstones_.push_back(
+          Tombstone{oldest->first, oldest->second->owner, now + options_.tombstone_life});
+    }
+    evicted.push_back(std::move(oldest->second));
+    entries_.erase(oldest);
+    return true;
+  };
+  if (entries_.size() >= options_.max_live && !make_room(false)) return TaskError::kServerCap;
   const auto mine = std::count_if(entries_.begin(), entries_.end(),
                                   [&](const auto& entry) { return entry.second->owner == owner; });
-  if (static_cast<std::size_t>(mine) >= options_.max_live_per_owner) return TaskError::kOwnerCap;
+  if (static_cast<std::size_t>(mine) >= options_.max_live_per_owner && !make_room(true))
+    return TaskError::kOwnerCap;
   auto entry = std::make_unique<Entry>();
   entry->id = new_id_locked();
   entry->seq = next_seq_++;

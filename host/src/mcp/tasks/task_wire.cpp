@@ -114,9 +114,8 @@ RpcError task_error(TaskError error, std::string_view doing, const TaskStoreOpti
       const std::string max = std::to_string(options.max_live_per_owner);
       return RpcError{
           kBusy,
-          "Too many tasks: you have " + max + " tasks running or holding results for agent '" +
-              agent_id +
-              "' (--max-tasks-per-principal); cancel one, or wait for one to end and expire",
+          "Too many tasks: you have " + max + " tasks running for agent '" + agent_id +
+              "' (--max-tasks-per-principal); cancel one, or wait for one to end",
           json{{"retryAfterSeconds", 5}, {"limit", "tasks"}, {"max", options.max_live_per_owner}}};
     }
     case TaskError::kServerCap:

@@ -76,16 +76,22 @@ TEST(TaskStoreTest, CapsPerOwnerAndServer) {
   options.max_live = 3;
   TaskStore store(options, clock.fn());
   const std::string a = id_of(store.create(kAlice, std::nullopt));
-  id_of(store.create(kAlice, std::nullopt));
+  const std::string b = id_of(store.create(kAlice, std::nullopt));
+  // Only working tasks hold their place: refused while both run.
   EXPECT_EQ(std::get<TaskError>(store.create(kAlice, std::nullopt)), TaskError::kOwnerCap);
-  id_of(store.create(kBob, std::nullopt));
+  const std::string c = id_of(store.create(kBob, std::nullopt));
   EXPECT_EQ(std::get<TaskError>(store.create(kBob, std::nullopt)), TaskError::kServerCap);
-  // A result held counts until it expires, then the slot is free again.
+  // An ended task makes room at a cap, its owner's oldest first, as if its TTL had passed.
   store.finish(a, ok_result(), TaskStatus::kCompleted, "done");
-  EXPECT_EQ(std::get<TaskError>(store.create(kAlice, std::nullopt)), TaskError::kServerCap);
-  clock.now += 31min + 61s;
-  EXPECT_EQ(std::get<TaskError>(store.get(kAlice, a)), TaskError::kExpired);
   id_of(store.create(kAlice, std::nullopt));
+  EXPECT_EQ(std::get<TaskError>(store.get(kAlice, a)), TaskError::kExpired);
+  // Bob's own cap is not reached, the server's is: the oldest ended task anywhere makes room.
+  clock.now += 1s;
+  store.finish(b, ok_result(), TaskStatus::kCompleted, "done");
+  id_of(store.create(kBob, std::nullopt));
+  EXPECT_EQ(std::get<TaskError>(store.get(kAlice, b)), TaskError::kExpired);
+  EXPECT_TRUE(std::holds_alternative<TaskSnapshot>(store.get(kBob, c)));
+  EXPECT_EQ(store.live(), 3u);
   const RpcError error = task_error(TaskError::kOwnerCap, "create", options, "agent");
   EXPECT_EQ(error.code, -32000);
   EXPECT_EQ(error.data["limit"], "tasks");
