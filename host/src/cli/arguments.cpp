@@ -12,12 +12,30 @@ namespace {
 
 // Options each command accepts; anything else is a usage error.
 bool accepts(const std::string& command, const std::string& option) {
-  static const std::array<std::pair<const char*, std::array<const char*, 18>>, 4> kOptions = {{
+  static const std::array<std::pair<const char*, std::array<const char*, 22>>, 4> kOptions = {{
       {"serve",
-       {"--config", "--agent", "--log-level", "--audit-file", "--max-concurrent", "--on-eof",
-        "--max-message-bytes", "--max-message-values", "--max-outbound-bytes", "--max-queued-calls",
-        "--http", "--tls-cert", "--tls-key", "--start-all", "--insecure-no-auth",
-        "--max-connections", "--max-calls-per-agent", "--strict"}},
+       {"--config",
+        "--agent",
+        "--log-level",
+        "--audit-file",
+        "--max-concurrent",
+        "--on-eof",
+        "--max-message-bytes",
+        "--max-message-values",
+        "--max-outbound-bytes",
+        "--max-queued-calls",
+        "--http",
+        "--tls-cert",
+        "--tls-key",
+        "--start-all",
+        "--insecure-no-auth",
+        "--max-connections",
+        "--max-calls-per-agent",
+        "--strict",
+        "--max-tasks-per-principal",
+        "--max-task-ttl",
+        "--max-running-tasks",
+        "--task-after"}},
       {"plugins", {"--config", "--log-level"}},
       {"check-config", {"--config", "--log-level", "--strict"}},
       {"exec", {"--config", "--agent", "--log-level", "--audit-file", "--timeout", "--work-dir"}},
@@ -66,6 +84,7 @@ bool is_flag(const std::string& option) {
 struct Given {
   bool max_concurrent = false;
   bool max_queued = false;
+  bool max_running_tasks = false;
 };
 
 // Stores the value of one option that takes one; the usage error, or "".
@@ -146,6 +165,28 @@ std::string take_value(Arguments& args, Given& given, const std::string& option,
     given.max_queued = true;
     if (!queued || value.find_first_not_of("0123456789") != std::string::npos)
       return "--max-queued-calls needs a whole number from 0 to 4096, got '" + value + "'";
+  } else if (option == "--max-tasks-per-principal") {
+    const auto tasks = parse_size(value, 1, 100000);
+    if (tasks) serve.session.max_tasks_per_principal = *tasks;
+    if (!tasks || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--max-tasks-per-principal needs a whole number from 1 to 100000, got '" + value + "'";
+  } else if (option == "--max-running-tasks") {
+    const auto tasks = parse_size(value, 1, 1024);
+    if (tasks) serve.session.max_running_tasks = *tasks;
+    given.max_running_tasks = true;
+    if (!tasks || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--max-running-tasks needs a whole number from 1 to 1024, got '" + value + "'";
+  } else if (option == "--task-after") {
+    const auto ms = parse_size(value, 0, 3600 * 1000);
+    if (ms) serve.session.task_after = std::chrono::milliseconds(*ms);
+    if (!ms || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--task-after needs a whole number of milliseconds from 0 to 3600000, got '" + value +
+             "'";
+  } else if (option == "--max-task-ttl") {
+    const auto seconds = parse_size(value, 1, 7 * 24 * 3600);
+    if (seconds) serve.session.max_task_ttl = std::chrono::seconds(*seconds);
+    if (!seconds || value.find_first_not_of("0123456789") != std::string::npos)
+      return "--max-task-ttl needs a whole number of seconds from 1 to 604800, got '" + value + "'";
   } else if (option == "--timeout") {
     try {
       std::size_t used = 0;
@@ -202,6 +243,8 @@ std::string check_together(Arguments& args, std::vector<std::string>& positional
     if (!given.max_concurrent)
       serve.session.max_concurrent_calls = server::kHttpDefaultMaxConcurrent;
     if (!given.max_queued) serve.session.max_queued_calls = server::kHttpDefaultMaxQueued;
+    if (!given.max_running_tasks)
+      serve.session.max_running_tasks = server::kHttpDefaultMaxRunningTasks;
   }
   return {};
 }
@@ -213,12 +256,20 @@ std::string usage_text() {
   execmcp serve --config FILE [--agent ID] [--log-level LEVEL] [--audit-file F] [--max-concurrent N]
                 [--on-eof cancel|finish] [--max-message-bytes B] [--max-message-values N]
                 [--max-outbound-bytes B] [--max-queued-calls N] [--strict]
+                [--max-tasks-per-principal N] [--max-task-ttl S] [--max-running-tasks N]
+                [--task-after MS]
       Serve one agent over MCP on stdin/stdout. At the end of stdin, calls still running are
       cancelled (MCP's shutdown), or with --on-eof finish run to completion and are answered.
       A message longer than B bytes (default 8M) or with more than N JSON values (default
       10000) is refused; a client that leaves more than B bytes unread (default 64M) is
       disconnected. B takes a K, M or G suffix. Beyond --max-concurrent running calls, N more
-      may wait (default 16); one more is answered "server busy".
+      may wait (default 16); one more is answered "server busy". MCP tasks (2025-11-25):
+      a principal holds at most N live tasks (default 32); an ended task and its result are
+      kept for the TTL the client asked for (default 30 min), at most S seconds (default
+      21600) and at least 60 s after its end; at most N tasks run at once (default 8; 64
+      with --http), on threads of their own. A 2026-07-28 client that declares the tasks
+      extension gets a task for a command still running after --task-after MS (default
+      1000; 0: always), a plain answer otherwise.
   execmcp serve --config FILE --http ADDR:PORT [--agent ID]... [--tls-cert F --tls-key F]
                 [--start-all] [--insecure-no-auth] [--max-connections N]
                 [--max-calls-per-agent N] [the limits above]

@@ -7,16 +7,26 @@
 
 #include "common/utf8.hpp"
 #include "mcp/protocol.hpp"
+#include "mcp/tasks/task_wire.hpp"
 
 namespace execmcp::host::mcp {
 
 using nlohmann::json;
 
+// Which revisions have a method.
+enum class Revisions {
+  kHandshake,    // every revision with initialize
+  kAll,          // those and 2026-07-28
+  kLegacyTasks,  // 2025-11-25 only (its tasks; 2026-07-28 moved them to an extension)
+  kTasks,        // 2025-11-25's tasks and 2026-07-28's extension
+  kExtension,    // 2026-07-28's tasks extension only
+};
+
 // One request method: the revisions that have it, and its handler.
 struct McpRouter::Method {
   std::string_view name;
-  bool stateless;  // part of 2026-07-28 (every method is part of the handshake revisions)
-  bool resolves;   // served in a resolved revision; initialize negotiates one instead
+  Revisions revisions;
+  bool resolves;  // served in a resolved revision; initialize negotiates one instead
   void (McpRouter::*handle)(Request& request, Responder& responder, Context& context);
 };
 
@@ -37,11 +47,16 @@ RpcError not_in_stateless(const std::string& method) {
 const std::vector<McpRouter::Method>& McpRouter::table() {
   // Adding a method is adding a line here (and its handler).
   static const std::vector<Method> methods{
-      {kInitialize, false, false, &McpRouter::initialize},
-      {"ping", false, true, &McpRouter::ping},
-      {"server/discover", true, true, &McpRouter::discover},
-      {"tools/list", true, true, &McpRouter::tools_list},
-      {"tools/call", true, true, &McpRouter::call_tool},
+      {kInitialize, Revisions::kHandshake, false, &McpRouter::initialize},
+      {"ping", Revisions::kHandshake, true, &McpRouter::ping},
+      {"server/discover", Revisions::kAll, true, &McpRouter::discover},
+      {"tools/list", Revisions::kAll, true, &McpRouter::tools_list},
+      {"tools/call", Revisions::kAll, true, &McpRouter::call_tool},
+      {"tasks/get", Revisions::kTasks, true, &McpRouter::tasks_get},
+      {"tasks/result", Revisions::kLegacyTasks, true, &McpRouter::tasks_result},
+      {"tasks/list", Revisions::kLegacyTasks, true, &McpRouter::tasks_list},
+      {"tasks/cancel", Revisions::kTasks, true, &McpRouter::tasks_cancel},
+      {"tasks/update", Revisions::kExtension, true, &McpRouter::tasks_update},
   };
   return methods;
 }
@@ -63,6 +78,7 @@ std::optional<RpcError> McpRouter::resolve_revision(const Request& request, Call
     // 2026-07-28: this request alone says which revision and client it is; nothing carries over.
     caller.protocol_version = stateless->version;
     caller.client = stateless->client;
+    caller.tasks_extension = stateless->tasks_extension;
   }
   return std::nullopt;
 }
@@ -82,7 +98,7 @@ void McpRouter::handle(Request request, Responder responder, Context context) {
   if (method == nullptr) {
     std::vector<std::string_view> names;
     for (const Method& candidate : table()) {
-      if (candidate.stateless) names.push_back(candidate.name);
+      if (candidate.revisions == Revisions::kAll) names.push_back(candidate.name);
     }
     std::string served;
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -96,7 +112,25 @@ void McpRouter::handle(Request request, Responder responder, Context context) {
                  ? std::string(" (MCP ") + protocol::kStateless + " here serves " + served + ")"
                  : std::string())});
   }
-  if (stateless && !method->stateless) return responder.reply(not_in_stateless(request.method));
+  const Revisions revisions = method->revisions;
+  if (stateless && revisions != Revisions::kAll && revisions != Revisions::kTasks &&
+      revisions != Revisions::kExtension)
+    return responder.reply(not_in_stateless(request.method));
+  if (stateless && revisions != Revisions::kAll && !context.caller.tasks_extension) {
+    // The extension's methods need the extension declared on the request itself.
+    return responder.reply(tasks::missing_extension_error(request.method));
+  }
+  const bool legacy = context.caller.protocol_version == tasks::kLegacyTasksRevision;
+  if ((revisions == Revisions::kLegacyTasks && !legacy) ||
+      (revisions == Revisions::kTasks && !legacy && !stateless) ||
+      (revisions == Revisions::kExtension && !stateless)) {
+    return responder.reply(RpcError{
+        rpc_error::kMethodNotFound,
+        "Method not found: " + request.method + " is part of MCP " + tasks::kLegacyTasksRevision +
+            "'s tasks; this session speaks " +
+            (context.caller.protocol_version.empty() ? std::string("no revision (no initialize)")
+                                                     : context.caller.protocol_version)});
+  }
   if (context.caller.protocol_version.empty() && context.warned_before_initialize != nullptr &&
       !context.warned_before_initialize->exchange(true)) {
     spdlog::warn(
@@ -132,6 +166,28 @@ void McpRouter::tools_list(Request& /*request*/, Responder& responder, Context& 
 }
 
 void McpRouter::call_tool(Request& request, Responder& responder, Context& context) {
+  if (const auto task = request.params.find("task");
+      task != request.params.end() && !task->is_null() &&
+      context.caller.protocol_version == tasks::kLegacyTasksRevision) {
+    // Task-augmented: runs on the task runner, answered at once with CreateTaskResult; the
+    // transport's call table never sees it (a closed connection or session does not end it).
+    if (!task->is_object()) {
+      return responder.reply(RpcError{rpc_error::kInvalidParams,
+                                      "Invalid params: 'task' must be an object ({} or {ttl})"});
+    }
+    return service_.call_tool_as_task(request, responder, context.caller, context.notify);
+  }
+  if (context.caller.protocol_version == protocol::kStateless && context.caller.tasks_extension) {
+    // 2026-07-28 with the tasks extension: the server decides. A command becomes a task (its
+    // client polls it); the file tools answer at once. No notifications flow on a task there.
+    const auto name = request.params.find("name");
+    const tools::Tool* tool =
+        name != request.params.end() && name->is_string()
+            ? service_.find_tool(*context.caller.agent, name->get<std::string>())
+            : nullptr;
+    if (tool != nullptr && tool->task_optional)
+      return service_.call_tool_as_task(request, responder, context.caller, {});
+  }
   std::optional<CallHooks> hooks;
   if (context.start_call) {
     const auto name = request.params.find("name");

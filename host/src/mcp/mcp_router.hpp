@@ -46,6 +46,9 @@ class McpRouter {
     std::function<std::optional<CallHooks>(const Request& request, const CallerContext& caller,
                                            const std::string& tool)>
         start_call;
+    // Sends a notification to this client outside any request's answer (stdio: always; HTTP:
+    // none, as no stream stays open); empty: none. Tasks' status and progress use it.
+    McpService::SendProgress notify;
     // Set when a request without any revision was served before initialize (warned once).
     std::atomic<bool>* warned_before_initialize = nullptr;
   };
@@ -81,6 +84,12 @@ class McpRouter {
   void discover(Request& request, Responder& responder, Context& context);
   void tools_list(Request& request, Responder& responder, Context& context);
   void call_tool(Request& request, Responder& responder, Context& context);
+  // tasks/* (MCP 2025-11-25, and 2026-07-28's extension; tasks/task_methods.cpp).
+  void tasks_get(Request& request, Responder& responder, Context& context);
+  void tasks_result(Request& request, Responder& responder, Context& context);
+  void tasks_list(Request& request, Responder& responder, Context& context);
+  void tasks_cancel(Request& request, Responder& responder, Context& context);
+  void tasks_update(Request& request, Responder& responder, Context& context);
 
   McpService& service_;
 };

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/utf8.hpp"
+#include "mcp/tasks/task_wire.hpp"
 #include "tools/tool_arguments.hpp"
 
 namespace execmcp::host::mcp {
@@ -113,13 +114,15 @@ McpService::McpService(ServiceOptions options, std::vector<tools::Tool> tools)
       tools_(std::move(tools)),
       call_slots_(static_cast<std::ptrdiff_t>(call_limit_)),
       // One thread more than the call limit: stdio's reader runs on the pool too.
-      pool_(call_limit_ + 1) {}
+      pool_(call_limit_ + 1),
+      tasks_(options_.tasks) {}
 
 McpService::~McpService() {
   shutdown();
 }
 
 void McpService::shutdown() {
+  tasks_.shutdown();
   pool_.shutdown();
   ticker_.stop();
 }
@@ -159,9 +162,12 @@ RpcOutcome McpService::initialize(const Request& request, CallerContext& caller)
   spdlog::info("mcp: initialize from {} for agent '{}' (asked for protocol {}, using {})",
                caller.client.empty() ? "unknown client" : caller.client, caller.agent->id(),
                sanitize_utf8(requested.substr(0, 64)), caller.protocol_version);
+  json capabilities{{"tools", {{"listChanged", false}}}};
+  if (caller.protocol_version == tasks::kLegacyTasksRevision)
+    capabilities["tasks"] = tasks::capabilities_json(caller.identified);
   return json{
       {"protocolVersion", caller.protocol_version},
-      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+      {"capabilities", std::move(capabilities)},
       {"serverInfo", server_info()},
       {"instructions", instructions_for(*caller.agent)},
   };
@@ -172,7 +178,9 @@ RpcOutcome McpService::discover(const CallerContext& caller) const {
   CallerContext modern = caller;
   modern.protocol_version = protocol::kStateless;
   return finish_result(json{{"supportedVersions", protocol::supported_versions_json()},
-                            {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                            {"capabilities",
+                             {{"tools", {{"listChanged", false}}},
+                              {"extensions", {{tasks::kTasksExtension, json::object()}}}}},
                             {"instructions", instructions_for(*caller.agent)}},
                        modern, true);
 }
@@ -181,11 +189,15 @@ RpcOutcome McpService::tools_list(const CallerContext& caller) const {
   json list = json::array();
   for (const auto& tool : tools_) {
     if (!tools::offered_to(tool, *caller.agent)) continue;
-    list.push_back(json{{"name", tool.name},
-                        {"title", tool.title},
-                        {"description", tool.description},
-                        {"inputSchema", tool.input_schema},
-                        {"outputSchema", tool.output_schema}});
+    json entry{{"name", tool.name},
+               {"title", tool.title},
+               {"description", tool.description},
+               {"inputSchema", tool.input_schema},
+               {"outputSchema", tool.output_schema}};
+    // Absent means "forbidden": only tools that may take long say they run as tasks.
+    if (tool.task_optional && caller.protocol_version == tasks::kLegacyTasksRevision)
+      entry["execution"] = tasks::optional_execution_json();
+    list.push_back(std::move(entry));
   }
   return finish_result(json{{"tools", std::move(list)}}, caller, true);
 }
@@ -258,29 +270,9 @@ void McpService::call_tool(ToolCall call) {
   }
   auto refuse = [&](RpcError error) { complete(*shared, std::move(error)); };
   try {
-    const Request& request = shared->request;
-    const auto name = request.params.find("name");
-    if (name == request.params.end() || !name->is_string()) {
-      return refuse(RpcError{rpc_error::kInvalidParams,
-                             "Invalid params: 'name' (the tool name, a string) is required"});
-    }
     const tools::Tool* tool = nullptr;
-    for (const auto& candidate : tools_) {
-      // A tool the caller's agent does not get is as unknown as a misspelt one.
-      if (candidate.name == name->get_ref<const std::string&>() &&
-          tools::offered_to(candidate, *shared->caller.agent))
-        tool = &candidate;
-    }
-    if (tool == nullptr) {
-      return refuse(
-          RpcError{rpc_error::kInvalidParams,
-                   "Unknown tool: " + sanitize_utf8(name->get<std::string>().substr(0, 200))});
-    }
-    if (const auto args = request.params.find("arguments");
-        args != request.params.end() && !args->is_object() && !args->is_null()) {
-      return refuse(
-          RpcError{rpc_error::kInvalidParams, "Invalid params: 'arguments' must be an object"});
-    }
+    if (auto error = check_call(shared->request, *shared->caller.agent, tool))
+      return refuse(std::move(*error));
     const CallLimit limit = shared->caller.agent->call_limit();
     const std::string& limit_key = limit.key;
     if (const KeyBound bound = bound_for(limit); !admit_agent(limit_key, bound.calls))
@@ -350,34 +342,7 @@ void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
       ScopeExit unregister([&] {
         if (progress) ticker_.remove(progress.get());
       });
-      const auto args = call.request.params.find("arguments");
-      // For every tool alike: what its schema does not declare is set aside with a notice.
-      tools::UndeclaredArguments arguments = tools::set_aside_undeclared(
-          tool.input_schema,
-          args == call.request.params.end() || args->is_null() ? json::object() : *args);
-      std::string notice;
-      if (!arguments.ignored.empty()) {
-        notice = tools::ignored_arguments_notice(tool.name, tool.input_schema, arguments.ignored);
-        spdlog::debug("mcp: {}: {}", tool.name, notice);
-      }
-      tools::ToolContext context{*call.caller.agent, progress.get(), &call.state->cancel,
-                                 call.caller.principal};
-      tools::ToolOutcome result = tool.run(arguments.kept, context);
-      if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
-        std::string message =
-            "Invalid arguments for tool " + tool.name + ": " + sanitize_utf8(bad->message);
-        // Since 2025-11-25 input validation errors are tool results the model can read and act
-        // on; before, they were protocol errors.
-        if (protocol::at_least(call.caller.protocol_version, "2025-11-25")) {
-          outcome = finish_result(to_call_result(tools::ToolResult{message, nullptr, true}, notice),
-                                  call.caller, false);
-        } else {
-          outcome = RpcError{rpc_error::kInvalidParams, std::move(message)};
-        }
-      } else {
-        outcome = finish_result(to_call_result(std::get<tools::ToolResult>(result), notice),
-                                call.caller, false);
-      }
+      outcome = invoke(tool, call.caller, call.request.params, progress.get(), &call.state->cancel);
       // Progress always precedes the response; a cancelled call gets neither.
       if (progress && !call.state->cancelled_by_client.load()) progress->finish();
     }
@@ -393,6 +358,172 @@ void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
   complete(call,
            outcome ? std::move(*outcome)
                    : RpcOutcome{RpcError{rpc_error::kInternalError, "Internal error: no outcome"}});
+}
+
+}  // namespace execmcp::host::mcp
+
+namespace execmcp::host::mcp {
+
+void McpService::answer_in_window(const std::string& id, const Responder& responder,
+                                  const CallerContext& caller) {
+  // Whichever comes first answers: the command's end (a plain result; the task is forgotten) or
+  // the window's end (CreateTaskResult; the client polls). No thread waits for either.
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  const tasks::TaskOwner owner = task_owner(caller);
+  auto error = tasks_.store().wait_result(
+      owner, id, [this, answered, responder, id](const tasks::TaskSnapshot&, const RpcOutcome& o) {
+        if (answered->exchange(true)) return;
+        tasks_.store().discard(id);
+        responder.reply(o);
+      });
+  if (error) return;  // gone already (cannot happen: it was made just now)
+  tasks_.at(std::chrono::steady_clock::now() + tasks_.task_after(), [this, answered, responder,
+                                                                     owner, id, caller] {
+    if (answered->exchange(true)) return;
+    auto found = tasks_.store().get(owner, id);
+    if (auto* error = std::get_if<tasks::TaskError>(&found)) {
+      return responder.reply(
+          tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+    }
+    const auto& task = std::get<tasks::TaskSnapshot>(found);
+    json created = finish_result(tasks::extension_task_json(task, task.status), caller, false);
+    created["resultType"] = "task";
+    responder.reply(std::move(created));
+  });
+}
+
+tasks::TaskOwner task_owner(const CallerContext& caller) {
+  return tasks::TaskOwner{caller.endpoint.empty() ? caller.agent->id() : caller.endpoint,
+                          caller.principal, caller.user_key};
+}
+
+const tools::Tool* McpService::find_tool(const Agent& agent, const std::string& name) const {
+  for (const auto& candidate : tools_) {
+    // A tool the caller's agent does not get is as unknown as a misspelt one.
+    if (candidate.name == name && tools::offered_to(candidate, agent)) return &candidate;
+  }
+  return nullptr;
+}
+
+std::optional<RpcError> McpService::check_call(const Request& request, const Agent& agent,
+                                               const tools::Tool*& tool) const {
+  const auto name = request.params.find("name");
+  if (name == request.params.end() || !name->is_string()) {
+    return RpcError{rpc_error::kInvalidParams,
+                    "Invalid params: 'name' (the tool name, a string) is required"};
+  }
+  tool = find_tool(agent, name->get<std::string>());
+  if (tool == nullptr) {
+    return RpcError{rpc_error::kInvalidParams,
+                    "Unknown tool: " + sanitize_utf8(name->get<std::string>().substr(0, 200))};
+  }
+  if (const auto args = request.params.find("arguments");
+      args != request.params.end() && !args->is_object() && !args->is_null()) {
+    return RpcError{rpc_error::kInvalidParams, "Invalid params: 'arguments' must be an object"};
+  }
+  return std::nullopt;
+}
+
+RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& caller,
+                              const json& params, sdk::OutputSink* sink,
+                              const sdk::CancelToken* cancel) const {
+  const auto args = params.find("arguments");
+  // For every tool alike: what its schema does not declare is set aside with a notice.
+  tools::UndeclaredArguments arguments = tools::set_aside_undeclared(
+      tool.input_schema, args == params.end() || args->is_null() ? json::object() : *args);
+  std::string notice;
+  if (!arguments.ignored.empty()) {
+    notice = tools::ignored_arguments_notice(tool.name, tool.input_schema, arguments.ignored);
+    spdlog::debug("mcp: {}: {}", tool.name, notice);
+  }
+  tools::ToolContext context{*caller.agent, sink, cancel, caller.principal};
+  tools::ToolOutcome result = tool.run(arguments.kept, context);
+  if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
+    std::string message =
+        "Invalid arguments for tool " + tool.name + ": " + sanitize_utf8(bad->message);
+    // Since 2025-11-25 input validation errors are tool results the model can read and act on;
+    // before, they were protocol errors.
+    if (protocol::at_least(caller.protocol_version, "2025-11-25")) {
+      return finish_result(to_call_result(tools::ToolResult{message, nullptr, true}, notice),
+                           caller, false);
+    }
+    return RpcError{rpc_error::kInvalidParams, std::move(message)};
+  }
+  return finish_result(to_call_result(std::get<tools::ToolResult>(result), notice), caller, false);
+}
+
+void McpService::call_tool_as_task(const Request& request, const Responder& responder,
+                                   const CallerContext& caller, const SendProgress& notify) {
+  const tools::Tool* tool = nullptr;
+  if (auto error = check_call(request, *caller.agent, tool))
+    return responder.reply(std::move(*error));
+  if (!tool->task_optional) {
+    // 2025-11-25: a task asked of a tool whose taskSupport is (absent, so) forbidden.
+    return responder.reply(RpcError{rpc_error::kMethodNotFound,
+                                    "Method not found: tool " + tool->name +
+                                        " does not run as a task (its execution.taskSupport is "
+                                        "forbidden); call it without params.task"});
+  }
+  const bool extension = caller.protocol_version == protocol::kStateless;
+  // The extension has no task parameter (a legacy one is ignored): the server picks the TTL.
+  const json task = extension ? json::object() : request.params.value("task", json::object());
+  std::optional<tasks::Millis> ttl;
+  if (const auto requested = task.find("ttl"); requested != task.end() && !requested->is_null()) {
+    if (!requested->is_number() || requested->get<double>() < 0)
+      return responder.reply(RpcError{rpc_error::kInvalidParams,
+                                      "Invalid params: task.ttl must be a number of milliseconds"});
+    ttl = tasks::Millis(static_cast<std::int64_t>(
+        std::min(requested->get<double>(), 1e12)));  // clamped again by the store
+  }
+  json progress_token;
+  if (const auto meta = request.params.find("_meta");
+      meta != request.params.end() && meta->is_object() && notify) {
+    if (const auto token = meta->find("progressToken");
+        token != meta->end() && is_request_id(*token))
+      progress_token = *token;
+  }
+  // The work keeps the caller (and with it a per-user sandbox's hold) until it ends.
+  auto work = [this, tool, caller, params = request.params, notify, progress_token](
+                  const std::string& id, const sdk::CancelToken& cancel,
+                  tasks::TaskOutputMeter& meter) -> RpcOutcome {
+    if (cancel.cancel_requested()) {
+      return to_call_result(
+          tools::ToolResult{"The task was cancelled before it started.", nullptr, true});
+    }
+    std::unique_ptr<ProgressReporter> progress;
+    if (!progress_token.is_null()) {
+      // The create request's progressToken stays valid for the task's life; each notification
+      // says which task it is about.
+      progress = std::make_unique<ProgressReporter>(progress_token, [notify, id](json n) {
+        if (n.contains("params")) tasks::add_related_task(n["params"], id);
+        notify(n);
+      });
+      ticker_.add(progress.get());
+    }
+    ScopeExit unregister([&] {
+      if (progress) ticker_.remove(progress.get());
+    });
+    meter.forward_to(progress.get());
+    RpcOutcome outcome = invoke(*tool, caller, params, &meter, &cancel);
+    meter.forward_to(nullptr);
+    if (progress) progress->finish();
+    return outcome;
+  };
+  tasks::TaskStore::StatusListener listener;
+  if (notify)
+    listener = [notify](const tasks::TaskSnapshot& t) { notify(tasks::status_notification(t)); };
+  auto started = tasks_.start(task_owner(caller), ttl, std::move(work), std::move(listener));
+  if (auto* error = std::get_if<tasks::TaskError>(&started)) {
+    return responder.reply(
+        tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+  }
+  const auto& snapshot = std::get<tasks::TaskSnapshot>(started);
+  if (!extension) return responder.reply(json{{"task", tasks::task_json(snapshot)}});
+  if (tasks_.task_after().count() > 0) return answer_in_window(snapshot.id, responder, caller);
+  json created =
+      finish_result(tasks::extension_task_json(snapshot, snapshot.status), caller, false);
+  created["resultType"] = "task";
+  responder.reply(std::move(created));
 }
 
 }  // namespace execmcp::host::mcp

@@ -22,6 +22,7 @@
 #include "mcp/json_rpc.hpp"
 #include "mcp/progress_reporter.hpp"
 #include "mcp/protocol.hpp"
+#include "mcp/tasks/task_service.hpp"
 #include "mcp/worker_pool.hpp"
 #include "tools/tool.hpp"
 
@@ -40,7 +41,18 @@ struct CallerContext {
   std::string client;            // "name version" when the client said, for logs
   // Keeps `agent` alive while the request and its call run (a per-user sandbox's record).
   std::shared_ptr<Agent> hold;
+  // The agent id the request was addressed to (HTTP: the URL's; empty: agent->id()) and a
+  // per-user agent's user: with the principal, who owns the tasks this caller creates.
+  std::string endpoint{};
+  std::string user_key{};
+  // false when every caller looks alike (HTTP without authentication): tasks/list is not offered.
+  bool identified = true;
+  // 2026-07-28: this request's _meta declares the extension io.modelcontextprotocol/tasks.
+  bool tasks_extension = false;
 };
+
+// Who owns the tasks `caller` creates, and the only one who may see them.
+[[nodiscard]] tasks::TaskOwner task_owner(const CallerContext& caller);
 
 // A per-user agent's user with no bound set (neither per_user.max_calls_per_user nor
 // --max-calls-per-agent) may hold 1/kUserShareOfWorkers of the workers, running or waiting. A user
@@ -56,6 +68,7 @@ struct ServiceOptions {
   std::size_t max_queued_calls = 16;     // waiting for a slot, over all agents
   std::size_t max_calls_per_agent = 0;   // running or waiting per agent; 0: no own limit
   // (Each user's of a per-user agent, like per_user.max_calls_per_user: the lower applies.)
+  tasks::TaskServiceOptions tasks;  // MCP tasks (2025-11-25): caps, TTLs, runner threads
 };
 
 class McpService {
@@ -99,12 +112,29 @@ class McpService {
   // throws. Never blocks on the call.
   void call_tool(ToolCall call);
 
+  // A tools/call that becomes a task: 2025-11-25's with params.task, or (2026-07-28) one whose
+  // _meta declares the tasks extension. Validated as call_tool() validates, then made a
+  // task whose work runs on the task runner; answered at once with CreateTaskResult (or the
+  // error). `notify` (may be empty) carries the task's status and progress notifications.
+  void call_tool_as_task(const Request& request, const Responder& responder,
+                         const CallerContext& caller, const SendProgress& notify);
+
+  [[nodiscard]] tasks::TaskService& tasks() { return tasks_; }
+  // The tool `name` as `agent` is offered it; nullptr when it has none by that name.
+  [[nodiscard]] const tools::Tool* find_tool(const Agent& agent, const std::string& name) const;
+
+  // A 2026-07-28 result carries resultType and the server's info in _meta; a list that clients
+  // may cache (server/discover, tools/list) also says for how long. Others are left as they are.
+  [[nodiscard]] nlohmann::json finish_result(nlohmann::json result, const CallerContext& caller,
+                                             bool cacheable) const;
+
   // Runs work on the pool (the stdio reader loop uses it). Tasks must not throw.
   void submit(std::function<void()> task) { pool_.submit(std::move(task)); }
   bool submit_if_idle(std::function<void()> task) { return pool_.submit_if_idle(std::move(task)); }
 
-  // Runs every queued call, joins the workers, stops the progress ticker. Calls still running are
-  // not cancelled here: each transport cancels its own.
+  // Cancels the tasks and joins their threads; runs every queued call, joins the workers, stops
+  // the progress ticker. Calls still running are not cancelled here: each transport cancels its
+  // own.
   void shutdown();
 
   [[nodiscard]] std::size_t call_limit() const { return call_limit_; }
@@ -121,11 +151,18 @@ class McpService {
  private:
   class Admission;  // a slot and the per-agent count, released by its destructor
   [[nodiscard]] nlohmann::json server_info() const;
-  // A 2026-07-28 result carries resultType and the server's info in _meta; a list that clients
-  // may cache (server/discover, tools/list) also says for how long.
-  [[nodiscard]] nlohmann::json finish_result(nlohmann::json result, const CallerContext& caller,
-                                             bool cacheable) const;
   void run_call(ToolCall& call, const tools::Tool& tool) noexcept;
+  // 2026-07-28: answers the task `id`'s call as a plain result if it ends within the
+  // --task-after window, else with CreateTaskResult when the window ends.
+  void answer_in_window(const std::string& id, const Responder& responder,
+                        const CallerContext& caller);
+  // The name and arguments are a tools/call's (else the error to answer with); `tool` set.
+  [[nodiscard]] std::optional<RpcError> check_call(const Request& request, const Agent& agent,
+                                                   const tools::Tool*& tool) const;
+  // Runs `tool` with the request's arguments: its CallToolResult, or the JSON-RPC error.
+  [[nodiscard]] RpcOutcome invoke(const tools::Tool& tool, const CallerContext& caller,
+                                  const nlohmann::json& params, sdk::OutputSink* sink,
+                                  const sdk::CancelToken* cancel) const;
   // finished, then the response (or nothing, for a call the client cancelled), then answered.
   static void complete(ToolCall& call, RpcOutcome outcome) noexcept;
   // Counts a call for `key` unless it already has `bound` (0: no bound).
@@ -145,6 +182,7 @@ class McpService {
   // Declared last: destroyed (stopped and joined) first, while everything above is alive.
   ProgressTicker ticker_;
   WorkerPool pool_;
+  tasks::TaskService tasks_;  // its runner calls invoke(): stopped before the rest
 };
 
 }  // namespace execmcp::host::mcp

@@ -55,6 +55,11 @@ MetaOutcome read_request_meta(const json& params) {
                                   kMetaClientCapabilities + "'] (an object; {} for none)"}};
   }
   StatelessMeta out{text, {}};
+  if (const auto extensions = capabilities->find("extensions");
+      extensions != capabilities->end() && extensions->is_object()) {
+    const auto tasks = extensions->find("io.modelcontextprotocol/tasks");
+    out.tasks_extension = tasks != extensions->end() && tasks->is_object();
+  }
   if (const auto info = meta->find(kMetaClientInfo); info != meta->end() && info->is_object()) {
     out.client =
         sanitize_utf8(string_member(*info, "name") + " " + string_member(*info, "version"));

@@ -49,6 +49,8 @@ inline constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverIn
 struct StatelessMeta {
   std::string version;  // as sent
   std::string client;   // "name version" from clientInfo, when present
+  // clientCapabilities.extensions lists io.modelcontextprotocol/tasks.
+  bool tasks_extension = false;
 };
 struct NoMeta {};  // no revision in _meta: a handshake-era request
 // The request names a revision in _meta, but not one we serve statelessly, or its _meta lacks

@@ -13,6 +13,7 @@ namespace execmcp::host::server {
 // agents needs more calls at once than one agent's stdio server (8 and 16).
 inline constexpr std::size_t kHttpDefaultMaxConcurrent = 64;
 inline constexpr std::size_t kHttpDefaultMaxQueued = 64;
+inline constexpr std::size_t kHttpDefaultMaxRunningTasks = 64;
 
 struct ServeOptions {
   // Every MCP session's, over stdio or HTTP: version, calls at once and waiting, message limits,

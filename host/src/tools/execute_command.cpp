@@ -179,6 +179,8 @@ Tool make_execute_command_tool() {
       input_schema(),
       output_schema(),
       run,
+      false,
+      true,  // long commands may run as MCP tasks
   };
 }
 

@@ -44,6 +44,9 @@ struct Tool {
   std::function<ToolOutcome(const nlohmann::json& arguments, ToolContext& context)> run;
   // Offered only to agents whose backend runs background processes.
   bool requires_background = false;
+  // MCP 2025-11-25's execution.taskSupport: "optional" (a client may ask for a task) or, when
+  // false, "forbidden" (left out of tools/list): the tools that answer at once.
+  bool task_optional = false;
 };
 
 // Whether `agent` gets `tool` (in tools/list and tools/call).

@@ -219,8 +219,8 @@ export function killMarker(marker) {
 // A server on a raw pipe, for protocol-level checks the SDK would never send.
 // Keeps every stdout line as raw bytes so tests can check UTF-8 validity.
 export class RawServer {
-  constructor(configFile, { agent = 'default', env = {} } = {}) {
-    this.child = spawn(EXECMCP_BIN, ['serve', '--config', configFile, '--agent', agent], {
+  constructor(configFile, { agent = 'default', env = {}, args = [] } = {}) {
+    this.child = spawn(EXECMCP_BIN, ['serve', '--config', configFile, '--agent', agent, ...args], {
       env: serverEnv(env),
       stdio: ['pipe', 'pipe', 'pipe'],
     });

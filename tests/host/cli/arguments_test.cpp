@@ -75,6 +75,26 @@ TEST(Arguments, ServeTakesTheNumberOfCallsThatMayWait) {
   EXPECT_NE(parse_arguments({"exec", "--max-queued-calls", "1", "--", "true"}).error, "");
 }
 
+TEST(Arguments, ServeTakesTheTaskBounds) {
+  const auto parsed =
+      parse_arguments({"serve", "--config", "c", "--max-tasks-per-principal", "3", "--max-task-ttl",
+                       "60", "--max-running-tasks", "2", "--task-after", "0"});
+  ASSERT_EQ(parsed.error, "");
+  const mcp::ServerOptions& session = parsed.arguments.serve.session;
+  EXPECT_EQ(session.max_tasks_per_principal, 3u);
+  EXPECT_EQ(session.max_task_ttl, std::chrono::seconds(60));
+  EXPECT_EQ(session.max_running_tasks, 2u);
+  EXPECT_EQ(session.task_after, std::chrono::milliseconds(0));
+  // --http raises the default of running tasks, as it does for calls.
+  EXPECT_EQ(parse_arguments({"serve", "--config", "c", "--http", "127.0.0.1:0"})
+                .arguments.serve.session.max_running_tasks,
+            server::kHttpDefaultMaxRunningTasks);
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--max-tasks-per-principal", "0"}).error,
+              HasSubstr("--max-tasks-per-principal needs a whole number from 1"));
+  EXPECT_THAT(parse_arguments({"serve", "--config", "c", "--task-after", "-1"}).error,
+              HasSubstr("--task-after needs a whole number of milliseconds"));
+}
+
 TEST(Arguments, ParsesExecWithCommandAfterDoubleDash) {
   const auto parsed = parse_arguments(
       {"exec", "--config", "c.yaml", "--timeout", "2.5", "--work-dir", "sub", "--", "ls", "-la"});

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "fake_agent.hpp"
 #include "mcp/protocol.hpp"
@@ -29,6 +30,7 @@ class Revisions : public ::testing::Test {
   void SetUp() override {
     ServerOptions options;
     options.server_version = "9.9.9";
+    options.task_after = 100ms;  // the 2026-07-28 tasks extension's window, shortened
     session_ = std::make_unique<Session>(agent_, transport_, options);
     done_ = std::async(std::launch::async, [this] { return session_->run(); });
   }
@@ -149,6 +151,129 @@ TEST_F(Revisions, InvalidToolArgumentsAreToolErrorsSince20251125) {
   const json old =
       request(3, "tools/call", json{{"name", "execute_command"}, {"arguments", {{"command", 42}}}});
   EXPECT_EQ(old["error"]["code"], rpc_error::kInvalidParams) << old.dump();
+}
+
+// --- Tasks: 2025-11-25's, 2026-07-28's extension, and none before (docs/protocol.md#tasks) ---
+
+json initialize_params(const std::string& version) {
+  return json{{"protocolVersion", version}, {"capabilities", json::object()}};
+}
+
+json tasks_meta() {
+  json meta = modern_meta();
+  meta[protocol::kMetaClientCapabilities] = {
+      {"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}};
+  return meta;
+}
+
+TEST_F(Revisions, TasksIn2025_11_25) {
+  const json init = request(1, "initialize", initialize_params("2025-11-25"));
+  EXPECT_EQ(init["result"]["capabilities"]["tasks"],
+            (json{{"list", json::object()},
+                  {"cancel", json::object()},
+                  {"requests", {{"tools", {{"call", json::object()}}}}}}));
+  const json list = request(2, "tools/list");
+  for (const json& tool : list["result"]["tools"]) {
+    if (tool["name"] == "execute_command") {
+      EXPECT_EQ(tool["execution"]["taskSupport"], "optional");
+    } else {
+      EXPECT_FALSE(tool.contains("execution")) << tool["name"];
+    }
+  }
+  const json created = request(3, "tools/call",
+                               json{{"name", "execute_command"},
+                                    {"arguments", {{"command", "echo hi"}}},
+                                    {"task", {{"ttl", 60000}}}});
+  const std::string id = created["result"]["task"]["taskId"];
+  EXPECT_EQ(created["result"]["task"]["status"], "working");
+  EXPECT_EQ(created["result"]["task"]["ttl"], 60000);
+  const json result = request(4, "tasks/result", json{{"taskId", id}});
+  EXPECT_EQ(result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+  EXPECT_NE(result["result"]["content"][0]["text"].get<std::string>().find("hi"),
+            std::string::npos);
+  EXPECT_EQ(request(5, "tasks/get", json{{"taskId", id}})["result"]["status"], "completed");
+  // A task that waits for its cancel: tasks/cancel answers cancelled, then its result comes.
+  const json slow = request(6, "tools/call",
+                            json{{"name", "execute_command"},
+                                 {"arguments", {{"command", "slow"}}},
+                                 {"task", json::object()}});
+  const std::string slow_id = slow["result"]["task"]["taskId"];
+  EXPECT_EQ(request(7, "tasks/cancel", json{{"taskId", slow_id}})["result"]["status"], "cancelled");
+  EXPECT_TRUE(request(8, "tasks/result", json{{"taskId", slow_id}}).contains("result"));
+  EXPECT_EQ(request(9, "tasks/cancel", json{{"taskId", slow_id}})["error"]["code"],
+            rpc_error::kInvalidParams);
+  const json listed = request(10, "tasks/list");
+  EXPECT_EQ(listed["result"]["tasks"].size(), 2u);
+  // A tool whose taskSupport is forbidden: -32601.
+  EXPECT_EQ(request(11, "tools/call",
+                    json{{"name", "read_file"},
+                         {"arguments", {{"path", "x"}}},
+                         {"task", json::object()}})["error"]["code"],
+            rpc_error::kMethodNotFound);
+}
+
+TEST_F(Revisions, NoTasksBefore2025_11_25) {
+  const json init = request(1, "initialize", initialize_params("2025-06-18"));
+  EXPECT_FALSE(init["result"]["capabilities"].contains("tasks"));
+  for (const char* method : {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}) {
+    EXPECT_EQ(request(method, method, json{{"taskId", "x"}})["error"]["code"],
+              rpc_error::kMethodNotFound)
+        << method;
+  }
+  const json call = request(2, "tools/call",
+                            json{{"name", "execute_command"},
+                                 {"arguments", {{"command", "echo hi"}}},
+                                 {"task", json::object()}});
+  EXPECT_FALSE(call["result"].contains("task")) << "the task param is ignored: " << call.dump();
+  EXPECT_TRUE(call["result"].contains("content"));
+}
+
+TEST_F(Revisions, TasksExtensionIn2026_07_28) {
+  const json discover = request(1, "server/discover", json{{"_meta", modern_meta()}});
+  EXPECT_EQ(discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+            json::object());
+  // Without the extension: answered directly; tasks/* need it.
+  const json plain = request(2, "tools/call",
+                             json{{"name", "execute_command"},
+                                  {"arguments", {{"command", "echo hi"}}},
+                                  {"_meta", modern_meta()}});
+  EXPECT_EQ(plain["result"]["resultType"], "complete");
+  EXPECT_EQ(
+      request(3, "tasks/get", json{{"taskId", "x"}, {"_meta", modern_meta()}})["error"]["code"],
+      protocol::kMissingRequiredClientCapability);
+  // With it: a command that ends within the window is answered directly...
+  const json quick = request(4, "tools/call",
+                             json{{"name", "execute_command"},
+                                  {"arguments", {{"command", "echo hi"}}},
+                                  {"_meta", tasks_meta()}});
+  EXPECT_EQ(quick["result"]["resultType"], "complete") << quick.dump();
+  EXPECT_TRUE(quick["result"].contains("content"));
+  // ...and one still running then becomes a task the client polls and may cancel.
+  const json created = request(5, "tools/call",
+                               json{{"name", "execute_command"},
+                                    {"arguments", {{"command", "slow"}}},
+                                    {"_meta", tasks_meta()}});
+  EXPECT_EQ(created["result"]["resultType"], "task") << created.dump();
+  const std::string id = created["result"]["taskId"];
+  EXPECT_EQ(
+      request(6, "tasks/get", json{{"taskId", id}, {"_meta", tasks_meta()}})["result"]["status"],
+      "working");
+  for (const char* method : {"tasks/result", "tasks/list"}) {
+    EXPECT_EQ(
+        request(method, method, json{{"taskId", id}, {"_meta", tasks_meta()}})["error"]["code"],
+        rpc_error::kMethodNotFound)
+        << method;
+  }
+  EXPECT_EQ(request(7, "tasks/cancel",
+                    json{{"taskId", id}, {"_meta", tasks_meta()}})["result"]["resultType"],
+            "complete");
+  json got;
+  for (int i = 0; i < 200; ++i) {
+    got = request(100 + i, "tasks/get", json{{"taskId", id}, {"_meta", tasks_meta()}});
+    if (got["result"].contains("result")) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(got["result"]["status"], "cancelled") << got.dump();
 }
 
 }  // namespace

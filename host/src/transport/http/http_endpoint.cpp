@@ -96,7 +96,7 @@ int status_for(const json& message, bool stateless) {
     const std::string limit = data != error->end() && data->is_object()
                                   ? data->value("limit", std::string())
                                   : std::string();
-    return limit == "agent" || limit == "user" ? 429 : 503;
+    return limit == "agent" || limit == "user" || limit == "tasks" ? 429 : 503;
   }
   if (!stateless) return 200;
   if (code == protocol::kHeaderMismatch || code == protocol::kUnsupportedProtocolVersion ||
@@ -200,7 +200,8 @@ class HttpEndpoint::Reply {
 
 HttpEndpoint::HttpEndpoint(McpService& service, AgentTargets agents, const AccessCheck* access,
                            Metrics& metrics, HttpEndpointOptions options)
-    : router_(service),
+    : service_(service),
+      router_(service),
       agents_(std::move(agents)),
       access_(access),
       metrics_(metrics),
@@ -213,10 +214,16 @@ HttpEndpoint::~HttpEndpoint() {
 
 void HttpEndpoint::cancel_all() {
   calls_.cancel_all();
+  // Tasks outlive their requests but not the server: their trees end too.
+  service_.tasks().cancel_all("cancelled: the server is shutting down");
 }
 
 bool HttpEndpoint::wait_idle(std::chrono::milliseconds timeout) {
-  return calls_.wait_idle(timeout);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const bool calls = calls_.wait_idle(timeout);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return service_.tasks().wait_idle(std::max(left, std::chrono::milliseconds(0))) && calls;
 }
 
 void HttpEndpoint::add_routes(http::RouteTable& routes) {
@@ -413,6 +420,18 @@ bool HttpEndpoint::headers_agree(const http::HttpRequest& request, const Request
                                  sanitize_utf8(method_header.substr(0, 64)) +
                                  "' does not match the body's method '" + rpc.method + "'"});
   }
+  if (rpc.method == "tasks/get" || rpc.method == "tasks/update" || rpc.method == "tasks/cancel") {
+    // The tasks extension routes by task: Mcp-Name carries params.taskId.
+    const auto task = rpc.params.find("taskId");
+    const std::string task_id =
+        task != rpc.params.end() && task->is_string() ? task->get<std::string>() : std::string();
+    const std::string name_header = decoded_header(header_value(request, "mcp-name"));
+    if (name_header == task_id) return true;
+    return mismatch(RpcError{
+        protocol::kHeaderMismatch,
+        "Header mismatch: Mcp-Name header '" + sanitize_utf8(name_header.substr(0, 128)) +
+            "' does not match params.taskId '" + sanitize_utf8(task_id.substr(0, 128)) + "'"});
+  }
   if (rpc.method != "tools/call") return true;
   const auto name = rpc.params.find("name");
   const std::string body_name =
@@ -439,6 +458,9 @@ void HttpEndpoint::route(const std::string& agent_id, const AccessDecision& acce
   McpRouter::Context context;
   context.caller = CallerContext{resolved.agent.get(), access.principal, {}, {}, nullptr};
   context.caller.hold = std::move(resolved.agent);
+  context.caller.endpoint = agent_id;
+  context.caller.user_key = access.user_key;
+  context.caller.identified = access_ != nullptr;
   std::shared_ptr<LegacySession> session;
   if (!stateless && rpc.method != McpRouter::kInitialize) {
     session = find_session(access, agent_id, request, exchange);

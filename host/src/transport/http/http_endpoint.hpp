@@ -83,9 +83,9 @@ class HttpEndpoint {
   // The body of the table's 404: where MCP is served.
   [[nodiscard]] static std::string not_found_body();
 
-  // Cancels every call in flight (shutdown) and refuses new ones with 503.
+  // Cancels every call in flight and every task (shutdown) and refuses new ones with 503.
   void cancel_all();
-  // Waits until no call is in flight or `timeout` passed; true when none is.
+  // Waits until no call is in flight and no task runs, or `timeout` passed; true when so.
   bool wait_idle(std::chrono::milliseconds timeout);
 
  private:
@@ -145,6 +145,7 @@ class HttpEndpoint {
                                               const std::shared_ptr<http::HttpExchange>& exchange);
   void expire_sessions_locked();
 
+  McpService& service_;
   McpRouter router_;
   const AgentTargets agents_;
   const AccessCheck* const access_;

@@ -27,6 +27,11 @@ ServiceOptions service_options(const ServerOptions& options) {
   out.server_version = options.server_version;
   out.max_concurrent_calls = options.max_concurrent_calls;
   out.max_queued_calls = options.max_queued_calls;
+  out.tasks.store.max_live_per_owner = options.max_tasks_per_principal;
+  out.tasks.store.max_ttl = options.max_task_ttl;
+  out.tasks.store.default_ttl = std::min(out.tasks.store.default_ttl, options.max_task_ttl);
+  out.tasks.max_running = options.max_running_tasks;
+  out.tasks.task_after = options.task_after;
   return out;
 }
 
@@ -53,10 +58,15 @@ Session::Session(Agent& agent, Transport& transport, ServerOptions options, McpS
           [this] { on_peer_gone(); }) {
   caller_.agent = &agent_;
   caller_.principal = "stdio";
+  notify_gate_->session = this;
   register_handlers();
 }
 
 Session::~Session() {
+  {
+    std::lock_guard lock(notify_gate_->mutex);
+    notify_gate_->session = nullptr;
+  }
   calls_.cancel_all();
   transport_.close();
   {
@@ -64,7 +74,14 @@ Session::~Session() {
     input_ended_cv_.wait(lock, [this] { return threads_reading_ == 0; });
   }
   calls_.wait_idle();
-  if (owned_service_) owned_service_->shutdown();
+  if (owned_service_) {
+    owned_service_->shutdown();
+  } else {
+    // A shared service's tasks would answer this session's waiting tasks/result through it
+    // after it is gone: they end with it (stdio's tasks are its client's; nobody else reads them).
+    service_->tasks().cancel_all("cancelled: the stdio session ended");
+    service_->tasks().wait_idle(std::chrono::seconds(30));
+  }
   outbox_.stop(std::chrono::milliseconds(0));
 }
 
@@ -173,6 +190,10 @@ void Session::route(Request request, Responder responder) {
       };
   context.start_call = [this](const Request& r, const CallerContext&, const std::string&) {
     return start_call(r);
+  };
+  context.notify = [gate = notify_gate_](const json& n) {
+    std::lock_guard lock(gate->mutex);
+    if (gate->session != nullptr) gate->session->send_progress(n);
   };
   context.warned_before_initialize = &warned_no_initialize_;
   router_.handle(std::move(request), std::move(responder), std::move(context));

@@ -41,7 +41,8 @@ class Session {
  public:
   // With its own McpService built from `options`.
   Session(Agent& agent, Transport& transport, ServerOptions options);
-  // On a shared service (which must outlive the session).
+  // On a shared service (which must outlive the session). The session's end cancels the
+  // service's tasks and waits for them (a stdio client's tasks end with it).
   Session(Agent& agent, Transport& transport, ServerOptions options, McpService& service);
   ~Session();
   Session(const Session&) = delete;
@@ -98,6 +99,15 @@ class Session {
 
   // Outlives the calls, which post to it (the destructor waits for them first).
   Outbox outbox_;
+
+  // What tasks notify through (their status, their progress). A task may outlive the session
+  // when the service is shared: the gate is closed first thing in the destructor, and a closed
+  // gate drops what it gets.
+  struct NotifyGate {
+    std::mutex mutex;
+    Session* session = nullptr;  // guarded by mutex; nullptr once closed
+  };
+  std::shared_ptr<NotifyGate> notify_gate_ = std::make_shared<NotifyGate>();
 };
 
 }  // namespace execmcp::host::mcp

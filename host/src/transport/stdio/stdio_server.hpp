@@ -28,6 +28,15 @@ struct ServerOptions {
   std::size_t max_outbound_bytes = Outbox::kDefaultMaxBytes;
   // How long shutdown waits for the client to read the last responses before it exits anyway.
   std::chrono::milliseconds shutdown_grace{2000};
+  // MCP tasks (2025-11-25): live tasks one principal may hold (serve --max-tasks-per-principal),
+  // the longest a task is kept (--max-task-ttl; also the default TTL), tasks running at once
+  // (--max-running-tasks).
+  std::size_t max_tasks_per_principal = 32;
+  std::chrono::milliseconds max_task_ttl = std::chrono::hours(6);
+  std::size_t max_running_tasks = 8;
+  // 2026-07-28's tasks extension: a command still running after this long becomes a task; one
+  // that ends sooner is answered directly (serve --task-after; 0: always a task).
+  std::chrono::milliseconds task_after{1000};
 };
 
 // Serves MCP on stdin/stdout for `agent` until EOF on stdin or SIGINT/SIGTERM; then cancels the

@@ -1,0 +1,478 @@
+// MCP tasks (2025-11-25, experimental) end to end, over raw JSON-RPC on stdio and Streamable HTTP
+// against the real server with the local backend: polling to completion, tasks/result blocking,
+// tasks/cancel ending the whole tree, owner isolation between tokens, the per-principal cap.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  RawServer,
+  connectClient,
+  killMarker,
+  makeWorkspace,
+  nativeConfig,
+  processesWith,
+  sleep,
+  uniqueMarker,
+  waitForMarker,
+  waitMarkerGone,
+} from './lib/harness.mjs';
+import { httpSupport, newToken, rawPost, sharedConfig, startHttpServer } from './lib/http.mjs';
+
+const REV = '2025-11-25';
+const RELATED = 'io.modelcontextprotocol/related-task';
+const TASK_ID_RE = /^[0-9a-f]{32}$/;
+const RFC3339_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+function checkTask(task, status) {
+  assert.match(task.taskId, TASK_ID_RE, JSON.stringify(task));
+  if (status) assert.equal(task.status, status, JSON.stringify(task));
+  assert.match(task.createdAt, RFC3339_RE);
+  assert.match(task.lastUpdatedAt, RFC3339_RE);
+  assert.equal(typeof task.ttl, 'number');
+  assert.ok(task.pollInterval > 0);
+}
+
+describe('MCP tasks over stdio (2025-11-25)', () => {
+  let w;
+  let config;
+  const servers = [];
+  const markers = [];
+  let nextId = 1;
+
+  function start() {
+    return startWith([]);
+  }
+  function startWith(args) {
+    const s = new RawServer(config, { args });
+    servers.push(s);
+    return s;
+  }
+  async function request(s, method, params) {
+    const id = `r${nextId++}`;
+    s.send({ jsonrpc: '2.0', id, method, params });
+    return (await s.response(id)).msg;
+  }
+  async function createTask(s, command, task = {}, extra = {}) {
+    const msg = await request(s, 'tools/call', { name: 'execute_command', arguments: { command }, task, ...extra });
+    assert.ok(msg.result?.task, JSON.stringify(msg));
+    checkTask(msg.result.task, 'working');
+    return msg.result.task;
+  }
+
+  before(() => {
+    w = makeWorkspace();
+    config = nativeConfig(w, { filters: 'none' });
+  });
+  after(() => {
+    for (const s of servers) s.kill();
+    for (const m of markers) killMarker(m);
+    w?.cleanup();
+  });
+
+  test('2025-11-25 advertises tasks; older revisions neither advertise nor serve them', async () => {
+    const s = start();
+    const init = await s.initialize(REV);
+    assert.deepEqual(init.result.capabilities.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } });
+    const { tools } = (await request(s, 'tools/list', {})).result;
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    assert.deepEqual(byName.execute_command.execution, { taskSupport: 'optional' });
+    assert.equal(byName.read_file.execution, undefined, 'file tools answer at once (forbidden)');
+
+    const old = start();
+    const oldInit = await old.initialize('2025-06-18');
+    assert.equal(oldInit.result.capabilities.tasks, undefined);
+    const oldTools = (await request(old, 'tools/list', {})).result.tools;
+    assert.ok(oldTools.every((t) => t.execution === undefined));
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']) {
+      const msg = await request(old, method, { taskId: 'x' });
+      assert.equal(msg.error?.code, -32601, `${method}: ${JSON.stringify(msg)}`);
+    }
+    // A 2025-06-18 client's `task` is not a task: the call is answered as today.
+    const plain = await request(old, 'tools/call', { name: 'execute_command', arguments: { command: 'echo plain' }, task: {} });
+    assert.match(plain.result.content[0].text, /plain/);
+    assert.equal(plain.result.task, undefined);
+  });
+
+  test('a task runs to completion through polling; status notifications and tasks/result', async () => {
+    const s = start();
+    await s.initialize(REV);
+    // Without a task the call is answered directly, as before.
+    const plain = await request(s, 'tools/call', { name: 'execute_command', arguments: { command: 'echo direct' } });
+    assert.match(plain.result.content[0].text, /direct/);
+    const started = Date.now();
+    const task = await createTask(s, 'echo first; sleep 2; echo task-finished', { ttl: 60000 }, { _meta: { progressToken: 'p1' } });
+    assert.ok(Date.now() - started < 1500, 'CreateTaskResult comes at once');
+    let polls = 0;
+    let last;
+    for (;;) {
+      last = (await request(s, 'tasks/get', { taskId: task.taskId })).result;
+      checkTask(last);
+      polls += 1;
+      if (last.status !== 'working') break;
+      assert.match(last.statusMessage ?? '', /running|waiting/);
+      await sleep(Math.min(last.pollInterval, 500));
+    }
+    assert.equal(last.status, 'completed', JSON.stringify(last));
+    assert.match(last.statusMessage, /exit code 0/);
+    assert.ok(polls >= 2, `polled ${polls} times`);
+    const result = await request(s, 'tasks/result', { taskId: task.taskId });
+    assert.match(result.result.content[0].text, /task-finished/);
+    assert.equal(result.result.structuredContent.exit_code, 0);
+    assert.deepEqual(result.result._meta[RELATED], { taskId: task.taskId });
+    const { msg: note } = await s.waitFor(
+      (m) => m.method === 'notifications/tasks/status' && m.params?.taskId === task.taskId && m.params.status === 'completed',
+      5000,
+      'the completed status notification',
+    );
+    checkTask(note.params, 'completed');
+    const { msg: progress } = await s.waitFor((m) => m.method === 'notifications/progress' && m.params?.progressToken === 'p1', 5000, 'task progress');
+    assert.deepEqual(progress.params._meta[RELATED], { taskId: task.taskId });
+    const list = (await request(s, 'tasks/list', {})).result;
+    assert.ok(list.tasks.some((t) => t.taskId === task.taskId));
+  });
+
+  test('tasks/result blocks until the task ends', async () => {
+    const s = start();
+    await s.initialize(REV);
+    const task = await createTask(s, 'sleep 1; echo waited-for');
+    const started = Date.now();
+    const result = await request(s, 'tasks/result', { taskId: task.taskId });
+    assert.ok(Date.now() - started >= 500, 'answered only once the command ended');
+    assert.match(result.result.content[0].text, /waited-for/);
+  });
+
+  test('tasks/cancel kills the whole process tree within a second', async () => {
+    const s = start();
+    await s.initialize(REV);
+    const marker = uniqueMarker();
+    markers.push(marker);
+    // Both sleeps carry the marker in their argv (as lifecycle.test.mjs's tree).
+    const task = await createTask(s, `sh -c 'sleep 1000.${marker} & sleep 1000.${marker}; wait' tree-${marker}`);
+    assert.ok((await waitForMarker(marker)).length > 0, 'the tree started');
+    const cancelled = await request(s, 'tasks/cancel', { taskId: task.taskId });
+    checkTask(cancelled.result, 'cancelled');
+    const t0 = Date.now();
+    const left = await waitMarkerGone(marker, 1000);
+    assert.deepEqual(left, [], `still running ${Date.now() - t0} ms after tasks/cancel`);
+    const again = await request(s, 'tasks/cancel', { taskId: task.taskId });
+    assert.equal(again.error?.code, -32602, JSON.stringify(again));
+    const got = (await request(s, 'tasks/get', { taskId: task.taskId })).result;
+    assert.equal(got.status, 'cancelled');
+    // The killed command's result, as the call would have answered it.
+    const result = await request(s, 'tasks/result', { taskId: task.taskId });
+    assert.deepEqual(result.result?._meta?.[RELATED], { taskId: task.taskId }, JSON.stringify(result));
+  });
+
+  test('errors: unknown task, a task on a tool that forbids it, the per-principal cap', async () => {
+    const s = startWith(['--max-tasks-per-principal', '2']);
+    await s.initialize(REV);
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const msg = await request(s, method, { taskId: '0'.repeat(32) });
+      assert.equal(msg.error?.code, -32602, JSON.stringify(msg));
+      assert.match(msg.error.message, /Task not found/);
+    }
+    const forbidden = await request(s, 'tools/call', { name: 'read_file', arguments: { path: 'x' }, task: {} });
+    assert.equal(forbidden.error?.code, -32601, JSON.stringify(forbidden));
+    const marker = uniqueMarker();
+    markers.push(marker);
+    const a = await createTask(s, `sleep 30.${marker}`);
+    const b = await createTask(s, `sleep 30.${marker}`);
+    const third = await request(s, 'tools/call', { name: 'execute_command', arguments: { command: 'true' }, task: {} });
+    assert.equal(third.error?.code, -32000, JSON.stringify(third));
+    assert.equal(third.error.data.limit, 'tasks');
+    assert.match(third.error.message, /--max-tasks-per-principal/);
+    for (const t of [a, b]) await request(s, 'tasks/cancel', { taskId: t.taskId });
+    // tasks/result answers once the work has ended: the trees are gone by then (a cancel may
+    // come before a tree has even started, so /proc alone proves nothing here).
+    for (const t of [a, b]) await request(s, 'tasks/result', { taskId: t.taskId });
+    assert.deepEqual(processesWith(marker), []);
+  });
+});
+
+describe('MCP tasks through the official SDK 1.x client (experimental tasks API)', () => {
+  let w;
+  let conn;
+
+  before(async () => {
+    w = makeWorkspace();
+    conn = await connectClient(nativeConfig(w, { filters: 'none' }));
+  });
+  after(async () => {
+    await conn?.close();
+    w?.cleanup();
+  });
+
+  test('callToolStream polls a command longer than its request timeout to completion', async () => {
+    const tools = await conn.client.listTools();
+    assert.equal(tools.tools.find((t) => t.name === 'execute_command').execution?.taskSupport, 'optional');
+    const seen = [];
+    let result;
+    const started = Date.now();
+    // Each request may take 1.5 s at most; the command takes 3 s: only polling gets it.
+    const stream = conn.client.experimental.tasks.callToolStream(
+      { name: 'execute_command', arguments: { command: 'for i in 1 2 3; do echo tick$i; sleep 1; done' } },
+      undefined,
+      { timeout: 1500 },
+    );
+    for await (const message of stream) {
+      seen.push(message.type === 'taskStatus' ? `${message.type}:${message.task.status}` : message.type);
+      if (message.type === 'error') throw message.error;
+      if (message.type === 'result') result = message.result;
+    }
+    assert.ok(Date.now() - started >= 2500);
+    assert.equal(seen[0], 'taskCreated', seen.join(' '));
+    assert.ok(seen.includes('taskStatus:working'), seen.join(' '));
+    assert.equal(seen.at(-1), 'result');
+    assert.match(result.content[0].text, /tick3/);
+    assert.equal(result.structuredContent.exit_code, 0);
+  });
+});
+
+const REV2026 = '2026-07-28';
+const EXT = 'io.modelcontextprotocol/tasks';
+function meta2026({ tasks = true } = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': REV2026,
+    'io.modelcontextprotocol/clientInfo': { name: 'tasks-e2e', version: '1' },
+    'io.modelcontextprotocol/clientCapabilities': tasks ? { extensions: { [EXT]: {} } } : {},
+  };
+}
+
+function checkExtensionTask(task, status) {
+  assert.match(task.taskId, TASK_ID_RE, JSON.stringify(task));
+  if (status) assert.equal(task.status, status, JSON.stringify(task));
+  assert.match(task.createdAt, RFC3339_RE);
+  assert.ok(Number.isInteger(task.ttlMs) && task.ttlMs > 0, JSON.stringify(task));
+  assert.ok(Number.isInteger(task.pollIntervalMs) && task.pollIntervalMs > 0);
+  assert.equal(task.ttl, undefined, 'no 2025 ttl key');
+  assert.equal(task.pollInterval, undefined, 'no 2025 pollInterval key');
+}
+
+describe('MCP tasks extension over stdio (2026-07-28)', () => {
+  let w;
+  let s;
+  let nextId = 1;
+  async function request(method, params, options) {
+    const id = `e${nextId++}`;
+    s.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta2026(options) } });
+    return (await s.response(id)).msg;
+  }
+
+  before(() => {
+    w = makeWorkspace();
+    // A short window, so the test stays quick: commands past 300 ms become tasks.
+    s = new RawServer(nativeConfig(w, { filters: 'none' }), { args: ['--task-after', '300'] });
+  });
+  after(() => {
+    s?.kill();
+    w?.cleanup();
+  });
+
+  test('discover lists the extension; a declaring client polls a command to its inlined result', async () => {
+    const discover = await request('server/discover', {});
+    assert.deepEqual(discover.result.capabilities.extensions, { [EXT]: {} });
+    assert.equal(discover.result.capabilities.tasks, undefined, 'no 2025 tasks slot');
+    // A command that ends within the window is answered as a plain call.
+    const quick = (await request('tools/call', { name: 'execute_command', arguments: { command: 'echo quick' } })).result;
+    assert.equal(quick.resultType, 'complete', JSON.stringify(quick));
+    assert.match(quick.content[0].text, /quick/);
+    const created = (await request('tools/call', { name: 'execute_command', arguments: { command: 'sleep 1; echo ext-done; exit 3' } })).result;
+    assert.equal(created.resultType, 'task', JSON.stringify(created));
+    checkExtensionTask(created, 'working');
+    let got;
+    for (let i = 0; i < 40; i += 1) {
+      got = (await request('tasks/get', { taskId: created.taskId })).result;
+      assert.equal(got.resultType, 'complete');
+      checkExtensionTask(got);
+      if (got.status !== 'working') break;
+      await sleep(Math.min(got.pollIntervalMs, 300));
+    }
+    assert.equal(got.status, 'completed', JSON.stringify(got));
+    assert.match(got.result.content[0].text, /ext-done/);
+    assert.equal(got.result.structuredContent.exit_code, 3);
+    assert.equal(got.result._meta, undefined, 'no related-task _meta on an inlined result');
+    // The file tools answer at once; the legacy task param is ignored.
+    const file = (await request('tools/call', { name: 'write_file', arguments: { path: 'f.txt', content: 'x' }, task: {} })).result;
+    assert.equal(file.resultType, 'complete', JSON.stringify(file));
+    // update: acknowledged for a known task; cancel: an empty ack, also for a task that ended.
+    const update = await request('tasks/update', { taskId: created.taskId, inputResponses: {} });
+    assert.deepEqual(Object.keys(update.result).sort(), ['_meta', 'resultType']);
+    const cancel = await request('tasks/cancel', { taskId: created.taskId });
+    assert.equal(cancel.result.resultType, 'complete');
+    assert.equal(cancel.result.status, undefined);
+    assert.equal(cancel.result.taskId, undefined);
+    const unknown = await request('tasks/get', { taskId: '0'.repeat(32) });
+    assert.equal(unknown.error?.code, -32602, JSON.stringify(unknown));
+  });
+
+  test('without the extension: calls are answered directly, tasks/* are -32021; result and list are gone', async () => {
+    const plain = (await request('tools/call', { name: 'execute_command', arguments: { command: 'echo direct' } }, { tasks: false })).result;
+    assert.equal(plain.resultType, 'complete');
+    assert.match(plain.content[0].text, /direct/);
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const msg = await request(method, { taskId: '0'.repeat(32) }, { tasks: false });
+      assert.equal(msg.error?.code, -32021, `${method}: ${JSON.stringify(msg)}`);
+      assert.deepEqual(msg.error.data.requiredCapabilities.extensions, { [EXT]: {} });
+    }
+    for (const method of ['tasks/result', 'tasks/list']) {
+      const msg = await request(method, { taskId: '0'.repeat(32) });
+      assert.equal(msg.error?.code, -32601, `${method}: ${JSON.stringify(msg)}`);
+    }
+  });
+
+  test('tasks/cancel ends the tree; the task reads cancelled', async () => {
+    const marker = uniqueMarker();
+    try {
+      const created = (await request('tools/call', {
+        name: 'execute_command',
+        arguments: { command: `sh -c 'sleep 1000.${marker} & sleep 1000.${marker}; wait' tree-${marker}` },
+      })).result;
+      assert.ok((await waitForMarker(marker)).length > 0, 'the tree started');
+      await request('tasks/cancel', { taskId: created.taskId });
+      assert.deepEqual(await waitMarkerGone(marker, 1000), []);
+      const got = (await request('tasks/get', { taskId: created.taskId })).result;
+      assert.equal(got.status, 'cancelled');
+    } finally {
+      killMarker(marker);
+    }
+  });
+});
+
+const http = httpSupport();
+
+describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () => {
+  let w;
+  let server;
+  const tokA = newToken();
+  const tokB = newToken();
+
+  async function session(token) {
+    const init = await rawPost(
+      server.url('alpha'),
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: REV, capabilities: {}, clientInfo: { name: 'tasks-e2e', version: '1' } } },
+      { token },
+    );
+    assert.equal(init.status, 200, init.text);
+    const sid = init.headers.get('mcp-session-id');
+    let id = 10;
+    return {
+      init: init.json,
+      async call(method, params) {
+        const res = await rawPost(server.url('alpha'), { jsonrpc: '2.0', id: id++, method, params }, {
+          token,
+          headers: { 'mcp-session-id': sid, 'mcp-protocol-version': REV },
+        });
+        if (res.json) return { ...res.json, status: res.status };
+        // An SSE answer: the last data line is the response.
+        const data = res.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+        return { ...data.at(-1), status: res.status };
+      },
+    };
+  }
+
+  before(async () => {
+    w = makeWorkspace();
+    const file = sharedConfig(w, {
+      agents: ['alpha'],
+      tokens: [
+        { name: 'alice', token: tokA, agents: ['alpha'] },
+        { name: 'bob', token: tokB, agents: ['alpha'] },
+      ],
+    });
+    // --task-after 0: a 2026-07-28 command declaring the extension is always a task here.
+    server = await startHttpServer(file, { args: ['--max-tasks-per-principal', '2', '--task-after', '0'] });
+  });
+  after(async () => {
+    await server?.stop();
+    w?.cleanup();
+  });
+
+  test('a task outlives its session and is its principal\'s alone', async () => {
+    const alice = await session(tokA);
+    assert.ok(alice.init.result.capabilities.tasks.list, 'list offered: callers are authenticated');
+    const created = await alice.call('tools/call', { name: 'execute_command', arguments: { command: 'sleep 1; echo over-http' }, task: { ttl: 120000 } });
+    const { task } = created.result;
+    checkTask(task, 'working');
+
+    const bob = await session(tokB);
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const msg = await bob.call(method, { taskId: task.taskId });
+      assert.equal(msg.error?.code, -32602, `${method}: ${JSON.stringify(msg)}`);
+      assert.match(msg.error.message, /Task not found/);
+    }
+    assert.deepEqual((await bob.call('tasks/list', {})).result.tasks, []);
+
+    // A new session of the same principal reaches it, and polls it to the end.
+    const again = await session(tokA);
+    assert.ok((await again.call('tasks/list', {})).result.tasks.some((t) => t.taskId === task.taskId));
+    let got;
+    for (let i = 0; i < 40; i += 1) {
+      got = (await again.call('tasks/get', { taskId: task.taskId })).result;
+      if (got.status !== 'working') break;
+      await sleep(250);
+    }
+    assert.equal(got.status, 'completed', JSON.stringify(got));
+    const result = await again.call('tasks/result', { taskId: task.taskId });
+    assert.match(result.result.content[0].text, /over-http/);
+    assert.deepEqual(result.result._meta[RELATED], { taskId: task.taskId });
+  });
+
+  test('2026-07-28 extension over HTTP: Mcp-Name must be the taskId; another token finds nothing', async () => {
+    const post = (token, method, params, name) =>
+      rawPost(server.url('alpha'), { jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta2026() } }, {
+        token,
+        headers: { 'mcp-protocol-version': REV2026, 'mcp-method': method, ...(name === undefined ? {} : { 'mcp-name': name }) },
+      });
+    const created = await post(tokA, 'tools/call', { name: 'execute_command', arguments: { command: 'echo ext-http' } }, 'execute_command');
+    assert.equal(created.status, 200, created.text);
+    checkExtensionTask(created.json.result, 'working');
+    const { taskId } = created.json.result;
+    const wrongName = await post(tokA, 'tasks/get', { taskId }, 'execute_command');
+    assert.equal(wrongName.status, 400, wrongName.text);
+    assert.equal(wrongName.json.error.code, -32020);
+    const foreign = await post(tokB, 'tasks/get', { taskId }, taskId);
+    assert.equal(foreign.json.error?.code, -32602, foreign.text);
+    let got;
+    for (let i = 0; i < 40; i += 1) {
+      got = (await post(tokA, 'tasks/get', { taskId }, taskId)).json.result;
+      if (got.status !== 'working') break;
+      await sleep(100);
+    }
+    assert.equal(got.status, 'completed', JSON.stringify(got));
+    assert.match(got.result.content[0].text, /ext-http/);
+    // The same task through the 2025-11-25 surface (one store serves both).
+    const legacy = await session(tokA);
+    const result = await legacy.call('tasks/result', { taskId });
+    assert.match(result.result.content[0].text, /ext-http/);
+  });
+
+  test('the per-principal cap answers 429 with a clear error; another principal is not held back', async () => {
+    const alice = await session(tokA);
+    // Results of the tests before count: they end within a second but are kept 60 s.
+    const marker = uniqueMarker();
+    const ids = [];
+    try {
+      // Alice may hold one result from the test before: cancel what she has first.
+      for (const t of (await alice.call('tasks/list', {})).result.tasks) ids.push(t.taskId);
+      let refused;
+      for (let i = 0; i < 3 && !refused; i += 1) {
+        const msg = await alice.call('tools/call', { name: 'execute_command', arguments: { command: `sleep 30.${marker}` }, task: {} });
+        if (msg.error) refused = msg;
+        else ids.push(msg.result.task.taskId);
+      }
+      assert.ok(refused, 'a third live task is refused');
+      assert.equal(refused.status, 429);
+      assert.equal(refused.error.data.limit, 'tasks');
+      const bob = await session(tokB);
+      const own = await bob.call('tools/call', { name: 'execute_command', arguments: { command: `sleep 30.${marker}` }, task: {} });
+      checkTask(own.result.task, 'working');
+      await bob.call('tasks/cancel', { taskId: own.result.task.taskId });
+      await bob.call('tasks/result', { taskId: own.result.task.taskId });
+    } finally {
+      for (const id of ids) await alice.call('tasks/cancel', { taskId: id });
+      for (const id of ids) await alice.call('tasks/result', { taskId: id });
+      assert.deepEqual(processesWith(marker), []);
+      killMarker(marker);
+    }
+  });
+});
