@@ -35,11 +35,11 @@ void ignore_key(YamlReader& reader, const YAML::Node& key, const std::string& pa
 // place in the file recorded, so the plugin's settings check (at check-config and when the agent
 // is built) reports a bad value at its MassGen line. The last two are ours (MassGen has neither):
 // the allow list behind the agent's proxy, and the runtime (e.g. runsc for gVisor).
-struct DockerRename {
+struct SettingRename {
   const char* key;
   const char* setting;
 };
-constexpr std::array<DockerRename, 7> kDockerRenames = {{
+constexpr std::array<SettingRename, 7> kDockerRenames = {{
     {"command_line_docker_image", "image"},
     {"command_line_docker_memory_limit", "memory"},
     {"command_line_docker_cpu_limit", "cpus"},
@@ -47,6 +47,13 @@ constexpr std::array<DockerRename, 7> kDockerRenames = {{
     {"command_line_docker_enable_sudo", "sudo"},
     {"command_line_docker_egress", "egress"},
     {"command_line_docker_runtime", "runtime"},
+}};
+// Ours too: MassGen's local mode runs commands on the host with no boundary; these ask for the
+// local backend's OS sandbox (isolation: sandbox) and its network, under names in MassGen's style.
+constexpr std::array<SettingRename, 3> kLocalRenames = {{
+    {"command_line_local_isolation", "isolation"},
+    {"command_line_local_network_mode", "network"},
+    {"command_line_local_egress", "egress"},
 }};
 // Two more change shape on the way (not a check either): credentials' host paths are resolved
 // like every other path of the config, and packages.preinstall is the `preinstall` setting.
@@ -75,6 +82,7 @@ const std::set<std::string>& backend_keys_we_read() {
   static const std::set<std::string> keys = [] {
     std::set<std::string> all;
     for (const char* key : docker_keys()) all.insert(key);
+    for (const auto& rename : kLocalRenames) all.insert(rename.key);
     all.insert({"cwd", "enable_mcp_command_line", "command_line_execution_mode",
                 "command_line_allowed_commands", "command_line_blocked_commands",
                 "command_execution_prefix", "command_execution_venv_path", "context_paths"});
@@ -168,18 +176,26 @@ void add_massgen_filters(YamlReader& reader, const YAML::Node& backend,
 }
 
 // The command_line_docker_* keys -> the Docker backends' settings (and sudo's sanitize rules).
+// Each key of `renames` that the backend has goes to the plugin's setting as written, its place
+// recorded (so the plugin's check reports a bad value at its MassGen line).
+template <std::size_t N>
+void rename_settings(YamlReader& reader, const YAML::Node& backend, const std::string& backend_path,
+                     const std::array<SettingRename, N>& renames, AgentConfig& agent) {
+  for (const auto& rename : renames) {
+    const auto value = backend[rename.key];
+    if (!value) continue;
+    agent.backend.settings[rename.setting] = to_json(value);
+    reader.record_sources(value, std::string("/") + rename.setting,
+                          join_key(backend_path, rename.key), agent.backend.setting_sources);
+  }
+}
+
 void read_massgen_docker_settings(YamlReader& reader, const YAML::Node& backend,
                                   const std::string& backend_path, const std::string& base_dir,
                                   AgentConfig& agent, Config& config) {
   auto key_path = [&](const char* key) { return join_key(backend_path, key); };
   auto& settings = agent.backend.settings;
-  for (const auto& rename : kDockerRenames) {
-    const auto value = backend[rename.key];
-    if (!value) continue;
-    settings[rename.setting] = to_json(value);
-    reader.record_sources(value, std::string("/") + rename.setting, key_path(rename.key),
-                          agent.backend.setting_sources);
-  }
+  rename_settings(reader, backend, backend_path, kDockerRenames, agent);
   // MassGen stops enforcing its sudo rules where sudo is enabled.
   if (settings.value("sudo", nlohmann::json()) == true)
     agent.filters.front().settings["allow"] = sudo_rules();
@@ -259,7 +275,14 @@ void read_massgen_agent(YamlReader& reader, const YAML::Node& node, const std::s
   }
   if (!local) {  // both Docker backends read the same settings
     read_massgen_docker_settings(reader, backend, backend_path, base_dir, agent, config);
+    for (const auto& rename : kLocalRenames) {
+      if (backend[rename.key])
+        config.warnings.push_back(reader.location(backend[rename.key]).str() + ": " +
+                                  key_path(rename.key) +
+                                  " is ignored because command_line_execution_mode is not local");
+    }
   } else {
+    rename_settings(reader, backend, backend_path, kLocalRenames, agent);
     for (const char* key : docker_keys()) {
       if (backend[key])
         config.warnings.push_back(reader.location(backend[key]).str() + ": " + key_path(key) +

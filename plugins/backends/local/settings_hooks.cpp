@@ -84,8 +84,18 @@ void describe_local_settings(const std::string& settings_json, std::vector<std::
                       : support.landlock_abi;
   line += abi >= 2 ? "ABI " + std::to_string(abi) : std::string("not applied (kernel ABI < 2)");
   line += "; network ";
-  line += settings.sandbox.network == SandboxNetworkSetting::kHost ? "host (no network boundary)"
-                                                                   : "none (its own loopback only)";
+  switch (settings.sandbox.network) {
+    case SandboxNetworkSetting::kNone:
+      line += "none (its own loopback only)";
+      break;
+    case SandboxNetworkSetting::kHost:
+      line += "host (no network boundary)";
+      break;
+    case SandboxNetworkSetting::kEgress:
+      line += "egress (" + std::to_string(settings.sandbox.egress.allow.size()) +
+              " allowed entries, through a proxy of its own)";
+      break;
+  }
   lines.push_back(line);
 }
 

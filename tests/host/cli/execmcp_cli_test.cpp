@@ -118,7 +118,9 @@ TEST(ExecmcpCli, CheckConfigReportsTheLocalSandboxLayersAndAMissingOneAsAnError)
   const auto file = dir.path() / "sandbox.yaml";
   write_text(file,
              "execmcp: 1\nagents:\n  - id: s\n    cwd: ws\n    backend: {plugin: local, settings: "
-             "{isolation: sandbox, sandbox: {landlock_max_abi: 2}}}\n  - id: n\n    cwd: ws\n");
+             "{isolation: sandbox, sandbox: {landlock_max_abi: 2}}}\n  - id: n\n    cwd: ws\n"
+             "  - id: e\n    cwd: ws\n    backend: {plugin: local, settings: {isolation: sandbox, "
+             "network: egress, egress: {allow: [pypi.org, '*.npmjs.org']}}}\n");
   auto result = run_execmcp("check-config " + quote(file.string()), dir);
   const char* require = std::getenv("EXECMCP_REQUIRE_SANDBOX");
   if (result.exit_code == 1 && result.err.find("isolation: sandbox:") != std::string::npos &&
@@ -128,7 +130,9 @@ TEST(ExecmcpCli, CheckConfigReportsTheLocalSandboxLayersAndAMissingOneAsAnError)
   EXPECT_THAT(result.out, HasSubstr("\n    isolation: sandbox: bubblewrap /"));
   EXPECT_THAT(result.out, AllOf(HasSubstr("user namespaces yes, seccomp yes, Landlock ABI 2; "
                                           "network none"),
-                                HasSubstr("\n    isolation: none: commands run on the host")));
+                                HasSubstr("\n    isolation: none: commands run on the host"),
+                                HasSubstr("; network egress (2 allowed entries, through a proxy "
+                                          "of its own)")));
 
   result = run_execmcp("check-config " + quote(file.string()), dir,
                        "EXECMCP_BWRAP=" + quote((dir.path() / "no-bwrap").string()));
@@ -137,7 +141,8 @@ TEST(ExecmcpCli, CheckConfigReportsTheLocalSandboxLayersAndAMissingOneAsAnError)
   EXPECT_THAT(result.err, AllOf(HasSubstr("sandbox.yaml:5: agents[0].backend.settings.isolation: "),
                                 HasSubstr("bubblewrap: "), HasSubstr("no-bwrap not found"),
                                 HasSubstr("apt-get install bubblewrap")));
-  EXPECT_THAT(result.err, Not(HasSubstr("agents[1]")));  // isolation: none needs no layer
+  EXPECT_THAT(result.err, AllOf(Not(HasSubstr("agents[1]")),  // isolation: none needs no layer
+                                HasSubstr("agents[2].backend.settings.isolation: ")));
 }
 
 // The Docker plugins check their settings (SDK 2.1): check-config shows the network policy, and

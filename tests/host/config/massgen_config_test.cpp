@@ -133,6 +133,49 @@ TEST(MassGenConfig, CommandLineDockerRuntimeIsTheRuntimeSetting) {
       << local->warnings[0];
 }
 
+// Ours: MassGen's local mode in the local backend's OS sandbox (command_line_local_isolation,
+// _network_mode, _egress are the local backend's isolation, network and egress settings, checked by
+// the plugin at these lines); under a Docker mode they do nothing and say so.
+TEST(MassGenConfig, LocalModeTakesTheSandboxFromCommandLineLocalKeys) {
+  const auto config = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_execution_mode: local
+      command_line_local_isolation: sandbox
+      command_line_local_network_mode: egress
+      command_line_local_egress:
+        allow: [pypi.org]
+)",
+                                       "/c/mg.yaml");
+  const auto& a = config->agents.at(0);
+  EXPECT_EQ(a.backend.plugin, "local");
+  EXPECT_EQ(a.backend.settings["isolation"], "sandbox");
+  EXPECT_EQ(a.backend.settings["network"], "egress");
+  EXPECT_EQ(a.backend.settings["egress"], (nlohmann::json{{"allow", {"pypi.org"}}}));
+  const auto at = a.backend.source_of("/isolation");
+  EXPECT_EQ(at.location.line, 7);
+  EXPECT_EQ(at.key_path, "agents[0].backend.command_line_local_isolation");
+  EXPECT_EQ(a.backend.source_of("/egress/allow/0").location.line, 10);
+  EXPECT_TRUE(config->warnings.empty());
+  EXPECT_TRUE(config->ignored.empty());
+
+  const auto docker = load_config_text(R"(agents:
+  - id: a
+    backend:
+      cwd: /w/a
+      enable_mcp_command_line: true
+      command_line_execution_mode: docker
+      command_line_local_isolation: sandbox
+)",
+                                       "/c/mg.yaml");
+  EXPECT_FALSE(docker->agents.at(0).backend.settings.contains("isolation"));
+  ASSERT_EQ(docker->warnings.size(), 1u);
+  EXPECT_NE(docker->warnings[0].find("command_line_local_isolation is ignored"), std::string::npos)
+      << docker->warnings[0];
+}
+
 // Our extension of MassGen's schema: network mode egress, with command_line_docker_egress as the
 // Docker backends' `egress` setting (the plugin checks it, at these lines).
 TEST(MassGenConfig, EgressModeTakesItsAllowListFromCommandLineDockerEgress) {
