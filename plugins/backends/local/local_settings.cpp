@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kKnownKeys =
     "shell, command_prefix, venv_path, auto_venv, env, isolation, network, egress, sandbox";
-constexpr const char* kKnownSandboxKeys = "user, landlock_max_abi";
+constexpr const char* kKnownSandboxKeys = "user, landlock_max_abi, max_processes";
 
 // `egress`: parsed as the Docker backends parse it; what only their proxy offers is refused.
 void parse_egress_object(const nlohmann::json& value, docker_common::EgressPolicy& policy) {
@@ -42,7 +42,7 @@ std::string require_string(const nlohmann::json& value, const std::string& key) 
   return value.get<std::string>();
 }
 
-// `sandbox`: {"user": 1000, "landlock_max_abi": 2}.
+// `sandbox`: {"user": 1000, "landlock_max_abi": 2, "max_processes": 2048}.
 void parse_sandbox_object(const nlohmann::json& value, SandboxSettings& out) {
   if (!value.is_object())
     throw std::invalid_argument(
@@ -64,6 +64,14 @@ void parse_sandbox_object(const nlohmann::json& value, SandboxSettings& out) {
             "what the kernel has), got " +
             v.dump());
       out.landlock_max_abi = static_cast<int>(v.get<long long>());
+    } else if (key == "max_processes") {
+      if (!v.is_number_integer() || v.get<long long>() < 0 ||
+          (v.get<long long>() > 0 && v.get<long long>() < 16) || v.get<long long>() > 4194304)
+        throw std::invalid_argument(
+            "setting 'sandbox.max_processes' must be 0 (no limit) or a number of processes "
+            "from 16 to 4194304, got " +
+            v.dump());
+      out.max_processes = static_cast<std::size_t>(v.get<long long>());
     } else {
       throw std::invalid_argument("unknown setting 'sandbox." + key +
                                   "' (known: " + kKnownSandboxKeys + ")");

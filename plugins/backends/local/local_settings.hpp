@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,10 @@ namespace execmcp::plugins::local {
 enum class Isolation { kNone, kSandbox };
 enum class SandboxNetworkSetting { kNone, kHost, kEgress };
 
+// The default bound on the sandbox uid's processes: a fork bomb stops there instead of at the
+// host's pid_max (a Docker container's default pids_limit is 512; this uid may serve many agents).
+inline constexpr std::size_t kDefaultMaxProcesses = 2048;
+
 struct SandboxSettings {
   SandboxNetworkSetting network = SandboxNetworkSetting::kNone;  // `network`
   // `egress` (with network: egress): the Docker backends' allow list and ports; `secrets`,
@@ -25,6 +30,8 @@ struct SandboxSettings {
   // workspace's owner when that is not root, else 1000.
   std::optional<uid_t> user;
   int landlock_max_abi = 0;  // `sandbox.landlock_max_abi`: 0 = what the kernel has
+  // `sandbox.max_processes`: RLIMIT_NPROC of the sandbox uid's processes on the host (0: none).
+  std::size_t max_processes = kDefaultMaxProcesses;
 };
 
 struct LocalSettings {

@@ -371,6 +371,7 @@ sandbox::SandboxSpec SandboxExecution::sandbox_spec(const std::vector<GrantRoot>
   }
   spec.home = kSandboxHome;
   spec.landlock_max_abi = settings_.sandbox.landlock_max_abi;
+  spec.max_processes = settings_.sandbox.max_processes;
   return spec;
 }
 

@@ -66,6 +66,11 @@ struct SandboxSpec {
   std::size_t tmp_bytes = std::size_t{512} << 20;  // size of the private /tmp and HOME
   // Landlock's ABI is capped at this (0: no cap); the tests force 2, Debian 12's stock kernel.
   int landlock_max_abi = 0;
+  // RLIMIT_NPROC of everything in the sandbox (0: none). The kernel counts a user namespace's
+  // processes at each level up to the host's, and a namespace made under this limit holds its
+  // owner uid to it there too: so no sandbox of `uid` can fork once `uid` has this many processes
+  // on the host (every sandbox of that uid shares the count; root's processes never count).
+  std::size_t max_processes = 0;
   // The program is execmcp-runner: the launcher appends its --execmcp-landlock-* arguments
   // (built from this spec) when the kernel has Landlock ABI >= 2, and the runner applies them to
   // itself before it says hello. False for any other program (tests run /bin/sh).

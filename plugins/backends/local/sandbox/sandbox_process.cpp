@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -119,7 +120,8 @@ struct ChildPlan {
   bool drop = false;  // the server is root: become uid:gid first
   uid_t uid = 0;
   gid_t gid = 0;
-  std::string exec_failed, drop_failed;
+  rlim_t max_processes = 0;  // 0: no RLIMIT_NPROC
+  std::string exec_failed, drop_failed, too_many;
 };
 
 // The child: stdio, descriptors, signals, the sandbox uid, no_new_privs, the reach checks, then
@@ -143,6 +145,10 @@ struct ChildPlan {
   // Nothing of the server's reaches bwrap or the sandbox but what is named here.
   ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
   for (int fd : plan.inherit) ::fcntl(fd, F_SETFD, 0);
+  if (plan.max_processes != 0) {
+    const struct rlimit limit = {plan.max_processes, plan.max_processes};
+    if (::setrlimit(RLIMIT_NPROC, &limit) != 0) fail("sandbox: cannot set RLIMIT_NPROC\n");
+  }
   if (plan.drop && (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
                     ::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0 ||
                     ::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0))
@@ -152,7 +158,7 @@ struct ChildPlan {
     if (::access(c.path.c_str(), c.mode) != 0) fail(c.message);
   char* envp[] = {nullptr};
   ::execve(plan.argv[0], plan.argv.data(), envp);
-  fail(plan.exec_failed);
+  fail(errno == EAGAIN ? plan.too_many : plan.exec_failed);
   ::_exit(126);
 }
 
@@ -425,6 +431,10 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.exec_failed = "bubblewrap: cannot execute " + in.bwrap + "\n";
+  plan.max_processes = static_cast<rlim_t>(spec.max_processes);
+  plan.too_many = "sandbox: the sandbox user " + std::to_string(spec.uid) + " has " +
+                  std::to_string(spec.max_processes) +
+                  " processes or more on this machine already (the sandbox's process limit)\n";
   plan.drop_failed = "sandbox: cannot switch to the sandbox user " + std::to_string(spec.uid) +
                      ":" + std::to_string(spec.gid) + "\n";
   const pid_t pid = fork_on_spawner_thread([&plan] {

@@ -104,6 +104,38 @@ TEST_F(LocalSandboxTest, ACanaryInRootCannotBeReadOrListed) {
   EXPECT_NE(backend.read_file({canary.string()}).error, "");
 }
 
+// sandbox.max_processes bounds the sandbox uid's processes on the host (RLIMIT_NPROC, which the
+// kernel applies to the uid at every user namespace level): a fork loop gets EAGAIN at the bound
+// instead of at the host's pid_max, and the agent serves on. A uid of its own, so that other
+// processes of uid 1000 (other tests, containers) do not count.
+TEST_F(LocalSandboxTest, AForkLoopStopsAtMaxProcessesAndTheAgentServesOn) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the sandbox as a uid of its own";
+  auto& backend =
+      make(R"({"isolation": "sandbox", "sandbox": {"user": 61917, "max_processes": 24, )"
+           R"("landlock_max_abi": 2}})");
+  const auto r = run(backend,
+                     "python3 -c \"\nimport errno, os, time\nkids = []\nerr = 0\n"
+                     "for _ in range(200):\n    try:\n        pid = os.fork()\n"
+                     "    except OSError as e:\n        err = e.errno\n        break\n"
+                     "    if pid == 0:\n        time.sleep(1)\n        os._exit(0)\n"
+                     "    kids.append(pid)\nprint(len(kids), errno.errorcode.get(err, err))\n"
+                     "for pid in kids:\n    os.waitpid(pid, 0)\n\"");
+  ASSERT_EQ(r.error, "");
+  int forked = -1;
+  char name[32] = {};
+  ASSERT_EQ(std::sscanf(r.stdout_data.c_str(), "%d %31s", &forked, name), 2) << r.stdout_data;
+  EXPECT_STREQ(name, "EAGAIN") << r.stdout_data;
+  EXPECT_GT(forked, 0);
+  EXPECT_LT(forked, 24);
+  const auto after = run(backend, "echo serves-on; id -u");
+  EXPECT_EQ(after.error, "");
+  EXPECT_EQ(after.stdout_data, "serves-on\n61917\n");
+  EXPECT_NE(refusal(R"({"isolation": "sandbox", "sandbox": {"max_processes": 8}})")
+                .find("'sandbox.max_processes' must be 0 (no limit) or a number of processes"),
+            std::string::npos);
+}
+
 // The sandbox has its own pid namespace: the server (this test) is not there, and neither is
 // anything but the sandbox's own processes; and it runs as an unprivileged uid.
 TEST_F(LocalSandboxTest, TheServersProcessIsInvisibleAndTheUidIsNotRoot) {
