@@ -141,10 +141,18 @@ SandboxSupport check_sandbox_support() {
   }
   s.bwrap = bwrap;
   const uid_t probe_uid = ::geteuid() == 0 ? 65534 : ::geteuid();
+  // A process made in the namespaces, not unshare(): unshare(CLONE_NEWUSER) refuses a caller with
+  // more than one thread (EINVAL), and a sanitizer's runtime may run a thread in the forked child.
   const int userns = in_child(probe_uid, [] {
-    return ::syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) == 0
-               ? 0
-               : errno;
+    const long made =
+        ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | SIGCHLD,
+                  nullptr, nullptr, nullptr, 0L);
+    if (made < 0) return errno;
+    if (made == 0) ::syscall(SYS_exit, 0);
+    int status = 0;
+    while (::waitpid(static_cast<pid_t>(made), &status, 0) < 0 && errno == EINTR) {
+    }
+    return 0;
   });
   s.user_namespaces = userns == 0;
   if (!s.user_namespaces) {
