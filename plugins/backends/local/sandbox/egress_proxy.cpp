@@ -43,6 +43,14 @@ bool write_owned(const std::string& path, const std::string& text, uid_t uid, gi
   return ::chmod(path.c_str(), 0400) == 0 && ::chown(path.c_str(), uid, gid) == 0;
 }
 
+// A SIGKILLed Squid leaves its shared-memory segments (/dev/shm/<service>-*.shm) behind.
+void remove_segments(const std::string& service) {
+  std::error_code ec;
+  const std::string prefix = service + "-";
+  for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
+    if (entry.path().filename().string().starts_with(prefix)) fs::remove(entry.path(), ec);
+}
+
 class RunningProxy final : public EgressProxy {
  public:
   ~RunningProxy() override { stop(); }
@@ -62,6 +70,7 @@ class RunningProxy final : public EgressProxy {
       pid_ = -1;
     }
     if (reader_.joinable()) reader_.join();  // EOF on both pipes now
+    if (!service_.empty()) remove_segments(std::exchange(service_, std::string()));
     for (int& fd : {std::ref(out_fd_), std::ref(err_fd_)})
       if (fd >= 0) ::close(std::exchange(fd, -1));
     if (!dir_.empty()) {
@@ -84,7 +93,7 @@ class RunningProxy final : public EgressProxy {
   bool wait_ready(std::string& error);
   void read_logs(std::function<void(const docker_common::EgressLogRecord&)> on_record);
 
-  std::string dir_, socket_;
+  std::string dir_, socket_, service_;
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
   int out_fd_ = -1, err_fd_ = -1;
@@ -152,7 +161,11 @@ bool RunningProxy::spawn(const EgressProxySpec& spec, const std::string& squid,
   out_fd_ = out[0];
   err_fd_ = err[0];
   const bool drop = ::geteuid() == 0;
-  std::vector<std::string> args{squid, "-N", "-f", conf_path};
+  // A service name of its own (the directory's random suffix): Squid names its shared-memory
+  // segments after it, so no other Squid's segments (another sandbox's, or what a killed one left
+  // under another uid) are in the way, and stop() knows which to remove.
+  service_ = "execmcp" + dir_.substr(dir_.rfind('-') + 1);
+  std::vector<std::string> args{squid, "-N", "-n", service_, "-f", conf_path};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -260,8 +261,56 @@ TEST_F(EgressProxyTest, AKilledServerLeavesNoSquid) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(alive()) << "squid " << squid << " outlived its server";
   std::error_code ec;
-  if (conf.find("/execmcp-egress-") != std::string::npos)
-    fs::remove_all(fs::path(conf).parent_path(), ec);
+  // So do its shared-memory segments, named after the directory's suffix.
+  const auto dash = conf.rfind("/execmcp-egress-");
+  if (dash != std::string::npos) {
+    const std::string dir = fs::path(conf).parent_path().string();
+    const std::string prefix = "execmcp" + dir.substr(dir.rfind('-') + 1) + "-";
+    for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
+      if (entry.path().filename().string().starts_with(prefix)) fs::remove(entry.path(), ec);
+    fs::remove_all(dir, ec);
+  }
+}
+
+// Squid names its shared-memory segments after its service name (`-n`): each proxy has one of its
+// own, so two sandboxes' proxies (or a segment a SIGKILLed one left) never clash, and a stopped
+// proxy leaves no segment in /dev/shm.
+TEST_F(EgressProxyTest, TwoProxiesAtOnceAndNoSegmentLeftBehind) {
+  const auto segments = [] {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
+      if (entry.path().filename().string().find("-cf__") != std::string::npos)
+        names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // What a Squid of another uid left under the default name: one of ours cannot remove it.
+  struct Planted {
+    std::vector<std::string> paths;
+    ~Planted() {
+      for (const auto& path : paths) ::unlink(path.c_str());
+    }
+  } planted;
+  if (::geteuid() == 0 && uid_ != 0)
+    for (const char* name : {"metadata", "queues", "readers"}) {
+      const std::string path = std::string("/dev/shm/squid-cf__") + name + ".shm";
+      const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        ::close(fd);
+        planted.paths.push_back(path);
+      }
+    }
+  const auto before = segments();
+  std::string error;
+  auto first = sb::EgressProxy::start(proxy_spec(), error);
+  ASSERT_NE(first, nullptr) << error;
+  auto second = sb::EgressProxy::start(proxy_spec(), error);
+  ASSERT_NE(second, nullptr) << error;
+  EXPECT_NE(first->squid_port(), second->squid_port());
+  first->stop();
+  second->stop();
+  EXPECT_EQ(segments(), before);
 }
 
 TEST_F(EgressProxyTest, AMissingSquidNamesTheLayer) {
