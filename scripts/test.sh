@@ -211,6 +211,10 @@ rest_of_builds() {
 # install-deps gives the local sandbox every layer (bubblewrap, libseccomp): in CI a sandbox test
 # that finds one missing fails, naming it, instead of skipping silently.
 export EXECMCP_REQUIRE_SANDBOX=1
+# The four trees take about 6 GiB (and ccache up to its limit): a full disk otherwise shows up as a
+# linker error halfway through.
+free_gib=$(($(df -Pk "$root" | awk 'NR == 2 {print $4}') / 1048576))
+[ "$free_gib" -ge 8 ] || say "warning: only ${free_gib} GiB free on $root; a CI run needs about 8"
 phase deps "$budget_deps" "$root/scripts/install-deps.sh" --test --fuzz
 start_engine_and_images
 phase build_asan "$budget_build_asan" "$root/scripts/sanitize.sh" --build-only asan
