@@ -276,15 +276,6 @@ TEST_F(EgressProxyTest, AKilledServerLeavesNoSquid) {
 // own, so two sandboxes' proxies (or a segment a SIGKILLed one left) never clash, and a stopped
 // proxy leaves no segment in /dev/shm.
 TEST_F(EgressProxyTest, TwoProxiesAtOnceAndNoSegmentLeftBehind) {
-  const auto segments = [] {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
-      if (entry.path().filename().string().find("-cf__") != std::string::npos)
-        names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  };
   // What a Squid of another uid left under the default name: one of ours cannot remove it.
   struct Planted {
     std::vector<std::string> paths;
@@ -301,16 +292,33 @@ TEST_F(EgressProxyTest, TwoProxiesAtOnceAndNoSegmentLeftBehind) {
         planted.paths.push_back(path);
       }
     }
-  const auto before = segments();
+  // A proxy's segments: /dev/shm/<its service name, Squid's `-n`>-*.
+  const auto service_of = [](pid_t squid) {
+    std::ifstream cmdline("/proc/" + std::to_string(squid) + "/cmdline");
+    std::string previous;
+    for (std::string arg; std::getline(cmdline, arg, '\0'); previous = arg)
+      if (previous == "-n") return arg;
+    return std::string();
+  };
+  const auto segments_of = [](const std::string& service) {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/dev/shm", ec))
+      n += entry.path().filename().string().starts_with(service + "-") ? 1 : 0;
+    return n;
+  };
   std::string error;
   auto first = sb::EgressProxy::start(proxy_spec(), error);
   ASSERT_NE(first, nullptr) << error;
   auto second = sb::EgressProxy::start(proxy_spec(), error);
   ASSERT_NE(second, nullptr) << error;
   EXPECT_NE(first->squid_port(), second->squid_port());
+  const std::string services[] = {service_of(first->squid_pid()), service_of(second->squid_pid())};
+  ASSERT_FALSE(services[0].empty());
+  EXPECT_NE(services[0], services[1]);
   first->stop();
   second->stop();
-  EXPECT_EQ(segments(), before);
+  for (const auto& service : services) EXPECT_EQ(segments_of(service), 0U) << service;
 }
 
 TEST_F(EgressProxyTest, AMissingSquidNamesTheLayer) {
