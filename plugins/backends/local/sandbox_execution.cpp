@@ -173,7 +173,8 @@ SandboxExecution::SandboxExecution(const sdk::BackendInit& init, LocalSettings s
       settings_(std::move(settings)),
       runner_(supervision::program_beside_plugin("execmcp-runner")),
       shown_cwd_(init.sandbox_cwd.empty() ? init.cwd : init.sandbox_cwd),
-      roots_(grant_roots(grants_)) {
+      roots_(grant_roots(grants_)),
+      refusal_notices_(settings_.sandbox.egress) {
   if (init_.cwd.empty()) throw std::invalid_argument("the agent has no cwd");
 }
 
@@ -437,7 +438,7 @@ SandboxExecution::Channel SandboxExecution::channel(std::string& why) {
 
 void SandboxExecution::close_sandbox() noexcept {
   std::unique_ptr<sandbox::SandboxProcess> process;
-  std::unique_ptr<sandbox::EgressProxy> egress;
+  std::shared_ptr<sandbox::EgressProxy> egress;
   Channel channel;
   {
     std::lock_guard lock(mutex_);
@@ -474,6 +475,7 @@ void SandboxExecution::deliver_refusal(const docker_common::EgressLogRecord& rec
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
   std::lock_guard lock(events_mutex_);
+  refusal_notices_.add(event.host + ":" + std::to_string(event.port));
   const auto now = std::chrono::steady_clock::now();
   if (refusal_budget_.admit(event, now, refusal_counts_) && events_sink_ != nullptr)
     events_sink_->on_network_event(event);
@@ -488,6 +490,37 @@ void SandboxExecution::deliver_summary(bool stopping) noexcept {
           refusal_budget_.summary(std::chrono::steady_clock::now(), stopping, refusal_counts_);
       summary && events_sink_ != nullptr)
     events_sink_->on_network_event(*summary);
+}
+
+SandboxExecution::EgressMark SandboxExecution::egress_mark() {
+  EgressMark mark;
+  if (settings_.sandbox.network != SandboxNetworkSetting::kEgress) return mark;
+  {
+    std::lock_guard lock(mutex_);
+    mark.proxy = egress_;
+  }
+  if (mark.proxy) mark.connections = mark.proxy->connections();
+  std::lock_guard lock(events_mutex_);
+  mark.refusals = refusal_notices_.mark();
+  return mark;
+}
+
+void SandboxExecution::add_egress_notice(const EgressMark& mark, sdk::ExecResult& result) {
+  if (settings_.sandbox.network != SandboxNetworkSetting::kEgress) return;
+  std::shared_ptr<sandbox::EgressProxy> proxy;
+  {
+    std::lock_guard lock(mutex_);
+    proxy = egress_;
+  }
+  // A command that opened no connection to the proxy waits for nothing.
+  if (proxy && (proxy != mark.proxy || proxy->connections() != mark.connections))
+    proxy->settle(docker_common::kEgressNoticeQuiet);
+  std::string notice;
+  {
+    std::lock_guard lock(events_mutex_);
+    notice = refusal_notices_.notice(mark.refusals);
+  }
+  if (!notice.empty()) result.notices.push_back(std::move(notice));
 }
 
 std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(uid_t uid, gid_t gid,
@@ -586,6 +619,7 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
     }
   } done{*this};
 
+  const EgressMark egress = egress_mark();
   for (int attempt = 0; attempt < 2; ++attempt) {
     result = {};
     std::string why;
@@ -635,6 +669,7 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
               : "execmcp-runner did not answer the kill request in time; the sandbox was "
                 "stopped with everything in it, and the next call starts a new one");
     }
+    add_egress_notice(egress, result);
     if (result.error.empty()) result.work_dir = work_dir;
     result.duration_seconds = std::chrono::duration<double>(Clock::now() - started).count();
     return result;

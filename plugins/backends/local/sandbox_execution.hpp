@@ -81,6 +81,18 @@ class SandboxExecution final : public LocalExecution,
   // network: egress: the sandbox's Squid, run as uid:gid. Null and `error` when it cannot start.
   std::unique_ptr<sandbox::EgressProxy> start_egress_proxy(uid_t uid, gid_t gid,
                                                            std::string& error);
+  // network: egress: where a command's run starts, for the notice of what the proxy refused while
+  // it ran (as on Docker; a refusal cannot be tied to one command, so overlapping calls all name
+  // it).
+  struct EgressMark {
+    std::shared_ptr<sandbox::EgressProxy> proxy;
+    std::uint64_t connections = 0;
+    std::uint64_t refusals = 0;
+  };
+  EgressMark egress_mark();
+  // Adds that notice to `result` when there were refusals; first waits for Squid's log to catch
+  // up, but only when the command used the proxy.
+  void add_egress_notice(const EgressMark& mark, sdk::ExecResult& result);
   // When the server is root: an ACL for the sandbox user on each grant it does not own. "" or why.
   [[nodiscard]] std::string grant_access(const std::vector<GrantRoot>& roots) const;
   [[nodiscard]] sandbox::SandboxSpec sandbox_spec(const std::vector<GrantRoot>& roots) const;
@@ -118,13 +130,15 @@ class SandboxExecution final : public LocalExecution,
   mutable std::mutex mutex_;  // guards the five below; held while a sandbox starts
   std::shared_ptr<const std::vector<GrantRoot>> roots_;
   std::unique_ptr<sandbox::SandboxProcess> process_;
-  std::unique_ptr<sandbox::EgressProxy> egress_;  // network: egress: the sandbox's Squid
+  // network: egress: the sandbox's Squid (shared with the calls that wait on its log).
+  std::shared_ptr<sandbox::EgressProxy> egress_;
 
   // Held while an event is delivered: subscribe() returns once none is in flight.
   std::mutex events_mutex_;
   sdk::NetworkEventSink* events_sink_ = nullptr;
   docker_common::RefusalBudget refusal_budget_;
   docker_common::EgressCounts refusal_counts_;
+  docker_common::RefusalNotices refusal_notices_;
   void deliver_refusal(const docker_common::EgressLogRecord& record) noexcept;
   void deliver_summary(bool stopping) noexcept;
   Channel channel_;

@@ -30,25 +30,11 @@ constexpr std::size_t kMethodMax = 32;
 constexpr std::size_t kSecretNameMax = 128;
 constexpr std::size_t kSecretPathMax = 256;
 constexpr std::size_t kSecretDetailMax = 512;
-// The allow-list entries a notice names before "and N more".
-constexpr std::size_t kNoticeAllowEntries = 8;
 
 bool digits(std::string_view text, std::size_t at, std::size_t n, int& out) {
   if (at + n > text.size()) return false;
   const auto [ptr, ec] = std::from_chars(text.data() + at, text.data() + at + n, out);
   return ec == std::errc() && ptr == text.data() + at + n;
-}
-
-std::string allow_text(const EgressPolicy& policy) {
-  std::string out = "allow: ";
-  std::size_t shown = 0;
-  for (const auto& entry : policy.allow) {
-    if (shown == kNoticeAllowEntries) break;
-    out += (shown++ == 0 ? "" : ", ") + log_text(entry.text, 256);
-  }
-  if (policy.allow.size() > shown)
-    out += " and " + std::to_string(policy.allow.size() - shown) + " more";
-  return out;
 }
 
 }  // namespace
@@ -99,9 +85,9 @@ EgressLogFollower::EgressLogFollower(Engine& engine, std::string proxy, const Eg
                                      sdk::LogSink* log, ClockFn clock)
     : engine_(engine),
       proxy_(std::move(proxy)),
-      allow_text_(allow_text(policy)),
       log_(log),
-      clock_(clock ? std::move(clock) : ClockFn([] { return Clock::now(); })) {}
+      clock_(clock ? std::move(clock) : ClockFn([] { return Clock::now(); })),
+      notices_(policy) {}
 
 EgressLogFollower::~EgressLogFollower() {
   stop();
@@ -222,8 +208,7 @@ void EgressLogFollower::refused(const EgressLogRecord& record, std::int64_t unix
   {
     std::lock_guard lock(mutex_);
     ++counts_.refusals;
-    recent_.push_back({counts_.refusals, event.host + ":" + std::to_string(event.port)});
-    if (recent_.size() > kEgressRecentRefusals) recent_.pop_front();
+    notices_.add(event.host + ":" + std::to_string(event.port));
     const auto now = clock_();
     now_too = budget_.admit(event, now, counts_);
     due = budget_.summary(now, false, counts_);
@@ -298,7 +283,7 @@ void EgressLogFollower::subscribe_secrets(sdk::SecretEventSink* sink) noexcept {
 
 std::uint64_t EgressLogFollower::mark() const {
   std::lock_guard lock(mutex_);
-  return counts_.refusals;
+  return notices_.mark();
 }
 
 std::string EgressLogFollower::notice(std::uint64_t mark, std::chrono::milliseconds quiet) {
@@ -311,30 +296,7 @@ std::string EgressLogFollower::notice(std::uint64_t mark, std::chrono::milliseco
     if (now >= settled || now >= give_up) break;
     activity_.wait_until(lock, std::min(settled, give_up));
   }
-  const std::uint64_t count = counts_.refusals - mark;
-  if (count == 0) return {};
-  std::vector<std::string> targets;
-  std::set<std::string> seen;
-  std::size_t others = 0;  // kept ones not named
-  for (const auto& r : recent_) {
-    if (r.seq <= mark || seen.contains(r.target)) continue;
-    seen.insert(r.target);
-    if (targets.size() < kEgressNoticeHosts) {
-      targets.push_back(r.target);
-    } else {
-      ++others;
-    }
-  }
-  std::string out = "the egress proxy refused " +
-                    (count == 1 ? std::string("a request") : std::to_string(count) + " requests") +
-                    ": ";
-  for (std::size_t i = 0; i < targets.size(); ++i) out += (i == 0 ? "" : ", ") + targets[i];
-  // Refusals older than the kept ones are counted but not named.
-  const bool unnamed = count > kEgressRecentRefusals;
-  if (others > 0 || unnamed)
-    out += unnamed ? " and more" : " and " + std::to_string(others) + " more";
-  out += " (" + std::string(kEgressRefusalReason) + "; " + allow_text_ + ")";
-  return out;
+  return notices_.notice(mark);
 }
 
 std::string EgressLogFollower::since() const {

@@ -121,10 +121,6 @@ class EgressLogFollower {
   [[nodiscard]] Counts counts() const;
 
  private:
-  struct Refusal {
-    std::uint64_t seq = 0;
-    std::string target;  // "host:port", escaped
-  };
   void run();
   void take_line(std::string_view line);
   void refused(const EgressLogRecord& record, std::int64_t unix_ms);
@@ -137,7 +133,6 @@ class EgressLogFollower {
 
   Engine& engine_;
   std::string proxy_;
-  std::string allow_text_;  // the allow list as a notice shows it
   sdk::LogSink* log_;
   ClockFn clock_;
 
@@ -156,7 +151,7 @@ class EgressLogFollower {
   TimedLogLines lines_;
   bool streaming_ = false;
   std::chrono::steady_clock::time_point last_bytes_{};
-  std::deque<Refusal> recent_;
+  RefusalNotices notices_;
   Counts counts_;
   RefusalBudget budget_;  // what may be delivered one by one
   SecretEventBudget secret_budget_;

@@ -19,10 +19,6 @@ namespace execmcp::plugins::docker_common {
 class ContainerLifecycle;
 class EgressSecretsPart;
 
-// How long a command's end waits for the egress proxy's log to be quiet, so the notice of what it
-// refused names the command's last requests too.
-inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
-
 class EgressPart final : public ContainerPart, public sdk::NetworkEvents, public sdk::SecretEvents {
  public:
   // A managed container's only (an attached one is on the network its owner chose). `secrets`:

@@ -1,9 +1,12 @@
 // The budget of one sandbox's egress refusal events: the hour's budget, the repeat window and the
-// summary of what they held back.
+// summary of what they held back; and the notice of the refusals a command's run saw.
 #include "docker_common/parts/egress_refusal_budget.hpp"
 
 #include <cctype>
+#include <set>
+#include <vector>
 
+#include "docker_common/log_text.hpp"
 #include "docker_common/parts/egress_log_follower.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -11,6 +14,20 @@ namespace {
 
 // A summary's host, port and method: it stands for several.
 constexpr const char* kSummaryHost = "*";
+// The allow-list entries a notice names before "and N more".
+constexpr std::size_t kNoticeAllowEntries = 8;
+
+std::string allow_text(const EgressPolicy& policy) {
+  std::string out = "allow: ";
+  std::size_t shown = 0;
+  for (const auto& entry : policy.allow) {
+    if (shown == kNoticeAllowEntries) break;
+    out += (shown++ == 0 ? "" : ", ") + log_text(entry.text, 256);
+  }
+  if (policy.allow.size() > shown)
+    out += " and " + std::to_string(policy.allow.size() - shown) + " more";
+  return out;
+}
 
 // Escaped already: ASCII letters only, so the same name in other cases is the same refusal.
 std::string lower_ascii(std::string_view text) {
@@ -95,6 +112,40 @@ std::optional<sdk::NetworkEvent> RefusalBudget::summary(Clock::time_point now, b
   held_ = Held{};
   ++counts.summaries;
   return event;
+}
+
+RefusalNotices::RefusalNotices(const EgressPolicy& policy) : allow_text_(allow_text(policy)) {}
+
+void RefusalNotices::add(std::string target) {
+  recent_.push_back({++seen_, std::move(target)});
+  if (recent_.size() > kEgressRecentRefusals) recent_.pop_front();
+}
+
+std::string RefusalNotices::notice(std::uint64_t mark) const {
+  const std::uint64_t count = seen_ - mark;
+  if (count == 0) return {};
+  std::vector<std::string> targets;
+  std::set<std::string> seen;
+  std::size_t others = 0;  // kept ones not named
+  for (const auto& r : recent_) {
+    if (r.seq <= mark || seen.contains(r.target)) continue;
+    seen.insert(r.target);
+    if (targets.size() < kEgressNoticeHosts) {
+      targets.push_back(r.target);
+    } else {
+      ++others;
+    }
+  }
+  std::string out = "the egress proxy refused " +
+                    (count == 1 ? std::string("a request") : std::to_string(count) + " requests") +
+                    ": ";
+  for (std::size_t i = 0; i < targets.size(); ++i) out += (i == 0 ? "" : ", ") + targets[i];
+  // Refusals older than the kept ones are counted but not named.
+  const bool unnamed = count > kEgressRecentRefusals;
+  if (others > 0 || unnamed)
+    out += unnamed ? " and more" : " and " + std::to_string(others) + " more";
+  out += " (" + std::string(kEgressRefusalReason) + "; " + allow_text_ + ")";
+  return out;
 }
 
 bool SecretEventBudget::admit(sdk::SecretEvent& event, Clock::time_point now) {

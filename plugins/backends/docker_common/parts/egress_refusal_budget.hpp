@@ -1,6 +1,7 @@
 // What one sandbox's egress refusals may write at the host: the budget and the repeat window that
 // decide which refusal is reported on its own, and the summary of the ones held back
-// (EgressLogFollower delivers both).
+// (EgressLogFollower delivers both); and the notice on the result of a command that ran while
+// some happened (the Docker backends' EgressLogFollower and the local sandbox both give it).
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "docker_common/parts/egress_policy.hpp"
 #include "execmcp/sdk/network_events.hpp"
 #include "execmcp/sdk/secret_events.hpp"
 
@@ -62,6 +64,35 @@ class RefusalBudget {
   std::deque<std::pair<Clock::time_point, std::string>> recent_keys_;
   std::unordered_map<std::string, Clock::time_point> last_reported_;
   Held held_;
+};
+
+// How long a command's end waits for the egress proxy's log to be quiet, so the notice of what it
+// refused names the command's last requests too.
+inline constexpr std::chrono::milliseconds kEgressNoticeQuiet{10};
+
+// The refusals kept for the notice of the commands that ran while they happened (the newest
+// kEgressRecentRefusals; older ones are only counted), and that notice's text. Not thread-safe:
+// its owner calls it under its own lock.
+class RefusalNotices {
+ public:
+  explicit RefusalNotices(const EgressPolicy& policy);
+
+  // A refusal of `target` ("host:port", escaped).
+  void add(std::string target);
+  // A call's start: how many refusals were seen so far.
+  [[nodiscard]] std::uint64_t mark() const noexcept { return seen_; }
+  // The notice for the refusals seen since `mark` ("" when none): "the egress proxy refused a
+  // request: denied.test:80 (not in this agent's egress allow list; allow: pypi.org)".
+  [[nodiscard]] std::string notice(std::uint64_t mark) const;
+
+ private:
+  struct Refusal {
+    std::uint64_t seq = 0;
+    std::string target;
+  };
+  std::string allow_text_;  // the allow list as a notice shows it
+  std::uint64_t seen_ = 0;
+  std::deque<Refusal> recent_;
 };
 
 // What one sandbox's secret events may write at the host (each an audit record and a log line):

@@ -12,8 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -58,6 +61,8 @@ class RunningProxy final : public EgressProxy {
   [[nodiscard]] const std::string& socket_path() const override { return socket_; }
   [[nodiscard]] pid_t squid_pid() const override { return pid_; }
   [[nodiscard]] std::uint16_t squid_port() const override { return port_; }
+  [[nodiscard]] std::uint64_t connections() const override { return connections_.load(); }
+  void settle(std::chrono::milliseconds quiet) override;
 
   void stop() noexcept override {
     if (relay_) relay_->stop();
@@ -98,8 +103,12 @@ class RunningProxy final : public EgressProxy {
   std::uint16_t port_ = 0;
   int out_fd_ = -1, err_fd_ = -1;
   std::thread reader_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards the three below
+  std::condition_variable activity_;
+  std::chrono::steady_clock::time_point last_line_{};  // when the access log last said something
+  bool reading_ = false;                               // the reader thread reads
   std::string err_text_;
+  std::atomic<std::uint64_t> connections_{0};
   std::unique_ptr<sv::StreamRelay> relay_;
 };
 
@@ -203,6 +212,16 @@ bool RunningProxy::spawn(const EgressProxySpec& spec, const std::string& squid,
 }
 
 void RunningProxy::read_logs(std::function<void(const docker_common::EgressLogRecord&)> on_record) {
+  struct Done {
+    RunningProxy& self;
+    ~Done() {
+      {
+        std::lock_guard lock(self.mutex_);
+        self.reading_ = false;
+      }
+      self.activity_.notify_all();
+    }
+  } done{*this};
   std::string lines[2];
   bool open[2] = {true, true};
   const int fds[2] = {out_fd_, err_fd_};
@@ -233,7 +252,25 @@ void RunningProxy::read_logs(std::function<void(const docker_common::EgressLogRe
         lines[0].erase(0, nl + 1);
         if (record && on_record) on_record(*record);
       }
+      {
+        std::lock_guard lock(mutex_);  // after on_record: what settle() waits for is delivered
+        last_line_ = std::chrono::steady_clock::now();
+      }
+      activity_.notify_all();
     }
+  }
+}
+
+void RunningProxy::settle(std::chrono::milliseconds quiet) {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock lock(mutex_);
+  const auto called = Clock::now();
+  const auto give_up = called + 8 * quiet;
+  while (reading_) {
+    const auto settled = std::max(called, last_line_) + quiet;
+    const auto now = Clock::now();
+    if (now >= settled || now >= give_up) break;
+    activity_.wait_until(lock, std::min(settled, give_up));
   }
 }
 
@@ -276,6 +313,7 @@ bool RunningProxy::setup(const EgressProxySpec& spec, std::string& error) {
                 "scripts/install-deps.sh (apt-get install squid, its service kept off)",
             false);
   if (!make_dir(spec, error) || !spawn(spec, squid, error)) return false;
+  reading_ = true;  // before the thread, which clears it at its end
   reader_ = std::thread([this, on_record = spec.on_record] { read_logs(on_record); });
   if (!wait_ready(error)) return false;
   socket_ = dir_ + "/egress.sock";
@@ -288,7 +326,12 @@ bool RunningProxy::setup(const EgressProxySpec& spec, std::string& error) {
   }
   const std::uint16_t port = port_;
   relay_ = std::make_unique<sv::StreamRelay>(
-      listener, [port] { return sv::connect_tcp_loopback(port); }, sv::kEgressRelayConnections);
+      listener,
+      [this, port] {
+        connections_.fetch_add(1);  // stop() ends the relay before this object goes
+        return sv::connect_tcp_loopback(port);
+      },
+      sv::kEgressRelayConnections);
   return true;
 }
 

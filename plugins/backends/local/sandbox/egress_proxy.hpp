@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +43,12 @@ class EgressProxy {
   [[nodiscard]] virtual const std::string& socket_path() const = 0;
   [[nodiscard]] virtual pid_t squid_pid() const = 0;
   [[nodiscard]] virtual std::uint16_t squid_port() const = 0;
+  // How many connections the sandbox has opened to the proxy so far.
+  [[nodiscard]] virtual std::uint64_t connections() const = 0;
+  // Returns once Squid's access log has been quiet for `quiet` (at most 8 x `quiet`): Squid logs
+  // a request as it ends, so a command's last requests are read by then. Returns at once when
+  // stopped.
+  virtual void settle(std::chrono::milliseconds quiet) = 0;
   // Ends Squid and the relay, removes the directory. Idempotent.
   virtual void stop() noexcept = 0;
 };

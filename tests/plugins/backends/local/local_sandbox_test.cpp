@@ -284,8 +284,8 @@ TEST_F(LocalSandboxTest, SettingsErrorsSayWhatIsExpected) {
 }
 
 // network: egress through the plugin: the agent's commands reach the allowed host through its
-// proxy (a local HTTP server named by the proxy's hosts file), a refused host gets 403, and
-// without the proxy nothing gets out.
+// proxy (a local HTTP server named by the proxy's hosts file), a refused host gets 403 and the
+// result's notice, and without the proxy nothing gets out.
 TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
   EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
   if (!fs::exists("/usr/sbin/squid")) GTEST_SKIP() << "squid not found: scripts/install-deps.sh";
@@ -323,11 +323,19 @@ TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
                           "http://denied.execmcp.test:" +
                               port + "/hello.txt");
   EXPECT_EQ(denied.stdout_data, "403");
+  // The result says it was the boundary (curl hid the 403 page here, as pip would), as on Docker;
+  // the allowed request's did not.
+  EXPECT_TRUE(allowed.notices.empty());
+  EXPECT_EQ(denied.notices.size(), 1U);
+  EXPECT_EQ(denied.notices.empty() ? std::string() : denied.notices[0],
+            "the egress proxy refused a request: denied.execmcp.test:" + port +
+                " (not in this agent's egress allow list; allow: allowed.execmcp.test)");
   const auto bypass = run(backend,
                           "curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '*' "
                           "http://" +
                               net.address() + ":" + port + "/hello.txt");
   EXPECT_EQ(bypass.stdout_data, "000");
+  EXPECT_TRUE(bypass.notices.empty());  // the proxy never saw it
   // The refusal reached the subscribed sink (the host's audit), the allowed request did not.
   const auto refused_seen = [&sink] {
     std::lock_guard lock(sink.mutex);

@@ -205,9 +205,14 @@ TEST_F(EgressProxyTest, OnlyTheAllowedHostIsReachableAndOnlyThroughTheProxy) {
   EXPECT_NE(out.find("server 101\n"), std::string::npos) << out;
   EXPECT_NE(out.find("raw 1\n"), std::string::npos) << "EPERM: " << out;
 
+  // Each request through the proxy was a connection of the sandbox's (the five curls at least).
+  EXPECT_GE(proxy->connections(), 5U);
   const pid_t squid = proxy->squid_pid();
   const std::string socket = proxy->socket_path();
   proxy->stop();
+  const auto settling = std::chrono::steady_clock::now();
+  proxy->settle(std::chrono::seconds(10));  // stopped: at once
+  EXPECT_LT(std::chrono::steady_clock::now() - settling, std::chrono::seconds(1));
   {
     std::lock_guard lock(mutex_);
     bool allowed = false, refused = false;
