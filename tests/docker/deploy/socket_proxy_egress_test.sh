@@ -192,12 +192,21 @@ agents:
         egress: {allow: [allowed.test], upstream_network: $upstream}
 YAML
 # A dead server's egress network on this host: the agent's start removes it through the proxy.
+# Every execmcp on this host sweeps its dead servers' networks, and other suites run beside this
+# one: the server runs under a host name of its own (a UTS namespace), which the orphan carries, so
+# no other server removes it first.
 orphan="execmcp-$run_tag-orphan-egress-net"
+owner_host="$(uname -n)"
+own_host=()
+if unshare --uts true 2>/dev/null; then
+  owner_host="t$run_tag"
+  own_host=(unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$owner_host")
+fi
 dead_pid="$(sh -c 'echo $$')"
-docker network create --internal --label execmcp.managed=true --label "execmcp.owner.host=$(uname -n)" \
+docker network create --internal --label execmcp.managed=true --label "execmcp.owner.host=$owner_host" \
   --label "execmcp.owner.pid=$dead_pid" --label "$run_tag" "$orphan" >/dev/null
 # Squid listens about half a second after its start: the first request may wait for it.
-out="$("$execmcp" exec --config "$work/config.yaml" --agent "$agent" -- \
+out="$("${own_host[@]}" "$execmcp" exec --config "$work/config.yaml" --agent "$agent" -- \
   'for i in $(seq 50); do curl -s http://allowed.test/hostname && break; sleep 0.2; done;
    curl -s -o /dev/null -w "denied.test:%{http_code}\n" http://denied.test/hostname' \
   2>"$work/exec.log")" || true
