@@ -18,7 +18,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -139,6 +141,7 @@ class LocalSandboxLimitsTest : public ::testing::Test {
     }
     init.cwd = workspace.string();
     init.paths = {{workspace.string(), true}};
+    init.log = &log_;
     init.settings_json = R"({"isolation": "sandbox", "sandbox": {"landlock_max_abi": 2)" +
                          (sandbox_settings.empty() ? "" : ", " + sandbox_settings) + "}}";
     backends_.push_back(factory_(init));
@@ -157,6 +160,20 @@ class LocalSandboxLimitsTest : public ::testing::Test {
     return false;
   }
 
+  // The backend's log: the start log says what each sandbox's cgroup got.
+  struct Log final : execmcp::sdk::LogSink {
+    void log(execmcp::sdk::LogLevel, std::string_view message) noexcept override {
+      std::lock_guard lock(mutex);
+      lines.emplace_back(message);
+    }
+    bool has(const std::string& text) {
+      std::lock_guard lock(mutex);
+      return std::any_of(lines.begin(), lines.end(),
+                         [&](const std::string& l) { return l.find(text) != std::string::npos; });
+    }
+    std::mutex mutex;
+    std::vector<std::string> lines;
+  } log_;
   execmcp::conformance::BackendFactory factory_ =
       execmcp::conformance::plugin_backend_factory(EXECMCP_LOCAL_PLUGIN_PATH);
   fs::path root_;
@@ -170,6 +187,9 @@ class LocalSandboxLimitsTest : public ::testing::Test {
 TEST_F(LocalSandboxLimitsTest, AMemoryHogIsKilledWithTheMemoryNoticeAndTheAgentServesOn) {
   EXECMCP_SANDBOX_CGROUPS_OR_SKIP();
   auto& backend = make(R"("memory": "64m")");
+  EXPECT_TRUE(
+      log_.has("limits: memory 64 MiB, pids 512, CPU shared with other sandboxes (no "
+               "quota) (a cgroup v"));
   const auto hog = run(backend, kHog);
   EXPECT_EQ(hog.error, "");
   EXPECT_EQ(hog.exit_code, 137);
