@@ -171,8 +171,11 @@ std::string check_place(CgroupController c, const CgroupPlace& place) {
 
 Layout discover() {
   Layout layout;
-  const auto mounts =
-      cgroup_detail::parse_cgroup_mounts(read_text("/proc/self/mountinfo").value_or(""));
+  // EXECMCP_CGROUP_MOUNTINFO (tests only, as EXECMCP_BWRAP): another mountinfo, e.g. one
+  // without cgroups, to see what a machine without them gets.
+  const char* mountinfo = std::getenv("EXECMCP_CGROUP_MOUNTINFO");
+  const auto mounts = cgroup_detail::parse_cgroup_mounts(
+      read_text(mountinfo != nullptr ? mountinfo : "/proc/self/mountinfo").value_or(""));
   const auto self = cgroup_detail::parse_proc_cgroup(read_text("/proc/self/cgroup").value_or(""));
   std::string v2_controllers;
   for (const auto& m : mounts)

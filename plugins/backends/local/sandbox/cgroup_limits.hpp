@@ -41,7 +41,8 @@ struct CgroupLimits {
 };
 
 // What this server can have, controller by controller (read from /proc/self/cgroup, mountinfo
-// and the cgroup files; nothing is made).
+// and the cgroup files; nothing is made). EXECMCP_CGROUP_MOUNTINFO (tests only) names another
+// mountinfo file to read (one without cgroup mounts: a machine without cgroups).
 struct CgroupAvailability {
   std::string version;  // "v1", "v2", "v1+v2" (the controllers' hierarchies), "" when none
   // Per controller: "" when this server can make cgroups with it, else why not and how to get it.

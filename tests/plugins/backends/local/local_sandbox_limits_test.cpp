@@ -3,7 +3,8 @@
 // `sandbox.cpus`. A command past the memory limit is killed and its result names the limit, and
 // the agent serves on; a fork loop stops at pids_limit; one user's fork loop and memory hog do
 // not stop another user's commands (both users' sandboxes run as one uid, whose RLIMIT_NPROC
-// alone would let the first take every process); nothing is left in the cgroup tree after stop.
+// alone would let the first take every process); nothing is left in the cgroup tree after stop;
+// without cgroups a limit given in the config stops the agent and missing defaults are said.
 // Skipped with the reason where this machine cannot give a sandbox or make cgroups (not root, no
 // delegated cgroup); under EXECMCP_REQUIRE_SANDBOX=1 a missing sandbox layer fails, and so do
 // cgroups on a machine that should give them (root, a writable /sys/fs/cgroup).
@@ -286,6 +287,43 @@ TEST_F(LocalSandboxLimitsTest, NothingIsLeftInTheCgroupTreeAfterTheAgentStops) {
   EXPECT_FALSE(cgroups_named(prefix).empty());
   for (auto& b : backends_) b->cleanup();
   EXPECT_EQ(cgroups_named(prefix), std::vector<std::string>{});
+}
+
+// Where the server cannot make cgroups (here: a mountinfo without cgroup mounts, the test-only
+// EXECMCP_CGROUP_MOUNTINFO): a limit given in the config stops the agent, saying which limit, which
+// controller and why; the defaults are left out, the sandbox runs, and its start log says so.
+TEST_F(LocalSandboxLimitsTest, WithoutCgroupsAGivenLimitStopsTheAgentAndDefaultsAreSaidMissing) {
+  EXECMCP_REQUIRE_SANDBOX_OR_SKIP();
+  const fs::path mountinfo = root_ / "mountinfo";
+  std::ofstream(mountinfo) << "25 1 0:22 / /sys rw,nosuid - sysfs sysfs rw\n";
+  ::setenv("EXECMCP_CGROUP_MOUNTINFO", mountinfo.c_str(), 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("EXECMCP_CGROUP_MOUNTINFO"); }
+  } unset;
+  execmcp::sdk::BackendInit init;
+  init.agent_id = "limits-test";
+  init.instance_id = instance_;
+  init.cwd = (root_ / "ws").string();
+  init.paths = {{init.cwd, true}};
+  init.settings_json =
+      R"({"isolation": "sandbox", "sandbox": {"landlock_max_abi": 2, "memory": "64m"}})";
+  auto refused = factory_(init);
+  const std::string error = refused->start();
+  EXPECT_NE(error.find("isolation: sandbox: sandbox.memory (64 MiB) needs a memory cgroup: this "
+                       "kernel offers no memory cgroup controller"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(run(*refused, "true").error, "");
+  refused->cleanup();
+
+  auto& backend = make("");
+  EXPECT_EQ(run(backend, "echo runs").stdout_data, "runs\n");
+  EXPECT_TRUE(
+      log_.has("the sandbox runs WITHOUT its default limits on memory (2048 MiB), pids "
+               "(512), a CPU share of its own: this kernel offers no "));
+  EXPECT_TRUE(log_.has("this kernel offers no memory cgroup controller to the server"));
+  EXPECT_TRUE(log_.has("limits: none)"));
+  EXPECT_EQ(cgroups_named("execmcp-limits-test-" + instance_), std::vector<std::string>{});
 }
 
 TEST_F(LocalSandboxLimitsTest, SettingsErrorsSayWhatIsExpected) {
