@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "execmcp/plugins/plugin_settings/memory_limit.hpp"
 #include "execmcp/plugins/plugin_settings/settings_object.hpp"
 
 namespace execmcp::plugins::local {
@@ -17,7 +19,8 @@ namespace {
 
 constexpr const char* kKnownKeys =
     "shell, command_prefix, venv_path, auto_venv, env, isolation, network, egress, sandbox";
-constexpr const char* kKnownSandboxKeys = "user, landlock_max_abi, max_processes";
+constexpr const char* kKnownSandboxKeys =
+    "user, landlock_max_abi, max_processes, memory, cpus, pids_limit";
 
 // `egress`: parsed as the Docker backends parse it; what only their proxy offers is refused.
 void parse_egress_object(const nlohmann::json& value, docker_common::EgressPolicy& policy) {
@@ -42,7 +45,49 @@ std::string require_string(const nlohmann::json& value, const std::string& key) 
   return value.get<std::string>();
 }
 
-// `sandbox`: {"user": 1000, "landlock_max_abi": 2, "max_processes": 2048}.
+// `sandbox.memory`, `sandbox.cpus`, `sandbox.pids_limit`: as the Docker backends take them.
+void parse_sandbox_limit(const std::string& key, const nlohmann::json& v, SandboxSettings& out) {
+  const std::string name = "setting 'sandbox." + key + "'";
+  if (key == "memory") {
+    out.memory_set = true;
+    if (v.is_string() && v.get<std::string>() == "none") {
+      out.memory_bytes.reset();
+    } else if (v.is_number_integer() && v.get<long long>() > 0) {
+      out.memory_bytes = v.get<std::int64_t>();
+    } else if (v.is_string()) {
+      try {
+        out.memory_bytes = plugin_settings::parse_memory_limit(v.get<std::string>());
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(name + ": " + e.what() + ", or \"none\"");
+      }
+    } else {
+      throw std::invalid_argument(name + " must be " + plugin_settings::kMemoryLimitForms +
+                                  ", or \"none\", got " + v.dump());
+    }
+    // Below this even the sandbox's runner cannot start.
+    if (out.memory_bytes && *out.memory_bytes < (std::int64_t{16} << 20))
+      throw std::invalid_argument(name + " must be at least 16m (or \"none\"), got " + v.dump());
+  } else if (key == "cpus") {
+    if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>()) ||
+        v.get<double>() > 1024.0)
+      throw std::invalid_argument(name + " must be a positive number of CPUs, e.g. 1.5, got " +
+                                  v.dump());
+    out.cpus = v.get<double>();
+    out.cpus_set = true;
+  } else {
+    if (!v.is_number_integer())
+      throw std::invalid_argument(name + " must be an integer (<= 0 for no limit), got " +
+                                  v.dump());
+    if (v.get<long long>() > 0 && v.get<long long>() < 16)
+      throw std::invalid_argument(name + " must be <= 0 (no limit) or at least 16 (the sandbox's " +
+                                  "own init and runner count too), got " + v.dump());
+    out.pids_limit = v.get<std::int64_t>() > 0 ? v.get<std::int64_t>() : 0;
+    out.pids_limit_set = true;
+  }
+}
+
+// `sandbox`: {"user": 1000, "landlock_max_abi": 2, "max_processes": 2048, "memory": "2g",
+// "cpus": 1.5, "pids_limit": 512}.
 void parse_sandbox_object(const nlohmann::json& value, SandboxSettings& out) {
   if (!value.is_object())
     throw std::invalid_argument(
@@ -72,6 +117,8 @@ void parse_sandbox_object(const nlohmann::json& value, SandboxSettings& out) {
             "from 16 to 4194304, got " +
             v.dump());
       out.max_processes = static_cast<std::size_t>(v.get<long long>());
+    } else if (key == "memory" || key == "cpus" || key == "pids_limit") {
+      parse_sandbox_limit(key, v, out);
     } else {
       throw std::invalid_argument("unknown setting 'sandbox." + key +
                                   "' (known: " + kKnownSandboxKeys + ")");

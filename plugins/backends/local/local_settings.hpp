@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ enum class SandboxNetworkSetting { kNone, kHost, kEgress };
 // The default bound on the sandbox uid's processes: a fork bomb stops there instead of at the
 // host's pid_max (a Docker container's default pids_limit is 512; this uid may serve many agents).
 inline constexpr std::size_t kDefaultMaxProcesses = 2048;
+// The defaults of the sandbox's cgroup, the Docker backends' (`memory` 2g, `pids_limit` 512).
+inline constexpr std::int64_t kDefaultSandboxMemory = std::int64_t{2} << 30;
+inline constexpr std::int64_t kDefaultSandboxPidsLimit = 512;
 
 struct SandboxSettings {
   SandboxNetworkSetting network = SandboxNetworkSetting::kNone;  // `network`
@@ -32,6 +36,15 @@ struct SandboxSettings {
   int landlock_max_abi = 0;  // `sandbox.landlock_max_abi`: 0 = what the kernel has
   // `sandbox.max_processes`: RLIMIT_NPROC of the sandbox uid's processes on the host (0: none).
   std::size_t max_processes = kDefaultMaxProcesses;
+  // The limits of the sandbox's cgroup of its own (sandbox_limits.hpp), named as the Docker
+  // backends': `sandbox.memory` ("none": no limit), `sandbox.cpus` (unset: no quota, but each
+  // sandbox is one group for the scheduler), `sandbox.pids_limit` (<= 0: none).
+  std::optional<std::int64_t> memory_bytes = kDefaultSandboxMemory;
+  std::optional<double> cpus;
+  std::int64_t pids_limit = kDefaultSandboxPidsLimit;
+  // Given in the config: a limit that cannot be applied then stops the agent (a default one is
+  // left out and said).
+  bool memory_set = false, cpus_set = false, pids_limit_set = false;
 };
 
 struct LocalSettings {

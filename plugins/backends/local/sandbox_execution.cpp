@@ -259,9 +259,16 @@ std::string SandboxExecution::check_sandbox_cwd(const std::vector<GrantRoot>& ro
 }
 
 std::string SandboxExecution::start() {
-  // Fail closed: no layer is silently left out.
+  // Fail closed: no layer is silently left out, nor a limit the config asks for.
   if (auto problem = cached_sandbox_support().problem; !problem.empty())
     return "isolation: sandbox: " + problem;
+  LimitsPlan limits = plan_limits(settings_.sandbox, sandbox::probe_cgroups());
+  if (!limits.error.empty()) return "isolation: sandbox: " + limits.error;
+  remove_leftover_sandbox_cgroups(init_.agent_id);
+  {
+    std::lock_guard lock(mutex_);
+    limits_ = std::move(limits);
+  }
   if (::access(runner_.c_str(), X_OK) != 0)
     return "isolation: sandbox: execmcp-runner is missing or not executable at " + runner_ +
            " (it is built and installed with the local plugin, in the directory above it)";
@@ -389,6 +396,13 @@ std::string SandboxExecution::open_sandbox_locked(Channel& out) {
     if (!egress) return "isolation: sandbox, network: egress: " + error;
     spec.egress_socket = egress->socket_path();
   }
+  // Its cgroup of its own, joined by bubblewrap's process before anything runs (declared before
+  // the process: whatever fails below, the sandbox ends first and then its cgroup goes).
+  std::string limits_warning = limits_.warning;
+  auto cgroup = make_sandbox_cgroup(limits_, sandbox_cgroup_name(init_.agent_id, init_.instance_id),
+                                    error, limits_warning);
+  if (!error.empty()) return "isolation: sandbox: " + error;
+  if (cgroup) spec.cgroup_procs = cgroup->procs_fds();
   auto process = sandbox::SandboxProcess::start(spec, error);
   if (!process) return "isolation: sandbox: " + error;
   const int fd = process->take_channel_fd();
@@ -411,7 +425,12 @@ std::string SandboxExecution::open_sandbox_locked(Channel& out) {
                                                                            : "none";
   log(sdk::LogLevel::Info, "local: the sandbox of " + init_.agent_id + " is ready (uid " +
                                std::to_string(spec.uid) + ", network " + network + ", Landlock " +
-                               (used >= 2 ? "ABI " + std::to_string(used) : "not applied") + ")");
+                               (used >= 2 ? "ABI " + std::to_string(used) : "not applied") +
+                               ", limits: " + (cgroup ? limits_.summary : std::string("none")) +
+                               ")");
+  if (!limits_warning.empty())
+    log(sdk::LogLevel::Warn, "local: the sandbox of " + init_.agent_id + ": " + limits_warning);
+  cgroup_ = std::move(cgroup);
   process_ = std::move(process);
   egress_ = std::move(egress);
   channel_ = channel;
@@ -430,24 +449,35 @@ SandboxExecution::Channel SandboxExecution::channel(std::string& why) {
   channel_.reset();
   if (process_) process_->stop(kStopGrace);
   process_.reset();
+  release_cgroup(std::exchange(cgroup_, nullptr));
   egress_.reset();
   Channel out;
   why = open_sandbox_locked(out);
   return out;
 }
 
+void SandboxExecution::release_cgroup(
+    std::shared_ptr<sandbox::SandboxCgroup> cgroup) const noexcept {
+  if (!cgroup) return;
+  if (auto why = cgroup->remove(); !why.empty())
+    log(sdk::LogLevel::Warn, "local: the sandbox of " + init_.agent_id + ": " + why);
+}
+
 void SandboxExecution::close_sandbox() noexcept {
   std::unique_ptr<sandbox::SandboxProcess> process;
   std::shared_ptr<sandbox::EgressProxy> egress;
+  std::shared_ptr<sandbox::SandboxCgroup> cgroup;
   Channel channel;
   {
     std::lock_guard lock(mutex_);
     process.swap(process_);
     egress.swap(egress_);
+    cgroup.swap(cgroup_);
     channel.swap(channel_);
   }
   channel.reset();  // EOF on its input: the runner kills every call and its pool, and exits
   if (process) process->stop(kStopGrace);
+  release_cgroup(std::move(cgroup));  // once its processes are gone
   if (egress) {
     egress->stop();  // after the sandbox: nothing uses it any more
     deliver_summary(true);
@@ -628,6 +658,15 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
       result.error = why;
       return result;
     }
+    // The sandbox's OOM count before the call: a SIGKILL it recorded a kill under is the limit's.
+    std::shared_ptr<sandbox::SandboxCgroup> cgroup;
+    std::optional<std::int64_t> memory_limit;
+    {
+      std::lock_guard lock(mutex_);
+      cgroup = cgroup_;
+      memory_limit = limits_.limits.memory_bytes;
+    }
+    const std::optional<long> oom_before = cgroup ? cgroup->oom_kills() : std::nullopt;
     std::string error;
     auto call = ch->start(run, nullptr, error);
     if (!call) {
@@ -653,6 +692,11 @@ sdk::ExecResult SandboxExecution::execute(const sdk::ExecRequest& request) {
     }
     if (end == runner_client::RunEnd::kReported) {
       runner_client::apply_report(*call->done(), result);
+      if (result.exit_code == 128 + SIGKILL && oom_before) {
+        const std::optional<long> oom_after = cgroup->oom_kills();
+        if (oom_after && *oom_after > *oom_before)
+          result.notices.push_back(memory_limit_notice(memory_limit));
+      }
     } else if (end == runner_client::RunEnd::kLost && !call->started()) {
       continue;  // never ran: once more, in a new sandbox
     } else {

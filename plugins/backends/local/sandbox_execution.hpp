@@ -30,6 +30,7 @@
 #include "path_beneath.hpp"
 #include "runner_client/runner_channel.hpp"
 #include "sandbox_launcher.hpp"
+#include "sandbox_limits.hpp"
 
 namespace execmcp::plugins::local {
 
@@ -78,6 +79,8 @@ class SandboxExecution final : public LocalExecution,
   std::string open_sandbox_locked(Channel& out);
   // Closes the channel (the runner kills every call and exits) and stops the sandbox.
   void close_sandbox() noexcept;
+  // Removes a stopped sandbox's cgroup (saying in the log when it stays).
+  void release_cgroup(std::shared_ptr<sandbox::SandboxCgroup> cgroup) const noexcept;
   // network: egress: the sandbox's Squid, run as uid:gid. Null and `error` when it cannot start.
   std::unique_ptr<sandbox::EgressProxy> start_egress_proxy(uid_t uid, gid_t gid,
                                                            std::string& error);
@@ -127,8 +130,11 @@ class SandboxExecution final : public LocalExecution,
   const std::string runner_;     // execmcp-runner beside the plugins
   const std::string shown_cwd_;  // the workspace as commands see it: sandbox_cwd, else init_.cwd
 
-  mutable std::mutex mutex_;  // guards the five below; held while a sandbox starts
+  mutable std::mutex mutex_;  // guards the seven below; held while a sandbox starts
   std::shared_ptr<const std::vector<GrantRoot>> roots_;
+  LimitsPlan limits_;  // made by start(): what each sandbox's cgroup gets
+  // The running sandbox's cgroup of its own (null: none); execute() holds it for the OOM count.
+  std::shared_ptr<sandbox::SandboxCgroup> cgroup_;
   std::unique_ptr<sandbox::SandboxProcess> process_;
   // network: egress: the sandbox's Squid (shared with the calls that wait on its log).
   std::shared_ptr<sandbox::EgressProxy> egress_;

@@ -9,6 +9,7 @@
 
 #include "local_settings.hpp"
 #include "sandbox_launcher.hpp"
+#include "sandbox_limits.hpp"
 
 namespace execmcp::plugins::local {
 
@@ -55,6 +56,11 @@ void check_local_settings(const std::string& settings_json,
                         "isolation: sandbox: this machine cannot give a layer of the "
                         "sandbox, so the agent would not start: " +
                             support.problem});
+  // A limit the config asks for that this machine cannot apply: the agent would not start either.
+  if (const auto limits = plan_limits(settings.sandbox, sandbox::probe_cgroups());
+      !limits.error.empty())
+    problems.push_back(
+        {"/sandbox", "isolation: sandbox, so the agent would not start: " + limits.error});
 }
 
 void describe_local_settings(const std::string& settings_json, std::vector<std::string>& lines) {
@@ -96,6 +102,10 @@ void describe_local_settings(const std::string& settings_json, std::vector<std::
               " allowed entries, through a proxy of its own)";
       break;
   }
+  // The limits each sandbox's cgroup gets here, and the defaults this machine cannot give, said.
+  const auto limits = plan_limits(settings.sandbox, sandbox::probe_cgroups());
+  line += "; limits: " + (limits.error.empty() ? limits.summary : "CANNOT BE APPLIED (below)");
+  if (!limits.warning.empty()) line += "; " + limits.warning;
   lines.push_back(line);
 }
 

@@ -19,12 +19,14 @@ namespace execmcp::plugins::local {
 // then refuses to make the sandbox, and the start says so.
 sandbox::SandboxSupport cached_sandbox_support();
 
-// Settings that do not parse, then (with isolation: sandbox) a missing layer, at "/isolation".
+// Settings that do not parse, then (with isolation: sandbox) a missing layer, at "/isolation",
+// and a limit given in the config that this machine cannot apply, at "/sandbox".
 void check_local_settings(const std::string& settings_json,
                           std::vector<sdk::SettingsProblem>& problems);
 
 // "isolation: none ..." or "isolation: sandbox: bubblewrap ..., user namespaces ..., seccomp ...,
-// Landlock ABI N" (and the network), as check_sandbox_support() finds them.
+// Landlock ABI N" (and the network, and the limits each sandbox's cgroup gets or why the defaults
+// cannot be had), as check_sandbox_support() and probe_cgroups() find them.
 void describe_local_settings(const std::string& settings_json, std::vector<std::string>& lines);
 
 }  // namespace execmcp::plugins::local

@@ -10,14 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "execmcp/plugins/plugin_settings/memory_limit.hpp"
 #include "execmcp/plugins/plugin_settings/settings_object.hpp"
 
 #include "docker_common/parts/credentials.hpp"
 #include "docker_common/settings/env_file.hpp"
-#include "docker_common/settings/memory_limit.hpp"
 
 namespace execmcp::plugins::docker_common {
 namespace {
+
+using plugin_settings::kMemoryLimitForms;
+using plugin_settings::parse_memory_limit;
 
 [[noreturn]] void bad(const std::string& key, const std::string& expected) {
   throw SettingError(key, "expected " + expected);

@@ -71,6 +71,10 @@ struct SandboxSpec {
   // owner uid to it there too: so no sandbox of `uid` can fork once `uid` has this many processes
   // on the host (every sandbox of that uid shares the count; root's processes never count).
   std::size_t max_processes = 0;
+  // The sandbox's cgroup (cgroup_limits.hpp: SandboxCgroup::procs_fds()), owned by the caller:
+  // bubblewrap's process writes "0" to each before it runs anything, so the whole sandbox is in
+  // it. Empty: no cgroup of its own.
+  std::vector<int> cgroup_procs;
   // The program is execmcp-runner: the launcher appends its --execmcp-landlock-* arguments
   // (built from this spec) when the kernel has Landlock ABI >= 2, and the runner applies them to
   // itself before it says hello. False for any other program (tests run /bin/sh).

@@ -6,7 +6,8 @@
 //     ║ diagnostics (pipe)   = program's stderr                   └─ /.execmcp/<program>
 //
 // The init's host pid comes from bwrap's --json-status-fd; SIGKILL to it (by pidfd) ends the pid
-// namespace, so stop() leaves nothing behind.
+// namespace, so stop() leaves nothing behind. With a cgroup of its own (SandboxSpec::cgroup_procs)
+// the forked child joins it before it runs bwrap, so everything the sandbox runs is in it.
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
@@ -120,13 +121,14 @@ struct ChildPlan {
   bool drop = false;  // the server is root: become uid:gid first
   uid_t uid = 0;
   gid_t gid = 0;
-  rlim_t max_processes = 0;  // 0: no RLIMIT_NPROC
-  std::string exec_failed, drop_failed, too_many;
+  rlim_t max_processes = 0;                        // 0: no RLIMIT_NPROC
+  const std::vector<int>* cgroup_procs = nullptr;  // joined first (SandboxSpec::cgroup_procs)
+  std::string exec_failed, drop_failed, too_many, join_failed;
 };
 
-// The child: stdio, descriptors, signals, the sandbox uid, no_new_privs, the reach checks, then
-// bwrap. Async-signal-safe calls only; a refusal is written to `report` (close-on-exec: EOF there
-// means bwrap runs).
+// The child: signals, its cgroup, stdio, descriptors, the sandbox uid, no_new_privs, the reach
+// checks, then bwrap. Async-signal-safe calls only; a refusal is written to `report`
+// (close-on-exec: EOF there means bwrap runs).
 [[noreturn]] void exec_bwrap(const ChildPlan& plan) {
   auto fail = [&](const std::string& text) {
     [[maybe_unused]] auto n = ::write(plan.report, text.data(), text.size());
@@ -140,6 +142,9 @@ struct ChildPlan {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  // Into the sandbox's cgroup before anything else runs: "0" is the writer itself.
+  for (int fd : *plan.cgroup_procs)
+    if (::write(fd, "0", 1) != 1) fail(plan.join_failed);
   if (::dup2(plan.channel, 0) < 0 || ::dup2(plan.channel, 1) < 0 || ::dup2(plan.diagnostics, 2) < 0)
     fail("sandbox: dup2 failed\n");
   // Nothing of the server's reaches bwrap or the sandbox but what is named here.
@@ -430,6 +435,8 @@ std::unique_ptr<SandboxProcess> SandboxProcess::start(const SandboxSpec& spec, s
   plan.drop = root;
   plan.uid = spec.uid;
   plan.gid = spec.gid;
+  plan.cgroup_procs = &spec.cgroup_procs;
+  plan.join_failed = "sandbox: cannot put the sandbox into its cgroup (its resource limits)\n";
   plan.exec_failed = "bubblewrap: cannot execute " + in.bwrap + "\n";
   plan.max_processes = static_cast<rlim_t>(spec.max_processes);
   plan.too_many = "sandbox: the sandbox user " + std::to_string(spec.uid) + " has " +

@@ -1,11 +1,11 @@
-// Tests for the Docker memory-size parser.
-#include "docker_common/settings/memory_limit.hpp"
+// Tests for the memory-size parser the Docker backends and the local sandbox share.
+#include "execmcp/plugins/plugin_settings/memory_limit.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::plugin_settings {
 namespace {
 
 TEST(MemoryLimit, AcceptsDockerForms) {
@@ -33,4 +33,4 @@ TEST(MemoryLimit, RejectsBadStringsNamingTheAcceptedForms) {
 }
 
 }  // namespace
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::plugin_settings

@@ -1,5 +1,5 @@
-// Memory-size parsing for the Docker backends' `memory` setting.
-#include "docker_common/settings/memory_limit.hpp"
+// Memory-size parsing (see memory_limit.hpp).
+#include "execmcp/plugins/plugin_settings/memory_limit.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace execmcp::plugins::docker_common {
+namespace execmcp::plugins::plugin_settings {
 
 std::int64_t parse_memory_limit(std::string_view text) {
   auto fail = [&]() -> std::int64_t {
@@ -69,4 +69,4 @@ std::int64_t parse_memory_limit(std::string_view text) {
   return bytes;
 }
 
-}  // namespace execmcp::plugins::docker_common
+}  // namespace execmcp::plugins::plugin_settings
