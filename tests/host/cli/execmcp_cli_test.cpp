@@ -134,10 +134,11 @@ TEST(ExecmcpCli, CheckConfigReportsTheLocalSandboxLayersAndAMissingOneAsAnError)
                                 HasSubstr("; network egress (2 allowed entries, through a proxy "
                                           "of its own)")));
   // And the limits each sandbox's cgroup of its own gets here, or which defaults it cannot have.
-  if (result.out.find("WITHOUT its default limits") == std::string::npos)
+  if (result.out.find("WITHOUT its default limits") == std::string::npos) {
     EXPECT_THAT(result.out, HasSubstr("network none (its own loopback only); limits: memory 2048 "
                                       "MiB, pids 512, CPU shared with other sandboxes (no quota) "
                                       "(a cgroup v"));
+  }
 
   result = run_execmcp("check-config " + quote(file.string()), dir,
                        "EXECMCP_BWRAP=" + quote((dir.path() / "no-bwrap").string()));
