@@ -26,6 +26,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,7 +119,6 @@ struct Call {
   // Filled by the call's thread when it starts; the reading thread sets only term_grace, before
   // it raises `cancel` (RunControl::term_grace says why that is safe).
   sv::RunControl control;
-  std::thread thread;
 };
 
 // Reads a small /proc file; "" when it cannot.
@@ -171,17 +171,18 @@ std::vector<std::string> environment(const std::vector<std::string>& overrides) 
   return out;
 }
 
-// Threads that do the file calls, kept between calls (a file call starts no thread, let alone a
-// process): at most kMaxFileWorkers at once, so a slow file system holds up a few calls, never a
-// command.
-class FileWorkers {
+// Threads kept between calls, at most `max_threads` of them (then jobs queue): a call starts no
+// thread of its own once as many ran at once before. The file calls get 4, so a slow file system
+// holds up a few calls, never a command; the commands get as many as run at once (each waits for
+// its command to end).
+class Workers {
  public:
-  static constexpr std::size_t kMaxFileWorkers = 4;
-  ~FileWorkers() { stop(); }
+  explicit Workers(std::size_t max_threads) : max_threads_(max_threads) {}
+  ~Workers() { stop(); }
   void post(std::function<void()> job) {
     std::lock_guard lock(mutex_);
     jobs_.push_back(std::move(job));
-    if (jobs_.size() > idle_ && threads_.size() < kMaxFileWorkers)
+    if (jobs_.size() > idle_ && threads_.size() < max_threads_)
       threads_.emplace_back([this] { work(); });
     cv_.notify_one();
   }
@@ -212,6 +213,7 @@ class FileWorkers {
     }
   }
 
+  const std::size_t max_threads_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
@@ -250,8 +252,7 @@ class Runner {
     }
     // Whatever still runs is killed: nothing of a call outlives the channel.
     for (auto& [id, call] : calls_) call->cancel.request_cancel();
-    for (auto& [id, call] : calls_)
-      if (call->thread.joinable()) call->thread.join();
+    commands_.stop();
     files_.stop();
     pool_.shut_down();
     return code;
@@ -327,7 +328,7 @@ class Runner {
       });
       return;
     }
-    call.thread = std::thread([this, id, &call] {
+    commands_.post([this, id, &call] {
       rp::DoneReport report = run(id, call);
       outbox_.send(rp::FrameType::kDone, id, rp::encode_done(report));
       std::lock_guard lock(finished_mutex_);
@@ -367,10 +368,13 @@ class Runner {
     control.cancel = &call.cancel;
     // A background process: every byte streams, none is kept, and its pid is told once it runs.
     control.retain_output = call.spec.retain_output;
-    control.on_started = [this, id](long pid) {
-      if (pid > 0 && pid <= 0x3fffffff)
-        outbox_.send(rp::FrameType::kPid, id, rp::encode_pid(static_cast<std::uint32_t>(pid)));
-    };
+    // Only a background process's pid is wanted (RunnerCallObserver::on_pid): a command's call
+    // saves the frame.
+    if (!call.spec.retain_output)
+      control.on_started = [this, id](long pid) {
+        if (pid > 0 && pid <= 0x3fffffff)
+          outbox_.send(rp::FrameType::kPid, id, rp::encode_pid(static_cast<std::uint32_t>(pid)));
+      };
     int wait_status = -1;
     sdk::ExecResult r = sv::run_supervised(pool_, spawn, control, &wait_status);
     ::close(dir);
@@ -390,19 +394,16 @@ class Runner {
       std::lock_guard lock(finished_mutex_);
       done.swap(finished_);
     }
-    for (auto id : done) {
-      auto it = calls_.find(id);
-      if (it == calls_.end()) continue;
-      if (it->second->thread.joinable()) it->second->thread.join();
-      calls_.erase(it);
-    }
+    for (auto id : done) calls_.erase(id);  // its job touches it no more
   }
 
   sv::SupervisorProgram pool_;
   int in_;
   Outbox outbox_;
   std::map<std::uint32_t, std::unique_ptr<Call>> calls_;  // only the reading thread touches it
-  FileWorkers files_;  // before calls_ is destroyed: its jobs refer to calls
+  // Stopped before calls_ is destroyed: their jobs refer to calls.
+  Workers commands_{std::numeric_limits<std::size_t>::max()};
+  Workers files_{4};
   std::mutex finished_mutex_;
   std::vector<std::uint32_t> finished_;
 };
