@@ -6,14 +6,13 @@
 // Skipped where bubblewrap is missing, unless EXECMCP_REQUIRE_SANDBOX=1 (CI).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { CLIENT_KINDS, callKind, connectKind } from './lib/clients.mjs';
-import { makeWorkspace, textOf, waitUntil, writeConfig } from './lib/harness.mjs';
-import { newToken, startHttpServer } from './lib/http.mjs';
+import { makeWorkspace, textOf, waitUntil } from './lib/harness.mjs';
+import { newToken, perUserSandboxConfig, startHttpServer } from './lib/http.mjs';
 
 const IDLE_STOP = 2;
 const required = process.env.EXECMCP_REQUIRE_SANDBOX === '1';
@@ -61,24 +60,9 @@ describe('per-user local agent in its OS sandbox over HTTP', { skip }, () => {
 
   before(async () => {
     w = makeWorkspace();
-    // The sandbox user (1000 when the server is root) passes through the test's directory to
-    // <root>/users (0700), which the server gives it a traverse ACL on.
-    fs.chmodSync(w.root, 0o711);
-    users = path.join(w.root, 'users');
-    let text =
-      'execmcp: 1\n' +
-      'agents:\n' +
-      `  - id: ${agent}\n` +
-      `    per_user: {workspace_root: ${JSON.stringify(users)}, max_users: 3, idle_stop: ${IDLE_STOP}, idle_remove: 600}\n` +
-      '    backend: {plugin: local, settings: {isolation: sandbox}}\n' +
-      '    filters: [{plugin: sanitize}]\n' +
-      'server:\n' +
-      '  tokens:\n';
-    for (const [name, token] of Object.entries(tokens)) {
-      const sha = createHash('sha256').update(token).digest('hex');
-      text += `    - {name: ${name}, sha256: ${sha}, agents: [${agent}]}\n`;
-    }
-    server = await startHttpServer(writeConfig(w, text));
+    let file;
+    ({ file, users } = perUserSandboxConfig(w, agent, tokens, { idleStop: IDLE_STOP, filters: '    filters: [{plugin: sanitize}]\n' }));
+    server = await startHttpServer(file);
     conns.alice = await connectKind(CLIENT_KINDS[0], { http: { url: server.url(agent), token: tokens.alice, stderr: server.stderr } });
     conns.bob = await connectKind(CLIENT_KINDS[2], { http: { url: server.url(agent), token: tokens.bob, stderr: server.stderr } });
   });

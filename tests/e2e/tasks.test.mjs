@@ -16,7 +16,7 @@ import {
   waitForMarker,
   waitMarkerGone,
 } from './lib/harness.mjs';
-import { httpSupport, newToken, rawPost, sharedConfig, startHttpServer } from './lib/http.mjs';
+import { httpSupport, newToken, rawPost, rawSession, sharedConfig, startHttpServer } from './lib/http.mjs';
 
 const REV = '2025-11-25';
 const RELATED = 'io.modelcontextprotocol/related-task';
@@ -346,29 +346,7 @@ describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () 
   const tokA = newToken();
   const tokB = newToken();
 
-  async function session(token) {
-    const init = await rawPost(
-      server.url('alpha'),
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: REV, capabilities: {}, clientInfo: { name: 'tasks-e2e', version: '1' } } },
-      { token },
-    );
-    assert.equal(init.status, 200, init.text);
-    const sid = init.headers.get('mcp-session-id');
-    let id = 10;
-    return {
-      init: init.json,
-      async call(method, params) {
-        const res = await rawPost(server.url('alpha'), { jsonrpc: '2.0', id: id++, method, params }, {
-          token,
-          headers: { 'mcp-session-id': sid, 'mcp-protocol-version': REV },
-        });
-        if (res.json) return { ...res.json, status: res.status };
-        // An SSE answer: the last data line is the response.
-        const data = res.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
-        return { ...data.at(-1), status: res.status };
-      },
-    };
-  }
+  const session = (token) => rawSession(server.url('alpha'), token, REV, 'tasks-e2e');
 
   before(async () => {
     w = makeWorkspace();

@@ -5,13 +5,10 @@
 // unless EXECMCP_REQUIRE_SANDBOX=1 (CI).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { makeWorkspace, processesWith, sleep, uniqueMarker, waitMarkerGone, writeConfig } from './lib/harness.mjs';
-import { newToken, rawPost, startHttpServer } from './lib/http.mjs';
+import { makeWorkspace, processesWith, sleep, uniqueMarker, waitMarkerGone } from './lib/harness.mjs';
+import { newToken, perUserSandboxConfig, rawSession, startHttpServer } from './lib/http.mjs';
 
 const REV = '2025-11-25';
 const IDLE_STOP = 2;
@@ -25,27 +22,7 @@ describe('MCP tasks on a per-user local sandbox agent (2025-11-25, HTTP)', { ski
   let w;
   let server;
 
-  async function session(token) {
-    const init = await rawPost(
-      server.url(agent),
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: REV, capabilities: {}, clientInfo: { name: 'tasks-per-user', version: '1' } } },
-      { token },
-    );
-    assert.equal(init.status, 200, init.text);
-    const sid = init.headers.get('mcp-session-id');
-    let id = 10;
-    return {
-      async call(method, params) {
-        const res = await rawPost(server.url(agent), { jsonrpc: '2.0', id: id++, method, params }, {
-          token,
-          headers: { 'mcp-session-id': sid, 'mcp-protocol-version': REV },
-        });
-        if (res.json) return res.json;
-        const data = res.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
-        return data.at(-1);
-      },
-    };
-  }
+  const session = (token) => rawSession(server.url(agent), token, REV, 'tasks-per-user');
 
   async function pollToEnd(s, taskId, seconds) {
     let got;
@@ -59,21 +36,7 @@ describe('MCP tasks on a per-user local sandbox agent (2025-11-25, HTTP)', { ski
 
   before(async () => {
     w = makeWorkspace();
-    fs.chmodSync(w.root, 0o711); // the sandbox user passes through to <root>/users
-    const users = path.join(w.root, 'users');
-    let text =
-      'execmcp: 1\n' +
-      'agents:\n' +
-      `  - id: ${agent}\n` +
-      `    per_user: {workspace_root: ${JSON.stringify(users)}, max_users: 3, idle_stop: ${IDLE_STOP}, idle_remove: 600}\n` +
-      '    backend: {plugin: local, settings: {isolation: sandbox}}\n' +
-      'server:\n' +
-      '  tokens:\n';
-    for (const [name, token] of Object.entries(tokens)) {
-      const sha = createHash('sha256').update(token).digest('hex');
-      text += `    - {name: ${name}, sha256: ${sha}, agents: [${agent}]}\n`;
-    }
-    server = await startHttpServer(writeConfig(w, text));
+    server = await startHttpServer(perUserSandboxConfig(w, agent, tokens, { idleStop: IDLE_STOP }).file);
   });
 
   after(async () => {

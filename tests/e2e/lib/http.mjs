@@ -3,6 +3,7 @@
 // address is read from its `listening on` log line.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 
 import { EXECMCP_BIN, serverEnv, writeConfig } from './harness.mjs';
@@ -54,6 +55,53 @@ export function sharedConfig(w, { agents, tokens = [], extra = '' }) {
   }
   const file = writeConfig(w, text, 'shared.yaml');
   return file;
+}
+
+// A per-user agent on the local backend's OS sandbox (issue 31): each token's user gets a sandbox
+// of their own with <w.root>/users/<name> at /workspace. The sandbox user (1000 when the server is
+// root) passes through w.root to users/ (0700, a traverse ACL the server gives it).
+export function perUserSandboxConfig(w, agent, tokens, { idleStop, maxUsers = 3, filters = '' } = {}) {
+  fs.chmodSync(w.root, 0o711);
+  const users = path.join(w.root, 'users');
+  let text =
+    'execmcp: 1\n' +
+    'agents:\n' +
+    `  - id: ${agent}\n` +
+    `    per_user: {workspace_root: ${JSON.stringify(users)}, max_users: ${maxUsers}, idle_stop: ${idleStop}, idle_remove: 600}\n` +
+    '    backend: {plugin: local, settings: {isolation: sandbox}}\n' +
+    filters +
+    'server:\n' +
+    '  tokens:\n';
+  for (const [name, token] of Object.entries(tokens)) {
+    const sha = createHash('sha256').update(token).digest('hex');
+    text += `    - {name: ${name}, sha256: ${sha}, agents: [${agent}]}\n`;
+  }
+  return { file: writeConfig(w, text), users };
+}
+
+// A 2025-era session over raw JSON-RPC: initialize at `url` with `token`, then call(method,
+// params) → the response message (the last `data:` of an SSE answer), with its HTTP status.
+export async function rawSession(url, token, revision, clientName = 'e2e') {
+  const init = await rawPost(
+    url,
+    { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: clientName, version: '1' } } },
+    { token },
+  );
+  if (init.status !== 200) throw new Error(`initialize: HTTP ${init.status}: ${init.text}`);
+  const sid = init.headers.get('mcp-session-id');
+  let id = 10;
+  return {
+    init: init.json,
+    async call(method, params) {
+      const res = await rawPost(url, { jsonrpc: '2.0', id: id++, method, params }, {
+        token,
+        headers: { 'mcp-session-id': sid, 'mcp-protocol-version': revision },
+      });
+      if (res.json) return { ...res.json, status: res.status };
+      const data = res.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+      return { ...data.at(-1), status: res.status };
+    },
+  };
 }
 
 // Starts `execmcp serve --config FILE --http 127.0.0.1:0 [args]` and waits for its listening line.
