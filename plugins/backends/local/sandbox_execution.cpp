@@ -390,19 +390,19 @@ std::string SandboxExecution::open_sandbox_locked(Channel& out) {
       !why.empty())
     return "isolation: sandbox: " + why;
   std::string error;
-  std::unique_ptr<sandbox::EgressProxy> egress;
-  if (spec.network == sandbox::SandboxNetwork::kEgress) {
-    egress = start_egress_proxy(spec.uid, spec.gid, error);
-    if (!egress) return "isolation: sandbox, network: egress: " + error;
-    spec.egress_socket = egress->socket_path();
-  }
-  // Its cgroup of its own, joined by bubblewrap's process before anything runs (declared before
-  // the process: whatever fails below, the sandbox ends first and then its cgroup goes).
+  // Its cgroup of its own, joined by bubblewrap's process and the egress proxy before they run
+  // (declared first: whatever fails below, the sandbox and its proxy end first, then it goes).
   std::string limits_warning = limits_.warning;
   auto cgroup = make_sandbox_cgroup(limits_, sandbox_cgroup_name(init_.agent_id, init_.instance_id),
                                     error, limits_warning);
   if (!error.empty()) return "isolation: sandbox: " + error;
   if (cgroup) spec.cgroup_procs = cgroup->procs_fds();
+  std::unique_ptr<sandbox::EgressProxy> egress;
+  if (spec.network == sandbox::SandboxNetwork::kEgress) {
+    egress = start_egress_proxy(spec.uid, spec.gid, spec.cgroup_procs, error);
+    if (!egress) return "isolation: sandbox, network: egress: " + error;
+    spec.egress_socket = egress->socket_path();
+  }
   auto process = sandbox::SandboxProcess::start(spec, error);
   if (!process) return "isolation: sandbox: " + error;
   const int fd = process->take_channel_fd();
@@ -449,8 +449,9 @@ SandboxExecution::Channel SandboxExecution::channel(std::string& why) {
   channel_.reset();
   if (process_) process_->stop(kStopGrace);
   process_.reset();
-  release_cgroup(std::exchange(cgroup_, nullptr));
+  if (egress_) egress_->stop();  // a call may still hold it (settle() returns at once)
   egress_.reset();
+  release_cgroup(std::exchange(cgroup_, nullptr));  // once its processes are gone
   Channel out;
   why = open_sandbox_locked(out);
   return out;
@@ -477,11 +478,11 @@ void SandboxExecution::close_sandbox() noexcept {
   }
   channel.reset();  // EOF on its input: the runner kills every call and its pool, and exits
   if (process) process->stop(kStopGrace);
-  release_cgroup(std::move(cgroup));  // once its processes are gone
   if (egress) {
     egress->stop();  // after the sandbox: nothing uses it any more
     deliver_summary(true);
   }
+  release_cgroup(std::move(cgroup));  // once its processes (the proxy's too) are gone
 }
 
 sdk::NetworkEvents* SandboxExecution::network_events() noexcept {
@@ -553,9 +554,10 @@ void SandboxExecution::add_egress_notice(const EgressMark& mark, sdk::ExecResult
   if (!notice.empty()) result.notices.push_back(std::move(notice));
 }
 
-std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(uid_t uid, gid_t gid,
-                                                                           std::string& error) {
+std::unique_ptr<sandbox::EgressProxy> SandboxExecution::start_egress_proxy(
+    uid_t uid, gid_t gid, const std::vector<int>& cgroup_procs, std::string& error) {
   sandbox::EgressProxySpec spec;
+  spec.cgroup_procs = cgroup_procs;
   spec.policy = settings_.sandbox.egress;
   spec.agent_label = init_.agent_id;
   spec.uid = uid;

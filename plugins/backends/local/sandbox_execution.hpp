@@ -81,8 +81,10 @@ class SandboxExecution final : public LocalExecution,
   void close_sandbox() noexcept;
   // Removes a stopped sandbox's cgroup (saying in the log when it stays).
   void release_cgroup(std::shared_ptr<sandbox::SandboxCgroup> cgroup) const noexcept;
-  // network: egress: the sandbox's Squid, run as uid:gid. Null and `error` when it cannot start.
+  // network: egress: the sandbox's Squid, run as uid:gid in the sandbox's cgroup (its
+  // cgroup.procs descriptors; none: no cgroup). Null and `error` when it cannot start.
   std::unique_ptr<sandbox::EgressProxy> start_egress_proxy(uid_t uid, gid_t gid,
+                                                           const std::vector<int>& cgroup_procs,
                                                            std::string& error);
   // network: egress: where a command's run starts, for the notice of what the proxy refused while
   // it ran (as on Docker; a refusal cannot be tied to one command, so overlapping calls all name

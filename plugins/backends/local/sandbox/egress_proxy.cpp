@@ -184,11 +184,14 @@ bool RunningProxy::spawn(const EgressProxySpec& spec, const std::string& squid,
   const gid_t gid = spec.gid;
   const char* dir = dir_.c_str();
   const pid_t parent = ::getpid();
+  const std::vector<int>& cgroup_procs = spec.cgroup_procs;
   if (owned && devnull >= 0) {
     // On the spawner thread: PR_SET_PDEATHSIG follows the thread that forked (spawner_thread.hpp).
     pid_ = fork_on_spawner_thread([&] {
       const pid_t pid = ::fork();
       if (pid != 0) return pid;
+      for (int fd : cgroup_procs)  // into the sandbox's cgroup first: "0" is the writer itself
+        if (::write(fd, "0", 1) != 1) ::_exit(125);
       if (::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ::_exit(126);
       ::syscall(SYS_close_range, 3U, ~0U, 0U);
       if (drop && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0))

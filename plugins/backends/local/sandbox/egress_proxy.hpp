@@ -28,6 +28,9 @@ struct EgressProxySpec {
   std::string base_dir = "/tmp";  // where that directory is made (the uid must search it)
   std::string squid;              // "" = EXECMCP_SQUID or /usr/sbin/squid
   std::string hosts_file;         // "" = /etc/hosts (the tests name their local hosts here)
+  // The sandbox's cgroup (SandboxCgroup::procs_fds(), owned by the caller): Squid joins it before
+  // it runs, so its memory and CPU count toward the sandbox's limits. Empty: none.
+  std::vector<int> cgroup_procs;
   // Called on the proxy's reader thread for each access-log record (refusals included).
   std::function<void(const docker_common::EgressLogRecord&)> on_record;
 };

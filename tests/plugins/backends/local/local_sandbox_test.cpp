@@ -345,6 +345,30 @@ TEST_F(LocalSandboxTest, EgressReachesOnlyTheAllowListThroughTheProxy) {
   };
   for (int i = 0; i < 200 && !refused_seen(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(refused_seen());
+  // Squid (this process's child: the plugin forks it) runs in the sandbox's cgroup of its own
+  // where there is one, so its memory and CPU count toward the sandbox's limits.
+  const auto memory_cgroup_of = [](const std::string& pid) {
+    std::ifstream in("/proc/" + pid + "/cgroup");
+    for (std::string line; std::getline(in, line);)
+      if (line.find(":memory:") != std::string::npos || line.starts_with("0::"))
+        if (line.find("/execmcp-") != std::string::npos) return line;
+    return std::string();
+  };
+  std::string squid_cgroup = "no squid child found";
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename().string();
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    if (pid.find_first_not_of("0123456789") != std::string::npos || !std::getline(stat, text))
+      continue;
+    const auto paren = text.rfind(')');
+    if (text.find("(squid)") == std::string::npos || paren == std::string::npos) continue;
+    if (std::stol(text.substr(paren + 4)) != ::getpid()) continue;
+    squid_cgroup = memory_cgroup_of(pid);
+  }
+  if (::geteuid() == 0) {
+    EXPECT_NE(squid_cgroup, "") << "Squid is not in the sandbox's cgroup";
+  }
   backend.cleanup();
   {
     std::lock_guard lock(sink.mutex);
