@@ -4,7 +4,10 @@
 // task outliving the HTTP connection that made it, and a command several times longer than the
 // SDK client's request timeout polled to completion over HTTP.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -246,6 +249,42 @@ describe('MCP tasks over stdio (2025-11-25)', () => {
     // The killed command's result, as the call would have answered it.
     const result = await request(s, 'tasks/result', { taskId: task.taskId });
     assert.deepEqual(result.result?._meta?.[RELATED], { taskId: task.taskId }, JSON.stringify(result));
+  });
+
+  test('audit: a task\'s command has one record with the principal and the task; creation and cancel have theirs', async () => {
+    const auditFile = path.join(w.root, 'tasks-audit.jsonl');
+    const s = startWith(['--audit-file', auditFile]);
+    await s.initialize(REV);
+    const done = await createTask(s, 'echo audited-task');
+    await request(s, 'tasks/result', { taskId: done.taskId });
+    const marker = uniqueMarker();
+    markers.push(marker);
+    const cancelled = await createTask(s, `sleep 30.${marker}`);
+    assert.ok((await waitForMarker(marker)).length > 0, 'the command started');
+    await request(s, 'tasks/cancel', { taskId: cancelled.taskId });
+    await request(s, 'tasks/result', { taskId: cancelled.taskId });
+    await request(s, 'tools/call', { name: 'execute_command', arguments: { command: 'echo plain-call' } });
+    const ref = (id) => `t-${createHash('sha256').update(id).digest('hex').slice(0, 16)}`;
+    const text = fs.readFileSync(auditFile, 'utf8');
+    for (const id of [done.taskId, cancelled.taskId]) assert.ok(!text.includes(id), 'a task id in the audit trail');
+    const records = text.trim().split('\n').map((l) => JSON.parse(l));
+    const of = (task) => records.filter((r) => r.task === task);
+    // The finished task: its creation, then its command's one record (the call's, with the task).
+    const finished = of(ref(done.taskId));
+    assert.deepEqual(finished.map((r) => r.verdict).sort(), ['allowed', 'task:created'], JSON.stringify(finished));
+    for (const r of finished) {
+      assert.equal(r.principal, 'stdio');
+      assert.equal(r.tool, 'execute_command');
+      assert.equal(r.command, 'echo audited-task');
+    }
+    assert.equal(finished.find((r) => r.verdict === 'allowed').exit_code, 0);
+    const killed = of(ref(cancelled.taskId));
+    assert.deepEqual(killed.map((r) => r.verdict).sort(), ['allowed', 'task:cancelled', 'task:created'], JSON.stringify(killed));
+    assert.ok(killed.every((r) => r.principal === 'stdio'));
+    assert.equal(killed.find((r) => r.verdict === 'allowed').cancelled, true);
+    const plain = records.filter((r) => r.command === 'echo plain-call');
+    assert.equal(plain.length, 1);
+    assert.equal(plain[0].task, undefined, 'a plain call names no task');
   });
 
   test('errors: unknown task, a task on a tool that forbids it, the per-principal cap', async () => {

@@ -364,8 +364,21 @@ void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
 
 namespace execmcp::host::mcp {
 
+namespace {
+
+// The audit record of a task the client was told of (its command's own comes when it ends).
+void audit_task_created(const CallerContext& caller, const std::string& id, const json& params) {
+  const json arguments = params.value("arguments", json::object());
+  const auto command = arguments.is_object() ? arguments.find("command") : arguments.end();
+  caller.agent->audit_task(TaskAuditEvent{
+      "task:created", id, caller.principal,
+      command != arguments.end() && command->is_string() ? command->get<std::string>() : ""});
+}
+
+}  // namespace
+
 void McpService::answer_in_window(const std::string& id, const Responder& responder,
-                                  const CallerContext& caller) {
+                                  const CallerContext& caller, const json& params) {
   // Whichever comes first answers: the command's end (a plain result; the task is forgotten) or
   // the window's end (CreateTaskResult; the client polls). No thread waits for either.
   auto answered = std::make_shared<std::atomic<bool>>(false);
@@ -378,7 +391,7 @@ void McpService::answer_in_window(const std::string& id, const Responder& respon
       });
   if (error) return;  // gone already (cannot happen: it was made just now)
   tasks_.at(std::chrono::steady_clock::now() + tasks_.task_after(), [this, answered, responder,
-                                                                     owner, id, caller] {
+                                                                     owner, id, caller, params] {
     if (answered->exchange(true)) return;
     auto found = tasks_.store().get(owner, id);
     if (auto* error = std::get_if<tasks::TaskError>(&found)) {
@@ -386,6 +399,8 @@ void McpService::answer_in_window(const std::string& id, const Responder& respon
           tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
     }
     const auto& task = std::get<tasks::TaskSnapshot>(found);
+    // Only now is it a task the client knows of: a command answered within the window was a call.
+    audit_task_created(caller, id, params);
     json created = finish_result(tasks::extension_task_json(task, task.status), caller, false);
     created["resultType"] = "task";
     responder.reply(std::move(created));
@@ -426,7 +441,7 @@ std::optional<RpcError> McpService::check_call(const Request& request, const Age
 
 RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& caller,
                               const json& params, sdk::OutputSink* sink,
-                              const sdk::CancelToken* cancel) const {
+                              const sdk::CancelToken* cancel, const std::string& task) const {
   const auto args = params.find("arguments");
   // For every tool alike: what its schema does not declare is set aside with a notice.
   tools::UndeclaredArguments arguments = tools::set_aside_undeclared(
@@ -436,7 +451,7 @@ RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& call
     notice = tools::ignored_arguments_notice(tool.name, tool.input_schema, arguments.ignored);
     spdlog::debug("mcp: {}: {}", tool.name, notice);
   }
-  tools::ToolContext context{*caller.agent, sink, cancel, caller.principal};
+  tools::ToolContext context{*caller.agent, sink, cancel, caller.principal, task};
   tools::ToolOutcome result = tool.run(arguments.kept, context);
   if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
     std::string message =
@@ -504,7 +519,7 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
       if (progress) ticker_.remove(progress.get());
     });
     meter.forward_to(progress.get());
-    RpcOutcome outcome = invoke(*tool, caller, params, &meter, &cancel);
+    RpcOutcome outcome = invoke(*tool, caller, params, &meter, &cancel, id);
     meter.forward_to(nullptr);
     if (progress) progress->finish();
     return outcome;
@@ -518,8 +533,10 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
         tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
   }
   const auto& snapshot = std::get<tasks::TaskSnapshot>(started);
+  if (extension && tasks_.task_after().count() > 0)
+    return answer_in_window(snapshot.id, responder, caller, request.params);
+  audit_task_created(caller, snapshot.id, request.params);
   if (!extension) return responder.reply(json{{"task", tasks::task_json(snapshot)}});
-  if (tasks_.task_after().count() > 0) return answer_in_window(snapshot.id, responder, caller);
   json created =
       finish_result(tasks::extension_task_json(snapshot, snapshot.status), caller, false);
   created["resultType"] = "task";

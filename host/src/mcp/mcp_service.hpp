@@ -155,14 +155,16 @@ class McpService {
   // 2026-07-28: answers the task `id`'s call as a plain result if it ends within the
   // --task-after window, else with CreateTaskResult when the window ends.
   void answer_in_window(const std::string& id, const Responder& responder,
-                        const CallerContext& caller);
+                        const CallerContext& caller, const nlohmann::json& params);
   // The name and arguments are a tools/call's (else the error to answer with); `tool` set.
   [[nodiscard]] std::optional<RpcError> check_call(const Request& request, const Agent& agent,
                                                    const tools::Tool*& tool) const;
   // Runs `tool` with the request's arguments: its CallToolResult, or the JSON-RPC error.
+  // `task`: the id of the MCP task it runs for ("" for a plain call), for the audit trail.
   [[nodiscard]] RpcOutcome invoke(const tools::Tool& tool, const CallerContext& caller,
                                   const nlohmann::json& params, sdk::OutputSink* sink,
-                                  const sdk::CancelToken* cancel) const;
+                                  const sdk::CancelToken* cancel,
+                                  const std::string& task = {}) const;
   // finished, then the response (or nothing, for a call the client cancelled), then answered.
   static void complete(ToolCall& call, RpcOutcome outcome) noexcept;
   // Counts a call for `key` unless it already has `bound` (0: no bound).
