@@ -385,7 +385,9 @@ describe('MCP tasks extension over stdio (2026-07-28)', () => {
   before(() => {
     w = makeWorkspace();
     // A short window, so the test stays quick: commands past 300 ms become tasks.
-    s = new RawServer(nativeConfig(w, { filters: 'none' }), { args: ['--task-after', '300'] });
+    s = new RawServer(nativeConfig(w, { filters: 'none' }), {
+      args: ['--task-after', '300', '--audit-file', path.join(w.root, 'audit-2026.jsonl')],
+    });
   });
   after(() => {
     s?.kill();
@@ -442,6 +444,27 @@ describe('MCP tasks extension over stdio (2026-07-28)', () => {
       const msg = await request(method, { taskId: '0'.repeat(32) });
       assert.equal(msg.error?.code, -32601, `${method}: ${JSON.stringify(msg)}`);
     }
+  });
+
+  test('audit: a command answered within the window has no task:created; one made a task has', async () => {
+    const records = fs
+      .readFileSync(path.join(w.root, 'audit-2026.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    // Answered within --task-after: a call to the client, so no task:created; its command ran on
+    // the task runner all the same, and its one record says as which task.
+    const quick = records.filter((r) => r.command === 'echo quick');
+    assert.equal(quick.length, 1, JSON.stringify(quick));
+    assert.equal(quick[0].verdict, 'allowed');
+    assert.match(quick[0].task, /^t-[0-9a-f]{16}$/);
+    assert.ok(!records.some((r) => r.verdict === 'task:created' && r.task === quick[0].task));
+    const long = records.filter((r) => r.command === 'sleep 1; echo ext-done; exit 3');
+    assert.deepEqual(long.map((r) => r.verdict).sort(), ['allowed', 'task:created'], JSON.stringify(long));
+    assert.match(long[0].task, /^t-[0-9a-f]{16}$/);
+    assert.equal(long[0].task, long[1].task);
+    assert.ok(long.every((r) => r.principal === 'stdio'));
+    assert.ok(records.every((r) => r.verdict !== 'task:cancelled' || r.task !== long[0].task), 'cancel of an ended task is no event');
   });
 
   test('tasks/cancel ends the tree; the task reads cancelled', async () => {

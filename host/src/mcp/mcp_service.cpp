@@ -399,7 +399,8 @@ void McpService::answer_in_window(const std::string& id, const Responder& respon
           tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
     }
     const auto& task = std::get<tasks::TaskSnapshot>(found);
-    // Only now is it a task the client knows of: a command answered within the window was a call.
+    // Only now is it a task the client knows of: a command answered within the window was a call
+    // (its command's record still names the task it ran as).
     audit_task_created(caller, id, params);
     json created = finish_result(tasks::extension_task_json(task, task.status), caller, false);
     created["resultType"] = "task";
