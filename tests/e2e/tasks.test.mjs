@@ -528,6 +528,76 @@ function postOnOwnConnection(url, body, headers) {
   });
 }
 
+describe('2026-07-28: within its --task-after window a command is still a call; cancelling it ends its tree', () => {
+  let w;
+  let s;
+  let server;
+  const token = newToken();
+  const markers = [];
+  const treeOf = (marker) => `sh -c 'sleep 1000.${marker} & sleep 1000.${marker}; wait' tree-${marker}`;
+
+  before(async () => {
+    w = makeWorkspace();
+    // A window far longer than the test: the call never becomes a task here.
+    s = new RawServer(nativeConfig(w, { filters: 'none' }), { args: ['--task-after', '20000'] });
+    if (http.ok) {
+      const file = sharedConfig(w, { agents: ['win'], tokens: [{ name: 'win', token, agents: ['win'] }] });
+      server = await startHttpServer(file, { args: ['--task-after', '20000'] });
+    }
+  });
+  after(async () => {
+    s?.kill();
+    await server?.stop();
+    for (const m of markers) killMarker(m);
+    w?.cleanup();
+  });
+
+  test('stdio: notifications/cancelled', async () => {
+    const marker = uniqueMarker();
+    markers.push(marker);
+    s.send({
+      jsonrpc: '2.0',
+      id: 'win1',
+      method: 'tools/call',
+      params: { name: 'execute_command', arguments: { command: treeOf(marker) }, _meta: meta2026() },
+    });
+    assert.ok((await waitForMarker(marker)).length > 0, 'the tree started');
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'win1', _meta: meta2026() } });
+    assert.deepEqual(await waitMarkerGone(marker, 1000), [], 'the tree outlived the cancel');
+    await sleep(300);
+    assert.ok(!s.messages.some((m) => m.id === 'win1'), 'a cancelled request gets no answer');
+  });
+
+  test('HTTP: the client closes the stream', { skip: http.ok ? false : http.why }, async () => {
+    const marker = uniqueMarker();
+    markers.push(marker);
+    const data = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'execute_command', arguments: { command: treeOf(marker) }, _meta: meta2026() },
+    });
+    const req = httpRequest(server.url('win'), {
+      method: 'POST',
+      agent: false,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'content-length': Buffer.byteLength(data),
+        authorization: `Bearer ${token}`,
+        'mcp-protocol-version': REV2026,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'execute_command',
+      },
+    });
+    req.on('error', () => {});  // destroyed below
+    req.end(data);
+    assert.ok((await waitForMarker(marker)).length > 0, 'the tree started');
+    req.destroy();
+    assert.deepEqual(await waitMarkerGone(marker, 1000), [], 'the tree outlived the closed stream');
+  });
+});
+
 describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () => {
   let w;
   let server;
