@@ -402,7 +402,12 @@ void McpService::answer_in_window(const std::string& id, const Responder& respon
         tasks_.store().discard(id);
         answer([&] { responder.reply(o); });
       });
-  if (error) return;  // gone already (cannot happen: it was made just now)
+  if (error) {  // gone already (cannot happen: it was made just now)
+    return answer([&] {
+      responder.reply(
+          tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+    });
+  }
   const auto until = std::chrono::steady_clock::now() + tasks_.task_after();
   if (window.state) {
     watch_window(id, owner, window.state, answered, until,
