@@ -227,6 +227,7 @@ HttpResponse HttpConnection::exchange(const std::string& request,
     const std::string name = lower(line.substr(0, colon));
     std::string value = line.substr(colon + 1);
     value.erase(0, value.find_first_not_of(" \t"));
+    response.headers.emplace_back(name, value);
     if (name == "content-length") content_length = std::stol(value);
     if (name == "transfer-encoding" && lower(value).find("chunked") != std::string::npos)
       chunked = true;
@@ -250,6 +251,12 @@ HttpResponse HttpConnection::exchange(const std::string& request,
     throw std::runtime_error("HTTP response without Content-Length or chunked encoding");
   }
   return response;
+}
+
+std::string HttpResponse::header(const std::string& name) const {
+  for (const auto& [key, value] : headers)
+    if (key == name) return value;
+  return {};
 }
 
 std::string stateless_call_body(long id, const std::string& tool, const std::string& arguments) {

@@ -35,13 +35,16 @@ class HttpServerProcess {
   std::uint16_t port_ = 0;
 };
 
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
 struct HttpResponse {
   int status = 0;
   std::string body;
-  bool close = false;  // the server said `Connection: close`: the next request needs a new one
+  bool close = false;   // the server said `Connection: close`: the next request needs a new one
+  HttpHeaders headers;  // as received, names in lower case
+  // The first header named `name` (lower case), or "".
+  [[nodiscard]] std::string header(const std::string& name) const;
 };
-
-using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 // One keep-alive connection to 127.0.0.1:port; requests are sent one at a time, each with
 // `Host: 127.0.0.1:<port>` as a browser or an SDK client sends it.

@@ -22,6 +22,18 @@ struct ExecuteArgs {
   std::optional<std::chrono::milliseconds> timeout;  // none: the agent's default
   std::string work_dir;                              // empty: the agent's cwd
   std::string principal;  // who asked (token name, "stdio", "cli"): for the audit trail
+  // The id of the MCP task this command runs for ("" for a plain call); its audit record carries
+  // task_audit_reference(task), never the id.
+  std::string task{};
+};
+
+// What happened to an MCP task, for the audit trail (its command's own record comes from
+// execute() when it ends, with ExecuteArgs::task).
+struct TaskAuditEvent {
+  std::string verdict;    // "task:created", "task:cancelled"
+  std::string task;       // the task's id (recorded as task_audit_reference)
+  std::string principal;  // who asked
+  std::string command;    // "task created": the command it will run
 };
 
 struct ExecuteOutcome {
@@ -80,6 +92,9 @@ class Agent {
                                           const std::string& principal) = 0;
 
   [[nodiscard]] virtual sdk::BackendTraits traits() const = 0;
+
+  // One audit record of a task's event, with the agent's (and a per-user sandbox's user's) stamp.
+  virtual void audit_task(const TaskAuditEvent& /*event*/) {}
 
   // Known without starting the backend (tools/list asks it).
   [[nodiscard]] virtual AgentCapabilities capabilities() const { return {}; }

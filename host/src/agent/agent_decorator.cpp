@@ -66,6 +66,11 @@ BackgroundShellControl* AgentDecorator::background_shells() {
   return capabilities().background ? shells_.get() : nullptr;
 }
 
+void AgentDecorator::audit_task(const TaskAuditEvent& event) {
+  Pass pass = enter(false);
+  if (pass.agent != nullptr) pass.agent->audit_task(event);
+}
+
 ExecuteOutcome AgentDecorator::execute(const ExecuteArgs& args, sdk::OutputSink* sink,
                                        const sdk::CancelToken* cancel) {
   Pass pass = enter(true);

@@ -57,6 +57,9 @@ class AgentDecorator : public Agent {
   // Forwarded shells when capabilities().background: starting one enters with may_start, the
   // other calls look only at what runs. nullptr otherwise.
   BackgroundShellControl* background_shells() final;
+  // To the agent a pass that starts nothing reaches; none (a per-user sandbox not made yet or
+  // removed): the task's server log lines are its only trace.
+  void audit_task(const TaskAuditEvent& event) final;
 
  protected:
   // The way in for one call. `may_start`: the call needs the backend (a command, a file, a shell's

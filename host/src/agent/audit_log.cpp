@@ -56,7 +56,8 @@ AuditRecord bounded(const AuditRecord& record) {
                           {&out.error, &record.error},
                           {&out.remote_host, &record.remote_host},
                           {&out.method, &record.method},
-                          {&out.secret, &record.secret}})
+                          {&out.secret, &record.secret},
+                          {&out.task, &record.task}})
     *to = cut_text(*from, kAuditFieldBytes);
   out.bytes = record.bytes;
   out.remote_port = record.remote_port;
@@ -68,6 +69,10 @@ AuditRecord bounded(const AuditRecord& record) {
 }
 
 }  // namespace
+
+std::string task_audit_reference(const std::string& task_id) {
+  return "t-" + digest_hex(sha256_digest(task_id)).substr(0, 16);
+}
 
 AuditLog::AuditLog(const std::string& file) : path_(file) {
   if (file.empty()) return;
@@ -116,6 +121,7 @@ std::string AuditLog::to_json_line(const AuditRecord& record) {
     line["method"] = record.method;
   }
   if (!record.secret.empty()) line["secret"] = record.secret;
+  if (!record.task.empty()) line["task"] = record.task;
   if (!record.user.empty()) line["user"] = record.user;
   if (!record.reason.empty()) line["reason"] = record.reason;
   if (!record.error.empty()) line["error"] = record.error;
@@ -145,11 +151,12 @@ void AuditLog::record(const AuditRecord& full) noexcept {
                    record.reason.empty() ? "" : " reason=" + json_text(record.reason));
     } else if (record.path.empty()) {
       spdlog::info(
-          "audit agent={}{} principal={} tool={}{} verdict={} exit={} duration={:.3f} "
+          "audit agent={}{} principal={} tool={}{}{} verdict={} exit={} duration={:.3f} "
           "command={}",
           record.agent_id, record.user.empty() ? "" : " user=" + record.user, record.principal,
-          record.tool, record.shell_id.empty() ? "" : " shell=" + record.shell_id, record.verdict,
-          record.exit_code, record.duration_seconds, json_text(record.command));
+          record.tool, record.shell_id.empty() ? "" : " shell=" + record.shell_id,
+          record.task.empty() ? "" : " task=" + record.task, record.verdict, record.exit_code,
+          record.duration_seconds, json_text(record.command));
     } else {
       spdlog::info("audit agent={}{} principal={} tool={} path={} bytes={}{}", record.agent_id,
                    record.user.empty() ? "" : " user=" + record.user, record.principal, record.tool,

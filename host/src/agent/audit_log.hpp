@@ -29,7 +29,9 @@ struct AuditRecord {
   std::string work_dir;
   std::string shell_id;  // the background-shell tools
   std::string verdict;   // "allowed", "blocked:<filter>/<rule>", "internal", "refused" (egress),
-                         // "secret injected|withheld|scrubbed" (egress)
+                         // "secret injected|withheld|scrubbed" (egress), "task:created",
+                         // "task:cancelled" (an MCP task's events; its command's record is
+                         // "allowed" or "blocked:…" as a call's)
   std::string reason;    // why it was blocked, when it was
   int exit_code = -1;
   double duration_seconds = 0.0;
@@ -43,7 +45,16 @@ struct AuditRecord {
   // "egress" records of the proxy's secret decisions (secret_events/1): the secret's name, never
   // its value; `path` then holds the request's path.
   std::string secret;
+  // An MCP task's task_audit_reference: on the records of its creation, its cancellation and
+  // its command.
+  std::string task;
 };
+
+// What an audit record names an MCP task by: "t-" and the first 16 hex digits of the SHA-256 of
+// its id. The id is the task's only secret where callers are not told apart (HTTP without
+// authentication), so a reader of the audit trail must not learn it; whoever has the id can
+// compute the reference.
+[[nodiscard]] std::string task_audit_reference(const std::string& task_id);
 
 // Thread-safe; the file (if any) is opened for appending and written one whole line at a time.
 // Every record is bounded here, whoever fills it: each string field at kAuditFieldBytes.

@@ -260,7 +260,19 @@ void ConfiguredAgent::audit_command(const std::string& tool, const ExecuteArgs& 
   record.work_dir = args.work_dir;
   record.verdict = std::move(verdict);
   record.reason = std::move(reason);
+  if (!args.task.empty()) record.task = task_audit_reference(args.task);
   audit(std::move(record), result);
+}
+
+void ConfiguredAgent::audit_task(const TaskAuditEvent& event) {
+  AuditRecord record;
+  record.tool = "execute_command";
+  record.principal = event.principal;
+  record.command = event.command;
+  record.verdict = event.verdict;
+  record.task = task_audit_reference(event.task);
+  stamp(record);
+  parts_.audit->record(record);
 }
 
 void ConfiguredAgent::audit_network(const sdk::NetworkEvent& event) const {

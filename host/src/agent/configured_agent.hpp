@@ -71,6 +71,7 @@ class ConfiguredAgent final : public Agent {
   sdk::FileWriteResult write_file(const sdk::FileWriteRequest& request,
                                   const std::string& principal) override;
   [[nodiscard]] sdk::BackendTraits traits() const override;
+  void audit_task(const TaskAuditEvent& event) override;
 
   [[nodiscard]] AgentCapabilities capabilities() const override;
   BackgroundShellControl* background_shells() override;

@@ -185,8 +185,18 @@ void McpRouter::call_tool(Request& request, Responder& responder, Context& conte
         name != request.params.end() && name->is_string()
             ? service_.find_tool(*context.caller.agent, name->get<std::string>())
             : nullptr;
-    if (tool != nullptr && tool->task_optional)
-      return service_.call_tool_as_task(request, responder, context.caller, {});
+    if (tool != nullptr && tool->task_optional) {
+      if (service_.tasks().task_after().count() == 0 || !context.start_call)
+        return service_.call_tool_as_task(request, responder, context.caller, {});
+      // Within its --task-after window it is still a call: the transport records it, so that
+      // notifications/cancelled or a closed stream cancels it (and its task).
+      auto hooks = context.start_call(request, context.caller, tool->name);
+      if (!hooks) return responder.drop("answered by the transport");
+      return service_.call_tool_as_task(
+          request, responder, context.caller, {},
+          McpService::WindowCall{std::move(hooks->state), std::move(hooks->finished),
+                                 std::move(hooks->answered)});
+    }
   }
   std::optional<CallHooks> hooks;
   if (context.start_call) {

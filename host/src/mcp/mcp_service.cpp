@@ -364,31 +364,90 @@ void McpService::run_call(ToolCall& call, const tools::Tool& tool) noexcept {
 
 namespace execmcp::host::mcp {
 
+namespace {
+
+// The audit record of a task the client was told of (its command's own comes when it ends).
+void audit_task_created(const CallerContext& caller, const std::string& id, const json& params) {
+  const json arguments = params.value("arguments", json::object());
+  const auto command = arguments.is_object() ? arguments.find("command") : arguments.end();
+  caller.agent->audit_task(TaskAuditEvent{
+      "task:created", id, caller.principal,
+      command != arguments.end() && command->is_string() ? command->get<std::string>() : ""});
+}
+
+}  // namespace
+
 void McpService::answer_in_window(const std::string& id, const Responder& responder,
-                                  const CallerContext& caller) {
+                                  const CallerContext& caller, const json& params,
+                                  WindowCall window) {
   // Whichever comes first answers: the command's end (a plain result; the task is forgotten) or
-  // the window's end (CreateTaskResult; the client polls). No thread waits for either.
+  // the window's end (CreateTaskResult; the client polls). No thread waits for either. Until
+  // then it is a call: the transport's callbacks run around the answer, and a client that
+  // cancels it (notifications/cancelled, a closed stream) cancels the task and gets nothing.
   auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto answer = [window, responder](auto send) {
+    if (window.finished) window.finished();
+    if (window.state && window.state->cancelled_by_client.load()) {
+      responder.drop("cancelled by the client");
+    } else {
+      send();
+    }
+    if (window.answered) window.answered();
+  };
   const tasks::TaskOwner owner = task_owner(caller);
   auto error = tasks_.store().wait_result(
-      owner, id, [this, answered, responder, id](const tasks::TaskSnapshot&, const RpcOutcome& o) {
+      owner, id,
+      [this, answered, answer, responder, id](const tasks::TaskSnapshot&, const RpcOutcome& o) {
         if (answered->exchange(true)) return;
         tasks_.store().discard(id);
-        responder.reply(o);
+        answer([&] { responder.reply(o); });
       });
-  if (error) return;  // gone already (cannot happen: it was made just now)
-  tasks_.at(std::chrono::steady_clock::now() + tasks_.task_after(), [this, answered, responder,
-                                                                     owner, id, caller] {
+  if (error) {  // gone already (cannot happen: it was made just now)
+    return answer([&] {
+      responder.reply(
+          tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+    });
+  }
+  const auto until = std::chrono::steady_clock::now() + tasks_.task_after();
+  if (window.state) {
+    watch_window(id, owner, window.state, answered, until,
+                 static_cast<int>(tasks_.task_after().count() / 50) + 2);
+  }
+  tasks_.at(until, [this, answered, answer, responder, owner, id, caller, params] {
     if (answered->exchange(true)) return;
     auto found = tasks_.store().get(owner, id);
     if (auto* error = std::get_if<tasks::TaskError>(&found)) {
-      return responder.reply(
-          tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+      return answer([&] {
+        responder.reply(
+            tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
+      });
     }
     const auto& task = std::get<tasks::TaskSnapshot>(found);
+    // Only now is it a task the client knows of: a command answered within the window was a call
+    // (its command's record still names the task it ran as).
+    audit_task_created(caller, id, params);
     json created = finish_result(tasks::extension_task_json(task, task.status), caller, false);
     created["resultType"] = "task";
-    responder.reply(std::move(created));
+    answer([&] { responder.reply(std::move(created)); });
+  });
+}
+
+void McpService::watch_window(const std::string& id, const tasks::TaskOwner& owner,
+                              std::shared_ptr<CallState> state,
+                              std::shared_ptr<std::atomic<bool>> answered,
+                              std::chrono::steady_clock::time_point until, int checks_left) {
+  if (answered->load()) return;
+  if (state->cancel.cancel_requested()) {
+    // The task's tree is killed as for tasks/cancel; its end answers the call (with nothing,
+    // when the client cancelled it).
+    (void)tasks_.store().cancel(owner, id, "cancelled: the call was cancelled");
+    return;
+  }
+  // checks_left bounds the chain where at() runs an action at once (the service is stopping).
+  const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  if (next >= until || checks_left <= 0) return;
+  tasks_.at(next, [this, id, owner, state, answered, until, checks_left] {
+    watch_window(id, owner, state, answered, until, checks_left - 1);
   });
 }
 
@@ -426,7 +485,7 @@ std::optional<RpcError> McpService::check_call(const Request& request, const Age
 
 RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& caller,
                               const json& params, sdk::OutputSink* sink,
-                              const sdk::CancelToken* cancel) const {
+                              const sdk::CancelToken* cancel, const std::string& task) const {
   const auto args = params.find("arguments");
   // For every tool alike: what its schema does not declare is set aside with a notice.
   tools::UndeclaredArguments arguments = tools::set_aside_undeclared(
@@ -436,7 +495,7 @@ RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& call
     notice = tools::ignored_arguments_notice(tool.name, tool.input_schema, arguments.ignored);
     spdlog::debug("mcp: {}: {}", tool.name, notice);
   }
-  tools::ToolContext context{*caller.agent, sink, cancel, caller.principal};
+  tools::ToolContext context{*caller.agent, sink, cancel, caller.principal, task};
   tools::ToolOutcome result = tool.run(arguments.kept, context);
   if (auto* bad = std::get_if<tools::ArgumentError>(&result)) {
     std::string message =
@@ -453,16 +512,22 @@ RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& call
 }
 
 void McpService::call_tool_as_task(const Request& request, const Responder& responder,
-                                   const CallerContext& caller, const SendProgress& notify) {
+                                   const CallerContext& caller, const SendProgress& notify,
+                                   WindowCall window) {
+  // Answered here, not in the window: the transport's call (when it made one) ends with it.
+  auto reply_now = [&](RpcOutcome outcome) {
+    if (window.finished) window.finished();
+    responder.reply(std::move(outcome));
+    if (window.answered) window.answered();
+  };
   const tools::Tool* tool = nullptr;
-  if (auto error = check_call(request, *caller.agent, tool))
-    return responder.reply(std::move(*error));
+  if (auto error = check_call(request, *caller.agent, tool)) return reply_now(std::move(*error));
   if (!tool->task_optional) {
     // 2025-11-25: a task asked of a tool whose taskSupport is (absent, so) forbidden.
-    return responder.reply(RpcError{rpc_error::kMethodNotFound,
-                                    "Method not found: tool " + tool->name +
-                                        " does not run as a task (its execution.taskSupport is "
-                                        "forbidden); call it without params.task"});
+    return reply_now(RpcError{rpc_error::kMethodNotFound,
+                              "Method not found: tool " + tool->name +
+                                  " does not run as a task (its execution.taskSupport is "
+                                  "forbidden); call it without params.task"});
   }
   const bool extension = caller.protocol_version == protocol::kStateless;
   // The extension has no task parameter (a legacy one is ignored): the server picks the TTL.
@@ -470,8 +535,8 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
   std::optional<tasks::Millis> ttl;
   if (const auto requested = task.find("ttl"); requested != task.end() && !requested->is_null()) {
     if (!requested->is_number() || requested->get<double>() < 0)
-      return responder.reply(RpcError{rpc_error::kInvalidParams,
-                                      "Invalid params: task.ttl must be a number of milliseconds"});
+      return reply_now(RpcError{rpc_error::kInvalidParams,
+                                "Invalid params: task.ttl must be a number of milliseconds"});
     ttl = tasks::Millis(static_cast<std::int64_t>(
         std::min(requested->get<double>(), 1e12)));  // clamped again by the store
   }
@@ -504,7 +569,7 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
       if (progress) ticker_.remove(progress.get());
     });
     meter.forward_to(progress.get());
-    RpcOutcome outcome = invoke(*tool, caller, params, &meter, &cancel);
+    RpcOutcome outcome = invoke(*tool, caller, params, &meter, &cancel, id);
     meter.forward_to(nullptr);
     if (progress) progress->finish();
     return outcome;
@@ -514,16 +579,18 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
     listener = [notify](const tasks::TaskSnapshot& t) { notify(tasks::status_notification(t)); };
   auto started = tasks_.start(task_owner(caller), ttl, std::move(work), std::move(listener));
   if (auto* error = std::get_if<tasks::TaskError>(&started)) {
-    return responder.reply(
+    return reply_now(
         tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
   }
   const auto& snapshot = std::get<tasks::TaskSnapshot>(started);
-  if (!extension) return responder.reply(json{{"task", tasks::task_json(snapshot)}});
-  if (tasks_.task_after().count() > 0) return answer_in_window(snapshot.id, responder, caller);
+  if (extension && tasks_.task_after().count() > 0)
+    return answer_in_window(snapshot.id, responder, caller, request.params, std::move(window));
+  audit_task_created(caller, snapshot.id, request.params);
+  if (!extension) return reply_now(json{{"task", tasks::task_json(snapshot)}});
   json created =
       finish_result(tasks::extension_task_json(snapshot, snapshot.status), caller, false);
   created["resultType"] = "task";
-  responder.reply(std::move(created));
+  reply_now(std::move(created));
 }
 
 }  // namespace execmcp::host::mcp

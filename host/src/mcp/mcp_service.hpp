@@ -116,8 +116,17 @@ class McpService {
   // _meta declares the tasks extension. Validated as call_tool() validates, then made a
   // task whose work runs on the task runner; answered at once with CreateTaskResult (or the
   // error). `notify` (may be empty) carries the task's status and progress notifications.
+  // 2026-07-28's --task-after window: the transport's record of the request while it is still a
+  // call (its cancel: notifications/cancelled, or a closed stream), and its callbacks, run once
+  // around the answer as for a call. Empty: nothing to watch (2025-11-25, or no window).
+  struct WindowCall {
+    std::shared_ptr<CallState> state;
+    std::function<void()> finished;
+    std::function<void()> answered;
+  };
   void call_tool_as_task(const Request& request, const Responder& responder,
-                         const CallerContext& caller, const SendProgress& notify);
+                         const CallerContext& caller, const SendProgress& notify,
+                         WindowCall window = {});
 
   [[nodiscard]] tasks::TaskService& tasks() { return tasks_; }
   // The tool `name` as `agent` is offered it; nullptr when it has none by that name.
@@ -155,14 +164,21 @@ class McpService {
   // 2026-07-28: answers the task `id`'s call as a plain result if it ends within the
   // --task-after window, else with CreateTaskResult when the window ends.
   void answer_in_window(const std::string& id, const Responder& responder,
-                        const CallerContext& caller);
+                        const CallerContext& caller, const nlohmann::json& params,
+                        WindowCall window);
+  // Every 50 ms until the window ends: a call its client cancelled cancels its task.
+  void watch_window(const std::string& id, const tasks::TaskOwner& owner,
+                    std::shared_ptr<CallState> state, std::shared_ptr<std::atomic<bool>> answered,
+                    std::chrono::steady_clock::time_point until, int checks_left);
   // The name and arguments are a tools/call's (else the error to answer with); `tool` set.
   [[nodiscard]] std::optional<RpcError> check_call(const Request& request, const Agent& agent,
                                                    const tools::Tool*& tool) const;
   // Runs `tool` with the request's arguments: its CallToolResult, or the JSON-RPC error.
+  // `task`: the id of the MCP task it runs for ("" for a plain call), for the audit trail.
   [[nodiscard]] RpcOutcome invoke(const tools::Tool& tool, const CallerContext& caller,
                                   const nlohmann::json& params, sdk::OutputSink* sink,
-                                  const sdk::CancelToken* cancel) const;
+                                  const sdk::CancelToken* cancel,
+                                  const std::string& task = {}) const;
   // finished, then the response (or nothing, for a call the client cancelled), then answered.
   static void complete(ToolCall& call, RpcOutcome outcome) noexcept;
   // Counts a call for `key` unless it already has `bound` (0: no bound).

@@ -158,6 +158,7 @@ ToolOutcome run(const json& arguments, ToolContext& context) {
   if (args.error()) return ArgumentError{*args.error()};
 
   exec.principal = context.principal;
+  exec.task = context.task;
   ExecuteOutcome outcome = context.agent.execute(exec, context.sink, context.cancel);
   json structured = to_structured(outcome, exec, context.agent.cwd());
   ToolResult result;

@@ -33,6 +33,7 @@ struct ToolContext {
   sdk::OutputSink* sink = nullptr;  // set when the client asked for progress
   const sdk::CancelToken* cancel = nullptr;
   std::string principal;  // who asked (token name, or "stdio"): for the audit trail
+  std::string task{};     // the MCP task this call runs for ("" for a plain call): for the audit
 };
 
 struct Tool {

@@ -92,6 +92,7 @@ export async function rawSession(url, token, revision, clientName = 'e2e') {
   let id = 10;
   return {
     init: init.json,
+    sid,
     async call(method, params) {
       const res = await rawPost(url, { jsonrpc: '2.0', id: id++, method, params }, {
         token,

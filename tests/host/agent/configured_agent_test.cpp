@@ -291,6 +291,39 @@ TEST(ConfiguredAgent, FileToolsAreAuditedWithWhoAskedInTheOneSharedWriter) {
   EXPECT_NE(AuditLog::shared("").get(), AuditLog::shared("").get());
 }
 
+TEST(ConfiguredAgent, ATasksEventsAndItsCommandNameItByItsReferenceNeverItsId) {
+  Harness h;
+  auto agent = h.make();
+  agent->start();
+  const std::string id = "0123456789abcdef0123456789abcdef";
+  agent->audit_task({"task:created", id, "ci-bot", "echo hi"});
+  ExecuteArgs args{"echo hi", std::nullopt, "", "ci-bot"};
+  args.task = id;
+  (void)agent->execute(args, nullptr, nullptr);
+  agent->audit_task({"task:cancelled", id, "jwt:alice", ""});
+  (void)agent->execute({"echo plain", std::nullopt, "", "ci-bot"}, nullptr, nullptr);
+
+  const std::string reference = task_audit_reference(id);
+  EXPECT_THAT(reference, ::testing::MatchesRegex("t-[0-9a-f]{16}"));
+  EXPECT_EQ(reference, "t-" + digest_hex(sha256_digest(id)).substr(0, 16));
+  EXPECT_THAT(tests::read_text(h.audit_path), ::testing::Not(::testing::HasSubstr(id)));
+  const auto lines = h.audit_lines();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0]["verdict"], "task:created");
+  EXPECT_EQ(lines[0]["principal"], "ci-bot");
+  EXPECT_EQ(lines[0]["command"], "echo hi");
+  EXPECT_EQ(lines[1]["verdict"], "allowed");
+  EXPECT_EQ(lines[1]["principal"], "ci-bot");
+  EXPECT_EQ(lines[2]["verdict"], "task:cancelled");
+  EXPECT_EQ(lines[2]["principal"], "jwt:alice");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[static_cast<std::size_t>(i)]["task"], reference) << i;
+    EXPECT_EQ(lines[static_cast<std::size_t>(i)]["agent"], "alpha") << i;
+    EXPECT_EQ(lines[static_cast<std::size_t>(i)]["tool"], "execute_command") << i;
+  }
+  EXPECT_FALSE(lines[3].contains("task")) << "a plain call names no task";
+}
+
 TEST(ConfiguredAgent, ForwardsTraitsAndFileWrites) {
   Harness h;
   auto agent = h.make();

@@ -24,11 +24,13 @@ std::variant<std::string, RpcError> task_id_of(const Request& request) {
 }
 
 // Logged with who asked (the spec: log task retrieval with its authorization context); the id
-// only in part, as it is the task's only secret where callers are not told apart.
+// only in part, as it is the task's only secret where callers are not told apart. A poll
+// (tasks/get) is a debug line, reading a result an info line.
 void log_lookup(std::string_view what, const std::string& id, const CallerContext& caller,
-                bool found) {
-  spdlog::debug("mcp: {} task {}… by '{}' on agent '{}': {}", what, sanitize_utf8(id.substr(0, 8)),
-                caller.principal, caller.agent->id(), found ? "found" : "not found");
+                bool found, spdlog::level::level_enum level = spdlog::level::debug) {
+  spdlog::log(level, "mcp: {} task {}… by '{}' on agent '{}': {}", what,
+              sanitize_utf8(id.substr(0, 8)), caller.principal, caller.agent->id(),
+              found ? "found" : "not found");
 }
 
 }  // namespace
@@ -76,7 +78,7 @@ void McpRouter::tasks_result(Request& request, Responder& responder, Context& co
         RpcError failed = std::get<RpcError>(outcome);
         responder.reply(std::move(failed));
       });
-  log_lookup("result of", task_id, context.caller, !error);
+  log_lookup("result of", task_id, context.caller, !error, spdlog::level::info);
   if (error) {
     responder.reply(tasks::task_error(*error, "retrieve", service_.tasks().store().options(),
                                       context.caller.agent->id()));
@@ -124,10 +126,13 @@ void McpRouter::tasks_cancel(Request& request, Responder& responder, Context& co
     return responder.reply(tasks::task_error(*error, "cancel", service_.tasks().store().options(),
                                              context.caller.agent->id()));
   }
-  if (!std::holds_alternative<tasks::TaskError>(cancelled))
+  if (!std::holds_alternative<tasks::TaskError>(cancelled)) {
     spdlog::info("mcp: task {}… cancelled by '{}' on agent '{}'",
                  sanitize_utf8(task_id.substr(0, 8)), context.caller.principal,
                  context.caller.agent->id());
+    context.caller.agent->audit_task(
+        TaskAuditEvent{"task:cancelled", task_id, context.caller.principal, ""});
+  }
   // The extension's cancel is an empty acknowledgement (also for a task that already ended).
   if (extension)
     return responder.reply(service_.finish_result(json::object(), context.caller, false));
