@@ -3,11 +3,15 @@
 // site's incarnation changes, each kind of opening failure (the place's: the call's error, tried
 // again next call; the runner's: without a fallback the call's error, then the retry pause), a
 // call sent once more when its channel broke before the runner took it, and a way to the site
-// that can never carry a runner.
+// that can never carry a runner. And ExecRunnerSite's own decisions against FakeEngine: a runner
+// program that is missing is the runner's failure, found before the engine is asked; recover()
+// brings a gone container back, and the container made anew is a new incarnation.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,8 +20,11 @@
 
 #include <gtest/gtest.h>
 
+#include "docker_common/commands/exec_runner_site.hpp"
 #include "docker_common/commands/runner_command_path.hpp"
 #include "docker_common/commands/runner_site.hpp"
+#include "fake_engine.hpp"
+#include "lifecycle_test_support.hpp"
 #include "supervision/runner_protocol.hpp"
 
 namespace execmcp::plugins::docker_common {
@@ -229,6 +236,69 @@ TEST_F(RunnerSiteTest, AWayThatNeverCarriesARunnerIsNotOpened) {
   const auto r = path.run(true_command());
   EXPECT_EQ(r.error, "execmcp-runner cannot be reached: this connection cannot carry input");
   EXPECT_EQ(site.opens.load(), 0);
+}
+
+class ExecRunnerSiteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/execmcp-runner-site-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    workspace_ = pattern;
+    init_.agent_id = "agent";
+    init_.instance_id = "unit";
+    init_.cwd = workspace_;
+    settings_.user = "1000:1000";
+    settings_.exec_mode = ExecMode::Agent;
+    engine_.images.insert(settings_.image);
+    lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
+    probe_ = std::make_unique<ExecProbe>(*lifecycle_);
+    exec_ = std::make_unique<ExecCommandPath>(*lifecycle_, *probe_);
+    site_ = std::make_unique<ExecRunnerSite>(*lifecycle_, *exec_, *probe_);
+    ASSERT_EQ(lifecycle_->start(), "");
+    engine_.calls.clear();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(workspace_, ec);
+  }
+
+  std::string workspace_;
+  sdk::BackendInit init_;
+  DockerSettings settings_;
+  FakeEngine engine_;
+  std::unique_ptr<ContainerLifecycle> lifecycle_;
+  std::unique_ptr<ExecProbe> probe_;
+  std::unique_ptr<ExecCommandPath> exec_;
+  std::unique_ptr<ExecRunnerSite> site_;
+};
+
+TEST_F(ExecRunnerSiteTest, AMissingRunnerIsTheRunnersFailureBeforeTheEngineIsAsked) {
+  if (site_->delivery() != RunnerDelivery::None)
+    GTEST_SKIP() << "an execmcp-runner is at " << site_->runner_host_path();
+  std::vector<std::string> notices;
+  SiteError error;
+  EXPECT_EQ(site_->open(notices, error), nullptr);
+  EXPECT_EQ(error.kind, SiteError::Kind::kRunner);
+  EXPECT_TRUE(test_support::has(
+      error.why, "execmcp-runner is missing or not executable at " + site_->runner_host_path()))
+      << error.why;
+  EXPECT_TRUE(engine_.calls.empty());
+  EXPECT_TRUE(notices.empty());
+}
+
+TEST_F(ExecRunnerSiteTest, RecoverBringsAGoneContainerBackAsANewIncarnation) {
+  const auto before = site_->incarnation();
+  EXPECT_EQ(before, 1u);  // the start made the container
+  std::vector<std::string> notices;
+  EXPECT_EQ(site_->recover(notices), "");  // running: nothing to do
+  EXPECT_TRUE(notices.empty());
+  EXPECT_EQ(site_->incarnation(), before);
+  engine_.containers.erase(lifecycle_->name());
+  EXPECT_EQ(site_->recover(notices), "");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_TRUE(test_support::has(notices[0], "was gone and a fresh one was created")) << notices[0];
+  EXPECT_EQ(site_->incarnation(), before + 1);
+  EXPECT_EQ(engine_.count("create " + lifecycle_->name()), 1u);
 }
 
 }  // namespace
