@@ -22,9 +22,11 @@ ContainerBackend::ContainerBackend(const sdk::BackendInit& init, std::string bac
       lifecycle_(init, std::move(backend_name), std::move(settings), *engine_),
       probe_(lifecycle_),
       exec_(lifecycle_, probe_),
-      runner_(lifecycle_.settings().exec_mode == ExecMode::Agent
-                  ? std::make_unique<RunnerCommandPath>(lifecycle_, exec_, probe_)
-                  : nullptr),
+      runner_site_(lifecycle_.settings().exec_mode == ExecMode::Agent
+                       ? std::make_unique<ExecRunnerSite>(lifecycle_, exec_, probe_)
+                       : nullptr),
+      runner_(runner_site_ ? std::make_unique<RunnerCommandPath>(*runner_site_, &exec_, probe_)
+                           : nullptr),
       commands_(runner_ ? *runner_ : static_cast<CommandPath&>(exec_)),
       files_(lifecycle_, commands_, exec_, dynamic_cast<RunnerCommandPath*>(runner_.get())),
       kill_explainer_(lifecycle_, probe_, &exec_.events()) {

@@ -15,6 +15,7 @@
 #include "docker_common/commands/container_files.hpp"
 #include "docker_common/commands/container_probe.hpp"
 #include "docker_common/commands/exec_command_path.hpp"
+#include "docker_common/commands/exec_runner_site.hpp"
 #include "docker_common/engine/engine.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "docker_common/settings/docker_settings.hpp"
@@ -75,8 +76,9 @@ class ContainerBackend : public sdk::ExecutorBackend,
   ContainerLifecycle lifecycle_;
   ExecProbe probe_;
   ExecCommandPath exec_;
-  std::unique_ptr<CommandPath> runner_;  // exec_mode agent only
-  CommandPath& commands_;                // runner_ or exec_
+  std::unique_ptr<ExecRunnerSite> runner_site_;  // exec_mode agent only: where runner_ opens
+  std::unique_ptr<CommandPath> runner_;          // exec_mode agent only
+  CommandPath& commands_;                        // runner_ or exec_
   ContainerFiles files_;
   KillExplainer kill_explainer_;  // the lifecycle's last part: it reads the others' notices
   BackgroundTable background_;

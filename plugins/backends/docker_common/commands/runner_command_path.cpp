@@ -1,49 +1,26 @@
-// Commands through execmcp-runner: the channel, the program's delivery, one call on it, and the
+// Commands through execmcp-runner: the channel (opened at its site), one call on it, and the
 // fallback to one exec per call. See docs/docker-backend.md.
 #include "docker_common/commands/runner_command_path.hpp"
 
 #include <signal.h>
-#include <unistd.h>
 
-#include <cctype>
-#include <fstream>
-#include <sstream>
-
-#include "docker_common/commands/container_scripts.hpp"
-#include "docker_common/engine/tar_archive.hpp"
 #include "docker_common/log_text.hpp"
 #include "runner_client/run_call.hpp"
 #include "supervision/command_output.hpp"
-#include "supervision/program_path.hpp"
 
 namespace execmcp::plugins::docker_common {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Kind = EngineError::Kind;
 namespace sv = supervision;
 namespace rp = supervision::runner;
 
-// How long a starting runner may take to say hello (a cold container on a loaded machine).
-constexpr auto kHelloTimeout = std::chrono::seconds(15);
 // After a failed start, calls run with one exec each for this long before the runner is tried
 // again (each attempt costs an exec).
 constexpr auto kRetryPause = std::chrono::seconds(30);
 // How long a kill request may go unanswered before the call's processes are killed from outside.
 constexpr auto kKillGrace = std::chrono::seconds(15);
-
-// The runner program's bytes, to copy or pipe into a container.
-EngineError read_runner(const std::string& path, std::string& bytes) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  bytes = buffer.str();
-  if (!in || bytes.empty())
-    return EngineError::sentence(
-        Kind::kOther, "cannot read execmcp-runner at " + path + " to copy it into the container");
-  return {};
-}
 
 // How long a started background process may take to report its pid before the start is given up.
 constexpr auto kPidTimeout = std::chrono::seconds(30);
@@ -56,6 +33,11 @@ std::string runner_form(const ContainerCommand& c) {
   std::string command = "set --";
   for (const auto& arg : c.args) command += " " + sv::shell_quote(arg);
   return command + "\n" + c.script;
+}
+
+// A call's error where there is no exec to fall back to: the runner could not be reached.
+std::string no_runner(const std::string& why) {
+  return "execmcp-runner cannot be reached: " + why;
 }
 
 // Turns a runner call's frames into the host observer's calls.
@@ -88,165 +70,9 @@ class BackgroundRelay final : public runner_client::RunnerCallObserver {
 
 }  // namespace
 
-RunnerCommandPath::RunnerCommandPath(ContainerLifecycle& lifecycle, ExecCommandPath& fallback,
+RunnerCommandPath::RunnerCommandPath(RunnerSite& site, ExecCommandPath* fallback,
                                      ContainerProbe& probe)
-    : lifecycle_(lifecycle),
-      exec_(fallback),
-      probe_(probe),
-      engine_(lifecycle.engine()),
-      host_path_(sv::program_beside_plugin("execmcp-runner")),
-      runner_path_(kRunnerPath) {
-  // A missing runner is said on each call (then run with one exec each); the container must
-  // still start, so nothing is mounted from a path that is not there.
-  // An attached container was created without our mount: the program is sent in by exec.
-  if (::access(host_path_.c_str(), X_OK) == 0)
-    delivery_ = engine_.sees_host_files() && !lifecycle_.attached() ? RunnerDelivery::Bind
-                                                                    : RunnerDelivery::Copy;
-  lifecycle_.parts().add(*this);
-}
-
-std::string RunnerCommandPath::prepare_spec(ContainerSpec& spec) {
-  spec.runner = delivery_;
-  spec.runner_source = host_path_;
-  return {};
-}
-
-EngineError RunnerCommandPath::copy_runner() {
-  if (lifecycle_.attached()) return deliver_runner_by_exec();
-  std::string bytes;
-  if (auto err = read_runner(host_path_, bytes); !err.ok()) return err;
-  const std::string tar = single_file_tar("execmcp-runner", bytes, 0555);
-  auto err = engine_.copy_into(lifecycle_.name(), kRunnerDir, tar);
-  if (err.ok()) copied_for_ = incarnation_.load();
-  return err;
-}
-
-EngineError RunnerCommandPath::deliver_runner_by_exec() {
-  std::string bytes;
-  if (auto err = read_runner(host_path_, bytes); !err.ok()) return err;
-  // As the exec user, so the file is its own and close() can remove it (scripts/
-  // deliver_runner.sh says where it goes).
-  {  // A stopped container is the call's error, not the runner's fault (no exec-mode fallback).
-    std::vector<std::string> unused;
-    if (auto why = lifecycle_.recover(unused); !why.empty())
-      return EngineError::sentence(Kind::kNotRunning, why);
-  }
-  std::string tag;
-  const std::string instance_id = lifecycle_.init()->instance_id;
-  for (char c : instance_id.empty() ? std::to_string(::getpid()) : instance_id)
-    tag.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '-');
-  ContainerCommand spec;
-  spec.script = scripts::kDeliverRunner;
-  spec.name = "execmcp-deliver";
-  spec.args = {tag};
-  spec.work_dir = "/";
-  spec.stdin_data = std::move(bytes);
-  spec.timeout = std::chrono::seconds(120);
-  spec.output_cap = 4096;
-  spec.marker = "execmcp-deliver-" + tag;
-  spec.recover = false;
-  const auto r = exec_.run(spec);
-  const auto at = r.stdout_data.find("execmcp-at:");
-  if (!r.error.empty() || r.exit_code != 0 || at == std::string::npos) {
-    std::string said = r.error.empty() ? r.stderr_data : r.error;
-    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
-    return EngineError::sentence(Kind::kOther, "cannot put execmcp-runner into container " +
-                                                   lifecycle_.name() + ": " + said.substr(0, 1024));
-  }
-  std::string dir = r.stdout_data.substr(at + 11);
-  dir = dir.substr(0, dir.find('\n'));
-  runner_path_ = dir + "/execmcp-runner";
-  copied_for_ = incarnation_.load();
-  return {};
-}
-
-std::string RunnerCommandPath::open_runner_channel(
-    std::vector<std::string>& notices, std::shared_ptr<runner_client::RunnerChannel>& out,
-    bool& runner_fault) {
-  // The engine's and the container's failures are the call's error as they would be for an exec;
-  // only the runner's own (missing, not copied, silent, of another build) allow the fallback.
-  runner_fault = true;
-  if (delivery_ == RunnerDelivery::None)
-    return "execmcp-runner is missing or not executable at " + host_path_ +
-           " (it is built and installed with the " + lifecycle_.backend_name() +
-           " plugin, in the directory above it)";
-  runner_fault = false;
-  if (auto err = lifecycle_.connect(); !err.empty()) return err;
-  ExecOptions options;
-  if (lifecycle_.attached() && lifecycle_.user().empty())
-    return "container " + lifecycle_.name() +
-           " has not been checked yet: the backend did not start";
-  options.attach_stdin = true;
-  options.work_dir = "/";
-  options.user = lifecycle_.user();
-  // The container is brought back at most once per opening.
-  bool recovered = false;
-  auto bring_back = [&]() -> std::string {
-    recovered = true;
-    return lifecycle_.recover(notices);
-  };
-  std::string last_error;
-  for (int attempt = 0; attempt < 2;) {
-    runner_fault = false;
-    // Copied before the runner starts: a container brought back as new has an empty volume.
-    if (delivery_ == RunnerDelivery::Copy && !runner_copied()) {
-      if (const auto err = copy_runner(); !err.ok()) {
-        if (err.kind == Kind::kNotFound && !recovered) {
-          if (auto why = bring_back(); !why.empty()) return why;
-          continue;
-        }
-        runner_fault = err.kind != Kind::kUnreachable && err.kind != Kind::kNotRunning;
-        return describe_failure(err, "copying execmcp-runner into the container");
-      }
-    }
-    options.cmd = {runner_path_, rp::kChannelArg};  // attach mode: where it was delivered
-    EngineError err;
-    auto ends = engine_.open_channel(lifecycle_.name(), options, err);
-    if (!ends) {
-      if ((err.kind == Kind::kNotFound || err.kind == Kind::kNotRunning) && !recovered) {
-        if (auto why = bring_back(); !why.empty()) return why;
-        continue;
-      }
-      if (err.kind == Kind::kNoInput) {  // the runner would never hear from us
-        runner_fault = true;
-        exec_.note_input_path(false);
-        return kNoUpgrade;
-      }
-      return describe_failure(err, "creating the exec");
-    }
-    runner_fault = true;
-    exec_.note_input_path(true);
-    auto channel = std::make_shared<runner_client::RunnerChannel>(
-        std::move(*ends), [this](sdk::LogLevel level, const std::string& line) {
-          lifecycle_.log(level, "execmcp-runner in " + lifecycle_.name() + ": " + line);
-        });
-    last_error = channel->wait_ready(kHelloTimeout);
-    if (last_error.empty()) {
-      out = std::move(channel);
-      lifecycle_.log(sdk::LogLevel::Info,
-                     "execmcp-runner is ready in container " + lifecycle_.name());
-      return {};
-    }
-    ++attempt;
-    // The container was stopping (or gone) when the runner's exec started ("cannot exec in a
-    // stopped state", "is not running"): not the runner's fault. Once it has stopped, the next
-    // attempt brings it back.
-    const bool stopping = says_container_init_gone(last_error) ||
-                          !lifecycle_.inspect_state().value_or(ContainerState{}).running;
-    if (attempt == 1 && stopping) {
-      lifecycle_.wait_stopped(std::chrono::seconds(5));
-      if (auto why = bring_back(); !why.empty()) {
-        runner_fault = false;
-        return why;
-      }
-      continue;
-    }
-    // The volume may have lost the program (the container was recreated behind our back).
-    if (delivery_ != RunnerDelivery::Copy) break;
-    copied_for_ = kNotCopied;
-  }
-  return last_error;
-}
+    : site_(site), exec_(fallback), probe_(probe) {}
 
 std::shared_ptr<runner_client::RunnerChannel> RunnerCommandPath::runner_channel(
     std::vector<std::string>& notices, std::string& why, bool& runner_fault) {
@@ -254,20 +80,22 @@ std::shared_ptr<runner_client::RunnerChannel> RunnerCommandPath::runner_channel(
   runner_fault = true;
   // A channel into a container that has since been replaced (start() again, a recovery that made
   // a new one) is dead even while its reader has not seen the stream's end yet.
-  if (runner_ && runner_for_ != incarnation_.load()) {
-    lifecycle_.log(sdk::LogLevel::Info, "execmcp-runner's channel was into the container " +
-                                            lifecycle_.name() +
-                                            " before it was made again; opening a new one");
+  if (runner_ && runner_for_ != site_.incarnation()) {
+    site_.log(sdk::LogLevel::Info, "execmcp-runner's channel was into the container " +
+                                       site_.name() +
+                                       " before it was made again; opening a new one");
     runner_.reset();
   }
   if (runner_ && runner_->alive()) return runner_;
   if (runner_) {
-    lifecycle_.log(sdk::LogLevel::Warn, "execmcp-runner in " + lifecycle_.name() + " is gone (" +
-                                            log_text(runner_->failure()) + "); starting it again");
+    site_.log(sdk::LogLevel::Warn, "execmcp-runner in " + site_.name() + " is gone (" +
+                                       log_text(runner_->failure()) + "); starting it again");
     runner_.reset();
   }
-  if (exec_.input_never_arrives()) {  // a property of the way to the engine: no use trying again
-    why = kNoUpgrade;
+  // A property of the way to the site (an engine connection that cannot carry input to an
+  // exec): no use trying again.
+  if (auto never = site_.unreachable_for_good(); !never.empty()) {
+    why = std::move(never);
     return nullptr;
   }
   if (Clock::now() < runner_retry_at_) {
@@ -278,17 +106,22 @@ std::shared_ptr<runner_client::RunnerChannel> RunnerCommandPath::runner_channel(
   // may have taken the channel it opened with it, which under gVisor never ends by itself, so the
   // next call drops it rather than waiting on it (seen once in CI: StartAgainWhileCallsRunIsSafe
   // under runsc).
-  const std::uint64_t opening_for = incarnation_.load();
-  why = open_runner_channel(notices, runner_, runner_fault);
+  const std::uint64_t opening_for = site_.incarnation();
+  SiteError error;
+  runner_ = site_.open(notices, error);
+  runner_fault = error.kind != SiteError::Kind::kPlace;
+  why = std::move(error.why);
   runner_for_ = opening_for;
-  if (!why.empty()) {
+  if (!why.empty() || !runner_) {
+    if (why.empty()) why = "the runner's site gave no channel and no reason";
     runner_.reset();
     if (!runner_fault) return nullptr;  // the engine or the container: the next call tries again
     runner_failure_ = why;
     runner_retry_at_ = Clock::now() + kRetryPause;
-    lifecycle_.log(sdk::LogLevel::Warn, "execmcp-runner cannot start in " + lifecycle_.name() +
-                                            ": " + log_text(why) +
-                                            "; commands run with one exec each for now");
+    site_.log(sdk::LogLevel::Warn,
+              "execmcp-runner cannot start in " + site_.name() + ": " + log_text(why) +
+                  (exec_ != nullptr ? "; commands run with one exec each for now"
+                                    : "; calls fail until it is tried again"));
     return nullptr;
   }
   return runner_;
@@ -323,7 +156,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     return std::nullopt;
   }
 
-  StopCheck stop_check = exec_.stop_check();
+  auto stopped = site_.stop_watch();
   runner_client::RunWatch watch;
   watch.output_cap = spec.output_cap;
   watch.sink = spec.sink;
@@ -331,7 +164,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
   if (spec.timeout.count() > 0) watch.deadline = started + spec.timeout;
   watch.backend_stopped = [&] { return stop_generation_.load() != generation; };
   watch.kill_grace = kKillGrace;
-  watch.target_gone = [&] { return stop_check.stopped(); };
+  watch.target_gone = [&] { return stopped(); };
   const auto end = runner_client::watch_run(channel, *call, watch, result);
   if (end == runner_client::RunEnd::kUnanswered) {
     // The runner did not answer (stopped, or starved): end the command from outside.
@@ -350,7 +183,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
   } else if (const auto& done = call->done(); done && done->not_run) {
     // The container is going down: sent again once it has stopped and is brought back.
     drop_runner(shared);
-    lifecycle_.wait_stopped(std::chrono::seconds(5));
+    site_.wait_stopped(std::chrono::seconds(5));
     return std::nullopt;
   } else if (done) {
     runner_client::apply_report(*done, result);
@@ -360,8 +193,7 @@ std::optional<sdk::ExecResult> RunnerCommandPath::run_on_runner(
     // The channel broke during the call: the engine went away, the runner was killed (by a
     // command, perhaps this one), or the container stopped. The command ran; how it ended is
     // unknown (exit code -1), and what is left of it is found by its marker.
-    ContainerInfo info;
-    if (engine_.inspect(lifecycle_.name(), info).kind == Kind::kUnreachable) {
+    if (site_.manager_lost()) {
       result.error = kLostDocker;
     } else {
       probe_.kill_marked(spec.marker);
@@ -385,14 +217,14 @@ sdk::ExecResult RunnerCommandPath::run(const ContainerCommand& spec) {
     std::string why;
     bool runner_fault = true;
     auto channel = runner_channel(notices, why, runner_fault);
-    if (!channel && !runner_fault) {
+    if (!channel && (!runner_fault || exec_ == nullptr)) {
       sdk::ExecResult failed;
-      failed.error = why;
+      failed.error = runner_fault ? no_runner(why) : why;
       failed.notices = std::move(notices);
       return failed;
     }
     if (!channel) {
-      auto result = exec_.run(spec);
+      auto result = exec_->run(spec);
       notices.push_back("the in-container agent (execmcp-runner) could not start (" + why +
                         "); this call ran with one docker exec instead");
       result.notices.insert(result.notices.begin(), notices.begin(), notices.end());
@@ -420,13 +252,13 @@ std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileReques
   for (int attempt = 0; attempt < 2; ++attempt) {
     // A container made anew after this (start() again, a recovery) takes the runner with it;
     // where execs outlive their container (gVisor) its stream stays open and would never answer.
-    const std::uint64_t incarnation = incarnation_.load();
+    const std::uint64_t incarnation = site_.incarnation();
     std::string why;
     bool runner_fault = true;
     auto channel = runner_channel(notices, why, runner_fault);
-    if (!channel && runner_fault) return std::nullopt;
+    if (!channel && runner_fault && exec_ != nullptr) return std::nullopt;
     if (!channel) {
-      result.error = why;
+      result.error = runner_fault ? no_runner(why) : why;
       return result;
     }
     std::string error;
@@ -440,13 +272,13 @@ std::optional<RunnerFileResult> RunnerCommandPath::run_file(const rp::FileReques
       continue;
     }
     const auto deadline = Clock::now() + timeout;
-    StopCheck stop_check = exec_.stop_check();
+    auto place_stopped = site_.stop_watch();
     std::vector<runner_client::RunnerCall::Chunk> chunks;
     bool over = false;
     bool stopped = false;
     while (!over && !stopped && Clock::now() < deadline) {
       over = call->wait(std::chrono::milliseconds(50), chunks);
-      stopped = !over && (incarnation_.load() != incarnation || stop_check.stopped());
+      stopped = !over && (site_.incarnation() != incarnation || place_stopped());
     }
     call->wait(std::chrono::milliseconds(0), chunks);  // what came with the end
     for (auto& c : chunks)
@@ -480,7 +312,7 @@ std::optional<std::string> RunnerCommandPath::ready() {
   if (!r) return std::nullopt;
   if (!r->error.empty()) return r->error;
   if (!r->report.error.empty() || r->report.kind != 'd')
-    return "execmcp-runner in " + lifecycle_.name() + " cannot see the container's root (" +
+    return "execmcp-runner in " + site_.name() + " cannot see the container's root (" +
            (r->report.error.empty() ? "not a directory" : r->report.error) + ")";
   return std::string();
 }
@@ -495,12 +327,13 @@ std::string RunnerCommandPath::start_background(const std::shared_ptr<Background
   bool runner_fault = true;
   auto channel = runner_channel(notices, why, runner_fault);
   if (!channel && !runner_fault) return why;
+  if (!channel && exec_ == nullptr) return no_runner(why);
   if (!channel) {
-    lifecycle_.log(sdk::LogLevel::Warn,
-                   "background process runs with one docker exec: the in-container "
-                   "agent could not start (" +
-                       log_text(why) + ")");
-    return exec_.start_background(bg, shell, command, env, pid);
+    site_.log(sdk::LogLevel::Warn,
+              "background process runs with one docker exec: the in-container "
+              "agent could not start (" +
+                  log_text(why) + ")");
+    return exec_->start_background(bg, shell, command, env, pid);
   }
   supervision::runner::RunSpec run;
   run.output_cap = 0;
@@ -536,7 +369,10 @@ std::string RunnerCommandPath::start_background(const std::shared_ptr<Background
 void RunnerCommandPath::terminate_background(BackgroundProcess& bg,
                                              std::chrono::milliseconds grace) {
   auto channel = bg.channel.lock();
-  if (!channel || !bg.call) return exec_.terminate_background(bg, grace);
+  if (!channel || !bg.call) {
+    if (exec_ != nullptr) exec_->terminate_background(bg, grace);
+    return;
+  }
   channel->kill(*bg.call, grace);
   if (bg.wait_ended(grace + kBackgroundKillGrace)) return;
   // The runner did not answer: end the process from outside, and tell the host here.
@@ -552,21 +388,16 @@ void RunnerCommandPath::terminate_background(BackgroundProcess& bg,
 
 void RunnerCommandPath::stop() noexcept {
   stop_generation_.fetch_add(1);
-  exec_.stop();
+  if (exec_ != nullptr) exec_->stop();
 }
 
 void RunnerCommandPath::close() noexcept {
   try {
-    std::string dir;
     {
       std::lock_guard lock(runner_mutex_);
       runner_.reset();
-      if (runner_path_ != kRunnerPath) dir = runner_path_.substr(0, runner_path_.rfind('/'));
     }
-    // An attached container stays as it was: only what we put there goes (our calls died with the
-    // runner's channel; stop() ended the rest).
-    if (!lifecycle_.attached() || dir.empty() || !lifecycle_.connect().empty()) return;
-    probe_.run("rm -rf -- \"$1\"", std::chrono::seconds(15), "execmcp-cleanup", {dir});
+    site_.close();  // what was put there for the runner (attach mode's delivered program)
   } catch (...) {
     // cleanup never throws; the host may call it from a signal path.
   }
