@@ -623,6 +623,37 @@ describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () 
     w?.cleanup();
   });
 
+  test("tasks/result streams the task's progress and status on its own answer, then the result", async () => {
+    const alice = await session(tokA);
+    const created = await alice.call('tools/call', {
+      name: 'execute_command',
+      arguments: { command: 'echo one; sleep 2; echo two; sleep 1' },
+      task: { ttl: 120000 },
+      _meta: { progressToken: 'http-progress' },
+    });
+    const { taskId } = created.result.task;
+    // The creating POST answered at once: nothing of the task could come on it.
+    const res = await rawPost(server.url('alpha'), { jsonrpc: '2.0', id: 99, method: 'tasks/result', params: { taskId } }, {
+      token: tokA,
+      headers: { 'mcp-session-id': alice.sid, 'mcp-protocol-version': REV },
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    const messages = res.text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+    const progress = messages.filter((m) => m.method === 'notifications/progress');
+    assert.ok(progress.length > 0, `no progress on the tasks/result stream: ${res.text}`);
+    for (const m of progress) {
+      assert.equal(m.params.progressToken, 'http-progress');
+      assert.deepEqual(m.params._meta[RELATED], { taskId });
+    }
+    const last = messages.at(-1);
+    assert.equal(last.id, 99);
+    assert.match(last.result.content[0].text, /one[\s\S]*two/);
+    assert.deepEqual(last.result._meta[RELATED], { taskId });
+    // Every notification came before the answer, none after it.
+    assert.ok(messages.slice(0, -1).every((m) => m.method !== undefined));
+  });
+
   test('a task outlives its session and is its principal\'s alone', async () => {
     const alice = await session(tokA);
     assert.ok(alice.init.result.capabilities.tasks.list, 'list offered: callers are authenticated');

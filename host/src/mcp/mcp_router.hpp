@@ -49,6 +49,10 @@ class McpRouter {
     // Sends a notification to this client outside any request's answer (stdio: always; HTTP:
     // none, as no stream stays open); empty: none. Tasks' status and progress use it.
     McpService::SendProgress notify;
+    // Sends a notification on this request's own answer, before the answer (HTTP: an event
+    // stream, when the client accepts one; stdio: as notify); empty: none. tasks/result relays
+    // its task's status and progress there.
+    McpService::SendProgress stream;
     // Set when a request without any revision was served before initialize (warned once).
     std::atomic<bool>* warned_before_initialize = nullptr;
   };

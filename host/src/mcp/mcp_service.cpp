@@ -511,6 +511,38 @@ RpcOutcome McpService::invoke(const tools::Tool& tool, const CallerContext& call
   return finish_result(to_call_result(std::get<tools::ToolResult>(result), notice), caller, false);
 }
 
+// Where one task's notifications go: first where the creating request said, then the stream of
+// the latest tasks/result that waits on it.
+class McpService::TaskNotifier {
+ public:
+  explicit TaskNotifier(SendProgress target) : target_(std::move(target)) {}
+  void send(const json& notification) {
+    SendProgress target;
+    {
+      std::lock_guard lock(mutex_);
+      target = target_;
+    }
+    if (target) target(notification);
+  }
+  void retarget(SendProgress target) {
+    std::lock_guard lock(mutex_);
+    target_ = std::move(target);
+  }
+
+ private:
+  std::mutex mutex_;
+  SendProgress target_;
+};
+
+void McpService::stream_task_to(const std::string& id, SendProgress stream) {
+  std::shared_ptr<TaskNotifier> notifier;
+  {
+    std::lock_guard lock(notifiers_mutex_);
+    if (const auto it = notifiers_.find(id); it != notifiers_.end()) notifier = it->second.lock();
+  }
+  if (notifier) notifier->retarget(std::move(stream));
+}
+
 void McpService::call_tool_as_task(const Request& request, const Responder& responder,
                                    const CallerContext& caller, const SendProgress& notify,
                                    WindowCall window) {
@@ -542,13 +574,15 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
   }
   json progress_token;
   if (const auto meta = request.params.find("_meta");
-      meta != request.params.end() && meta->is_object() && notify) {
+      meta != request.params.end() && meta->is_object() && !extension) {
     if (const auto token = meta->find("progressToken");
         token != meta->end() && is_request_id(*token))
       progress_token = *token;
   }
   // The work keeps the caller (and with it a per-user sandbox's hold) until it ends.
-  auto work = [this, tool, caller, params = request.params, notify, progress_token](
+  // Its notifications: where this request said (stdio), later a tasks/result's stream.
+  auto notifier = std::make_shared<TaskNotifier>(notify);
+  auto work = [this, tool, caller, params = request.params, notifier, progress_token](
                   const std::string& id, const sdk::CancelToken& cancel,
                   tasks::TaskOutputMeter& meter) -> RpcOutcome {
     if (cancel.cancel_requested()) {
@@ -559,9 +593,9 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
     if (!progress_token.is_null()) {
       // The create request's progressToken stays valid for the task's life; each notification
       // says which task it is about.
-      progress = std::make_unique<ProgressReporter>(progress_token, [notify, id](json n) {
+      progress = std::make_unique<ProgressReporter>(progress_token, [notifier, id](json n) {
         if (n.contains("params")) tasks::add_related_task(n["params"], id);
-        notify(n);
+        notifier->send(n);
       });
       ticker_.add(progress.get());
     }
@@ -575,14 +609,22 @@ void McpService::call_tool_as_task(const Request& request, const Responder& resp
     return outcome;
   };
   tasks::TaskStore::StatusListener listener;
-  if (notify)
-    listener = [notify](const tasks::TaskSnapshot& t) { notify(tasks::status_notification(t)); };
+  if (!extension) {
+    listener = [notifier](const tasks::TaskSnapshot& t) {
+      notifier->send(tasks::status_notification(t));
+    };
+  }
   auto started = tasks_.start(task_owner(caller), ttl, std::move(work), std::move(listener));
   if (auto* error = std::get_if<tasks::TaskError>(&started)) {
     return reply_now(
         tasks::task_error(*error, "create", tasks_.store().options(), caller.agent->id()));
   }
   const auto& snapshot = std::get<tasks::TaskSnapshot>(started);
+  {
+    std::lock_guard lock(notifiers_mutex_);
+    std::erase_if(notifiers_, [](const auto& entry) { return entry.second.expired(); });
+    notifiers_[snapshot.id] = notifier;
+  }
   if (extension && tasks_.task_after().count() > 0)
     return answer_in_window(snapshot.id, responder, caller, request.params, std::move(window));
   audit_task_created(caller, snapshot.id, request.params);

@@ -128,6 +128,12 @@ class McpService {
                          const CallerContext& caller, const SendProgress& notify,
                          WindowCall window = {});
 
+  // tasks/result of the task `id` (its owner checked): from now on the task's status and
+  // progress notifications go to `stream`, that request's own answer (HTTP: its event stream),
+  // instead of where the creating request said (stdio: the session; HTTP: nowhere). A stream
+  // that has answered drops them.
+  void stream_task_to(const std::string& id, SendProgress stream);
+
   [[nodiscard]] tasks::TaskService& tasks() { return tasks_; }
   // The tool `name` as `agent` is offered it; nullptr when it has none by that name.
   [[nodiscard]] const tools::Tool* find_tool(const Agent& agent, const std::string& name) const;
@@ -194,6 +200,12 @@ class McpService {
   std::atomic<std::size_t> in_flight_{0};  // admitted and not finished (running or queued)
   std::mutex agents_mutex_;
   std::unordered_map<std::string, std::size_t> per_agent_;  // admitted calls per agent
+
+  // Where each task's notifications go (stream_task_to): one relay per task, kept alive by the
+  // task's work and status listener; the map holds it weakly, by task id.
+  class TaskNotifier;
+  std::mutex notifiers_mutex_;
+  std::unordered_map<std::string, std::weak_ptr<TaskNotifier>> notifiers_;
 
   // Declared last: destroyed (stopped and joined) first, while everything above is alive.
   ProgressTicker ticker_;

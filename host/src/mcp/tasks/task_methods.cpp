@@ -79,6 +79,9 @@ void McpRouter::tasks_result(Request& request, Responder& responder, Context& co
         responder.reply(std::move(failed));
       });
   log_lookup("result of", task_id, context.caller, !error, spdlog::level::info);
+  // Until its result, the task's status and progress come on this request's own answer (on
+  // HTTP the only stream a client has open while it waits).
+  if (!error && context.stream) service_.stream_task_to(task_id, context.stream);
   if (error) {
     responder.reply(tasks::task_error(*error, "retrieve", service_.tasks().store().options(),
                                       context.caller.agent->id()));

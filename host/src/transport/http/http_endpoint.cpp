@@ -488,6 +488,8 @@ void HttpEndpoint::route(const std::string& agent_id, const AccessDecision& acce
                            const std::string& tool) {
     return start_call(call, caller, tool, request, exchange, session, reply, stateless);
   };
+  if (contains_token(header_value(request, "accept"), "text/event-stream"))
+    context.stream = [reply](const json& n) { reply->progress(n); };
   router_.handle(std::move(rpc), std::move(responder), std::move(context));
 }
 

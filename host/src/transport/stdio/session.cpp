@@ -195,6 +195,7 @@ void Session::route(Request request, Responder responder) {
     std::lock_guard lock(gate->mutex);
     if (gate->session != nullptr) gate->session->send_progress(n);
   };
+  context.stream = context.notify;
   context.warned_before_initialize = &warned_no_initialize_;
   router_.handle(std::move(request), std::move(responder), std::move(context));
 }
