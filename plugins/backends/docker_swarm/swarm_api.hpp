@@ -75,7 +75,7 @@ struct ServiceInfo {
 // Where a task is in Swarm's states (new ... running, then an end).
 enum class TaskPhase {
   kStarting,  // new, allocated, assigned, accepted, preparing, ready, starting
-  kPending,   // pending: waiting for a node that fits (Status.Message says why)
+  kPending,   // pending: waiting for a node that fits (Status.Err says why)
   kRunning,
   kFailed,   // failed, rejected (Status.Err says why)
   kEnded,    // complete, shutdown, remove, orphaned
@@ -89,7 +89,9 @@ struct TaskInfo {
   std::string state;    // Status.State
   std::string desired_state;
   std::string message;  // Status.Message
-  std::string err;      // Status.Err
+  // Status.Err: why a task failed or was rejected, and why one is pending ("no suitable node
+  // (scheduling constraints not satisfied on 3 nodes)"; Message is "pending task scheduling").
+  std::string err;
   std::int64_t exit_code = 0;
   // The task's address on each network it is attached to (network id -> IP, CIDR cut off);
   // empty before the task has its attachments.
@@ -136,7 +138,8 @@ class SwarmApi {
   SwarmError list_services(const std::map<std::string, std::string>& labels,
                            std::vector<ServiceInfo>& out);
 
-  // The tasks of one service; with `desired_running`, only those Swarm wants running.
+  // The tasks of one service; with `desired_running`, only those Swarm wants running. A service
+  // that does not exist (removed) is an error with not_found(), not an empty list.
   SwarmError list_tasks(const std::string& service_id, bool desired_running,
                         std::vector<TaskInfo>& out);
 

@@ -205,12 +205,12 @@ TEST_F(SwarmApiTest, FailedPendingAndOddTasks) {
          {"ContainerStatus", {{"ExitCode", 137}}}}}},
       {{"ID", "rj"},
        {"Status", {{"State", "rejected"}, {"Err", "No such image: execmcp/runtime:latest"}}}},
+      // As 20.10 shows a task no node fits: the reason in Err, not in Message.
       {{"ID", "p"},
        {"Status",
         {{"State", "pending"},
-         {"Message",
-          "no suitable node (insufficient resources "
-          "on 2 nodes)"}}}},
+         {"Message", "pending task scheduling"},
+         {"Err", "no suitable node (scheduling constraints not satisfied on 3 nodes)"}}}},
       // Running, but the attachments not there yet, or of the wrong shape.
       {{"ID", "r1"}, {"Status", {{"State", "running"}}}},
       {{"ID", "r2"}, {"Status", {{"State", "running"}}}, {"NetworksAttachments", "odd"}},
@@ -235,13 +235,23 @@ TEST_F(SwarmApiTest, FailedPendingAndOddTasks) {
   EXPECT_EQ(out[1].err, "No such image: execmcp/runtime:latest");
   EXPECT_EQ(out[1].node_id, "");
   EXPECT_EQ(out[2].phase(), TaskPhase::kPending);
-  EXPECT_EQ(out[2].message.rfind("no suitable node", 0), 0u);
+  EXPECT_EQ(out[2].err.rfind("no suitable node", 0), 0u);
+  EXPECT_EQ(out[2].message, "pending task scheduling");
   for (std::size_t i = 3; i < 6; ++i) {
     EXPECT_EQ(out[i].phase(), TaskPhase::kRunning);
     EXPECT_TRUE(out[i].addresses.empty()) << out[i].id;
   }
   EXPECT_EQ(out[6].state, "");
   EXPECT_EQ(out[6].phase(), TaskPhase::kUnknown);
+}
+
+TEST_F(SwarmApiTest, TasksOfARemovedServiceAreNotFound) {
+  // What 20.10 answers for a service filter naming no service.
+  engine.answer("GET", "/v1.41/tasks?", 404, R"({"message":"service svc9 not found"})");
+  std::vector<TaskInfo> out{TaskInfo{}};
+  auto e = api.list_tasks("svc9", false, out);
+  EXPECT_TRUE(e.not_found());
+  EXPECT_EQ(e.message, "GET /tasks: HTTP 404: service svc9 not found");
 }
 
 TEST_F(SwarmApiTest, Nodes) {
