@@ -17,6 +17,11 @@ namespace {
 using nlohmann::json;
 namespace dc = docker_common;
 using Kind = dc::EngineError::Kind;
+using docker_client::engine_message;
+using docker_client::kMaxApiVersion;
+using docker_client::negotiate_api_version;
+using docker_client::parse_docker_host;
+using docker_client::select_docker_host;
 
 std::string url_encode(std::string_view s) {
   static const char* hex = "0123456789ABCDEF";

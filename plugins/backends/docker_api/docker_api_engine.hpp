@@ -4,10 +4,18 @@
 #include <mutex>
 #include <string>
 
-#include "docker_client.hpp"
+#include "docker_client/docker_client.hpp"
 #include "docker_common/engine/engine.hpp"
 
 namespace execmcp::plugins::docker_api {
+
+// The Engine API's HTTP client, shared with the docker-swarm backend
+// (plugins/backends/docker_client).
+using docker_client::BodyStream;
+using docker_client::DockerClient;
+using docker_client::DockerEndpoint;
+using docker_client::ExecConnection;
+using docker_client::HttpResponse;
 
 class DockerApiEngine final : public docker_common::Engine {
  public:

@@ -1,11 +1,11 @@
 // Tests for DOCKER_HOST parsing, engine error messages and API version negotiation.
-#include "docker_endpoint.hpp"
+#include "docker_client/docker_endpoint.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_client {
 namespace {
 
 TEST(DockerEndpoint, ParsesUnixForms) {
@@ -59,4 +59,4 @@ TEST(NegotiateApiVersion, CapsAtOursAndFollowsAnOlderServer) {
 }
 
 }  // namespace
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_client

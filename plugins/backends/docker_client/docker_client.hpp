@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "docker_endpoint.hpp"
+#include "docker_client/docker_endpoint.hpp"
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_client {
 
 struct HttpResponse {
   int status = 0;  // 0 when the request did not complete
@@ -91,4 +91,4 @@ class DockerClient {
   DockerEndpoint endpoint_;
 };
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_client

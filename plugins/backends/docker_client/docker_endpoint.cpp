@@ -1,12 +1,12 @@
 // DOCKER_HOST parsing, engine error messages and API version negotiation.
-#include "docker_endpoint.hpp"
+#include "docker_client/docker_endpoint.hpp"
 
 #include <cstdio>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_client {
 
 DockerEndpoint parse_docker_host(const std::string& value) {
   DockerEndpoint ep;
@@ -72,4 +72,4 @@ std::string negotiate_api_version(const std::string& server_version, const std::
   return ours;
 }
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_client

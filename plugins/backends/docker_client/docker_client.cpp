@@ -1,6 +1,6 @@
 // Beast/Asio implementation of the Docker client: every operation runs on a private io_context
 // with a deadline, so a hung engine costs a timeout, never a stuck thread.
-#include "docker_client.hpp"
+#include "docker_client/docker_client.hpp"
 
 #include <fcntl.h>
 
@@ -19,7 +19,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_client {
 namespace {
 
 namespace asio = boost::asio;
@@ -411,4 +411,4 @@ std::unique_ptr<BodyStream> DockerClient::open_stream(const std::string& path,
   return std::make_unique<BeastBodyStream>(std::move(conn), std::move(parser));
 }
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_client

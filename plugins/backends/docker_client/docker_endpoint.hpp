@@ -4,10 +4,10 @@
 #include <string>
 #include <string_view>
 
-namespace execmcp::plugins::docker_api {
+namespace execmcp::plugins::docker_client {
 
 inline constexpr const char* kDefaultDockerHost = "unix:///var/run/docker.sock";
-// The highest Engine API version this plugin speaks; a newer engine is asked for this one.
+// The highest Engine API version this client speaks; a newer engine is asked for this one.
 inline constexpr const char* kMaxApiVersion = "1.41";
 
 struct DockerEndpoint {
@@ -32,4 +32,4 @@ std::string engine_message(int status, std::string_view body);
 std::string negotiate_api_version(const std::string& server_version,
                                   const std::string& ours = kMaxApiVersion);
 
-}  // namespace execmcp::plugins::docker_api
+}  // namespace execmcp::plugins::docker_client
