@@ -114,10 +114,52 @@ async function runLongTask() {
   }
 }
 
+// An expired task is gone: a task that ends at once is kept at least 60 s after its end (its
+// reported ttl says until when), then tasks/get says it expired and tasks/list no longer has it.
+// Started with the long run and checked after it, so the minute overlaps the rest of the file.
+let expiry;
+
+async function runExpiry() {
+  const w = makeWorkspace();
+  const token = newToken();
+  const file = sharedConfig(w, { agents: ['exp'], tokens: [{ name: 'expirer', token, agents: ['exp'] }] });
+  const server = await startHttpServer(file);
+  try {
+    const s = await rawSession(server.url('exp'), token, REV, 'tasks-expiry');
+    const created = await s.call('tools/call', { name: 'execute_command', arguments: { command: 'echo soon-gone' }, task: { ttl: 1 } });
+    const { taskId } = created.result.task;
+    let before;
+    for (let i = 0; i < 100; i += 1) {
+      before = (await s.call('tasks/get', { taskId })).result;
+      if (before.status !== 'working') break;
+      await sleep(50);
+    }
+    // Once it has ended, its ttl (from createdAt) says the real moment it goes.
+    const { ttl } = before;
+    const kept = (await s.call('tasks/list', {})).result.tasks.map((t) => t.taskId);
+    // Polled once a second until it is gone (at most 15 s past that moment).
+    const deadline = Date.parse(before.createdAt) + ttl + 15000;
+    let after;
+    while (Date.now() < deadline) {
+      after = await s.call('tasks/get', { taskId });
+      if (after.error) break;
+      await sleep(1000);
+    }
+    const listed = (await s.call('tasks/list', {})).result.tasks.map((t) => t.taskId);
+    const result = await s.call('tasks/result', { taskId });
+    return { taskId, ttl, before, kept, after, listed, result };
+  } finally {
+    await server.stop();
+    w.cleanup();
+  }
+}
+
 before(() => {
   if (!http.ok) return;
   longRun = runLongTask();
   longRun.catch(() => {});  // awaited (and reported) by the last test
+  expiry = runExpiry();
+  expiry.catch(() => {});
 });
 
 describe('MCP tasks over stdio (2025-11-25)', () => {
@@ -809,4 +851,15 @@ test(`a ${LONG_SECONDS} s command through the SDK 1.x client (request timeout ${
       `(${longest.method}), client request timeout ${LONG_TIMEOUT_MS} ms; statuses: ` +
       statuses.map((s) => `${s.at}ms ${s.status}${s.statusMessage ? ` (${s.statusMessage})` : ''}`).join(' | '),
   );
+});
+
+test('an expired task is gone: tasks/get says so, tasks/list and tasks/result no longer have it', { skip: http.ok ? false : http.why }, async () => {
+  const { taskId, ttl, before, kept, after, listed, result } = await expiry;
+  assert.ok(ttl >= 60000, `a task is kept at least 60 s after its end (ttl ${ttl})`);
+  assert.equal(before.status, 'completed', JSON.stringify(before));
+  assert.ok(kept.includes(taskId));
+  assert.equal(after?.error?.code, -32602, JSON.stringify(after));
+  assert.match(after.error.message, /Task has expired|Task not found/);
+  assert.ok(!listed.includes(taskId), JSON.stringify(listed));
+  assert.equal(result.error?.code, -32602, JSON.stringify(result));
 });
