@@ -863,3 +863,28 @@ test('an expired task is gone: tasks/get says so, tasks/list and tasks/result no
   assert.ok(!listed.includes(taskId), JSON.stringify(listed));
   assert.equal(result.error?.code, -32602, JSON.stringify(result));
 });
+
+test('SIGTERM cancels the server\'s tasks and ends their trees; the server exits 0', { skip: http.ok ? false : http.why }, async () => {
+  const w = makeWorkspace();
+  const token = newToken();
+  const file = sharedConfig(w, { agents: ['term'], tokens: [{ name: 'termer', token, agents: ['term'] }] });
+  const server = await startHttpServer(file);
+  const marker = uniqueMarker();
+  try {
+    const s = await rawSession(server.url('term'), token, REV, 'tasks-sigterm');
+    const created = await s.call('tools/call', {
+      name: 'execute_command',
+      arguments: { command: `sh -c 'sleep 1000.${marker} & sleep 1000.${marker}; wait' tree-${marker}` },
+      task: { ttl: 60000 },
+    });
+    assert.equal(created.result?.task?.status, 'working', JSON.stringify(created));
+    assert.ok((await waitForMarker(marker)).length > 0, 'the tree started');
+    const exited = await server.stop();
+    assert.deepEqual(exited, { code: 0, signal: null });
+    assert.deepEqual(await waitMarkerGone(marker, 2000), [], 'the task\'s tree outlived the server');
+  } finally {
+    killMarker(marker);
+    await server.stop();
+    w.cleanup();
+  }
+});
