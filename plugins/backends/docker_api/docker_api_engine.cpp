@@ -23,20 +23,7 @@ using docker_client::negotiate_api_version;
 using docker_client::parse_docker_host;
 using docker_client::select_docker_host;
 
-std::string url_encode(std::string_view s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
+using docker_client::url_encode;
 
 // A request that did not get the status it wanted: unreachable, or the engine's own words.
 dc::EngineError failure(const HttpResponse& r, Kind kind = Kind::kOther) {

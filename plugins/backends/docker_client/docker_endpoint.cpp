@@ -1,6 +1,7 @@
 // DOCKER_HOST parsing, engine error messages and API version negotiation.
 #include "docker_client/docker_endpoint.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <stdexcept>
 
@@ -70,6 +71,21 @@ std::string negotiate_api_version(const std::string& server_version, const std::
   if (smaj < omaj || (smaj == omaj && smin < omin))
     return std::to_string(smaj) + "." + std::to_string(smin);
   return ours;
+}
+
+std::string url_encode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
 }
 
 }  // namespace execmcp::plugins::docker_client

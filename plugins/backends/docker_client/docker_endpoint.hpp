@@ -32,4 +32,8 @@ std::string engine_message(int status, std::string_view body);
 std::string negotiate_api_version(const std::string& server_version,
                                   const std::string& ours = kMaxApiVersion);
 
+// A path segment or query value for the Engine API: RFC 3986 unreserved characters as they are,
+// every other byte %XX.
+std::string url_encode(std::string_view s);
+
 }  // namespace execmcp::plugins::docker_client

@@ -34,20 +34,7 @@ const json& arr(const json& j, const char* key) {
   return it != j.end() && it->is_array() ? *it : empty;
 }
 
-std::string url_encode(std::string_view s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
+using docker_client::url_encode;
 
 std::string versioned(const std::string& path) {
   return std::string("/v") + kSwarmApiVersion + path;
