@@ -1,0 +1,284 @@
+#include "runner_listen.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "supervision/runner_auth.hpp"
+
+namespace execmcp::plugins::runner_program {
+namespace {
+
+namespace ra = supervision::runner_auth;
+using Clock = std::chrono::steady_clock;
+
+void say(const std::string& text) {
+  const std::string line = "execmcp-runner: " + text + "\n";
+  [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
+}
+
+bool starts_with(const char* arg, std::string_view prefix) {
+  return std::strncmp(arg, prefix.data(), prefix.size()) == 0;
+}
+
+// Waits for `events` until the deadline: true when ready.
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0;
+  }
+}
+
+// Exactly `size` bytes, never more (what follows is the channel's): "" or what went wrong.
+std::string read_exact(int fd, std::string& out, std::size_t size, Clock::time_point deadline) {
+  out.assign(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    if (!wait_for(fd, POLLIN, deadline)) return "no answer within the handshake's deadline";
+    const ssize_t n = ::recv(fd, out.data() + got, size - got, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return got == 0 ? "closed before answering" : "closed in the middle of its answer";
+    got += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+bool send_all(int fd, std::string_view data, Clock::time_point deadline) {
+  while (!data.empty()) {
+    if (!wait_for(fd, POLLOUT, deadline)) return false;
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::string peer_name(const sockaddr_storage& addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (addr.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
+    ::inet_ntop(AF_INET, &in.sin_addr, host, sizeof host);
+    port = ntohs(in.sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto& in = reinterpret_cast<const sockaddr_in6&>(addr);
+    ::inet_ntop(AF_INET6, &in.sin6_addr, host, sizeof host);
+    port = ntohs(in.sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+// The key, read once: exactly kKeySize bytes. Never printed, whatever the file holds.
+std::optional<ra::RunnerKey> read_key(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    say("cannot read the key file " + path + ": " + std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string bytes(ra::kKeySize + 1, '\0');
+  std::size_t got = 0;
+  bool failed = false;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) failed = true;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  auto key =
+      failed ? std::nullopt : ra::RunnerKey::from_bytes(std::string_view(bytes).substr(0, got));
+  std::fill(bytes.begin(), bytes.end(), '\0');
+  if (failed)
+    say("cannot read the key file " + path);
+  else if (!key)
+    say("the key file " + path + " must hold exactly " + std::to_string(ra::kKeySize) +
+        " bytes; it holds " + (got > ra::kKeySize ? "more" : std::to_string(got)));
+  return key;
+}
+
+void set_options(int fd) {
+  const int one = 1, idle = 10, interval = 5, count = 3;
+  const unsigned user_timeout = 20000;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+// The one channel: the newest authenticated connection waits in `pending_` until the serving
+// thread takes it; taking it, or a newer one arriving, shuts the live one down.
+class Channels {
+ public:
+  explicit Channels(const std::function<void(int)>& serve) : serve_(serve) {
+    thread_ = std::thread([this] { run(); });
+    thread_.detach();  // lives as long as the process
+  }
+  void offer(int fd) {
+    std::lock_guard lock(mutex_);
+    if (pending_ >= 0) ::close(pending_);  // never served: a newer one came first
+    pending_ = fd;
+    if (live_ >= 0) ::shutdown(live_, SHUT_RDWR);  // its serve() sees the end, kills its calls
+    cv_.notify_one();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      int fd;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return pending_ >= 0; });
+        fd = live_ = std::exchange(pending_, -1);
+      }
+      serve_(fd);
+      {
+        std::lock_guard lock(mutex_);
+        live_ = -1;  // before close: offer() never shuts down a number reused since
+      }
+      ::close(fd);
+    }
+  }
+
+  const std::function<void(int)>& serve_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int pending_ = -1, live_ = -1;
+  std::thread thread_;
+};
+
+// One peer's handshake, on a thread of its own; the connection goes to `channels` or is closed.
+void handshake(int fd, std::string peer, const ra::RunnerKey& key, Channels& channels,
+               std::atomic<int>& in_progress) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(ra::kHandshakeDeadlineMs);
+  const ra::Nonce nonce_r = ra::random_nonce();
+  std::string why;
+  std::string answer;
+  if (!send_all(fd, ra::runner_hello(nonce_r), deadline)) {
+    why = "it did not take the handshake";
+  } else if (why = read_exact(fd, answer, ra::kServerAnswerSize, deadline); why.empty()) {
+    const auto nonce_s = ra::check_server_answer(key, nonce_r, answer);
+    if (!nonce_s)
+      why = "its answer does not prove the key";
+    else if (!send_all(fd, ra::runner_answer(key, *nonce_s, nonce_r), deadline))
+      why = "it did not take the runner's answer";
+  }
+  if (why.empty()) {
+    set_options(fd);
+    channels.offer(fd);
+  } else {
+    say("refused a connection from " + peer + ": " + why);
+    ::close(fd);
+  }
+  in_progress.fetch_sub(1);
+}
+
+}  // namespace
+
+bool parse_listen_args(int argc, char** argv, ListenOptions& options, int& next) {
+  if (argc < 3 || !starts_with(argv[1], ra::kListenArg) || !starts_with(argv[2], ra::kKeyFileArg))
+    return false;
+  const std::string_view port(argv[1] + ra::kListenArg.size());
+  if (port.empty() || port.size() > 5) return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value > 65535) return false;
+  options.port = static_cast<std::uint16_t>(value);
+  options.key_file = argv[2] + ra::kKeyFileArg.size();
+  if (options.key_file.empty() || options.key_file[0] != '/') return false;
+  next = 3;
+  if (argc > 3 && starts_with(argv[3], ra::kBindArg)) {
+    options.bind_address = argv[3] + ra::kBindArg.size();
+    in_addr probe{};
+    if (::inet_pton(AF_INET, options.bind_address.c_str(), &probe) != 1) return false;
+    next = 4;
+  }
+  return true;
+}
+
+int listen_main(const ListenOptions& options, const std::function<void(int)>& serve) {
+  const auto key = read_key(options.key_file);
+  if (!key) return 2;
+  // The key is in this process's memory: no core dump, no ptrace by the commands' uid, and
+  // nothing it starts gains privileges.
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (!ra::init()) {
+    say("libsodium cannot start (no source of randomness)");
+    return 2;
+  }
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(options.port);
+  ::inet_pton(AF_INET, options.bind_address.c_str(), &addr.sin_addr);
+  if (listener < 0 || ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listener, 16) != 0) {
+    say("cannot listen on " + options.bind_address + ":" + std::to_string(options.port) + ": " +
+        std::strerror(errno));
+    return 2;
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  say("listening on " + options.bind_address + ":" + std::to_string(ntohs(addr.sin_port)));
+  Channels channels(serve);
+  std::atomic<int> in_progress{0};
+  for (;;) {
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EINTR && errno != ECONNABORTED)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // EMFILE and the like
+      continue;
+    }
+    std::string peer = peer_name(from);
+    if (in_progress.load() >= ra::kMaxHandshakes) {
+      say("refused a connection from " + peer + ": " + std::to_string(ra::kMaxHandshakes) +
+          " handshakes are in progress already");
+      ::close(fd);
+      continue;
+    }
+    in_progress.fetch_add(1);
+    try {
+      std::thread(handshake, fd, std::move(peer), std::cref(*key), std::ref(channels),
+                  std::ref(in_progress))
+          .detach();
+    } catch (...) {
+      ::close(fd);
+      in_progress.fetch_sub(1);
+    }
+  }
+}
+
+}  // namespace execmcp::plugins::runner_program
