@@ -16,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -421,6 +422,91 @@ TEST_F(RunnerListenTest, ANewerChannelReplacesTheLiveOneAndItsCommandsAreKilled)
   EXPECT_TRUE(gone) << "the replaced channel's command still runs";
   EXPECT_FALSE(first->alive());
   EXPECT_EQ(run(*second, "echo second").out, "second\n");
+}
+
+// A one-connection server on 127.0.0.1 that plays `peer` (given the accepted socket).
+class FakeRunner {
+ public:
+  explicit FakeRunner(std::function<void(int)> peer) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listener_, 1), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+    thread_ = std::thread([this, peer = std::move(peer)] {
+      const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      peer(fd);
+      ::close(fd);
+    });
+  }
+  ~FakeRunner() {
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  std::uint16_t port = 0;
+
+ private:
+  int listener_ = -1;
+  std::thread thread_;
+};
+
+TEST(ConnectRunner, NamesWhatWentWrongAndTrustsNoRunnerWithoutTheKey) {
+  const ra::RunnerKey key = ra::RunnerKey::random();
+  TransportError error;
+  // A runner that cannot prove the key (a task that took over a dead sandbox's address).
+  {
+    FakeRunner impostor([](int fd) {
+      const std::string hello = ra::runner_hello(ra::random_nonce());
+      ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
+      read_n(fd, ra::kServerAnswerSize);
+      const std::string guess(ra::kRunnerAnswerSize, '\x11');
+      ::send(fd, guess.data(), guess.size(), MSG_NOSIGNAL);
+      const std::string hello_frame = frame(rp::FrameType::kHello, 0, rp::kVersion);
+      ::send(fd, hello_frame.data(), hello_frame.size(), MSG_NOSIGNAL);
+    });
+    EXPECT_FALSE(
+        connect_runner({"127.0.0.1", impostor.port, "the sandbox's runner"}, key, 5s, error));
+    EXPECT_EQ(error.kind, TransportError::Kind::kRefused);
+    EXPECT_EQ(error.message.rfind("the sandbox's runner: ", 0), 0u) << error.message;
+  }
+  // Not a runner at all.
+  {
+    FakeRunner web([](int fd) {
+      const std::string reply = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+      ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+      bool closed = false;
+      read_until_closed(fd, 2s, closed);
+    });
+    EXPECT_FALSE(connect_runner({"127.0.0.1", web.port, ""}, key, 5s, error));
+    EXPECT_EQ(error.kind, TransportError::Kind::kProtocol) << error.message;
+    EXPECT_NE(error.message.find("not an execmcp runner"), std::string::npos) << error.message;
+  }
+  // Silent: the timeout holds.
+  {
+    FakeRunner silent([](int fd) {
+      bool closed = false;
+      read_until_closed(fd, 3s, closed);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(connect_runner({"127.0.0.1", silent.port, ""}, key, 300ms, error));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+    EXPECT_EQ(error.kind, TransportError::Kind::kUnreachable) << error.message;
+  }
+  // Nothing listens there.
+  std::uint16_t closed_port = 0;
+  {
+    FakeRunner gone([](int) {});
+    closed_port = gone.port;
+  }
+  EXPECT_FALSE(connect_runner({"127.0.0.1", closed_port, ""}, key, 2s, error));
+  EXPECT_EQ(error.kind, TransportError::Kind::kUnreachable) << error.message;
+  EXPECT_NE(error.message.find("cannot connect"), std::string::npos) << error.message;
 }
 
 // Not the fixture: runners that must not start.
