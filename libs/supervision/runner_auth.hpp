@@ -45,7 +45,6 @@ using Nonce = std::array<unsigned char, kNonceSize>;
 // A sandbox's key: 32 bytes, wiped when destroyed; it has no way to be printed.
 class RunnerKey {
  public:
-  RunnerKey() = default;
   // nullopt unless `bytes` is exactly kKeySize long.
   static std::optional<RunnerKey> from_bytes(std::string_view bytes);
   // A fresh random key.
@@ -56,6 +55,7 @@ class RunnerKey {
   [[nodiscard]] const unsigned char* data() const { return bytes_.data(); }
 
  private:
+  RunnerKey() = default;  // no key of zeros by mistake: from_bytes() or random()
   std::array<unsigned char, kKeySize> bytes_{};
 };
 

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -20,6 +19,8 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include <sodium.h>
 
 #include "supervision/runner_auth.hpp"
 
@@ -111,7 +112,7 @@ std::optional<ra::RunnerKey> read_key(const std::string& path) {
   ::close(fd);
   auto key =
       failed ? std::nullopt : ra::RunnerKey::from_bytes(std::string_view(bytes).substr(0, got));
-  std::fill(bytes.begin(), bytes.end(), '\0');
+  sodium_memzero(bytes.data(), bytes.size());
   if (failed)
     say("cannot read the key file " + path);
   else if (!key)
@@ -135,7 +136,7 @@ void set_options(int fd) {
 // thread takes it; taking it, or a newer one arriving, shuts the live one down.
 class Channels {
  public:
-  explicit Channels(const std::function<void(int)>& serve) : serve_(serve) {
+  explicit Channels(std::function<void(int)> serve) : serve_(std::move(serve)) {
     thread_ = std::thread([this] { run(); });
     thread_.detach();  // lives as long as the process
   }
@@ -165,7 +166,7 @@ class Channels {
     }
   }
 
-  const std::function<void(int)>& serve_;
+  const std::function<void(int)> serve_;
   std::mutex mutex_;
   std::condition_variable cv_;
   int pending_ = -1, live_ = -1;
@@ -225,12 +226,12 @@ bool parse_listen_args(int argc, char** argv, ListenOptions& options, int& next)
 }
 
 int listen_main(const ListenOptions& options, const std::function<void(int)>& serve) {
-  const auto key = read_key(options.key_file);
-  if (!key) return 2;
-  // The key is in this process's memory: no core dump, no ptrace by the commands' uid, and
-  // nothing it starts gains privileges.
+  // The key is about to be in this process's memory: no core dump, no ptrace or /proc/<pid>/mem
+  // by the commands' uid, and nothing it starts gains privileges.
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  const auto key = read_key(options.key_file);
+  if (!key) return 2;
   if (!ra::init()) {
     say("libsodium cannot start (no source of randomness)");
     return 2;

@@ -270,6 +270,8 @@ TEST_F(RunnerListenTest, TheKeysHolderRunsACommandAndAFileCall) {
   ASSERT_TRUE(ran.done) << ran.lost;
   EXPECT_EQ(ran.done->exit_code, 3);
   EXPECT_EQ(ran.out, "hello\n");
+  // The runner holds the key: it set no_new_privs before reading it, and its commands inherit it.
+  EXPECT_EQ(run(*channel, "grep NoNewPrivs /proc/self/status").out, "NoNewPrivs:\t1\n");
 
   rp::FileRequest write{rp::FileOp::kWrite, dir_.path.string(), "notes.txt", 0, 0};
   const std::string input = "over the network\n";
