@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +19,7 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <sodium.h>
 
@@ -39,38 +40,12 @@ bool starts_with(const char* arg, std::string_view prefix) {
   return std::strncmp(arg, prefix.data(), prefix.size()) == 0;
 }
 
-// Waits for `events` until the deadline: true when ready.
-bool wait_for(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    return n > 0;
-  }
-}
-
-// Exactly `size` bytes, never more (what follows is the channel's): "" or what went wrong.
-std::string read_exact(int fd, std::string& out, std::size_t size, Clock::time_point deadline) {
-  out.assign(size, '\0');
-  std::size_t got = 0;
-  while (got < size) {
-    if (!wait_for(fd, POLLIN, deadline)) return "no answer within the handshake's deadline";
-    const ssize_t n = ::recv(fd, out.data() + got, size - got, MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return got == 0 ? "closed before answering" : "closed in the middle of its answer";
-    got += static_cast<std::size_t>(n);
-  }
-  return {};
-}
-
-bool send_all(int fd, std::string_view data, Clock::time_point deadline) {
+// Sends all of `data` at once without waiting (a handshake's few bytes fit in a new socket's
+// buffer; a peer that would make us wait is refused).
+bool send_now(int fd, std::string_view data) {
   while (!data.empty()) {
-    if (!wait_for(fd, POLLOUT, deadline)) return false;
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     data.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -136,10 +111,21 @@ void set_options(int fd) {
 // thread takes it; taking it, or a newer one arriving, shuts the live one down.
 class Channels {
  public:
-  explicit Channels(std::function<void(int)> serve) : serve_(std::move(serve)) {
-    thread_ = std::thread([this] { run(); });
-    thread_.detach();  // lives as long as the process
+  explicit Channels(std::function<void(int)> serve)
+      : serve_(std::move(serve)), thread_([this] { run(); }) {}
+  ~Channels() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      if (live_ >= 0) ::shutdown(live_, SHUT_RDWR);
+    }
+    cv_.notify_one();
+    thread_.join();
+    if (pending_ >= 0) ::close(pending_);
   }
+  Channels(const Channels&) = delete;
+  Channels& operator=(const Channels&) = delete;
+
   void offer(int fd) {
     std::lock_guard lock(mutex_);
     if (pending_ >= 0) ::close(pending_);  // never served: a newer one came first
@@ -154,7 +140,8 @@ class Channels {
       int fd;
       {
         std::unique_lock lock(mutex_);
-        cv_.wait(lock, [&] { return pending_ >= 0; });
+        cv_.wait(lock, [&] { return stopping_ || pending_ >= 0; });
+        if (stopping_) return;
         fd = live_ = std::exchange(pending_, -1);
       }
       serve_(fd);
@@ -170,33 +157,104 @@ class Channels {
   std::mutex mutex_;
   std::condition_variable cv_;
   int pending_ = -1, live_ = -1;
-  std::thread thread_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: it starts once the rest is ready
 };
 
-// One peer's handshake, on a thread of its own; the connection goes to `channels` or is closed.
-void handshake(int fd, std::string peer, const ra::RunnerKey& key, Channels& channels,
-               std::atomic<int>& in_progress) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(ra::kHandshakeDeadlineMs);
-  const ra::Nonce nonce_r = ra::random_nonce();
-  std::string why;
-  std::string answer;
-  if (!send_all(fd, ra::runner_hello(nonce_r), deadline)) {
-    why = "it did not take the handshake";
-  } else if (why = read_exact(fd, answer, ra::kServerAnswerSize, deadline); why.empty()) {
-    const auto nonce_s = ra::check_server_answer(key, nonce_r, answer);
-    if (!nonce_s)
-      why = "its answer does not prove the key";
-    else if (!send_all(fd, ra::runner_answer(key, *nonce_s, nonce_r), deadline))
-      why = "it did not take the runner's answer";
+// One peer in its handshake: the runner's bytes are sent, the server's answer is being read.
+struct Peer {
+  int fd = -1;
+  std::string name;
+  ra::Nonce nonce_r{};
+  std::string answer;  // what came of the server's answer so far
+  Clock::time_point deadline;
+};
+
+// Takes what the peer sent: true while its answer is still incomplete; false when it is done,
+// with `why` "" (authenticated) or what it got wrong.
+bool read_answer(Peer& peer, const ra::RunnerKey& key, std::string& why) {
+  char buf[ra::kServerAnswerSize];
+  const std::size_t want = ra::kServerAnswerSize - peer.answer.size();
+  const ssize_t n = ::recv(peer.fd, buf, want, MSG_DONTWAIT);  // never past the answer
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n <= 0) {
+    why = peer.answer.empty() ? "closed before answering" : "closed in the middle of its answer";
+    return false;
   }
-  if (why.empty()) {
-    set_options(fd);
-    channels.offer(fd);
-  } else {
-    say("refused a connection from " + peer + ": " + why);
-    ::close(fd);
+  peer.answer.append(buf, static_cast<std::size_t>(n));
+  if (peer.answer.size() < ra::kServerAnswerSize) return true;
+  const auto nonce_s = ra::check_server_answer(key, peer.nonce_r, peer.answer);
+  if (!nonce_s)
+    why = "its answer does not prove the key";
+  else if (!send_now(peer.fd, ra::runner_answer(key, *nonce_s, peer.nonce_r)))
+    why = "it did not take the runner's answer";
+  return false;
+}
+
+// The accepting thread: the listener and at most kMaxHandshakes peers in one poll, each with its
+// deadline; an authenticated peer goes to `channels`.
+[[noreturn]] void accept_loop(int listener, const ra::RunnerKey& key, Channels& channels) {
+  std::vector<Peer> peers;
+  const auto refuse = [](Peer& peer, const std::string& why) {
+    say("refused a connection from " + peer.name + ": " + why);
+    ::close(peer.fd);
+    peer.fd = -1;
+  };
+  for (;;) {
+    std::vector<pollfd> fds{{listener, POLLIN, 0}};
+    auto wait = std::chrono::milliseconds(-1);
+    const auto now = Clock::now();
+    for (const auto& peer : peers) {
+      fds.push_back({peer.fd, POLLIN, 0});
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(peer.deadline - now);
+      const auto until =
+          std::max(left, std::chrono::milliseconds(0)) + std::chrono::milliseconds(1);
+      if (wait.count() < 0 || until < wait) wait = until;
+    }
+    if (::poll(fds.data(), fds.size(), static_cast<int>(wait.count())) < 0 && errno != EINTR)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      Peer& peer = peers[i];
+      std::string why;
+      if ((fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+          !read_answer(peer, key, why)) {
+        if (why.empty()) {
+          set_options(peer.fd);
+          // The channel's Runner reads and writes blocking, as on a pipe.
+          ::fcntl(peer.fd, F_SETFL, ::fcntl(peer.fd, F_GETFL) & ~O_NONBLOCK);
+          channels.offer(std::exchange(peer.fd, -1));
+        } else {
+          refuse(peer, why);
+        }
+      } else if (Clock::now() >= peer.deadline) {
+        refuse(peer, "no answer within the handshake's deadline");
+      }
+    }
+    std::erase_if(peers, [](const Peer& peer) { return peer.fd < 0; });
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    Peer peer;
+    peer.fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&from), &from_len,
+                        SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (peer.fd < 0) {
+      if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // EMFILE and the like
+      continue;
+    }
+    peer.name = peer_name(from);
+    if (peers.size() >= static_cast<std::size_t>(ra::kMaxHandshakes)) {
+      refuse(peer, std::to_string(ra::kMaxHandshakes) + " handshakes are in progress already");
+      continue;
+    }
+    peer.nonce_r = ra::random_nonce();
+    peer.deadline = Clock::now() + std::chrono::milliseconds(ra::kHandshakeDeadlineMs);
+    if (!send_now(peer.fd, ra::runner_hello(peer.nonce_r))) {
+      refuse(peer, "it did not take the handshake");
+      continue;
+    }
+    peers.push_back(std::move(peer));
   }
-  in_progress.fetch_sub(1);
 }
 
 }  // namespace
@@ -236,7 +294,7 @@ int listen_main(const ListenOptions& options, const std::function<void(int)>& se
     say("libsodium cannot start (no source of randomness)");
     return 2;
   }
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   const int one = 1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -253,33 +311,7 @@ int listen_main(const ListenOptions& options, const std::function<void(int)>& se
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   say("listening on " + options.bind_address + ":" + std::to_string(ntohs(addr.sin_port)));
   Channels channels(serve);
-  std::atomic<int> in_progress{0};
-  for (;;) {
-    sockaddr_storage from{};
-    socklen_t from_len = sizeof from;
-    const int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno != EINTR && errno != ECONNABORTED)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // EMFILE and the like
-      continue;
-    }
-    std::string peer = peer_name(from);
-    if (in_progress.load() >= ra::kMaxHandshakes) {
-      say("refused a connection from " + peer + ": " + std::to_string(ra::kMaxHandshakes) +
-          " handshakes are in progress already");
-      ::close(fd);
-      continue;
-    }
-    in_progress.fetch_add(1);
-    try {
-      std::thread(handshake, fd, std::move(peer), std::cref(*key), std::ref(channels),
-                  std::ref(in_progress))
-          .detach();
-    } catch (...) {
-      ::close(fd);
-      in_progress.fetch_sub(1);
-    }
-  }
+  accept_loop(listener, *key, channels);
 }
 
 }  // namespace execmcp::plugins::runner_program
