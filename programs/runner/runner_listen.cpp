@@ -191,12 +191,51 @@ bool read_answer(Peer& peer, const ra::RunnerKey& key, std::string& why) {
   return false;
 }
 
+// Refusals reach stderr (the task's log) one line each, at most kBurst per window: a peer that
+// opens connections in a loop costs a count, not a line per connection.
+class RefusalLog {
+ public:
+  static constexpr int kBurst = 20;
+  static constexpr auto kWindow = std::chrono::seconds(10);
+
+  void refused(const std::string& peer, const std::string& why) {
+    roll(Clock::now());
+    if (lines_ < kBurst) {
+      ++lines_;
+      say("refused a connection from " + peer + ": " + why);
+    } else {
+      ++untold_;
+    }
+  }
+  // Tells what was not logged once its window is over.
+  void roll(Clock::time_point now) {
+    if (now - window_start_ < kWindow) return;
+    if (untold_ > 0)
+      say(std::to_string(untold_) + " more connections were refused within " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kWindow).count()) +
+          " s (not logged one by one)");
+    window_start_ = now;
+    lines_ = 0;
+    untold_ = 0;
+  }
+  // When roll() has something to tell: the end of this window; max() otherwise.
+  [[nodiscard]] Clock::time_point due() const {
+    return untold_ > 0 ? window_start_ + kWindow : Clock::time_point::max();
+  }
+
+ private:
+  Clock::time_point window_start_{};
+  int lines_ = 0;
+  long untold_ = 0;
+};
+
 // The accepting thread: the listener and at most kMaxHandshakes peers in one poll, each with its
 // deadline; an authenticated peer goes to `channels`.
 [[noreturn]] void accept_loop(int listener, const ra::RunnerKey& key, Channels& channels) {
   std::vector<Peer> peers;
-  const auto refuse = [](Peer& peer, const std::string& why) {
-    say("refused a connection from " + peer.name + ": " + why);
+  RefusalLog log;
+  const auto refuse = [&log](Peer& peer, const std::string& why) {
+    log.refused(peer.name, why);
     ::close(peer.fd);
     peer.fd = -1;
   };
@@ -204,6 +243,10 @@ bool read_answer(Peer& peer, const ra::RunnerKey& key, std::string& why) {
     std::vector<pollfd> fds{{listener, POLLIN, 0}};
     auto wait = std::chrono::milliseconds(-1);
     const auto now = Clock::now();
+    log.roll(now);
+    if (log.due() != Clock::time_point::max())
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(log.due() - now) +
+             std::chrono::milliseconds(1);
     for (const auto& peer : peers) {
       fds.push_back({peer.fd, POLLIN, 0});
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(peer.deadline - now);

@@ -363,6 +363,21 @@ TEST_F(RunnerListenTest, FramesGarbageAndAnEarlyCloseRunNothing) {
   EXPECT_EQ(run(*channel, "echo still").out, "still\n");
 }
 
+TEST_F(RunnerListenTest, AConnectionLoopCostsABoundedLog) {
+  for (int i = 0; i < 40; ++i) ::close(dial(port_));
+  EXPECT_TRUE(runner_->wait_log("refused a connection from", 20)) << runner_->err();
+  std::this_thread::sleep_for(300ms);
+  const std::string log = runner_->err();
+  std::size_t lines = 0;
+  for (auto at = log.find("refused a connection"); at != std::string::npos;
+       at = log.find("refused a connection", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 20u) << log;
+  auto channel = open();
+  ASSERT_TRUE(channel);
+  EXPECT_EQ(run(*channel, "echo served").out, "served\n");
+}
+
 TEST_F(RunnerListenTest, SilentPeersAreDroppedAtTheDeadlineAndAtMostFourWaitAtOnce) {
   std::vector<int> silent;
   for (int i = 0; i < ra::kMaxHandshakes; ++i) {
