@@ -338,7 +338,9 @@ TEST_F(RunnerListenTest, FramesGarbageAndAnEarlyCloseRunNothing) {
   const std::string bytes = touch_frames() + std::string(80, 'x');
   ::send(frames, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   bool closed = false;
-  EXPECT_EQ(read_until_closed(frames, 5s, closed).size(), ra::kRunnerHelloSize);
+  // The runner closes with the frames unread, so its kernel answers with a reset, which may
+  // overtake its hello here: at most the hello, then the end.
+  EXPECT_LE(read_until_closed(frames, 5s, closed).size(), ra::kRunnerHelloSize);
   EXPECT_TRUE(closed);
   ::close(frames);
   // Garbage of the answer's size.
