@@ -25,6 +25,9 @@ packages=(
   libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev
   libssl-dev libjwt-dev zlib1g-dev
+  # The handshake of execmcp-runner reached over the network (HMAC, randomness); libsodium.a is
+  # linked into the static runner.
+  libsodium-dev
   bubblewrap libseccomp-dev
   # The local backend's `network: egress` runs a Squid of its own per sandbox; the system squid
   # service is kept from starting (below).

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "runner_files.hpp"
+#include "runner_listen.hpp"
 #include "supervision/landlock_rules.hpp"
 #include "supervision/runner_protocol.hpp"
 #include "supervision/spare_pool.hpp"
@@ -460,6 +461,33 @@ int channel_main(const char* self, const std::string& egress_socket) {
   return Runner(self, in, out).serve();
 }
 
+// The listen mode (runner_listen.hpp): each authenticated connection in turn is the channel.
+int network_main(const char* self, const ListenOptions& options, const std::string& egress_socket) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, nullptr);
+  ::syscall(SYS_close_range, 3U, ~0U, 0);
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) {
+    say(std::string("cannot open /dev/null: ") + std::strerror(errno));
+    return 2;
+  }
+  ::dup2(null, 0);
+  ::dup2(null, 1);
+  ::close(null);
+  if (::chdir("/") != 0) {
+    // Only the commands need a directory, and each gets its own.
+  }
+  std::unique_ptr<supervision::StreamRelay> relay;
+  if (!egress_socket.empty()) {
+    relay = start_egress_relay(egress_socket);
+    if (!relay) return 2;
+  }
+  // A channel that ends, or is replaced, kills its calls (serve() does), and the next one starts
+  // a runner of its own.
+  return listen_main(options, [self](int fd) { Runner(self, fd, fd).serve(); });
+}
+
 }  // namespace
 }  // namespace execmcp::plugins::runner_program
 
@@ -478,9 +506,15 @@ int main(int argc, char** argv) {
   std::string egress_socket;
   if (argc == 2 && relay_arg(argv[1], egress_socket))
     return execmcp::plugins::runner_program::relay_main(egress_socket);
-  bool args_ok =
-      argc >= 2 && argv[0][0] == '/' && std::strcmp(argv[1], sv::runner::kChannelArg) == 0;
-  for (int i = 2; args_ok && i < argc; ++i)
+  // The channel over stdin/stdout, or the listen mode (the channel over the network).
+  execmcp::plugins::runner_program::ListenOptions listen;
+  int first_optional = 2;
+  const bool listening =
+      argc >= 3 && argv[0][0] == '/' &&
+      execmcp::plugins::runner_program::parse_listen_args(argc, argv, listen, first_optional);
+  bool args_ok = listening || (argc >= 2 && argv[0][0] == '/' &&
+                               std::strcmp(argv[1], sv::runner::kChannelArg) == 0);
+  for (int i = first_optional; args_ok && i < argc; ++i)
     args_ok = relay_arg(argv[i], egress_socket) || ll::parse_arg(argv[i], rules);
   if (!args_ok) {
     const char* text =
@@ -501,5 +535,7 @@ int main(int argc, char** argv) {
     // /proc/<runner>/mem and the like are closed to them (seccomp already refuses ptrace).
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   }
+  if (listening)
+    return execmcp::plugins::runner_program::network_main(argv[0], listen, egress_socket);
   return execmcp::plugins::runner_program::channel_main(argv[0], egress_socket);
 }
