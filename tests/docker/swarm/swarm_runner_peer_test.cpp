@@ -183,6 +183,20 @@ class SwarmRunnerPeer : public ::testing::Test {
   }
   static const SwarmCluster& cluster() { return SwarmCluster::get(); }
 
+  // The service's first task once running (or failed), within `limit`.
+  TaskInfo wait_running(std::chrono::seconds limit) {
+    TaskInfo task;
+    for (const auto end = Clock::now() + limit; Clock::now() < end;) {
+      std::vector<TaskInfo> tasks;
+      const auto e = api_->list_tasks(service_, true, tasks);
+      EXPECT_TRUE(e.ok()) << e.message;
+      if (!tasks.empty()) task = tasks[0];
+      if (task.phase() == TaskPhase::kRunning || task.phase() == TaskPhase::kFailed) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    return task;
+  }
+
   // Best effort, in the order the backend removes (design §5): service (and its task), secret,
   // the shim's attachment, the peer, the network; then the workspace volume.
   void remove_all() {
@@ -268,6 +282,23 @@ PeerReport play_peer(const std::string& netns, const std::string& address,
   return report;
 }
 
+// A genuine handshake with the key on a connection of its own: the server's answer ("" when the
+// runner did not answer within 20 s).
+std::string record_answer(const std::string& address, const ra::RunnerKey& key) {
+  const int fd = dial(address, kRunnerPort, 20s);
+  if (fd < 0) return {};
+  ra::HelloError hello_error;
+  const auto nonce_r = ra::parse_runner_hello(read_n(fd, ra::kRunnerHelloSize), hello_error);
+  std::string answer;
+  if (nonce_r) {
+    answer = ra::server_answer(key, *nonce_r, ra::random_nonce());
+    if (!send_all(fd, answer) || read_n(fd, ra::kRunnerAnswerSize).size() != ra::kRunnerAnswerSize)
+      answer.clear();
+  }
+  ::close(fd);
+  return answer;
+}
+
 TEST_F(SwarmRunnerPeer, OnlyTheKeysHolderRunsACommandAcrossNodes) {
   const std::string tag = "execmcp-peer-" + std::to_string(::getpid());
   const std::string owner = "swarm-peer-test-" + std::to_string(::getpid());
@@ -300,15 +331,7 @@ TEST_F(SwarmRunnerPeer, OnlyTheKeysHolderRunsACommandAcrossNodes) {
   ASSERT_TRUE(e.ok()) << e.message;
   shim_connected_ = true;
 
-  TaskInfo task;
-  for (const auto end = Clock::now() + 60s; Clock::now() < end;) {
-    std::vector<TaskInfo> tasks;
-    e = api_->list_tasks(service_, true, tasks);
-    ASSERT_TRUE(e.ok()) << e.message;
-    if (!tasks.empty()) task = tasks[0];
-    if (task.phase() == TaskPhase::kRunning || task.phase() == TaskPhase::kFailed) break;
-    std::this_thread::sleep_for(50ms);
-  }
+  const TaskInfo task = wait_running(60s);
   ASSERT_EQ(task.phase(), TaskPhase::kRunning) << task.state << " " << task.err << task.message;
   EXPECT_EQ(task.node_id, target.id);
   const std::string address = task.address_on(network_);
@@ -319,18 +342,8 @@ TEST_F(SwarmRunnerPeer, OnlyTheKeysHolderRunsACommandAcrossNodes) {
 
   // An onlooker's record of a genuine server answer (made here with the key; the overlay is not
   // encrypted on this kernel, so it is what a sniffer would get), on a connection of its own.
-  std::string recorded;
-  {
-    const int fd = dial(address, kRunnerPort, 20s);
-    ASSERT_GE(fd, 0) << "nothing listens on " << address << ":" << kRunnerPort;
-    ra::HelloError hello_error;
-    const auto nonce_r = ra::parse_runner_hello(read_n(fd, ra::kRunnerHelloSize), hello_error);
-    ASSERT_TRUE(nonce_r);
-    recorded = ra::server_answer(key, *nonce_r, ra::random_nonce());
-    ASSERT_TRUE(send_all(fd, recorded));
-    EXPECT_EQ(read_n(fd, ra::kRunnerAnswerSize).size(), ra::kRunnerAnswerSize);
-    ::close(fd);
-  }
+  const std::string recorded = record_answer(address, key);
+  ASSERT_EQ(recorded.size(), ra::kServerAnswerSize) << "nothing listens on " << address;
 
   // The holder: node 1 (the shim's namespace) to node 3.
   rc::TransportError error;
