@@ -72,25 +72,12 @@ void usage() {
 
 Options parse(int argc, char** argv) {
   Options opt;
-  const std::map<std::string, int*> counts = {
-      {"--calls", &opt.calls}, {"--rounds", &opt.rounds}, {"--creates", &opt.creates}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    }
-    if (a == "--no-local-tcp") {
-      opt.tcp = false;
-      continue;
-    }
-    const auto c = counts.find(a);
-    if (c == counts.end())
-      throw std::invalid_argument("unknown option " + a + " (--help lists them)");
-    if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-    *c->second = std::stoi(argv[++i]);
-    if (*c->second < 1) throw std::invalid_argument(a + " must be >= 1");
-  }
+  Args(usage)
+      .count("--calls", opt.calls)
+      .count("--rounds", opt.rounds)
+      .count("--creates", opt.creates)
+      .flag("--no-local-tcp", opt.tcp, false)
+      .parse(argc, argv);
   opt.rounds = std::min(opt.rounds, opt.calls);
   return opt;
 }
