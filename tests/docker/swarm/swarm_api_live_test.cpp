@@ -2,10 +2,9 @@
 // service of the runtime image (a stand-in command: the runner does not listen yet) placed on a
 // worker by a constraint, its running task's node and overlay address, the secret as a file of
 // mode 0400 whose value no inspect shows, the pin keeping the task, suspend and resume, and
-// removal leaving no service, secret or network. Needs a swarm: EXECMCP_SWARM_DOCKER_HOST names
-// a manager's socket (scripts/swarm-cluster.sh start; the node's engine is
-// unix:///proc/<node1 pid>/root/run/docker.sock from the host) with EXECMCP_SWARM_IMAGE (default
-// execmcp/runtime:latest) loaded on every node; skips without it.
+// removal leaving no service, secret or network. On the swarm tests' cluster (swarm_fixture.hpp:
+// three engines in containers, the runner's test image on every node); skips where it cannot be
+// had.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,17 +17,13 @@
 #include "docker_client/docker_endpoint.hpp"
 #include "docker_swarm/service_spec.hpp"
 #include "docker_swarm/swarm_api.hpp"
+#include "swarm_fixture.hpp"
 
 namespace execmcp::plugins::docker_swarm {
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
 
 std::string random_bytes(std::size_t n) {
   std::random_device rd;
@@ -40,8 +35,8 @@ std::string random_bytes(std::size_t n) {
 class SwarmApiLive : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string host = env_or("EXECMCP_SWARM_DOCKER_HOST", "");
-    if (host.empty()) GTEST_SKIP() << "EXECMCP_SWARM_DOCKER_HOST is not set (a swarm manager)";
+    EXECMCP_REQUIRE_SWARM();
+    const std::string host = tests::swarm::SwarmCluster::get().docker_host();
     transport_ = std::make_unique<EngineTransport>(docker_client::parse_docker_host(host));
     api_ = std::make_unique<SwarmApi>(*transport_);
   }
@@ -106,7 +101,7 @@ TEST_F(SwarmApiLive, ServiceOnAWorkerWithItsSecretAndNetwork) {
   s.instance_id = std::to_string(getpid());
   s.owner_pid = getpid();
   s.owner_host = "swarm-api-live-test";
-  s.image = env_or("EXECMCP_SWARM_IMAGE", "execmcp/runtime:latest");
+  s.image = tests::swarm::SwarmCluster::get().image();
   // The runner does not listen yet: a shell that proves the key file is there and readable by
   // the commands' uid (a file of mode 0400 it owns), then waits.
   s.command = {"/bin/sh", "-c",
@@ -221,7 +216,7 @@ TEST_F(SwarmApiLive, UnschedulableIsPendingWithItsReason) {
   s.instance_id = std::to_string(getpid());
   s.owner_pid = getpid();
   s.owner_host = "swarm-api-live-test";
-  s.image = env_or("EXECMCP_SWARM_IMAGE", "execmcp/runtime:latest");
+  s.image = tests::swarm::SwarmCluster::get().image();
   s.command = {"sleep", "600"};
   s.constraints = {"node.labels.execmcp-none==1"};
   s.volume = tag + "-ws";
