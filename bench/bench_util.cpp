@@ -125,4 +125,53 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(root, ec);
 }
 
+Args& Args::text(const std::string& name, std::string& out) {
+  return value(name, [&out](const std::string& v) { out = v; });
+}
+
+Args& Args::count(const std::string& name, int& out, int least) {
+  return value(name, [&out, name, least](const std::string& v) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size())
+      throw std::invalid_argument(name + " needs a whole number, not '" + v + "'");
+    if (n < least) throw std::invalid_argument(name + " must be at least " + std::to_string(least));
+    out = n;
+  });
+}
+
+Args& Args::flag(const std::string& name, bool& out, bool value) {
+  flags_[name] = [&out, value] { out = value; };
+  return *this;
+}
+
+Args& Args::value(const std::string& name, std::function<void(const std::string&)> take) {
+  values_[name] = std::move(take);
+  return *this;
+}
+
+void Args::parse(int argc, char** argv) const {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage_();
+      std::exit(0);
+    }
+    if (const auto f = flags_.find(a); f != flags_.end()) {
+      f->second();
+      continue;
+    }
+    const auto v = values_.find(a);
+    if (v == values_.end())
+      throw std::invalid_argument("unknown option " + a + " (--help lists them)");
+    if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+    v->second(argv[++i]);
+  }
+}
+
 }  // namespace execmcp::bench

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,27 @@ struct TempDir {
 // The 1, 5 and 15 minute load averages: numbers from a busy machine are several times an idle
 // one's.
 std::string load_average();
+
+// A bench's command line, each option declared once with what it sets, read the same way by every
+// bench: `--name VALUE` or a flag; -h/--help prints `usage` and exits 0; an unknown option, a
+// missing value, a count that is not a number or is under its least throws std::invalid_argument
+// naming the option.
+class Args {
+ public:
+  explicit Args(void (*usage)()) : usage_(usage) {}
+  Args& text(const std::string& name, std::string& out);
+  Args& count(const std::string& name, int& out, int least = 1);
+  // A flag: sets `out` to `value`.
+  Args& flag(const std::string& name, bool& out, bool value = true);
+  // An option whose value `take` reads (it may throw std::invalid_argument).
+  Args& value(const std::string& name, std::function<void(const std::string&)> take);
+  void parse(int argc, char** argv) const;
+
+ private:
+  void (*usage_)();
+  std::map<std::string, std::function<void(const std::string&)>> values_;
+  std::map<std::string, std::function<void()>> flags_;
+};
 
 // A bench's main: `run`'s exit status, or 1 with "<program>: <what>" on stderr when it throws.
 int run_main(const char* program, const std::function<int()>& run);

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdlib>
-#include <stdexcept>
 #include <string>
 
 #include "bench_plugin.hpp"
+#include "bench_util.hpp"
 
 namespace execmcp::bench {
 
@@ -24,34 +23,13 @@ struct CurlBenchOptions {
 // and exits 0). Throws std::invalid_argument on anything else. batch is at most samples.
 inline CurlBenchOptions parse_curl_bench_options(int argc, char** argv, void (*usage)()) {
   CurlBenchOptions opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&]() {
-      const int n = std::stoi(value());
-      if (n < 1) throw std::invalid_argument(a + " must be >= 1");
-      return n;
-    };
-    if (a == "--plugin") {
-      opt.plugin = value();
-    } else if (a == "--image") {
-      opt.image = value();
-    } else if (a == "--samples") {
-      opt.samples = count();
-    } else if (a == "--batch") {
-      opt.batch = count();
-    } else if (a == "--starts") {
-      opt.starts = count();
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + a);
-    }
-  }
+  Args(usage)
+      .text("--plugin", opt.plugin)
+      .text("--image", opt.image)
+      .count("--samples", opt.samples)
+      .count("--batch", opt.batch)
+      .count("--starts", opt.starts)
+      .parse(argc, argv);
   opt.batch = std::min(opt.batch, opt.samples);
   return opt;
 }

@@ -325,51 +325,25 @@ Options parse(int argc, char** argv) {
   Options opt;
   opt.backends = parse_backends("all");
   std::map<std::string, std::string> explicit_plugins;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&]() {
-      const int n = std::stoi(value());
-      if (n < 1) throw std::invalid_argument(a + " must be >= 1");
-      return n;
-    };
-    if (a == "--plugin" || a == "--api-plugin") {
-      explicit_plugins["docker-api"] = value();
-    } else if (a == "--cli-plugin") {
-      explicit_plugins["docker-cli"] = value();
-    } else if (a == "--local-plugin") {
-      explicit_plugins["local"] = value();
-    } else if (a == "--plugin-dir") {
-      opt.plugin_dir = value();
-    } else if (a == "--backends") {
-      opt.backends = parse_backends(value());
-    } else if (a == "--image") {
-      opt.image = value();
-    } else if (a == "--calls-1") {
-      opt.calls_1 = count();
-    } else if (a == "--calls-n") {
-      opt.calls_n = count();
-    } else if (a == "--in-flight") {
-      opt.in_flight = count();
-    } else if (a == "--rounds") {
-      opt.rounds = count();
-    } else if (a == "--first-calls") {
-      opt.first_calls = count();
-    } else if (a == "--file-calls") {
-      opt.file_calls = std::stoi(value());
-      if (opt.file_calls < 0) throw std::invalid_argument(a + " must be >= 0");
-    } else if (a == "--only-files") {
-      opt.only_files = true;
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + a);
-    }
-  }
+  auto plugin = [&](const char* name) {
+    return [&explicit_plugins, name](const std::string& v) { explicit_plugins[name] = v; };
+  };
+  Args(usage)
+      .value("--plugin", plugin("docker-api"))
+      .value("--api-plugin", plugin("docker-api"))
+      .value("--cli-plugin", plugin("docker-cli"))
+      .value("--local-plugin", plugin("local"))
+      .text("--plugin-dir", opt.plugin_dir)
+      .value("--backends", [&](const std::string& v) { opt.backends = parse_backends(v); })
+      .text("--image", opt.image)
+      .count("--calls-1", opt.calls_1)
+      .count("--calls-n", opt.calls_n)
+      .count("--in-flight", opt.in_flight)
+      .count("--rounds", opt.rounds)
+      .count("--first-calls", opt.first_calls)
+      .count("--file-calls", opt.file_calls, 0)
+      .flag("--only-files", opt.only_files)
+      .parse(argc, argv);
   // An explicit file wins over --plugin-dir, which wins over the files built with the program.
   const std::map<std::string, std::pair<std::string, std::string>> built = {
       {"local", {kLocalPlugin, "execmcp_local.so"}},

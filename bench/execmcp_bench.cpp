@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "http_client.hpp"
 #include "server_process.hpp"
 
@@ -572,38 +573,20 @@ void usage() {
 Options parse(int argc, char** argv) {
   Options opt;
   opt.bin = sibling_execmcp();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--bin") {
-      opt.bin = value();
-    } else if (a == "--iterations") {
-      opt.iterations = std::stoi(value());
-    } else if (a == "--no-http") {
-      opt.http = false;
-    } else if (a == "--docker") {
-      opt.docker = true;
-    } else if (a == "--config") {
-      opt.docker_config = value();
-      opt.docker = true;
-    } else if (a == "--agent") {
-      opt.docker_agent = value();
-    } else if (a == "--image") {
-      opt.docker_image = value();
-    } else if (a == "--docker-iterations") {
-      opt.docker_iterations = std::stoi(value());
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + a);
-    }
-  }
-  if (opt.iterations < 1 || opt.docker_iterations < 1)
-    throw std::invalid_argument("iterations must be >= 1");
+  Args(usage)
+      .text("--bin", opt.bin)
+      .count("--iterations", opt.iterations)
+      .flag("--no-http", opt.http, false)
+      .flag("--docker", opt.docker)
+      .value("--config",
+             [&](const std::string& v) {
+               opt.docker_config = v;
+               opt.docker = true;
+             })
+      .text("--agent", opt.docker_agent)
+      .text("--image", opt.docker_image)
+      .count("--docker-iterations", opt.docker_iterations)
+      .parse(argc, argv);
   opt.docker_iterations = std::min(opt.docker_iterations, opt.iterations);
   return opt;
 }

@@ -718,39 +718,17 @@ void usage() {
 Options parse(int argc, char** argv) {
   Options opt;
   opt.bin = sibling_execmcp();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto number = [&]() {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      const int n = std::stoi(argv[++i]);
-      if (n < 1) throw std::invalid_argument(a + " must be at least 1");
-      return n;
-    };
-    if (a == "--bin") {
-      if (i + 1 >= argc) throw std::invalid_argument("--bin needs a value");
-      opt.bin = argv[++i];
-    } else if (a == "--agents") {
-      opt.agents = std::min(number(), 99);
-    } else if (a == "--clients-per-agent") {
-      opt.clients_per_agent = number();
-    } else if (a == "--calls") {
-      opt.calls = number();
-    } else if (a == "--rounds") {
-      opt.rounds = number();
-    } else if (a == "--strangers") {
-      opt.strangers = number();
-    } else if (a == "--log") {
-      if (i + 1 >= argc) throw std::invalid_argument("--log needs a value");
-      opt.log = argv[++i];
-    } else if (a == "--no-side-agents") {
-      opt.side_agents = false;
-    } else if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + a);
-    }
-  }
+  Args(usage)
+      .text("--bin", opt.bin)
+      .count("--agents", opt.agents)
+      .count("--clients-per-agent", opt.clients_per_agent)
+      .count("--calls", opt.calls)
+      .count("--rounds", opt.rounds)
+      .count("--strangers", opt.strangers)
+      .text("--log", opt.log)
+      .flag("--no-side-agents", opt.side_agents, false)
+      .parse(argc, argv);
+  opt.agents = std::min(opt.agents, 99);
   opt.rounds = std::min(opt.rounds, opt.calls);
   return opt;
 }

@@ -407,34 +407,14 @@ void usage() {
 Options parse(int argc, char** argv) {
   Options opt;
   opt.bin = sibling_execmcp();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&](int min) {
-      const int n = std::stoi(value());
-      if (n < min) throw std::invalid_argument(a + " must be at least " + std::to_string(min));
-      return n;
-    };
-    if (a == "--bin")
-      opt.bin = value();
-    else if (a == "--samples")
-      opt.samples = count(1);
-    else if (a == "--steady-calls")
-      opt.steady_calls = count(1);
-    else if (a == "--idle-stop")
-      opt.idle_stop = count(1);
-    else if (a == "--image")
-      opt.image = value();
-    else if (a == "--backend")
-      opt.backend = value();
-    else if (a == "--help" || a == "-h")
-      usage(), std::exit(0);
-    else
-      throw std::invalid_argument("unknown option " + a);
-  }
+  Args(usage)
+      .text("--bin", opt.bin)
+      .count("--samples", opt.samples)
+      .count("--steady-calls", opt.steady_calls)
+      .count("--idle-stop", opt.idle_stop)
+      .text("--image", opt.image)
+      .text("--backend", opt.backend)
+      .parse(argc, argv);
   if (opt.backend != "docker-api" && opt.backend != "docker-cli")
     throw std::invalid_argument("--backend must be docker-api or docker-cli");
   return opt;

@@ -453,34 +453,20 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 
 Options parse(int argc, char** argv) {
   Options opt;
-  const std::map<std::string, int*> counts = {{"--samples", &opt.samples},
-                                              {"--calls", &opt.calls},
-                                              {"--rounds", &opt.rounds},
-                                              {"--drain-mb", &opt.drain_mb},
-                                              {"--files", &opt.files}};
-  const std::map<std::string, std::string*> texts = {{"--plugin", &opt.plugin},
-                                                     {"--image", &opt.image}};
-  const std::map<std::string, std::vector<std::string>*> lists = {{"--runtimes", &opt.runtimes},
-                                                                  {"--modes", &opt.modes}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      usage();
-      std::exit(0);
-    }
-    if (!counts.count(a) && !texts.count(a) && !lists.count(a))
-      throw std::invalid_argument("unknown option " + a + " (--help lists them)");
-    if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-    const std::string value = argv[++i];
-    if (const auto c = counts.find(a); c != counts.end()) {
-      *c->second = std::stoi(value);
-      if (*c->second < 1) throw std::invalid_argument(a + " must be >= 1");
-    } else if (const auto t = texts.find(a); t != texts.end()) {
-      *t->second = value;
-    } else {
-      *lists.at(a) = split_list(value, a);
-    }
-  }
+  auto list = [](std::vector<std::string>& out, const char* name) {
+    return [&out, name](const std::string& v) { out = split_list(v, name); };
+  };
+  Args(usage)
+      .count("--samples", opt.samples)
+      .count("--calls", opt.calls)
+      .count("--rounds", opt.rounds)
+      .count("--drain-mb", opt.drain_mb)
+      .count("--files", opt.files)
+      .text("--plugin", opt.plugin)
+      .text("--image", opt.image)
+      .value("--runtimes", list(opt.runtimes, "--runtimes"))
+      .value("--modes", list(opt.modes, "--modes"))
+      .parse(argc, argv);
   for (const auto& mode : opt.modes)
     if (mode != "agent" && mode != "exec" && mode != kCliMode)
       throw std::invalid_argument("--modes: unknown mode '" + mode + "' (agent, exec, cli)");

@@ -250,28 +250,11 @@ void usage() {
 Options parse(int argc, char** argv) {
   Options opt;
   opt.bin = sibling_execmcp();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    auto count = [&](int min) {
-      const int n = std::stoi(value());
-      if (n < min) throw std::invalid_argument(a + " must be at least " + std::to_string(min));
-      return n;
-    };
-    if (a == "--bin")
-      opt.bin = value();
-    else if (a == "--calls")
-      opt.calls = count(1);
-    else if (a == "--users")
-      opt.users = count(1);
-    else if (a == "--help" || a == "-h")
-      usage(), std::exit(0);
-    else
-      throw std::invalid_argument("unknown option " + a);
-  }
+  Args(usage)
+      .text("--bin", opt.bin)
+      .count("--calls", opt.calls)
+      .count("--users", opt.users)
+      .parse(argc, argv);
   return opt;
 }
 

@@ -298,24 +298,7 @@ void usage() {
 Options parse(int argc, char** argv) {
   Options opt;
   opt.bin = sibling_execmcp();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--bin") {
-      opt.bin = value();
-    } else if (a == "--calls") {
-      opt.calls = std::stoi(value());
-      if (opt.calls < 1) throw std::invalid_argument("--calls must be at least 1");
-    } else if (a == "--help" || a == "-h") {
-      usage();
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + a);
-    }
-  }
+  Args(usage).text("--bin", opt.bin).count("--calls", opt.calls).parse(argc, argv);
   return opt;
 }
 

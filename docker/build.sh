@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds execmcp's images on the offline Debian base, skipping any image whose inputs did not change.
-#   docker/build.sh [--runtime] [--sudo] [--server] [--proxy] [--egress] [--all] [options]
+#   docker/build.sh [--runtime] [--sudo] [--server] [--proxy] [--egress] [--swarm-runtime]
+#                   [--swarm-test] [--all] [options]
 #     --runtime       the image agents' commands run in (execmcp/runtime:latest); the default
 #     --sudo          the runtime image with passwordless sudo (execmcp/runtime-sudo:latest), for
 #                     the backends' `sudo: true`; builds the runtime image first when needed
@@ -8,13 +9,22 @@
 #     --proxy         the Engine API socket proxy (execmcp/proxy:latest), see docs/deployment.md
 #     --egress        the egress proxy of agents with `network: egress` (execmcp/egress:latest),
 #                     see docs/docker-backend.md
-#     --all           runtime, server, proxy and egress (not --sudo: opt-in)
+#     --swarm-runtime the runtime image plus the static execmcp-runner at
+#                     /usr/lib/execmcp/execmcp-runner (execmcp/swarm-runtime:latest): what the
+#                     docker-swarm backend's services run (the runner listens in the task); builds
+#                     the runtime image first when needed. Needs --runner or --from-build
+#     --swarm-test    the docker-swarm tests' small image (execmcp/swarm-runner-test:latest): the
+#                     static busybox of tests/docker/fixtures/build-busybox-image.sh plus the same
+#                     runner, a few MB to load into every node. Needs --runner or --from-build
+#     --all           runtime, server, proxy and egress (not --sudo nor the swarm ones: opt-in)
 #     -t, --tag TAG   tag of the image to build (only with one image)
 #     --base IMAGE    base image (default execmcp/debian-base:bookworm, made offline by
 #                     docker/make-base-image.sh when missing; e.g. python:3.12-slim with a registry)
 #     --uid N         uid/gid of the user execmcp in the runtime and server images (default 1000)
 #     --from-build DIR  server: install this CMake build tree (cmake --install) instead of
 #                     compiling in a container; the host must run the base image's Debian release
+#     --runner FILE   the static execmcp-runner the swarm images get (default with --from-build:
+#                     DIR/lib/execmcp/execmcp-runner, the CMake target execmcp_runner)
 #     --no-cache      build without the layer cache (implies --force)
 #     --force         build even if an up-to-date image exists
 #     -h, --help      this help
@@ -29,6 +39,7 @@ uid=1000
 no_cache=0
 force=0
 from_build=""
+runner=""
 images=()
 hash_label="org.execmcp.build-hash"
 
@@ -37,11 +48,14 @@ die() {
   say "$*"
   exit 1
 }
-usage() { sed -n '2,20p' "$0"; }
+usage() { sed -n '2,30p' "$0"; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --runtime | --sudo | --server | --proxy | --egress) images+=("${1#--}"); shift ;;
+    --swarm-runtime) images+=(swarm_runtime); shift ;;
+    --swarm-test) images+=(swarm_test); shift ;;
+    --runner) runner="${2:?--runner needs a value}"; shift 2 ;;
     --all) images+=(runtime server proxy egress); shift ;;
     -t | --tag) tag="${2:?$1 needs a value}"; shift 2 ;;
     --base) base="${2:?--base needs a value}"; shift 2 ;;
@@ -205,6 +219,51 @@ build_server() {
   cp "$here/server/Dockerfile" "$here/server/drop-to-user.sh" "$ctx/"
   build_from_context "${tag:-execmcp/server:latest}" "$ctx" Dockerfile \
     --build-arg "EXECMCP_UID=$uid" --build-arg "EXECMCP_GID=$uid"
+}
+
+# The static runner the swarm images get, checked: a file, statically linked (the images have no
+# C library of its kind, or none at all), and the protocol version it speaks (for the label).
+runner_version=""
+check_runner() {
+  [ -n "$runner_version" ] && return 0
+  if [ -z "$runner" ] && [ -n "$from_build" ]; then runner="$from_build/lib/execmcp/execmcp-runner"; fi
+  [ -n "$runner" ] || die "the swarm images need the static execmcp-runner: --runner FILE or --from-build DIR (cmake --build DIR --target execmcp_runner)"
+  [[ -f "$runner" && -x "$runner" ]] || die "--runner: no executable at '$runner'"
+  if ldd "$runner" >/dev/null 2>&1; then
+    die "$runner is dynamically linked: the swarm images need the static runner (programs/runner, libsodium.a)"
+  fi
+  runner_version="$(grep -aoE 'execmcp-runner/[0-9]+' "$runner" | sort -u)"
+  [[ -n "$runner_version" && "$(printf '%s\n' "$runner_version" | wc -l)" = 1 ]] ||
+    die "cannot tell the protocol version of $runner (found: '${runner_version//$'\n'/ }')"
+}
+
+# Image $1 FROM image $2 (built first by the caller) plus the runner, from swarm-runner.Dockerfile;
+# the base's id and the runner's bytes are in the build hash.
+build_with_runner() {
+  local image="$1" from="$2" ctx="$work/swarm-$RANDOM"
+  check_runner
+  mkdir -p "$ctx"
+  cp "$here/swarm-runner.Dockerfile" "$ctx/Dockerfile"
+  cp "$runner" "$ctx/execmcp-runner"
+  chmod 0755 "$ctx/execmcp-runner"
+  # build_from_context reads base and base_id: here the image this one is made FROM.
+  local base="$from" base_id
+  base_id="$(docker image inspect -f '{{.Id}}' "$from")"
+  build_from_context "$image" "$ctx" Dockerfile --build-arg "RUNNER_VERSION=$runner_version" \
+    --build-arg "EXECMCP_UID=$uid" --build-arg "EXECMCP_GID=$uid"
+}
+
+build_swarm_runtime() {
+  local image="${tag:-execmcp/swarm-runtime:latest}"
+  tag="" build_runtime
+  build_with_runner "$image" execmcp/runtime:latest
+}
+
+build_swarm_test() {
+  local image="${tag:-execmcp/swarm-runner-test:latest}"
+  check_runner
+  "$repo/tests/docker/fixtures/build-busybox-image.sh" >&2
+  build_with_runner "$image" execmcp/test-busybox:latest
 }
 
 done_images=" "

@@ -640,7 +640,7 @@ describe('2026-07-28: within its --task-after window a command is still a call; 
   });
 });
 
-describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.skip }, () => {
+describe('MCP tasks over Streamable HTTP (2025-11-25)', { skip: http.ok ? false : http.why }, () => {
   let w;
   let server;
   const tokA = newToken();

@@ -239,6 +239,12 @@ struct Runs {
   const char* inner;   // the inner command's words, joined by spaces
   Source source;
 };
+// Printed as its line, newlines as \n: ctest's test names carry the parameter, and the default
+// print is the struct's bytes (pointers), so the names changed with every build.
+void PrintTo(const Runs& row, std::ostream* os) {
+  for (const char* c = row.line; *c != '\0'; ++c)
+    *os << (*c == '\n' ? std::string("\\n") : std::string(1, *c));
+}
 
 // One row per runner shape: the command run is exposed with its runner.
 const Runs kRuns[] = {
