@@ -132,7 +132,9 @@ std::string ServiceLifecycle::make_objects(const Placement& at, const RunnerKey&
       !e.ok())
     return "cannot make the sandbox's key (a Swarm secret): " + e.message;
   s.secret.id = made.secret_id;
-  const std::string network = bounded_name(s.name, 59) + "-net";
+  // Its own name each time: a network of a lost node's sandbox cannot go while that node holds
+  // its task, and must not keep the new one from being made.
+  const std::string network = bounded_name(s.name, 50) + "-net-" + random_hex8();
   if (auto e =
           api_.create_network(network_create_body(s, network, config_.encrypted), made.network_id);
       !e.ok())

@@ -134,7 +134,10 @@ std::string SwarmBackend::start() {
       if (swept.insert(key).second) lifecycle_.sweep_orphans();
     }
     std::vector<std::string> notices;
-    if (auto why = lifecycle_.place(notices); !why.empty())
+    // A second start adopts the sandbox the first made (brought back if it stopped or moved).
+    NodeInfo node;
+    const bool made = lifecycle_.state(node) != SandboxState::kGone;
+    if (auto why = made ? lifecycle_.recover(notices) : lifecycle_.place(notices); !why.empty())
       return std::string(kBackendName) + ": " + why;
     site_.add_notices(std::move(notices));
     if (auto ready = commands_.ready(); ready && !ready->empty()) {

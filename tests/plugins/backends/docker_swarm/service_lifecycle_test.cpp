@@ -156,6 +156,9 @@ TEST_F(ServiceLifecycleTest, CreateMakesSecretNetworkServiceThenPinsAndConnects)
   const json network = json::parse(find("POST", "/v1.41/networks/create")->body);
   EXPECT_EQ(network["Internal"], true);
   EXPECT_EQ(network["Attachable"], true);
+  // A name of its own each creation (a lost node's network may not be removable yet).
+  const std::string network_name = network["Name"];
+  EXPECT_EQ(network_name.rfind("execmcp-a-i-net-", 0), 0u) << network_name;
   EXPECT_EQ(lc->address(), "10.0.1.5");
   EXPECT_EQ(lc->placement().node_id, "n2");
   EXPECT_EQ(lc->placement().hostname, "worker-2");
