@@ -142,6 +142,7 @@ TEST_P(BackendConformance, MeasuresDuration) {
 }
 
 TEST_P(BackendConformance, TimeoutKillsTheWholeTree) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   auto started = Clock::now();
   auto result = run("(" + heartbeat("hb") + ") & sleep 1000", 1500ms);
   double elapsed = seconds_since(started);
@@ -153,6 +154,7 @@ TEST_P(BackendConformance, TimeoutKillsTheWholeTree) {
 }
 
 TEST_P(BackendConformance, TimeoutKillsASetsidEscapee) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   if (run("command -v setsid").exit_code != 0) GTEST_SKIP() << "no setsid in this backend";
   auto result = run("setsid sh -c \"" + heartbeat("hb") + "\" & sleep 1000", 1500ms);
   EXPECT_TRUE(result.timed_out);
@@ -160,6 +162,7 @@ TEST_P(BackendConformance, TimeoutKillsASetsidEscapee) {
 }
 
 TEST_P(BackendConformance, CommandLeavingBackgroundJobDoesNotHang) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   auto started = Clock::now();
   auto result = run("(" + heartbeat("hb") + ") & sleep 0.5; echo done", 120s);
   EXPECT_EQ(result.stdout_data, "done\n");
@@ -170,6 +173,7 @@ TEST_P(BackendConformance, CommandLeavingBackgroundJobDoesNotHang) {
 }
 
 TEST_P(BackendConformance, CancelKillsTheTreeAndReturnsPromptly) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   sdk::CancelToken cancel;
   sdk::ExecRequest request;
   request.command = "(" + heartbeat("hb") + ") & sleep 1000";
@@ -188,6 +192,7 @@ TEST_P(BackendConformance, CancelKillsTheTreeAndReturnsPromptly) {
 }
 
 TEST_P(BackendConformance, StopKillsRunningCommands) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   sdk::ExecRequest request;
   request.command = "(" + heartbeat("hb") + ") & sleep 1000";
   request.timeout = 600s;
@@ -201,6 +206,7 @@ TEST_P(BackendConformance, StopKillsRunningCommands) {
 }
 
 TEST_P(BackendConformance, CapsOutputPerStreamAndKeepsDraining) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   sdk::ExecRequest request;
   request.command =
       "head -c 300000 /dev/zero | tr '\\000' a; head -c 5000 /dev/zero | tr '\\000' b >&2;"
@@ -257,6 +263,7 @@ TEST_P(BackendConformance, StreamsOutputWhileRunning) {
 }
 
 TEST_P(BackendConformance, WorkDirDefaultsToCwdAndResolvesInside) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_directories(workspace_ / "sub" / "dir");
   EXPECT_EQ(run("pwd -P").stdout_data, workspace_.string() + "\n");
   EXPECT_EQ(run("pwd -P", 60s, "sub/dir").stdout_data,
@@ -268,6 +275,7 @@ TEST_P(BackendConformance, WorkDirDefaultsToCwdAndResolvesInside) {
 }
 
 TEST_P(BackendConformance, WorkDirOutsideAllowedPathsIsRefused) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_symlink(outside_, workspace_ / "escape");
   const std::string marker = (workspace_ / "ran").string();
   for (const std::string& work_dir : {outside_.string(), std::string("/"), std::string(".."),
@@ -284,6 +292,7 @@ TEST_P(BackendConformance, WorkDirThatDoesNotExistIsRefused) {
 }
 
 TEST_P(BackendConformance, FileWriteReadRoundTripKeepsEveryByte) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   std::string data;
   for (int round = 0; round < 4; ++round)
     for (int b = 0; b < 256; ++b) data.push_back(static_cast<char>(b));
@@ -315,6 +324,7 @@ TEST_P(BackendConformance, FileWriteReadRoundTripKeepsEveryByte) {
 }
 
 TEST_P(BackendConformance, FileToolsRefuseOutsideAndReadOnlyPaths) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_symlink(outside_, workspace_ / "escape");
   auto read_outside = backend_->read_file({(outside_ / "secret.txt").string()});
   EXPECT_NE(read_outside.error, "");
@@ -340,6 +350,7 @@ TEST_P(BackendConformance, FileToolsRefuseOutsideAndReadOnlyPaths) {
 // until a writer comes, which would hold a call and its concurrency slot for ever. Should the
 // backend block anyway, the test opens the other end after 10 s so it fails instead of hanging.
 TEST_P(BackendConformance, FileToolsRefuseAFifoWithoutBlocking) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   const fs::path fifo = workspace_ / "fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   auto bounded = [&](auto call, int unblock_flags) {
@@ -362,6 +373,7 @@ TEST_P(BackendConformance, FileToolsRefuseAFifoWithoutBlocking) {
 
 // A file request whose cancel token is already set returns an error and changes nothing.
 TEST_P(BackendConformance, FileRequestsHonourTheirCancelToken) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   write_host_file(workspace_ / "kept.txt", "kept\n");
   sdk::CancelToken cancel;
   cancel.request_cancel();
@@ -414,6 +426,7 @@ TEST_P(BackendConformance, RunsManyCommandsAtOnce) {
 // data race (state that start() replaces while calls read it) shows under the sanitizers:
 // scripts/sanitize.sh runs this kit for the local backend under ThreadSanitizer.
 TEST_P(BackendConformance, StartAgainWhileCallsRunIsSafe) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   constexpr int kMinStarts = 3;
   constexpr int kMinCallsEach = 10;
   constexpr std::size_t kCallers = 3;  // one for the file tools, two for commands

@@ -94,6 +94,7 @@ class BackgroundConformance : public detail::BackendFixture {
 };
 
 TEST_P(BackgroundConformance, StreamsOutputAndReportsTheExitOnce) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_directories(workspace_ / "sub");
   BackgroundRecorder recorder;
   sdk::BackgroundRequest request;
@@ -128,6 +129,7 @@ TEST_P(BackgroundConformance, StreamsOutputAndReportsTheExitOnce) {
 }
 
 TEST_P(BackgroundConformance, WorkDirIsConfinedAndARefusalRunsNothing) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_symlink(outside_, workspace_ / "escape");
   const fs::path marker = workspace_ / "ran";
   const std::vector<std::string> refused = {"..",     outside_.string(),   "/",
@@ -155,6 +157,7 @@ TEST_P(BackgroundConformance, WorkDirIsConfinedAndARefusalRunsNothing) {
 }
 
 TEST_P(BackgroundConformance, TerminateEndsTheWholeTreeAndReportsKilled) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   // The shell, a child that ignores TERM and (with setsid) an escapee in its own session that
   // ignores it too: all must be gone once terminate returns, the last two by the KILL.
   std::vector<std::string> pid_files = {"shell.pid", "child.pid"};
@@ -203,6 +206,7 @@ TEST_P(BackgroundConformance, TerminateOfAnUnknownOrFinishedIdReturnsAtOnce) {
 
 // A printer, a TERM ignorer and (with setsid) an escapee, each with a heartbeat.
 TEST_P(BackgroundConformance, StopEndsEveryProcessAndStartDoesNotReviveThem) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   std::vector<std::string> commands = {
       "while :; do echo tick; echo x >> '" + (workspace_ / "hb0").string() + "'; sleep 0.1; done",
       "trap '' TERM; (" + heartbeat("hb1") + ") & wait"};
@@ -239,6 +243,7 @@ TEST_P(BackgroundConformance, StopEndsEveryProcessAndStartDoesNotReviveThem) {
 }
 
 TEST_P(BackgroundConformance, CleanupEndsEveryProcessAndReportsEachOnce) {
+  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   std::vector<std::string> commands = {"echo ready; (" + heartbeat("hb0") + ") & sleep 1000",
                                        "trap '' TERM; echo ready; " + heartbeat("hb1")};
   std::vector<std::unique_ptr<BackgroundRecorder>> recorders;
