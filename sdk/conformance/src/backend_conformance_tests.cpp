@@ -142,7 +142,6 @@ TEST_P(BackendConformance, MeasuresDuration) {
 }
 
 TEST_P(BackendConformance, TimeoutKillsTheWholeTree) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   auto started = Clock::now();
   auto result = run("(" + heartbeat("hb") + ") & sleep 1000", 1500ms);
   double elapsed = seconds_since(started);
@@ -154,7 +153,6 @@ TEST_P(BackendConformance, TimeoutKillsTheWholeTree) {
 }
 
 TEST_P(BackendConformance, TimeoutKillsASetsidEscapee) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   if (run("command -v setsid").exit_code != 0) GTEST_SKIP() << "no setsid in this backend";
   auto result = run("setsid sh -c \"" + heartbeat("hb") + "\" & sleep 1000", 1500ms);
   EXPECT_TRUE(result.timed_out);
@@ -162,7 +160,6 @@ TEST_P(BackendConformance, TimeoutKillsASetsidEscapee) {
 }
 
 TEST_P(BackendConformance, CommandLeavingBackgroundJobDoesNotHang) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   auto started = Clock::now();
   auto result = run("(" + heartbeat("hb") + ") & sleep 0.5; echo done", 120s);
   EXPECT_EQ(result.stdout_data, "done\n");
@@ -173,7 +170,6 @@ TEST_P(BackendConformance, CommandLeavingBackgroundJobDoesNotHang) {
 }
 
 TEST_P(BackendConformance, CancelKillsTheTreeAndReturnsPromptly) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   sdk::CancelToken cancel;
   sdk::ExecRequest request;
   request.command = "(" + heartbeat("hb") + ") & sleep 1000";
@@ -192,7 +188,6 @@ TEST_P(BackendConformance, CancelKillsTheTreeAndReturnsPromptly) {
 }
 
 TEST_P(BackendConformance, StopKillsRunningCommands) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   sdk::ExecRequest request;
   request.command = "(" + heartbeat("hb") + ") & sleep 1000";
   request.timeout = 600s;
@@ -206,12 +201,11 @@ TEST_P(BackendConformance, StopKillsRunningCommands) {
 }
 
 TEST_P(BackendConformance, CapsOutputPerStreamAndKeepsDraining) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   sdk::ExecRequest request;
   request.command =
       "head -c 300000 /dev/zero | tr '\\000' a; head -c 5000 /dev/zero | tr '\\000' b >&2;"
       " echo finished > '" +
-      (workspace_ / "finished").string() + "'";
+      workspace_path("finished") + "'";
   request.output_cap = 1000;
   auto result = backend_->execute(request);
   EXPECT_EQ(result.exit_code, 0);
@@ -220,7 +214,7 @@ TEST_P(BackendConformance, CapsOutputPerStreamAndKeepsDraining) {
   EXPECT_TRUE(result.stdout_truncated);
   EXPECT_EQ(result.stderr_data, std::string(1000, 'b'));
   EXPECT_TRUE(result.stderr_truncated);
-  EXPECT_EQ(read_host_file(workspace_ / "finished"), "finished\n")
+  EXPECT_EQ(workspace_file("finished"), "finished\n")
       << "the command did not run to its end: was its output drained?";
 }
 

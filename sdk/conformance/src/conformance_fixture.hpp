@@ -123,16 +123,36 @@ class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
     return backend_->execute(request);
   }
 
+  // Where `name` in the workspace is, as commands see it.
+  std::string workspace_path(const std::string& name) const {
+    return GetParam().sandbox_workspace.empty() ? (workspace_ / name).string()
+                                                : GetParam().sandbox_workspace + "/" + name;
+  }
+  // The size of `name` in the workspace (0: none yet): from the host, or, where the workspace is
+  // the sandbox's own, through the backend's read_file (a file call beside the case's command).
+  std::uintmax_t workspace_file_size(const std::string& name) const {
+    if (GetParam().sandbox_workspace.empty()) return file_size_or_zero(workspace_ / name);
+    const auto read = backend_->read_file({workspace_path(name), std::size_t{1} << 20});
+    return read.error.empty() ? read.data.size() : 0;
+  }
+
+  // The bytes of `name` in the workspace, seen as workspace_file_size() sees them.
+  std::string workspace_file(const std::string& name) const {
+    if (GetParam().sandbox_workspace.empty()) return read_host_file(workspace_ / name);
+    const auto read = backend_->read_file({workspace_path(name), std::size_t{1} << 20});
+    return read.error.empty() ? read.data : std::string();
+  }
+
   // A background loop that appends to `name` in the workspace every 0.1 s.
   std::string heartbeat(const std::string& name) const {
-    return "while :; do echo x >> '" + (workspace_ / name).string() + "'; sleep 0.1; done";
+    return "while :; do echo x >> '" + workspace_path(name) + "'; sleep 0.1; done";
   }
 
   void wait_for_heartbeat(const std::string& name) const {
     auto until = Clock::now() + slack();
-    while (file_size_or_zero(workspace_ / name) == 0 && Clock::now() < until)
+    while (workspace_file_size(name) == 0 && Clock::now() < until)
       std::this_thread::sleep_for(20ms);
-    ASSERT_GT(file_size_or_zero(workspace_ / name), 0u) << "the heartbeat loop never started";
+    ASSERT_GT(workspace_file_size(name), 0u) << "the heartbeat loop never started";
   }
 
   // The loop is dead when the file stops growing (checked over a second, twelve beats' worth).
@@ -144,15 +164,13 @@ class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
   // The same for several loops at once, over one shared second.
   void expect_heartbeats_dead(const std::vector<std::string>& names, const std::string& why) const {
     for (const auto& name : names)
-      ASSERT_GT(file_size_or_zero(workspace_ / name), 0u)
-          << "the heartbeat loop never ran: " << name;
+      ASSERT_GT(workspace_file_size(name), 0u) << "the heartbeat loop never ran: " << name;
     std::this_thread::sleep_for(200ms);
     std::vector<std::uintmax_t> before;
-    for (const auto& name : names) before.push_back(file_size_or_zero(workspace_ / name));
+    for (const auto& name : names) before.push_back(workspace_file_size(name));
     std::this_thread::sleep_for(1200ms);
     for (std::size_t i = 0; i < names.size(); ++i)
-      EXPECT_EQ(file_size_or_zero(workspace_ / names[i]), before[i])
-          << why << " (" << names[i] << ")";
+      EXPECT_EQ(workspace_file_size(names[i]), before[i]) << why << " (" << names[i] << ")";
   }
 
   std::chrono::seconds slack() const { return GetParam().slack; }

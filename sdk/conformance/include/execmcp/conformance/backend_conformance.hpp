@@ -45,8 +45,8 @@ struct BackendUnderTest {
   // "": the workspace is seen at its host path (by commands, file tools and the cases alike).
   // Else where the sandbox keeps a workspace of its own that the host cannot see (docker-swarm:
   // "/workspace", a volume on a node): BackendInit::sandbox_cwd is set to it, no context path is
-  // granted, and the cases that look at the workspace from the host (heartbeat files, files
-  // written or read there) or need a context path are skipped, saying so.
+  // granted, heartbeat files are read through the backend's read_file, and the cases that need
+  // the host's own view of the workspace or a context path are skipped, saying so.
   std::string sandbox_workspace;
   // How much longer than asked a kill (timeout, cancel, stop) may take to come back. Generous on
   // purpose: this checks behaviour, timing targets belong in benchmarks.
