@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <ctime>
 #include <random>
@@ -103,10 +104,12 @@ Placement ServiceLifecycle::placement() const {
 }
 
 std::string ServiceLifecycle::new_volume_name() const {
-  const std::string base =
-      config_.service.user_key.empty()
-          ? "execmcp-" + config_.service.agent_id
-          : "execmcp-" + config_.service.agent_id + "-" + config_.service.user_key;
+  // The user's key as a volume name takes it (a warm sandbox's is its directory, ".warm-<n>").
+  std::string user;
+  for (const char c : config_.service.user_key)
+    user += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '-';
+  user.erase(0, user.find_first_not_of('-'));
+  const std::string base = "execmcp-" + config_.service.agent_id + (user.empty() ? "" : "-" + user);
   return bounded_name(base, 50) + "-" + random_hex8();
 }
 

@@ -429,6 +429,16 @@ TEST_F(ServiceLifecycleTest, OrphanSweepTouchesOnlyThisOwnersObjectsOfDeadPids) 
   EXPECT_NE(engine.requests[0].path.find("owner-1"), std::string::npos);
 }
 
+TEST_F(ServiceLifecycleTest, AWarmSandboxsVolumeIsNamedWithoutItsDirectorysDot) {
+  script_create();
+  auto c = config();
+  c.service.user_key = ".warm-12-3";
+  auto lc = lifecycle(c);
+  ASSERT_EQ(lc->create({}), "");
+  const std::string volume = lc->placement().volume;
+  EXPECT_EQ(volume.rfind("execmcp-a-warm-12-3-", 0), 0u) << volume;
+}
+
 TEST(BoundedName, KeepsShortNamesAndHashesLongOnes) {
   EXPECT_EQ(bounded_name("execmcp-a-i", 63), "execmcp-a-i");
   const std::string long_name(100, 'x');
