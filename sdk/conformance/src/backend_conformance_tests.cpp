@@ -257,7 +257,6 @@ TEST_P(BackendConformance, StreamsOutputWhileRunning) {
 }
 
 TEST_P(BackendConformance, WorkDirDefaultsToCwdAndResolvesInside) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_directories(workspace_ / "sub" / "dir");
   EXPECT_EQ(run("pwd -P").stdout_data, workspace_.string() + "\n");
   EXPECT_EQ(run("pwd -P", 60s, "sub/dir").stdout_data,
@@ -269,7 +268,6 @@ TEST_P(BackendConformance, WorkDirDefaultsToCwdAndResolvesInside) {
 }
 
 TEST_P(BackendConformance, WorkDirOutsideAllowedPathsIsRefused) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_symlink(outside_, workspace_ / "escape");
   const std::string marker = (workspace_ / "ran").string();
   for (const std::string& work_dir : {outside_.string(), std::string("/"), std::string(".."),
@@ -286,7 +284,6 @@ TEST_P(BackendConformance, WorkDirThatDoesNotExistIsRefused) {
 }
 
 TEST_P(BackendConformance, FileWriteReadRoundTripKeepsEveryByte) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   std::string data;
   for (int round = 0; round < 4; ++round)
     for (int b = 0; b < 256; ++b) data.push_back(static_cast<char>(b));
@@ -318,7 +315,6 @@ TEST_P(BackendConformance, FileWriteReadRoundTripKeepsEveryByte) {
 }
 
 TEST_P(BackendConformance, FileToolsRefuseOutsideAndReadOnlyPaths) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_symlink(outside_, workspace_ / "escape");
   auto read_outside = backend_->read_file({(outside_ / "secret.txt").string()});
   EXPECT_NE(read_outside.error, "");
@@ -344,7 +340,6 @@ TEST_P(BackendConformance, FileToolsRefuseOutsideAndReadOnlyPaths) {
 // until a writer comes, which would hold a call and its concurrency slot for ever. Should the
 // backend block anyway, the test opens the other end after 10 s so it fails instead of hanging.
 TEST_P(BackendConformance, FileToolsRefuseAFifoWithoutBlocking) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   const fs::path fifo = workspace_ / "fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
   auto bounded = [&](auto call, int unblock_flags) {
@@ -367,7 +362,6 @@ TEST_P(BackendConformance, FileToolsRefuseAFifoWithoutBlocking) {
 
 // A file request whose cancel token is already set returns an error and changes nothing.
 TEST_P(BackendConformance, FileRequestsHonourTheirCancelToken) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   write_host_file(workspace_ / "kept.txt", "kept\n");
   sdk::CancelToken cancel;
   cancel.request_cancel();
@@ -420,7 +414,6 @@ TEST_P(BackendConformance, RunsManyCommandsAtOnce) {
 // data race (state that start() replaces while calls read it) shows under the sanitizers:
 // scripts/sanitize.sh runs this kit for the local backend under ThreadSanitizer.
 TEST_P(BackendConformance, StartAgainWhileCallsRunIsSafe) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   constexpr int kMinStarts = 3;
   constexpr int kMinCallsEach = 10;
   constexpr std::size_t kCallers = 3;  // one for the file tools, two for commands

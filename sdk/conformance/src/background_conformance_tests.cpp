@@ -94,7 +94,6 @@ class BackgroundConformance : public detail::BackendFixture {
 };
 
 TEST_P(BackgroundConformance, StreamsOutputAndReportsTheExitOnce) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_directories(workspace_ / "sub");
   BackgroundRecorder recorder;
   sdk::BackgroundRequest request;
@@ -129,7 +128,6 @@ TEST_P(BackgroundConformance, StreamsOutputAndReportsTheExitOnce) {
 }
 
 TEST_P(BackgroundConformance, WorkDirIsConfinedAndARefusalRunsNothing) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   fs::create_symlink(outside_, workspace_ / "escape");
   const fs::path marker = workspace_ / "ran";
   const std::vector<std::string> refused = {"..",     outside_.string(),   "/",
@@ -157,7 +155,6 @@ TEST_P(BackgroundConformance, WorkDirIsConfinedAndARefusalRunsNothing) {
 }
 
 TEST_P(BackgroundConformance, TerminateEndsTheWholeTreeAndReportsKilled) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   // The shell, a child that ignores TERM and (with setsid) an escapee in its own session that
   // ignores it too: all must be gone once terminate returns, the last two by the KILL.
   std::vector<std::string> pid_files = {"shell.pid", "child.pid"};
@@ -242,7 +239,6 @@ TEST_P(BackgroundConformance, StopEndsEveryProcessAndStartDoesNotReviveThem) {
 }
 
 TEST_P(BackgroundConformance, CleanupEndsEveryProcessAndReportsEachOnce) {
-  EXECMCP_CONFORMANCE_NEEDS_HOST_WORKSPACE();
   std::vector<std::string> commands = {"echo ready; (" + heartbeat("hb0") + ") & sleep 1000",
                                        "trap '' TERM; echo ready; " + heartbeat("hb1")};
   std::vector<std::unique_ptr<BackgroundRecorder>> recorders;
