@@ -205,7 +205,7 @@ TEST_P(BackendConformance, CapsOutputPerStreamAndKeepsDraining) {
   request.command =
       "head -c 300000 /dev/zero | tr '\\000' a; head -c 5000 /dev/zero | tr '\\000' b >&2;"
       " echo finished > '" +
-      (workspace_ / "finished").string() + "'";
+      workspace_path("finished") + "'";
   request.output_cap = 1000;
   auto result = backend_->execute(request);
   EXPECT_EQ(result.exit_code, 0);
@@ -214,7 +214,7 @@ TEST_P(BackendConformance, CapsOutputPerStreamAndKeepsDraining) {
   EXPECT_TRUE(result.stdout_truncated);
   EXPECT_EQ(result.stderr_data, std::string(1000, 'b'));
   EXPECT_TRUE(result.stderr_truncated);
-  EXPECT_EQ(read_host_file(workspace_ / "finished"), "finished\n")
+  EXPECT_EQ(workspace_file("finished"), "finished\n")
       << "the command did not run to its end: was its output drained?";
 }
 

@@ -204,7 +204,7 @@ TEST_P(BackgroundConformance, TerminateOfAnUnknownOrFinishedIdReturnsAtOnce) {
 // A printer, a TERM ignorer and (with setsid) an escapee, each with a heartbeat.
 TEST_P(BackgroundConformance, StopEndsEveryProcessAndStartDoesNotReviveThem) {
   std::vector<std::string> commands = {
-      "while :; do echo tick; echo x >> '" + (workspace_ / "hb0").string() + "'; sleep 0.1; done",
+      "while :; do echo tick; echo x >> '" + workspace_path("hb0") + "'; sleep 0.1; done",
       "trap '' TERM; (" + heartbeat("hb1") + ") & wait"};
   if (have_setsid()) commands.push_back("setsid sh -c \"" + heartbeat("hb2") + "\" & sleep 1000");
   std::vector<std::unique_ptr<BackgroundRecorder>> recorders;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -53,12 +55,40 @@ inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// The cases that look at the workspace from the host (files written or read there, pid files,
+// symlinks and FIFOs made there, paths compared with the host's) or need a context path: skipped,
+// saying why and before a backend is made, where the workspace is the sandbox's own
+// (BackendUnderTest::sandbox_workspace). The kill cases read their heartbeat files through the
+// backend instead (workspace_file_size()), so they run everywhere.
+inline bool needs_host_workspace(std::string_view test_name) {
+  static constexpr std::string_view kCases[] = {
+      "WorkDirDefaultsToCwdAndResolvesInside",
+      "WorkDirOutsideAllowedPathsIsRefused",
+      "FileWriteReadRoundTripKeepsEveryByte",
+      "FileToolsRefuseOutsideAndReadOnlyPaths",
+      "FileToolsRefuseAFifoWithoutBlocking",
+      "FileRequestsHonourTheirCancelToken",
+      "StartAgainWhileCallsRunIsSafe",
+      "StreamsOutputAndReportsTheExitOnce",
+      "WorkDirIsConfinedAndARefusalRunsNothing",
+      "TerminateEndsTheWholeTreeAndReportsKilled",
+      "CleanupEndsEveryProcessAndReportsEachOnce",
+  };
+  const std::string_view name = test_name.substr(0, test_name.find('/'));
+  return std::find(std::begin(kCases), std::end(kCases), name) != std::end(kCases);
+}
+
 // The base of every case: SetUp() makes the directories and starts a backend made for them.
 class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
  protected:
   void SetUp() override {
     static std::atomic<int> counter{0};
     const auto& param = GetParam();
+    if (!param.sandbox_workspace.empty() &&
+        needs_host_workspace(::testing::UnitTest::GetInstance()->current_test_info()->name()))
+      GTEST_SKIP() << "the workspace of '" << param.name << "' is the sandbox's own ("
+                   << param.sandbox_workspace
+                   << "), which the host cannot see: this case looks at it from the host";
     fs::path base = param.temp_root.empty() ? fs::temp_directory_path() : fs::path(param.temp_root);
     std::string pattern = (base / "execmcp-conformance-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr) << "cannot create a temp dir under " << base;
@@ -79,6 +109,10 @@ class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
     init_.instance_id = "conformance-" + std::to_string(::getpid());
     init_.cwd = workspace_.string();
     init_.paths = {{workspace_.string(), true}, {context_.string(), false}};
+    if (!param.sandbox_workspace.empty()) {  // the sandbox's own workspace: no host path shared
+      init_.paths.pop_back();
+      init_.sandbox_cwd = param.sandbox_workspace;
+    }
     init_.log_dir = (root_ / "logs").string();
     init_.settings_json = param.settings_json;
     init_.log = &log_;
@@ -109,16 +143,36 @@ class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
     return backend_->execute(request);
   }
 
+  // Where `name` in the workspace is, as commands see it.
+  std::string workspace_path(const std::string& name) const {
+    return GetParam().sandbox_workspace.empty() ? (workspace_ / name).string()
+                                                : GetParam().sandbox_workspace + "/" + name;
+  }
+  // The size of `name` in the workspace (0: none yet): from the host, or, where the workspace is
+  // the sandbox's own, through the backend's read_file (a file call beside the case's command).
+  std::uintmax_t workspace_file_size(const std::string& name) const {
+    if (GetParam().sandbox_workspace.empty()) return file_size_or_zero(workspace_ / name);
+    const auto read = backend_->read_file({workspace_path(name), std::size_t{1} << 20});
+    return read.error.empty() ? read.data.size() : 0;
+  }
+
+  // The bytes of `name` in the workspace, seen as workspace_file_size() sees them.
+  std::string workspace_file(const std::string& name) const {
+    if (GetParam().sandbox_workspace.empty()) return read_host_file(workspace_ / name);
+    const auto read = backend_->read_file({workspace_path(name), std::size_t{1} << 20});
+    return read.error.empty() ? read.data : std::string();
+  }
+
   // A background loop that appends to `name` in the workspace every 0.1 s.
   std::string heartbeat(const std::string& name) const {
-    return "while :; do echo x >> '" + (workspace_ / name).string() + "'; sleep 0.1; done";
+    return "while :; do echo x >> '" + workspace_path(name) + "'; sleep 0.1; done";
   }
 
   void wait_for_heartbeat(const std::string& name) const {
     auto until = Clock::now() + slack();
-    while (file_size_or_zero(workspace_ / name) == 0 && Clock::now() < until)
+    while (workspace_file_size(name) == 0 && Clock::now() < until)
       std::this_thread::sleep_for(20ms);
-    ASSERT_GT(file_size_or_zero(workspace_ / name), 0u) << "the heartbeat loop never started";
+    ASSERT_GT(workspace_file_size(name), 0u) << "the heartbeat loop never started";
   }
 
   // The loop is dead when the file stops growing (checked over a second, twelve beats' worth).
@@ -130,15 +184,13 @@ class BackendFixture : public ::testing::TestWithParam<BackendUnderTest> {
   // The same for several loops at once, over one shared second.
   void expect_heartbeats_dead(const std::vector<std::string>& names, const std::string& why) const {
     for (const auto& name : names)
-      ASSERT_GT(file_size_or_zero(workspace_ / name), 0u)
-          << "the heartbeat loop never ran: " << name;
+      ASSERT_GT(workspace_file_size(name), 0u) << "the heartbeat loop never ran: " << name;
     std::this_thread::sleep_for(200ms);
     std::vector<std::uintmax_t> before;
-    for (const auto& name : names) before.push_back(file_size_or_zero(workspace_ / name));
+    for (const auto& name : names) before.push_back(workspace_file_size(name));
     std::this_thread::sleep_for(1200ms);
     for (std::size_t i = 0; i < names.size(); ++i)
-      EXPECT_EQ(file_size_or_zero(workspace_ / names[i]), before[i])
-          << why << " (" << names[i] << ")";
+      EXPECT_EQ(workspace_file_size(names[i]), before[i]) << why << " (" << names[i] << ")";
   }
 
   std::chrono::seconds slack() const { return GetParam().slack; }

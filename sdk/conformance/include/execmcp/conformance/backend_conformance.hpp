@@ -15,7 +15,8 @@
 // cases of each optional interface (BackgroundConformance.<Case>/<name> for execmcp.background/1),
 // which are skipped, saying why, when the backend does not offer that interface.
 // Workspaces are made under `temp_root` and handed to the backend at their host paths, so a
-// sandboxed backend must make them visible at the same path (the house rule for Docker).
+// sandboxed backend must make them visible at the same path (the house rule for Docker), unless
+// it sets `sandbox_workspace` (a backend whose workspace the host cannot see, as docker-swarm's).
 // Build the test program with -fsanitize=thread too, now and then: the cases that call a backend
 // from several threads at once (start() again while calls run, many commands at once) find a data
 // race reliably only there.
@@ -41,6 +42,12 @@ struct BackendUnderTest {
   BackendFactory factory;
   std::string settings_json = "{}";  // BackendInit::settings_json for every test
   std::string temp_root;             // where workspaces are made; empty: the system temp dir
+  // "": the workspace is seen at its host path (by commands, file tools and the cases alike).
+  // Else where the sandbox keeps a workspace of its own that the host cannot see (docker-swarm:
+  // "/workspace", a volume on a node): BackendInit::sandbox_cwd is set to it, no context path is
+  // granted, heartbeat files are read through the backend's read_file, and the cases that need
+  // the host's own view of the workspace or a context path are skipped, saying so.
+  std::string sandbox_workspace;
   // How much longer than asked a kill (timeout, cancel, stop) may take to come back. Generous on
   // purpose: this checks behaviour, timing targets belong in benchmarks.
   std::chrono::seconds slack{20};
