@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "docker_common/commands/background_calls.hpp"
 #include "docker_common/commands/container_work_dir.hpp"
 #include "docker_common/commands/runner_command_path.hpp"
 #include "docker_common/log_text.hpp"
@@ -161,47 +162,23 @@ sdk::BackgroundStarted ContainerBackend::start_background(
       started.error = err;
       return started;
     }
-    auto bg = background_.add(observer, random_marker(), started.work_dir);
-    long pid = 0;
-    if (auto err = commands_.start_background(bg, lifecycle_.settings().shell,
-                                              prepared_command(request.command),
-                                              lifecycle_.call_env(request.env), pid);
-        !err.empty()) {
-      background_.erase(bg->id);
-      started.error = std::move(err);
-      return started;
-    }
-    started.id = bg->id;
-    started.pid = pid;
-    return started;
+    started = start_background_on(background_, commands_, observer, started.work_dir,
+                                  lifecycle_.settings().shell, prepared_command(request.command),
+                                  lifecycle_.call_env(request.env));
   } catch (const std::exception& e) {
     started.id = 0;
     started.error = lifecycle_.backend_name() + ": " + e.what();
-    return started;
   }
+  return started;
 }
 
 void ContainerBackend::terminate_background(std::uint64_t id,
                                             std::chrono::milliseconds grace) noexcept {
-  try {
-    const auto bg = background_.find(id);
-    if (!bg) return;
-    if (grace.count() < 0) grace = std::chrono::milliseconds(0);
-    if (!bg->wait_ended(std::chrono::milliseconds(0))) {
-      bg->terminating = true;
-      commands_.terminate_background(*bg, grace);
-      // The end is on its way (the channel's loss or the exec's end): wait for its on_exit().
-      bg->wait_ended(std::chrono::minutes(2));
-    }
-    background_.erase(id);
-  } catch (...) {
-    // never throws
-  }
+  terminate_background_on(background_, commands_, id, grace);
 }
 
 void ContainerBackend::end_all_background(std::chrono::milliseconds grace) noexcept {
-  // One at a time: each terminate is a kill frame (agent mode) or a sweep exec (exec mode).
-  for (auto id : background_.ids()) terminate_background(id, grace);
+  end_all_background_on(background_, commands_, grace);
 }
 
 std::string ContainerBackend::suspend() noexcept {

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "docker_client/docker_endpoint.hpp"
+#include "execmcp/common/base64.hpp"
 
 namespace execmcp::plugins::docker_swarm {
 namespace {
@@ -55,6 +56,13 @@ std::string cut_cidr(const std::string& address) {
   return address.substr(0, address.find('/'));
 }
 
+std::map<std::string, std::string> string_map(const json& j) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : j.items())
+    if (value.is_string()) out[key] = value.get<std::string>();
+  return out;
+}
+
 ServiceInfo parse_service(const json& j) {
   ServiceInfo s;
   s.id = str(j, "ID");
@@ -63,8 +71,7 @@ ServiceInfo parse_service(const json& j) {
     s.version = version["Index"].get<std::uint64_t>();
   s.spec = obj(j, "Spec");
   s.name = str(s.spec, "Name");
-  for (const auto& [key, value] : obj(s.spec, "Labels").items())
-    if (value.is_string()) s.labels[key] = value.get<std::string>();
+  s.labels = string_map(obj(s.spec, "Labels"));
   return s;
 }
 
@@ -116,32 +123,6 @@ HttpResponse EngineTransport::request(std::string_view method, const std::string
   return client_.request(method, path, body, std::chrono::seconds(30));
 }
 
-std::string base64_encode(std::string_view data) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(data[i]) << 16) |
-                       (static_cast<unsigned char>(data[i + 1]) << 8) |
-                       static_cast<unsigned char>(data[i + 2]);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += table[(v >> 6) & 63];
-    out += table[v & 63];
-  }
-  if (i < data.size()) {
-    unsigned v = static_cast<unsigned char>(data[i]) << 16;
-    const bool two = i + 1 < data.size();
-    if (two) v |= static_cast<unsigned char>(data[i + 1]) << 8;
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += two ? table[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 SwarmError SwarmApi::call(std::string_view method, const std::string& path, const std::string& body,
                           json* parsed, bool missing_ok) {
   const std::string name = call_name(method, path);
@@ -187,13 +168,41 @@ SwarmError SwarmApi::create_secret(const std::string& name,
                                    const std::map<std::string, std::string>& labels,
                                    std::string_view data, std::string& id) {
   json j;
-  const json body{{"Name", name}, {"Labels", labels}, {"Data", base64_encode(data)}};
+  const json body{{"Name", name}, {"Labels", labels}, {"Data", common::base64_encode(data)}};
   if (auto e = call("POST", "/secrets/create", body.dump(), &j); !e.ok()) return e;
   return created_id(j, "POST /secrets/create", id);
 }
 
 SwarmError SwarmApi::remove_secret(const std::string& id) {
   return call("DELETE", "/secrets/" + url_encode(id), {}, nullptr, true);
+}
+
+SwarmError SwarmApi::list_secrets(const std::map<std::string, std::string>& labels,
+                                  std::vector<LabelledObject>& out) {
+  json j;
+  if (auto e = call("GET", "/secrets?filters=" + labels_filter(labels), {}, &j); !e.ok()) return e;
+  if (!j.is_array()) return {0, "GET /secrets: the engine's answer is not a list"};
+  out.clear();
+  for (const auto& s : j) {
+    const json& spec = obj(s, "Spec");
+    LabelledObject o{str(s, "ID"), str(spec, "Name"), string_map(obj(spec, "Labels"))};
+    if (!o.id.empty()) out.push_back(std::move(o));
+  }
+  return {};
+}
+
+SwarmError SwarmApi::list_networks(const std::map<std::string, std::string>& labels,
+                                   std::vector<LabelledObject>& out) {
+  json j;
+  if (auto e = call("GET", "/networks?filters=" + labels_filter(labels), {}, &j); !e.ok()) return e;
+  if (!j.is_array()) return {0, "GET /networks: the engine's answer is not a list"};
+  out.clear();
+  for (const auto& n : j) {
+    LabelledObject o{str(n, "Id"), str(n, "Name"), string_map(obj(n, "Labels"))};
+    if (o.id.empty()) o.id = str(n, "ID");
+    if (!o.id.empty()) out.push_back(std::move(o));
+  }
+  return {};
 }
 
 SwarmError SwarmApi::create_network(const json& body, std::string& id) {

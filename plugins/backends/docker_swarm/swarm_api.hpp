@@ -101,6 +101,13 @@ struct TaskInfo {
   [[nodiscard]] std::string address_on(const std::string& network_id) const;
 };
 
+// A secret or a network as a list shows it: enough to find this server's orphans.
+struct LabelledObject {
+  std::string id;
+  std::string name;
+  std::map<std::string, std::string> labels;
+};
+
 struct NodeInfo {
   std::string id;
   std::string hostname;
@@ -123,7 +130,13 @@ class SwarmApi {
   // Removes are idempotent: an object already gone (404) is no error.
   SwarmError remove_secret(const std::string& id);
 
+  // Secrets carrying every one of `labels` (their names and labels; a list never has values).
+  SwarmError list_secrets(const std::map<std::string, std::string>& labels,
+                          std::vector<LabelledObject>& out);
+
   SwarmError create_network(const nlohmann::json& body, std::string& id);
+  SwarmError list_networks(const std::map<std::string, std::string>& labels,
+                           std::vector<LabelledObject>& out);
   SwarmError connect_network(const std::string& network, const std::string& container);
   SwarmError disconnect_network(const std::string& network, const std::string& container,
                                 bool force = true);
@@ -152,8 +165,5 @@ class SwarmApi {
                   nlohmann::json* parsed, bool missing_ok = false);
   SwarmTransport& transport_;
 };
-
-// Standard base64 (with padding), for a secret's Data.
-std::string base64_encode(std::string_view data);
 
 }  // namespace execmcp::plugins::docker_swarm

@@ -47,15 +47,16 @@ std::string runner_failure(const char* verb, const std::string& path, const Runn
 
 }  // namespace
 
-std::optional<sdk::FileReadResult> ContainerFiles::read_by_runner(
-    const sdk::FileReadRequest& request, std::size_t max_bytes) {
-  if (runner_ == nullptr) return std::nullopt;
+std::optional<sdk::FileReadResult> read_through_runner(RunnerCommandPath& runner,
+                                                       const std::string& cwd,
+                                                       const sdk::FileReadRequest& request,
+                                                       std::size_t max_bytes) {
   rp::FileRequest call;
   call.op = rp::FileOp::kRead;
-  call.cwd = container_cwd(*lifecycle_.init());
+  call.cwd = cwd;
   call.path = request.path;
   call.max_bytes = max_bytes;
-  auto r = runner_->run_file(call, nullptr, max_bytes + 1, std::chrono::seconds(60));
+  auto r = runner.run_file(call, nullptr, max_bytes + 1, std::chrono::seconds(60));
   if (!r) return std::nullopt;
   sdk::FileReadResult out;
   out.error = runner_failure("read", request.path, *r);
@@ -66,19 +67,31 @@ std::optional<sdk::FileReadResult> ContainerFiles::read_by_runner(
   return out;
 }
 
-std::optional<sdk::FileWriteResult> ContainerFiles::write_by_runner(
-    const sdk::FileWriteRequest& request) {
-  if (runner_ == nullptr) return std::nullopt;
+std::optional<sdk::FileWriteResult> write_through_runner(RunnerCommandPath& runner,
+                                                         const std::string& cwd,
+                                                         const sdk::FileWriteRequest& request) {
   rp::FileRequest call;
   call.op = rp::FileOp::kWrite;
-  call.cwd = container_cwd(*lifecycle_.init());
+  call.cwd = cwd;
   call.path = request.path;
-  auto r = runner_->run_file(call, &request.data, 4096, std::chrono::seconds(120));
+  auto r = runner.run_file(call, &request.data, 4096, std::chrono::seconds(120));
   if (!r) return std::nullopt;
   sdk::FileWriteResult out;
   out.error = runner_failure("write", request.path, *r);
   if (out.error.empty()) out.bytes_written = request.data.size();
   return out;
+}
+
+std::optional<sdk::FileReadResult> ContainerFiles::read_by_runner(
+    const sdk::FileReadRequest& request, std::size_t max_bytes) {
+  if (runner_ == nullptr) return std::nullopt;
+  return read_through_runner(*runner_, container_cwd(*lifecycle_.init()), request, max_bytes);
+}
+
+std::optional<sdk::FileWriteResult> ContainerFiles::write_by_runner(
+    const sdk::FileWriteRequest& request) {
+  if (runner_ == nullptr) return std::nullopt;
+  return write_through_runner(*runner_, container_cwd(*lifecycle_.init()), request);
 }
 
 ContainerCommand ContainerFiles::file_call(std::string name, std::string script,

@@ -12,6 +12,18 @@
 
 namespace execmcp::plugins::docker_common {
 
+// read_file and write_file as execmcp-runner's own file calls on `runner`, relative paths from
+// `cwd` (in the sandbox's view), a read capped at `max_bytes`; nullopt when the runner cannot
+// start and the path has an exec to fall back to (then the caller runs its scripts). Shared by the
+// container backends (ContainerFiles) and the docker-swarm backend, whose only way is the runner.
+std::optional<sdk::FileReadResult> read_through_runner(RunnerCommandPath& runner,
+                                                       const std::string& cwd,
+                                                       const sdk::FileReadRequest& request,
+                                                       std::size_t max_bytes);
+std::optional<sdk::FileWriteResult> write_through_runner(RunnerCommandPath& runner,
+                                                         const std::string& cwd,
+                                                         const sdk::FileWriteRequest& request);
+
 class ContainerFiles {
  public:
   // `runner` (null in exec mode) does the file calls itself while it can; otherwise `commands`

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "execmcp/common/base64.hpp"
 #include "fake_swarm_transport.hpp"
 
 namespace execmcp::plugins::docker_swarm {
@@ -60,7 +61,7 @@ TEST_F(SwarmApiTest, SecretSentBase64AndNeverInAnError) {
   EXPECT_EQ(id, "sec1");
   const json body = json::parse(engine.requests.back().body);
   EXPECT_EQ(body["Name"], "s-key");
-  EXPECT_EQ(body["Data"], base64_encode(key));
+  EXPECT_EQ(body["Data"], common::base64_encode(key));
   EXPECT_EQ(body["Labels"]["execmcp.managed"], "true");
   // 409 (a name taken) and a 500 whose message the engine gives: the call and the message, no key.
   engine.answers.clear();
@@ -73,16 +74,16 @@ TEST_F(SwarmApiTest, SecretSentBase64AndNeverInAnError) {
             "POST /secrets/create: HTTP 409: rpc error: code = AlreadyExists desc = secret s-key "
             "already exists");
   EXPECT_EQ(e.message.find(key), std::string::npos);
-  EXPECT_EQ(e.message.find(base64_encode(key)), std::string::npos);
+  EXPECT_EQ(e.message.find(common::base64_encode(key)), std::string::npos);
 }
 
 TEST_F(SwarmApiTest, Base64) {
-  EXPECT_EQ(base64_encode(""), "");
-  EXPECT_EQ(base64_encode("f"), "Zg==");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_EQ(base64_encode("foo"), "Zm9v");
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode(std::string("\xff\x00\x80", 3)), "/wCA");
+  EXPECT_EQ(common::base64_encode(""), "");
+  EXPECT_EQ(common::base64_encode("f"), "Zg==");
+  EXPECT_EQ(common::base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(common::base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(common::base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(common::base64_encode(std::string("\xff\x00\x80", 3)), "/wCA");
 }
 
 TEST_F(SwarmApiTest, RemovesAreIdempotent) {
