@@ -10,7 +10,10 @@
 # routing mesh here, no ip_vs) and reached from this host at node 1's address. Each: /health 200;
 # a stateless 2026-07-28 tools/call with the token runs in the user's sandbox, whose task runs on
 # node 2 (its hostname is that task's container); a second call sees the file; SIGTERM (`docker
-# stack rm`, `compose stop`) leaves no service, secret or network labelled execmcp.managed.
+# stack rm`, `compose stop`) leaves no service, secret or network labelled execmcp.managed. The
+# Compose server, killed and started again, still finds the file and sweeps the dead process's
+# sandbox (known defect today: the owner pid is the same in the new container, so the sweep
+# leaves it; the test removes it, says so and exits 77 at the end).
 #
 # Known limit: the Engine (20.10) cannot `network connect` a container that is a Swarm task (the
 # stack's server) to an overlay not yet on its node ("network ... not found"); once one is, the
@@ -232,6 +235,41 @@ wait_health "docker/swarm-server.yaml's server"
 sandbox_flow "docker/swarm-server.yaml" ||
   fail "docker/swarm-server.yaml: the first call did not run: ${first_body:0:600}"
 server="$("${plain[@]}" ps -q execmcp 2>/dev/null | head -n 1)"
+
+# A crashed server (SIGKILL: nothing removed) started again, as `restart: unless-stopped` does:
+# the same container, owner_id and user. Its next start of a sandbox sweeps the dead process's
+# objects (owner_id, owner pid gone), and the user's file is still there (the volume on node 2).
+sweep_defect=""
+dead_service="$(manager docker service ls --filter label=execmcp.managed --format '{{.Name}}' | head -n 1)"
+manager docker kill "$server" >/dev/null 2>&1 || fail "docker kill of the server failed"
+manager docker start "$server" >/dev/null 2>&1 || fail "docker start of the server failed"
+wait_health "the restarted server"
+out="$(call 'cat f')"
+[ "$(echo "$out" | stdout_of)" = hi ] && pass "after a crash and a restart the user's file is still there" ||
+  fail "after a restart: ${out:0:400}"
+# The sweep runs (and waits for the tasks to end) before that call's sandbox is placed.
+gone=""
+for _ in $(seq 4); do
+  manager docker service inspect "$dead_service" >/dev/null 2>&1 || { gone=1; break; }
+  sleep 0.5
+done
+if [ -n "$gone" ]; then
+  pass "the restarted server removed the dead one's sandbox $dead_service (orphan sweep)"
+else
+  # The owner pid in the labels is the server's pid in its container, the same in the new one
+  # (PID namespace): the sweep takes the dead process's objects for its own and leaves them.
+  sweep_defect="the restarted server (pid $(manager docker inspect -f "{{index .Spec.Labels \"execmcp.owner.pid\"}}" "$dead_service" 2>/dev/null) in its container, as the dead one's) left the dead process's sandbox $dead_service"
+  say "KNOWN DEFECT: $sweep_defect"
+  manager docker service rm "$dead_service" >/dev/null 2>&1 || true
+  for _ in $(seq 20); do
+    [ -z "$(manager docker service ps -q "$dead_service" 2>/dev/null)" ] && break
+    sleep 0.5
+  done
+  # The restarted container is still connected to the dead one's network.
+  manager sh -c "docker secret ls -q --filter name=$dead_service-key | xargs -r docker secret rm
+    docker network disconnect -f $dead_service-net $server; docker network rm $dead_service-net" >/dev/null 2>&1 || true
+fi
+
 "${plain[@]}" stop >/dev/null 2>&1 || fail "compose stop failed"
 code="$(manager docker inspect -f '{{.State.ExitCode}}' "$server" 2>/dev/null || true)"
 [ "$code" = 0 ] && pass "SIGTERM: docker/swarm-server.yaml's server stopped with exit code 0" ||
@@ -241,4 +279,5 @@ wait_nothing_managed "compose stop (SIGTERM) of docker/swarm-server.yaml's serve
 
 say "took $((SECONDS - t_start)) s: images $((t_images - t_start)) s, cluster and loads $((t_cluster - t_images)) s, the stack $((t_compose - t_cluster)) s, the compose file $((SECONDS - t_compose)) s (the cluster's stop follows)"
 finish
-[ -z "$defect" ] || skip "the stack's own server hit the known limit above (the same flow passed with docker/swarm-server.yaml): $defect"
+[ -z "$defect" ] || sweep_defect="${sweep_defect:+$sweep_defect; }the stack's own server hit the known limit above: $defect"
+[ -z "$sweep_defect" ] || skip "known: $sweep_defect (the rest passed, docker/swarm-server.yaml too)"
