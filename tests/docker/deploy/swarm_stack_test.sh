@@ -12,8 +12,8 @@
 # node 2 (its hostname is that task's container); a second call sees the file; SIGTERM (`docker
 # stack rm`, `compose stop`) leaves no service, secret or network labelled execmcp.managed. The
 # Compose server, killed and started again, still finds the file and sweeps the dead process's
-# sandbox (known defect today: the owner pid is the same in the new container, so the sweep
-# leaves it; the test removes it, says so and exits 77 at the end).
+# sandbox (known defect today: the owner pid is the server's pid in its container, often the same
+# in the new process, and then the sweep leaves it; the test removes it, says so and exits 77).
 #
 # Known limit: the Engine (20.10) cannot `network connect` a container that is a Swarm task (the
 # stack's server) to an overlay not yet on its node ("network ... not found"); once one is, the
@@ -32,9 +32,10 @@ compose="$(compose_cmd)"
 t_start=$SECONDS
 
 server_image="execmcp/server:test"
-sandbox_image="execmcp/swarm-runner-test:latest"
+# Not the swarm suite's :latest, which the ASan tree's runner builds: each tree its own tag.
+sandbox_image="execmcp/swarm-runner-test:deploy"
 build_image --server --from-build "$build_dir" -t "$server_image"
-build_image --swarm-test --from-build "$build_dir"
+build_image --swarm-test --from-build "$build_dir" -t "$sandbox_image"
 docker run --rm --entrypoint execmcp "$server_image" plugins 2>/dev/null | grep -q '^docker-swarm ' ||
   die "$server_image has no docker-swarm plugin: $(docker run --rm --entrypoint execmcp "$server_image" plugins 2>&1 | head -n 20)"
 pass "$server_image lists the docker-swarm plugin"
