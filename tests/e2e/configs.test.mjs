@@ -36,6 +36,10 @@ const CONFIGS = [
   { file: 'local-background.yaml', says: /agent '[^']+': background shells on \(at most \d+ running\)/ },
   { file: 'per-user.yaml', says: /per user: a sandbox per authenticated HTTP user, at most 200;.*; calls per user: 16$/m },
   {
+    file: 'swarm.yaml',
+    says: /each sandbox a Swarm service of one task on its own internal overlay network, reached only through its runner \(no exec\)\n.*constraints \[node\.role==worker\]\n.*per user: a sandbox per authenticated HTTP user, at most 200;.*; 2 warm;/,
+  },
+  {
     file: 'docker-egress.yaml',
     says: /network: egress, only through the agent's own proxy, to: pypi\.org, files\.pythonhosted\.org, registry\.npmjs\.org, github\.com, \*\.githubusercontent\.com; ports 80, 443; upstream network bridge/,
   },

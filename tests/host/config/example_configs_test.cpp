@@ -39,7 +39,7 @@ TEST(ExampleConfigs, EveryYamlInConfigsValidates) {
     }
   }
   // Each built-in backend has an example that loads (its settings are the plugin's to check).
-  for (const char* backend : {"local", "docker-api", "docker-cli"})
+  for (const char* backend : {"local", "docker-api", "docker-cli", "docker-swarm"})
     EXPECT_EQ(backends.count(backend), 1u) << "no example config in configs/ uses " << backend;
 }
 
