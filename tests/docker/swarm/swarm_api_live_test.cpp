@@ -17,6 +17,7 @@
 #include "docker_client/docker_endpoint.hpp"
 #include "docker_swarm/service_spec.hpp"
 #include "docker_swarm/swarm_api.hpp"
+#include "execmcp/common/base64.hpp"
 #include "swarm_fixture.hpp"
 
 namespace execmcp::plugins::docker_swarm {
@@ -147,7 +148,7 @@ TEST_F(SwarmApiLive, ServiceOnAWorkerWithItsSecretAndNetwork) {
   e = api_->inspect_service(service_, svc);
   ASSERT_TRUE(e.ok()) << e.message;
   const std::string shown = svc.spec.dump();
-  EXPECT_EQ(shown.find(base64_encode(key)), std::string::npos);
+  EXPECT_EQ(shown.find(common::base64_encode(key)), std::string::npos);
   EXPECT_EQ(svc.labels.at("execmcp.owner.host"), "swarm-api-live-test");
   std::vector<ServiceInfo> listed;
   e = api_->list_services(

@@ -29,6 +29,7 @@
 #include "docker_client/docker_endpoint.hpp"
 #include "docker_swarm/service_spec.hpp"
 #include "docker_swarm/swarm_api.hpp"
+#include "execmcp/common/base64.hpp"
 #include "runner_client/runner_channel.hpp"
 #include "runner_client/runner_transport.hpp"
 #include "supervision/runner_auth.hpp"
@@ -414,14 +415,14 @@ TEST_F(SwarmRunnerPeer, OnlyTheKeysHolderRunsACommandAcrossNodes) {
     const auto shown = cluster().docker(node, args);
     ASSERT_TRUE(shown.ok()) << shown.describe();
     for (const std::string& form :
-         {key_bytes(key), base64_encode(key_bytes(key)), hex(key_bytes(key))})
+         {key_bytes(key), common::base64_encode(key_bytes(key)), hex(key_bytes(key))})
       EXPECT_EQ(shown.out.find(form), std::string::npos)
           << "docker " << args[0] << " shows the key";
     if (node == 1) {
       EXPECT_NE(shown.out.find(secret_), std::string::npos);  // by its id only
     }
   }
-  EXPECT_EQ(log.find(base64_encode(key_bytes(key))), std::string::npos);
+  EXPECT_EQ(log.find(common::base64_encode(key_bytes(key))), std::string::npos);
 
   ran = run(*channel_, "echo still");
   ASSERT_TRUE(ran.done) << ran.lost;
