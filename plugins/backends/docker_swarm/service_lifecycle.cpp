@@ -597,7 +597,19 @@ std::size_t ServiceLifecycle::sweep_orphans() noexcept {
       } catch (...) {
         pid = 0;
       }
-      return pid != static_cast<long>(::getpid()) && !pid_alive(pid);
+      const bool same_pid = pid == static_cast<long>(::getpid());
+      // Labelled with its run: this process's own are kept; a server of another PID namespace
+      // (another container) is one whose pid means nothing here, and owner_id names one server,
+      // so it is gone; in this namespace, a live pid is another server of this owner id, and
+      // this process's own pid a dead one's that it got again.
+      const auto run = labels.find(kLabelOwnerRun);
+      if (run != labels.end() && !config_.service.owner_run.empty()) {
+        if (run->second == config_.service.owner_run) return false;
+        const auto ns = labels.find(kLabelOwnerPidns);
+        if (ns == labels.end() || ns->second != config_.service.owner_pidns) return true;
+        return same_pid || !pid_alive(pid);
+      }
+      return !same_pid && !pid_alive(pid);
     };
     std::vector<ServiceInfo> services;
     std::vector<std::string> gone_services;

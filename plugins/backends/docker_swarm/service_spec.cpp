@@ -61,6 +61,8 @@ std::map<std::string, std::string> swarm_labels(const ServiceSettings& settings,
   auto labels = dc::container_labels(settings.agent_id, settings.instance_id, settings.owner_pid,
                                      settings.owner_host);
   if (!role.empty()) labels[dc::kLabelRole] = role;
+  if (!settings.owner_run.empty()) labels[kLabelOwnerRun] = settings.owner_run;
+  if (!settings.owner_pidns.empty()) labels[kLabelOwnerPidns] = settings.owner_pidns;
   return labels;
 }
 

@@ -16,6 +16,12 @@ namespace execmcp::plugins::docker_swarm {
 // service carries kRoleAgent, as a container does.
 inline constexpr const char* kRoleSwarmNetwork = "swarm-network";
 inline constexpr const char* kRoleSwarmSecret = "swarm-secret";
+// Which server process made an object, beside docker_common's owner host and pid: a token of that
+// process (random, made once per process) and its PID namespace ("pid:[inode]"). A server in a
+// container gets the same pid in each new container, so its predecessor's pid says nothing; these
+// do (ServiceLifecycle::sweep_orphans()).
+inline constexpr const char* kLabelOwnerRun = "execmcp.owner.run";
+inline constexpr const char* kLabelOwnerPidns = "execmcp.owner.pidns";
 // The workspace volume's label naming whose it is (the per-user key; empty for a shared agent).
 inline constexpr const char* kLabelUser = "execmcp.user";
 
@@ -42,7 +48,9 @@ struct ServiceSettings {
   std::string agent_id;
   std::string instance_id;
   std::int64_t owner_pid = 0;
-  std::string owner_host;  // swarm.owner_id (default the hostname)
+  std::string owner_host;   // swarm.owner_id (default the hostname)
+  std::string owner_run;    // kLabelOwnerRun ("": not labelled)
+  std::string owner_pidns;  // kLabelOwnerPidns ("": not labelled)
 
   std::string image;
   // Empty: the runner listening on kRunnerPort with its key from kRunnerKeyPath.

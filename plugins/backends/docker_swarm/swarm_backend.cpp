@@ -6,7 +6,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iomanip>
+#include <random>
 #include <set>
+#include <sstream>
 
 #include "docker_client/docker_endpoint.hpp"
 #include "docker_common/commands/background_calls.hpp"
@@ -32,6 +35,26 @@ std::string host_name() {
 std::string own_container() {
   std::error_code ec;
   return fs::exists("/.dockerenv", ec) ? host_name() : std::string();
+}
+
+// This server process's run (kLabelOwnerRun): random, made once, the same for every sandbox of
+// every agent of the process.
+const std::string& own_run() {
+  static const std::string run = [] {
+    std::random_device random;
+    std::ostringstream out;
+    out << std::hex << std::setfill('0');
+    for (int i = 0; i < 4; ++i) out << std::setw(8) << random();
+    return out.str();
+  }();
+  return run;
+}
+
+// This process's PID namespace as /proc names it ("pid:[4026531836]"), or "" when it cannot tell.
+std::string own_pid_namespace() {
+  std::error_code ec;
+  const auto target = fs::read_symlink("/proc/self/ns/pid", ec);
+  return ec ? std::string() : target.string();
 }
 
 std::string engine_of(const SwarmSettings& s) {
@@ -65,6 +88,8 @@ LifecycleConfig lifecycle_config(const sdk::BackendInit& init, const SwarmSettin
   s.instance_id = init.instance_id;
   s.owner_pid = ::getpid();
   s.owner_host = settings.owner_id.empty() ? host_name() : settings.owner_id;
+  s.owner_run = own_run();
+  s.owner_pidns = own_pid_namespace();
   s.image = settings.image;
   for (const auto& [k, v] : settings.env) s.env.push_back(k + "=" + v);
   s.memory_bytes = settings.memory_bytes;

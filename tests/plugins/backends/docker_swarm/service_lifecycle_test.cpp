@@ -429,6 +429,68 @@ TEST_F(ServiceLifecycleTest, OrphanSweepTouchesOnlyThisOwnersObjectsOfDeadPids) 
   EXPECT_NE(engine.requests[0].path.find("owner-1"), std::string::npos);
 }
 
+// A server in a container gets the same pid in each new container (the PID namespace is new), so
+// its predecessor's pid is often its own, or that of a live process of another namespace: the
+// owner's run (a token per server process) and PID namespace decide, the pid only within one
+// namespace (docker_swarm_stack found the first case: a restarted server kept the dead one's
+// sandbox).
+TEST_F(ServiceLifecycleTest, OrphanSweepKnowsAPredecessorByItsRunNotItsPid) {
+  const std::string me = std::to_string(::getpid());
+  const std::string parent = std::to_string(::getppid());
+  auto labels = [](const std::string& pid, const std::string& run, const std::string& ns) {
+    return json{{"execmcp.managed", "true"},
+                {"execmcp.owner.host", "owner-1"},
+                {"execmcp.owner.pid", pid},
+                {"execmcp.owner.run", run},
+                {"execmcp.owner.pidns", ns}};
+  };
+  auto service = [&](const std::string& id, const json& l) {
+    return json{{"ID", id},
+                {"Version", {{"Index", 1}}},
+                {"Spec", {{"Name", "execmcp-" + id}, {"Labels", l}}}};
+  };
+  engine.answer("GET", "/v1.41/services?", 200,
+                json::array({
+                                // a dead predecessor whose pid this process got again
+                                service("s-reused", labels(me, "run-old", "pid:[1]")),
+                                // this process's own
+                                service("s-mine", labels(me, "run-now", "pid:[1]")),
+                                // a live server of this namespace (another process)
+                                service("s-live", labels(parent, "run-other", "pid:[1]")),
+                                // a server of another PID namespace (another container), whose
+                                // pid means nothing here
+                                service("s-elsewhere", labels(parent, "run-gone", "pid:[2]")),
+                            })
+                    .dump());
+  engine.answer("GET", "/v1.41/secrets?", 200, "[]");
+  engine.answer("GET", "/v1.41/networks?", 200, "[]");
+  engine.answer("DELETE", "/v1.41/", 200, "");
+  engine.answer("GET", kTasks, 200, "[]");
+  auto c = config();
+  c.service.owner_run = "run-now";
+  c.service.owner_pidns = "pid:[1]";
+  EXPECT_EQ(lifecycle(c)->sweep_orphans(), 2u);
+  std::vector<std::string> deleted;
+  for (const auto& r : engine.requests)
+    if (r.method == "DELETE") deleted.push_back(r.path);
+  const std::vector<std::string> expected = {"/v1.41/services/s-reused",
+                                             "/v1.41/services/s-elsewhere"};
+  EXPECT_EQ(deleted, expected);
+}
+
+TEST(ServiceSpecOwner, TheRunAndPidNamespaceAreLabelsOfEverythingMade) {
+  ServiceSettings s;
+  s.agent_id = "a";
+  s.instance_id = "i";
+  s.owner_pid = 7;
+  s.owner_host = "h";
+  s.owner_run = "0123456789abcdef";
+  s.owner_pidns = "pid:[4026531836]";
+  const auto l = swarm_labels(s, kRoleSwarmSecret);
+  EXPECT_EQ(l.at("execmcp.owner.run"), "0123456789abcdef");
+  EXPECT_EQ(l.at("execmcp.owner.pidns"), "pid:[4026531836]");
+}
+
 TEST_F(ServiceLifecycleTest, AWarmSandboxsVolumeIsNamedWithoutItsDirectorysDot) {
   script_create();
   auto c = config();
