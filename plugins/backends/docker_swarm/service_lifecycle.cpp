@@ -226,7 +226,10 @@ std::string ServiceLifecycle::unschedulable(const TaskInfo& task) const {
 std::string ServiceLifecycle::wait_running(const Objects& objects,
                                            const std::set<std::string>& old_tasks, TaskInfo& out) {
   const auto deadline = Clock::now() + config_.start_timeout;
-  std::optional<Clock::time_point> unschedulable_since;
+  // When the task was first seen with no node to go to (a time_point and a flag, not an optional:
+  // g++ 12 -O2 warns of an optional time_point as maybe uninitialized).
+  Clock::time_point unschedulable_since{};
+  bool unschedulable_seen = false;
   std::string last = "no task yet";
   for (;;) {
     std::vector<TaskInfo> tasks;
@@ -250,10 +253,11 @@ std::string ServiceLifecycle::wait_running(const Objects& objects,
                                pending->message.find("no suitable node") != std::string::npos);
     const auto now = Clock::now();
     if (!no_node) {
-      unschedulable_since.reset();
-    } else if (!unschedulable_since) {
+      unschedulable_seen = false;
+    } else if (!unschedulable_seen) {
+      unschedulable_seen = true;
       unschedulable_since = now;
-    } else if (now - *unschedulable_since >= config_.unschedulable_after) {
+    } else if (now - unschedulable_since >= config_.unschedulable_after) {
       return unschedulable(*pending);
     }
     if (now >= deadline)
