@@ -8,8 +8,9 @@
 //     (the same transport without the overlay), taking turns in rounds;
 // (b) `service create` of the same image to a running task (the baseline of a new user's first
 //     call), and a whole new sandbox (secret, overlay, the server's connect, service, running,
-//     the runner's handshake) to its first `true`. The warm pool's side needs the docker-swarm
-//     backend (not built yet): measure_warm_first_call() is the hook. See README.md.
+//     the runner's handshake) to its first `true`; and a new user's first call through a warm
+//     sandbox of the docker-swarm backend (its claim: relocate_workspace(), then execute()), the
+//     ratio of which to `service create` is the issue's goal. See README.md.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -34,6 +36,8 @@
 #include "docker_client/docker_endpoint.hpp"
 #include "docker_swarm/service_spec.hpp"
 #include "docker_swarm/swarm_api.hpp"
+#include "docker_swarm/swarm_backend.hpp"
+#include "execmcp/sdk/sandbox_control.hpp"
 #include "runner_client/runner_channel.hpp"
 #include "runner_client/runner_transport.hpp"
 #include "supervision/runner_auth.hpp"
@@ -51,6 +55,7 @@ namespace rc = plugins::runner_client;
 namespace ra = plugins::supervision::runner_auth;
 namespace rp = plugins::supervision::runner;
 namespace dc = plugins::docker_common;
+namespace fs = std::filesystem;
 
 struct Options {
   int calls = 400;  // round trips of `true` per row
@@ -311,13 +316,66 @@ void measure_round_trips(std::vector<Row>& rows, const Options& opt) {
   }
 }
 
-// The warm pool's first call (a claimed, already connected sandbox) needs the docker-swarm
-// backend (issue 33, built by another branch): nullopt until then. The hook: load the plugin as
-// bench_plugin.hpp does, settings {docker_host: cluster.docker_host(), server_container:
-// cluster.shim_id(), image: cluster.image(), per_user with a warm pool}, and time a new user's
-// first execute() of `true`, as per_user_bench does for docker-api.
-std::optional<std::vector<double>> measure_warm_first_call(const SwarmCluster&, int) {
-  return std::nullopt;
+// The warm pool's first call: what the host does when a new user claims a warm sandbox of a
+// per-user docker-swarm agent (host/src/agent/warm_pool.cpp): the sandbox was made and its runner
+// connected ahead (start() of a backend whose workspace is a `.warm-<n>` directory; not timed);
+// the claim renames that directory to the user's, tells the backend (relocate_workspace(): the
+// placement record moves with it) and runs the user's first command. Timed: the rename, the
+// relocation and the first execute() of `true`, through the docker-swarm backend itself.
+std::vector<double> measure_warm_first_call(const SwarmCluster& cluster, int users) {
+  const TempDir root("execmcp-swarmbench-warm-");
+  struct Log : sdk::LogSink {
+    void log(sdk::LogLevel level, std::string_view message) noexcept override {
+      if (level >= sdk::LogLevel::Warn)
+        std::fprintf(stderr, "  [docker-swarm] %.*s\n", static_cast<int>(message.size()),
+                     message.data());
+    }
+  } log;
+  const std::string owner = "execmcp-swarmbench-" + std::to_string(::getpid());
+  const std::string settings = nlohmann::json{
+      {"image", cluster.image()},
+      {"docker_host", cluster.docker_host()},
+      {"server_container", cluster.shim_id()},
+      {"owner_id", owner},
+      {"constraints",
+       {"node.role==worker"}}}.dump();
+  std::vector<double> out;
+  for (int i = 0; i < users; ++i) {
+    const auto warm = root.root / (".warm-" + std::to_string(i));
+    const auto user = root.root / ("user-" + std::to_string(i));
+    fs::create_directories(warm);
+    sdk::BackendInit init;
+    init.agent_id = "bench";
+    init.instance_id = "w" + std::to_string(i);
+    init.cwd = warm.string();
+    init.paths = {{init.cwd, true}};
+    init.sandbox_cwd = "/workspace";
+    init.settings_json = settings;
+    init.log = &log;
+    sw::SwarmBackend backend(init);
+    struct Cleanup {
+      sw::SwarmBackend& b;
+      ~Cleanup() { b.cleanup(); }
+    } cleanup{backend};
+    if (const auto error = backend.start(); !error.empty())
+      throw std::runtime_error("a warm sandbox did not start: " + error);
+    auto* control = sdk::sandbox_control(backend);
+    if (control == nullptr) throw std::runtime_error("docker-swarm offers no execmcp.sandbox/1");
+    sdk::ExecRequest request;
+    request.command = "true";
+    request.timeout = 30s;
+    const auto t0 = Clock::now();
+    fs::rename(warm, user);
+    if (const auto error = control->relocate_workspace(user.string()); !error.empty())
+      throw std::runtime_error("relocate_workspace: " + error);
+    const auto result = backend.execute(request);
+    out.push_back(ms_since(t0));
+    if (result.exit_code != 0 || !result.error.empty())
+      throw std::runtime_error("a warm sandbox's first call failed: " + result.error);
+    std::printf("  warm sandbox %d: claim and first `true` %.1f ms\n", i + 1, out.back());
+    std::fflush(stdout);
+  }
+  return out;
 }
 
 struct Creates {
@@ -350,7 +408,7 @@ Creates measure_creates(const SwarmCluster& cluster, const std::string& owner, i
   return out;
 }
 
-void print_creates(const Creates& c, const std::optional<std::vector<double>>& warm) {
+void print_creates(const Creates& c, const std::vector<double>& warm) {
   const auto svc = percentiles(c.service_to_running);
   const auto all = percentiles(c.sandbox_to_true);
   std::printf(
@@ -361,18 +419,14 @@ void print_creates(const Creates& c, const std::optional<std::vector<double>>& w
       "| new sandbox (secret, overlay, server connect, service, running, handshake) to "
       "first `true` | %zu | %.0f | %.0f | %.0f |\n",
       all.n, all.p50, all.p90, all.max);
-  if (warm) {
-    const auto w = percentiles(*warm);
-    std::printf("| warm pool: first call | %zu | %.1f | %.1f | %.1f |\n", w.n, w.p50, w.p90, w.max);
-    std::printf(
-        "\nratio p50(warm first call) / p50(service create to running): %.3fx (goal <= "
-        "0.1x)\n",
-        svc.p50 > 0 ? w.p50 / svc.p50 : 0.0);
-  } else {
-    std::printf(
-        "| warm pool: first call | - | not measured: needs the docker-swarm backend "
-        "(measure_warm_first_call() is the hook) | | |\n");
-  }
+  const auto w = percentiles(warm);
+  std::printf(
+      "| warm pool (docker-swarm backend): claim (rename, relocate_workspace) and first `true` | "
+      "%zu | %.1f | %.1f | %.1f |\n",
+      w.n, w.p50, w.p90, w.max);
+  std::printf(
+      "\nratio p50(warm first call) / p50(service create to running): %.3fx (goal <= 0.1x)\n",
+      svc.p50 > 0 ? w.p50 / svc.p50 : 0.0);
 }
 
 int run(int argc, char** argv) {
