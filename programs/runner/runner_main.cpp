@@ -439,18 +439,23 @@ int relay_main(const std::string& socket_path) {
   for (;;) ::pause();
 }
 
-int channel_main(const char* self, const std::string& egress_socket) {
+// What both channel modes do first: SIGPIPE ignored (a command that stops reading its stdin, a
+// peer gone), every descriptor above 2 closed but those `keep` names (moved above 2, close-on-exec,
+// in place), 0 and 1 on /dev/null so nothing we start inherits the channel, "/" as the directory,
+// and the egress relay when asked. False (said) when one of them fails.
+bool detach(std::vector<int*> keep, const std::string& egress_socket,
+            std::unique_ptr<supervision::StreamRelay>& relay) {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, nullptr);  // a command that stops reading its stdin
-  // The channel moves off 0 and 1, which become /dev/null: nothing we start may inherit it.
+  ::sigaction(SIGPIPE, &ignore, nullptr);
   ::syscall(SYS_close_range, 3U, ~0U, 0);
-  const int in = ::fcntl(0, F_DUPFD_CLOEXEC, 3);
-  const int out = ::fcntl(1, F_DUPFD_CLOEXEC, 3);
+  for (int* fd : keep) *fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, 3);
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (in < 0 || out < 0 || null < 0) {
+  bool ok = null >= 0;
+  for (const int* fd : keep) ok = ok && *fd >= 0;
+  if (!ok) {
     say(std::string("cannot set up the channel: ") + std::strerror(errno));
-    return 2;
+    return false;
   }
   ::dup2(null, 0);
   ::dup2(null, 1);
@@ -458,36 +463,25 @@ int channel_main(const char* self, const std::string& egress_socket) {
   if (::chdir("/") != 0) {
     // Only the commands need a directory, and each gets its own.
   }
-  std::unique_ptr<supervision::StreamRelay> relay;
   if (!egress_socket.empty()) {
     relay = start_egress_relay(egress_socket);
-    if (!relay) return 2;
+    if (!relay) return false;
   }
+  return true;
+}
+
+// The channel on stdin and stdout (an exec's stream, bubblewrap's pipes).
+int channel_main(const char* self, const std::string& egress_socket) {
+  int in = 0, out = 1;
+  std::unique_ptr<supervision::StreamRelay> relay;
+  if (!detach({&in, &out}, egress_socket, relay)) return 2;
   return Runner(self, in, out).serve();
 }
 
 // The listen mode (runner_listen.hpp): each authenticated connection in turn is the channel.
 int network_main(const char* self, const ListenOptions& options, const std::string& egress_socket) {
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, nullptr);
-  ::syscall(SYS_close_range, 3U, ~0U, 0);
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0) {
-    say(std::string("cannot open /dev/null: ") + std::strerror(errno));
-    return 2;
-  }
-  ::dup2(null, 0);
-  ::dup2(null, 1);
-  ::close(null);
-  if (::chdir("/") != 0) {
-    // Only the commands need a directory, and each gets its own.
-  }
   std::unique_ptr<supervision::StreamRelay> relay;
-  if (!egress_socket.empty()) {
-    relay = start_egress_relay(egress_socket);
-    if (!relay) return 2;
-  }
+  if (!detach({}, egress_socket, relay)) return 2;
   // A channel that ends, or is replaced, kills its calls (serve() does), and the next one starts
   // a runner of its own.
   return listen_main(options, [self](int fd) { Runner(self, fd, fd, false).serve(); });

@@ -30,6 +30,7 @@
 #include "docker_swarm/service_spec.hpp"
 #include "docker_swarm/swarm_api.hpp"
 #include "execmcp/common/base64.hpp"
+#include "peer_io.hpp"
 #include "runner_client/runner_channel.hpp"
 #include "runner_client/runner_transport.hpp"
 #include "supervision/runner_auth.hpp"
@@ -38,6 +39,9 @@
 
 namespace execmcp::plugins::docker_swarm {
 namespace {
+
+using tests::runner_peer::read_n;
+using tests::runner_peer::read_until_closed;
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -75,34 +79,6 @@ int dial(const std::string& ip, std::uint16_t port, std::chrono::milliseconds li
     std::this_thread::sleep_for(100ms);
   }
   return -1;
-}
-
-// Everything the peer sends until it closes or `limit` passes; `closed` says which.
-std::string read_until_closed(int fd, std::chrono::milliseconds limit, bool& closed,
-                              std::size_t stop_at = 0) {
-  std::string got;
-  closed = false;
-  const auto end = Clock::now() + limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
-    if (left.count() <= 0) return got;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return got;
-    char buf[256];
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) {
-      closed = true;
-      return got;
-    }
-    got.append(buf, static_cast<std::size_t>(n));
-    if (stop_at != 0 && got.size() >= stop_at) return got;
-  }
-}
-
-std::string read_n(int fd, std::size_t n) {
-  bool closed = false;
-  std::string got = read_until_closed(fd, 5s, closed, n);
-  return got.size() > n ? got.substr(0, n) : got;
 }
 
 bool send_all(int fd, const std::string& bytes) {

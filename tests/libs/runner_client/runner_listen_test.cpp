@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "peer_io.hpp"
 #include "runner_client/runner_channel.hpp"
 #include "runner_client/runner_transport.hpp"
 #include "supervision/runner_auth.hpp"
@@ -32,6 +33,9 @@ extern char** environ;
 
 namespace execmcp::plugins::runner_client {
 namespace {
+
+using tests::runner_peer::read_n;
+using tests::runner_peer::read_until_closed;
 
 namespace fs = std::filesystem;
 namespace ra = supervision::runner_auth;
@@ -168,39 +172,6 @@ int dial(std::uint16_t port) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   return fd;
-}
-
-// Everything the peer sends until it closes or `limit` passes; `closed` says which.
-std::string read_until_closed(int fd, std::chrono::milliseconds limit, bool& closed) {
-  std::string got;
-  closed = false;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return got;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return got;
-    char buf[256];
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) {
-      closed = true;
-      return got;
-    }
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
-std::string read_n(int fd, std::size_t n) {
-  std::string got(n, '\0');
-  std::size_t have = 0;
-  while (have < n) {
-    const ssize_t r = ::recv(fd, got.data() + have, n - have, 0);
-    if (r <= 0) break;
-    have += static_cast<std::size_t>(r);
-  }
-  got.resize(have);
-  return got;
 }
 
 std::string frame(rp::FrameType type, std::uint32_t call, std::string_view payload = {}) {
