@@ -73,16 +73,6 @@ Io write_all(int fd, std::string_view data, Clock::time_point deadline) {
   return Io::kOk;
 }
 
-void set_options(int fd) {
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepIdleSeconds, sizeof kKeepIdleSeconds);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepIntervalSeconds, sizeof kKeepIntervalSeconds);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepCount, sizeof kKeepCount);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &kUserTimeoutMs, sizeof kUserTimeoutMs);
-}
-
 // A connected, non-blocking socket to one of the host's addresses; -1 and `why` otherwise.
 int connect_to(const RunnerAddress& at, Clock::time_point deadline, std::string& why) {
   addrinfo hints{};
@@ -148,7 +138,7 @@ std::optional<ChannelEnds> connect_runner(const RunnerAddress& at, const ra::Run
   std::string why;
   Fd s{connect_to(at, deadline, why)};
   if (s.fd < 0) return fail(error, Kind::kUnreachable, peer, "cannot connect (" + why + ")");
-  set_options(s.fd);
+  ra::set_channel_options(s.fd);
 
   std::string hello;
   switch (read_exact(s.fd, hello, ra::kRunnerHelloSize, deadline)) {

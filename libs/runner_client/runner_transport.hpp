@@ -31,13 +31,6 @@ struct TransportError {
   std::string message;  // never holds the key
 };
 
-// Socket options of a channel: an idle channel to a lost node ends after keepalive (idle 10 s,
-// then 3 probes 5 s apart), and so does a write to it (TCP_USER_TIMEOUT 20 s).
-inline constexpr int kKeepIdleSeconds = 10;
-inline constexpr int kKeepIntervalSeconds = 5;
-inline constexpr int kKeepCount = 3;
-inline constexpr unsigned kUserTimeoutMs = 20000;
-
 // Connects and authenticates within `timeout` (connection and handshake together). The ends
 // belong to the caller's RunnerChannel, which then reads the runner's hello as over a pipe.
 std::optional<ChannelEnds> connect_runner(const RunnerAddress& at,

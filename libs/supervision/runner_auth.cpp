@@ -1,6 +1,9 @@
 #include "supervision/runner_auth.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sodium.h>
+#include <sys/socket.h>
 
 #include <cstring>
 
@@ -114,6 +117,16 @@ std::string runner_answer(const RunnerKey& key, const Nonce& nonce_s, const Nonc
 bool check_runner_answer(const RunnerKey& key, const Nonce& nonce_s, const Nonce& nonce_r,
                          std::string_view answer) {
   return same_mac(mac(key, kRunnerLabel, nonce_s, nonce_r), answer);
+}
+
+void set_channel_options(int fd) {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepIdleSeconds, sizeof kKeepIdleSeconds);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepIntervalSeconds, sizeof kKeepIntervalSeconds);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepCount, sizeof kKeepCount);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &kUserTimeoutMs, sizeof kUserTimeoutMs);
 }
 
 }  // namespace execmcp::plugins::supervision::runner_auth

@@ -80,4 +80,13 @@ std::string runner_answer(const RunnerKey& key, const Nonce& nonce_s, const Nonc
 bool check_runner_answer(const RunnerKey& key, const Nonce& nonce_s, const Nonce& nonce_r,
                          std::string_view answer);
 
+// Socket options of a channel, set by both ends: no Nagle delay; an idle channel to a lost node
+// ends after keepalive (idle 10 s, then 3 probes 5 s apart), and so does a write to it
+// (TCP_USER_TIMEOUT 20 s).
+inline constexpr int kKeepIdleSeconds = 10;
+inline constexpr int kKeepIntervalSeconds = 5;
+inline constexpr int kKeepCount = 3;
+inline constexpr unsigned kUserTimeoutMs = 20000;
+void set_channel_options(int fd);
+
 }  // namespace execmcp::plugins::supervision::runner_auth

@@ -96,17 +96,6 @@ std::optional<ra::RunnerKey> read_key(const std::string& path) {
   return key;
 }
 
-void set_options(int fd) {
-  const int one = 1, idle = 10, interval = 5, count = 3;
-  const unsigned user_timeout = 20000;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
-  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
-}
-
 // The one channel: the newest authenticated connection waits in `pending_` until the serving
 // thread takes it; taking it, or a newer one arriving, shuts the live one down.
 class Channels {
@@ -262,7 +251,7 @@ class RefusalLog {
       if ((fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
           !read_answer(peer, key, why)) {
         if (why.empty()) {
-          set_options(peer.fd);
+          ra::set_channel_options(peer.fd);
           // The channel's Runner reads and writes blocking, as on a pipe.
           ::fcntl(peer.fd, F_SETFL, ::fcntl(peer.fd, F_GETFL) & ~O_NONBLOCK);
           channels.offer(std::exchange(peer.fd, -1));
