@@ -537,22 +537,29 @@ void ServiceLifecycle::remove_objects(const Objects& objects, bool wait) noexcep
       if (auto e = api_.remove_secret(objects.secret_id); !e.ok())
         log(sdk::LogLevel::Warn, "cannot remove the sandbox's key (its secret): " + e.message);
     if (objects.network_id.empty()) return;
-    if (!config_.server_container.empty())
-      api_.disconnect_network(objects.network_id, config_.server_container, true);
-    const auto deadline = Clock::now() + (wait ? config_.removal_wait : Clock::duration::zero());
-    for (;;) {
-      const auto e = api_.remove_network(objects.network_id);
-      if (e.ok()) return;
-      if (Clock::now() >= deadline) {
-        log(sdk::LogLevel::Warn,
-            "cannot remove the sandbox's network yet: " + e.message + " (tried again at removal)");
-        leftover_networks_.push_back(objects.network_id);
-        return;
-      }
-      std::this_thread::sleep_for(config_.poll_interval * 4);
+    const auto why =
+        remove_network(objects.network_id, wait ? config_.removal_wait : Clock::duration::zero());
+    if (!why.empty()) {
+      log(sdk::LogLevel::Warn,
+          "cannot remove the sandbox's network yet: " + why + " (tried again at removal)");
+      leftover_networks_.push_back(objects.network_id);
     }
   } catch (...) {
     // removal never throws
+  }
+}
+
+std::string ServiceLifecycle::remove_network(const std::string& id, Clock::duration patience) {
+  if (!config_.server_container.empty())
+    api_.disconnect_network(id, config_.server_container, true);
+  // A removed service's tasks are no longer listed (404) while their containers still stop, and
+  // hold the network until they have: it is tried again for `patience`.
+  const auto deadline = Clock::now() + patience;
+  for (;;) {
+    const auto e = api_.remove_network(id);
+    if (e.ok()) return {};
+    if (Clock::now() >= deadline) return e.message;
+    std::this_thread::sleep_for(config_.poll_interval * 4);
   }
 }
 
@@ -632,12 +639,12 @@ std::size_t ServiceLifecycle::sweep_orphans() noexcept {
     if (api_.list_networks(filter, objects).ok())
       for (const auto& o : objects) {
         if (!orphaned(o.labels)) continue;
-        if (!config_.server_container.empty())
-          api_.disconnect_network(o.id, config_.server_container, true);
-        if (api_.remove_network(o.id).ok()) {
-          ++removed;
-          log(sdk::LogLevel::Info, "removed orphan sandbox network " + o.name);
+        if (const auto why = remove_network(o.id, config_.removal_wait); !why.empty()) {
+          log(sdk::LogLevel::Warn, "cannot remove orphan sandbox network " + o.name + ": " + why);
+          continue;
         }
+        ++removed;
+        log(sdk::LogLevel::Info, "removed orphan sandbox network " + o.name);
       }
   } catch (...) {
     // a sweep never throws

@@ -133,6 +133,9 @@ class ServiceLifecycle {
                            std::vector<std::string>& notices);
   // Waits until the service has no task left (or removal_wait passes).
   bool wait_tasks_gone(const std::string& service_id) noexcept;
+  // Disconnects the server's container and removes the network, trying again for `patience` while
+  // stopping tasks hold it. "" or the engine's last refusal.
+  std::string remove_network(const std::string& id, std::chrono::steady_clock::duration patience);
   void set_running(const TaskInfo& task);
   void write_record(std::vector<std::string>* notices);
   [[nodiscard]] std::string new_volume_name() const;

@@ -4,9 +4,10 @@
 # manager (Compose), the docker-swarm backend placing a per-user sandbox as a service on the worker.
 #   swarm_stack_test.sh REPO BUILD_DIR
 # The config (one token as its hash, a per-user docker-swarm agent) is a file on node 1; the port is
-# published on node 1 and reached from this host at node 1's address. /health 200; a stateless
-# 2026-07-28 tools/call with the token runs in the user's sandbox, whose task runs on node 2 (its
-# hostname is that task's container); a second call sees the file; the server killed and started
+# published on node 1 and reached from this host at node 1's address. /health 200; the warm pool
+# (warm: 1) makes a sandbox before any call; a stateless 2026-07-28 tools/call with the token runs
+# in it (the user claims it), its task on node 2 (its hostname is that task's container); a second
+# call sees the file; the server killed and started
 # again still finds the file and sweeps the dead process's sandbox; SIGTERM (`compose stop`)
 # leaves no service, secret or network labelled execmcp.managed.
 # Why not `docker stack deploy`: the Engine (20.10) cannot `network connect` a container that is a
@@ -71,7 +72,7 @@ server:
     - {name: alice, sha256: $token_hash, agents: [$agent]}
 agents:
   - id: $agent
-    per_user: {workspace_root: /var/lib/execmcp/users, warm: 0}
+    per_user: {workspace_root: /var/lib/execmcp/users, warm: 1}
     backend:
       plugin: docker-swarm
       settings:
@@ -108,9 +109,9 @@ wait_health() {
 # What the backend made, on the manager: services, secrets, networks labelled execmcp.managed.
 managed_left() {
   {
-    manager docker service ls -q --filter label=execmcp.managed
-    manager docker secret ls -q --filter label=execmcp.managed
-    manager docker network ls -q --filter label=execmcp.managed
+    manager docker service ls --format 'service {{.Name}}' --filter label=execmcp.managed
+    manager docker secret ls --format 'secret {{.Name}}' --filter label=execmcp.managed
+    manager docker network ls --format 'network {{.Name}}' --filter label=execmcp.managed
   } 2>/dev/null | tr '\n' ' ' | sed 's/ *$//'
 }
 wait_nothing_managed() {
@@ -124,7 +125,8 @@ wait_nothing_managed() {
     fail "$what: left on the manager: $left"
 }
 
-# The user's sandbox: one call that writes a file, its task on node 2, a second call that reads it.
+# The user's sandbox: one call that writes a file, run in the warm sandbox (its task on node 2), a
+# second call that reads it.
 # False, the first call's body in first_body, when that call did not run (the caller decides).
 first_body=""
 sandbox_flow() {
@@ -137,16 +139,25 @@ sandbox_flow() {
   fi
   pass "$what: tools/call execute_command ran in the user's sandbox (2026-07-28, stateless)"
   host="$(echo "$got" | sed -n 2p)"
-  service="$(manager docker service ls --filter label=execmcp.managed --format '{{.Name}}' | head -n 1)"
-  task="$(manager docker service ps -q --filter desired-state=running "$service" 2>/dev/null | head -n 1)"
+  # The user's service: the one whose running task's container is the command's host.
+  user_service=""
+  for service in $(manager docker service ls --filter label=execmcp.managed --format '{{.Name}}'); do
+    task="$(manager docker service ps -q --filter desired-state=running "$service" 2>/dev/null | head -n 1)"
+    cid="$(manager docker inspect -f '{{.Status.ContainerStatus.ContainerID}}' "$task" 2>/dev/null || true)"
+    if [ -n "$host" ] && [ "${cid:0:12}" = "$host" ]; then
+      user_service="$service"
+      break
+    fi
+  done
+  [ -n "$user_service" ] && pass "$what: the command's hostname is the task's container of service $user_service" ||
+    fail "$what: no sandbox service's task runs in container '$host'"
+  service="$user_service"
+  [ "$service" = "$warm_service" ] && pass "$what: the user's first call claimed the warm sandbox $warm_service" ||
+    fail "$what: the user's first call ran in '$service', not the warm sandbox '$warm_service'"
   node="$(manager docker inspect -f '{{.NodeID}}' "$task" 2>/dev/null || true)"
   node="$(manager docker node inspect -f '{{.Description.Hostname}}' "$node" 2>/dev/null || true)"
-  cid="$(manager docker inspect -f '{{.Status.ContainerStatus.ContainerID}}' "$task" 2>/dev/null || true)"
   [ "$node" = "$node2" ] && pass "$what: the sandbox's service $service runs its task on the worker $node" ||
     fail "$what: the sandbox's task runs on '$node', not $node2 (service '$service')"
-  [ -n "$host" ] && [ "${cid:0:12}" = "$host" ] &&
-    pass "$what: the command's hostname is that task's container ($host)" ||
-    fail "$what: the command's hostname '$host' is not the task's container '${cid:0:12}'"
   out="$(call 'cat f')"
   [ "$(echo "$out" | stdout_of)" = hi ] && pass "$what: a second call sees the file" ||
     fail "$what: the second call: ${out:0:400}"
@@ -165,6 +176,19 @@ t_compose=$SECONDS
 "${plain[@]}" up -d >"/tmp/$run_tag.up.log" 2>&1 || die "compose up on $node1: $(cat "/tmp/$run_tag.up.log")"
 rm -f "/tmp/$run_tag.up.log"
 wait_health "docker/swarm-server.yaml's server"
+# warm: 1: the pool makes a sandbox before any user calls (/metrics says when it is ready: made,
+# its runner connected); the first user's call claims it.
+warm_ready() {
+  curl -s --max-time 2 -H "Authorization: Bearer $token" "$base/metrics" 2>/dev/null |
+    grep -q "^execmcp_sandboxes_warm{agent=\"$agent\"} 1\$"
+}
+for _ in $(seq 120); do
+  warm_ready && break
+  sleep 0.25
+done
+warm_service="$(manager docker service ls --filter label=execmcp.managed --format '{{.Name}}' | head -n 1)"
+warm_ready && pass "the warm pool made $warm_service before any call" ||
+  fail "no warm sandbox was ready within 30 s (/metrics: $(curl -s --max-time 2 -H "Authorization: Bearer $token" "$base/metrics" | grep sandboxes_warm))"
 sandbox_flow "docker/swarm-server.yaml" ||
   fail "docker/swarm-server.yaml: the first call did not run: ${first_body:0:600}"
 server="$("${plain[@]}" ps -q execmcp 2>/dev/null | head -n 1)"
@@ -172,9 +196,16 @@ server="$("${plain[@]}" ps -q execmcp 2>/dev/null | head -n 1)"
 # A crashed server (SIGKILL: nothing removed) started again, as `restart: unless-stopped` does:
 # the same container, owner_id and user. Its next start of a sandbox sweeps the dead process's
 # objects (owner_id, owner pid gone), and the user's file is still there (the volume on node 2).
-dead_service="$(manager docker service ls --filter label=execmcp.managed --format '{{.Name}}' | head -n 1)"
+dead_service="$user_service"
 manager docker kill "$server" >/dev/null 2>&1 || fail "docker kill of the server failed"
-manager docker start "$server" >/dev/null 2>&1 || fail "docker start of the server failed"
+# The engine may start it again itself (restart: unless-stopped); else we do.
+for _ in $(seq 40); do
+  [ "$(manager docker inspect -f '{{.State.Running}}' "$server" 2>/dev/null)" = true ] && break
+  manager docker start "$server" >/dev/null 2>&1 || true
+  sleep 0.25
+done
+[ "$(manager docker inspect -f '{{.State.Running}}' "$server" 2>/dev/null)" = true ] ||
+  fail "the killed server did not run again: $(manager docker inspect -f '{{.State.Status}} {{.State.Error}}' "$server" 2>&1)"
 wait_health "the restarted server"
 out="$(call 'cat f')"
 [ "$(echo "$out" | stdout_of)" = hi ] && pass "after a crash and a restart the user's file is still there" ||
@@ -193,6 +224,7 @@ code="$(manager docker inspect -f '{{.State.ExitCode}}' "$server" 2>/dev/null ||
 [ "$code" = 0 ] && pass "SIGTERM: docker/swarm-server.yaml's server stopped with exit code 0" ||
   fail "the server stopped with '$code': $(manager docker logs --tail 10 "$server" 2>&1)"
 wait_nothing_managed "compose stop (SIGTERM) of docker/swarm-server.yaml's server"
+[ -z "$(managed_left)" ] || manager docker logs --tail 40 "$server" 2>&1 | sed 's/^/  server: /' >&2
 "${plain[@]}" down -v >/dev/null 2>&1 || fail "compose down failed"
 
 say "took $((SECONDS - t_start)) s: images $((t_images - t_start)) s, cluster and loads $((t_cluster - t_images)) s, the compose file $((SECONDS - t_compose)) s (the cluster's stop follows)"

@@ -478,6 +478,36 @@ TEST_F(ServiceLifecycleTest, OrphanSweepKnowsAPredecessorByItsRunNotItsPid) {
   EXPECT_EQ(deleted, expected);
 }
 
+// A removed service's tasks are no longer listed (404) while their containers still stop and hold
+// the network: the sweep tries the network again instead of leaving it (docker_swarm_stack found
+// a crashed server's network left after the restarted one's sweep).
+TEST_F(ServiceLifecycleTest, OrphanSweepWaitsForANetworkItsStoppingTaskHolds) {
+  auto labels = json{{"execmcp.managed", "true"},
+                     {"execmcp.owner.host", "owner-1"},
+                     {"execmcp.owner.pid", "2147480000"}};
+  engine.answer("GET", "/v1.41/services?", 200,
+                json::array({{{"ID", "s-dead"},
+                              {"Version", {{"Index", 1}}},
+                              {"Spec", {{"Name", "execmcp-s"}, {"Labels", labels}}}}})
+                    .dump());
+  engine.answer("GET", "/v1.41/secrets?", 200, "[]");
+  engine.answer("GET", "/v1.41/networks?", 200,
+                json::array({{{"Id", "n-dead"}, {"Name", "n"}, {"Labels", labels}}}).dump());
+  engine.answer("DELETE", "/v1.41/services/", 200, "");
+  engine.answer("GET", kTasks, 404, R"({"message":"service s-dead not found"})");
+  engine.answer("POST", "/v1.41/networks/", 200, "");
+  for (int i = 0; i < 3; ++i)
+    engine.answer_once(
+        "DELETE", "/v1.41/networks/n-dead", 403,
+        R"({"message":"error while removing network: network n id n-dead has active endpoints"})");
+  engine.answer("DELETE", "/v1.41/networks/n-dead", 204, "");
+  EXPECT_EQ(lifecycle(config())->sweep_orphans(), 2u);
+  int tries = 0;
+  for (const auto& r : engine.requests)
+    if (r.method == "DELETE" && r.path == "/v1.41/networks/n-dead") ++tries;
+  EXPECT_EQ(tries, 4);
+}
+
 TEST(ServiceSpecOwner, TheRunAndPidNamespaceAreLabelsOfEverythingMade) {
   ServiceSettings s;
   s.agent_id = "a";
