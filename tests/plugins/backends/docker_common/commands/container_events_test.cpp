@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "container_test_fixture.hpp"
 #include "docker_common/commands/container_probe.hpp"
 #include "docker_common/commands/exec_command_path.hpp"
 #include "fake_engine.hpp"
@@ -103,23 +104,16 @@ TEST(ContainerEventsTake, OversizedAndMalformedLinesAreCountedAndSkipped) {
 
 // A container whose runtime may leave its execs' streams open (gVisor, or a runtime the engine
 // would not list): commands check whether it still runs.
-class StopCheckEventsTest : public ::testing::Test {
+class StopCheckEventsTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-events-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
-    settings_.user = "1000:1000";
-    settings_.exec_mode = ExecMode::Exec;
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
     settings_.runtime = "runsc";
-    engine_.images.insert(settings_.image);
     engine_.runtime_list = {{"runsc", {"/usr/bin/runsc", {"--network=none"}}}};
     // As a socket proxy: the runtime cannot be told apart, so the container is watched.
     engine_.runtimes_error = EngineError::of(EngineError::Kind::kOther, "403 denied");
-    lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
+    lifecycle_ = make_lifecycle();
     ASSERT_EQ(lifecycle_->start(), "");
     ASSERT_TRUE(lifecycle_->execs_outlive_container());
     engine_.calls.clear();
@@ -130,11 +124,6 @@ class StopCheckEventsTest : public ::testing::Test {
       ++inspects_;
     };
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
-  }
-
   ContainerEvents::LogFn recorder() {
     return [this](sdk::LogLevel level, const std::string& line) {
       std::lock_guard lock(log_mutex_);
@@ -154,10 +143,6 @@ class StopCheckEventsTest : public ::testing::Test {
   }
   const std::string& name() const { return lifecycle_->name(); }
 
-  std::string workspace_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
   std::unique_ptr<ContainerLifecycle> lifecycle_;
   std::atomic<bool> died_{false};
   std::atomic<int> exit_code_{137};

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "container_test_fixture.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
 
@@ -18,27 +19,16 @@ namespace {
 
 using test_support::has;
 
-class ExecCommandPathTest : public ::testing::Test {
+class ExecCommandPathTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-exec-path-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
-    settings_.user = "1000:1000";
-    settings_.exec_mode = ExecMode::Exec;
-    engine_.images.insert(settings_.image);
-    lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
+    lifecycle_ = make_lifecycle();
     ASSERT_EQ(lifecycle_->start(), "");
     engine_.calls.clear();
     probe_ = std::make_unique<ExecProbe>(*lifecycle_);
     path_ = std::make_unique<ExecCommandPath>(*lifecycle_, *probe_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
   }
 
   ContainerCommand echo() const {
@@ -50,10 +40,6 @@ class ExecCommandPathTest : public ::testing::Test {
   }
   const std::string& name() const { return lifecycle_->name(); }
 
-  std::string workspace_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
   std::unique_ptr<ContainerLifecycle> lifecycle_;
   std::unique_ptr<ExecProbe> probe_;
   std::unique_ptr<ExecCommandPath> path_;

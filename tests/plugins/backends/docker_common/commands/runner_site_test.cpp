@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "container_test_fixture.hpp"
 #include "docker_common/commands/exec_runner_site.hpp"
 #include "docker_common/commands/runner_command_path.hpp"
 #include "docker_common/commands/runner_site.hpp"
@@ -238,34 +239,19 @@ TEST_F(RunnerSiteTest, AWayThatNeverCarriesARunnerIsNotOpened) {
   EXPECT_EQ(site.opens.load(), 0);
 }
 
-class ExecRunnerSiteTest : public ::testing::Test {
+class ExecRunnerSiteTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-runner-site-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
-    settings_.user = "1000:1000";
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
     settings_.exec_mode = ExecMode::Agent;
-    engine_.images.insert(settings_.image);
-    lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
+    lifecycle_ = make_lifecycle();
     probe_ = std::make_unique<ExecProbe>(*lifecycle_);
     exec_ = std::make_unique<ExecCommandPath>(*lifecycle_, *probe_);
     site_ = std::make_unique<ExecRunnerSite>(*lifecycle_, *exec_, *probe_);
     ASSERT_EQ(lifecycle_->start(), "");
     engine_.calls.clear();
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
-  }
-
-  std::string workspace_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
   std::unique_ptr<ContainerLifecycle> lifecycle_;
   std::unique_ptr<ExecProbe> probe_;
   std::unique_ptr<ExecCommandPath> exec_;

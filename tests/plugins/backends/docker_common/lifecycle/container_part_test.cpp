@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "container_test_fixture.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
@@ -61,29 +62,13 @@ struct RecordingPart final : ContainerPart {
   std::uint64_t calls = 0;
 };
 
-class ContainerPartTest : public ::testing::Test {
+class ContainerPartTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-parts-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
-    settings_.user = "1000:1000";
-    settings_.exec_mode = ExecMode::Exec;
-    engine_.images.insert(settings_.image);
-    lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
+    lifecycle_ = make_lifecycle();
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
-  }
-
-  std::string workspace_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
   std::unique_ptr<ContainerLifecycle> lifecycle_;
 };
 

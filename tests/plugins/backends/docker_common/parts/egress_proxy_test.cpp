@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "container_test_fixture.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
@@ -23,17 +24,11 @@ using test_support::dead_pid;
 using test_support::has;
 using test_support::host_name;
 
-class EgressLifecycleTest : public ::testing::Test {
+class EgressLifecycleTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-egress-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
-    settings_.user = "1000:1000";
-    settings_.exec_mode = ExecMode::Exec;
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
     settings_.network = "egress";
     settings_.egress = EgressPolicy{};
     settings_.egress->allow.push_back({EgressEntry::Kind::kHost, "allowed.test", "allowed.test"});
@@ -45,21 +40,12 @@ class EgressLifecycleTest : public ::testing::Test {
     net_ = name_ + "-egress-net";
     proxy_ = name_ + "-egress";
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
-  }
-
   ContainerLifecycle make() { return ContainerLifecycle(init_, "docker-test", settings_, engine_); }
   // The calls after the start's own (from index `from`).
   std::vector<std::string> calls_from(std::size_t from) const {
     return {engine_.calls.begin() + static_cast<long>(from), engine_.calls.end()};
   }
 
-  std::string workspace_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
   std::string name_, net_, proxy_;
 };
 
