@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "container_test_fixture.hpp"
 #include "docker_common/commands/container_probe.hpp"
 #include "fake_engine.hpp"
 #include "lifecycle_test_support.hpp"
@@ -42,24 +43,13 @@ struct CannedProbe final : ContainerProbe {
   std::string stdout_data;
 };
 
-class ContainerLifecycleTest : public ::testing::Test {
+class ContainerLifecycleTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-lifecycle-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
-    settings_.user = "1000:1000";  // no ACL on the workspace
-    settings_.exec_mode = ExecMode::Exec;
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
     engine_.images.insert(settings_.image);
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
-  }
-
   ContainerLifecycle make() { return ContainerLifecycle(init_, "docker-test", settings_, engine_); }
   // A container of another execmcp process on this host (owner `pid`), or of another host.
   void add_managed(const std::string& name, long pid, const std::string& host) {
@@ -67,11 +57,6 @@ class ContainerLifecycleTest : public ::testing::Test {
         name, true,
         {{kLabelManaged, "true"}, {kLabelOwnerHost, host}, {kLabelOwnerPid, std::to_string(pid)}});
   }
-
-  std::string workspace_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
 };
 
 TEST_F(ContainerLifecycleTest, StartCreatesAndStartsAMissingContainer) {

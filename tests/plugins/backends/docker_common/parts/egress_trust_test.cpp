@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "container_test_fixture.hpp"
 #include "docker_common/engine/tar_archive.hpp"
 #include "docker_common/lifecycle/container_create_args.hpp"
 #include "docker_common/lifecycle/container_lifecycle.hpp"
@@ -67,24 +68,13 @@ std::map<std::string, std::pair<std::string, unsigned>> members(const std::strin
   return out;
 }
 
-class EgressTrustTest : public ::testing::Test {
+class EgressTrustTest : public test_support::ContainerTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/execmcp-trust-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    workspace_ = pattern;
-    init_.agent_id = "agent";
-    init_.instance_id = "unit";
-    init_.cwd = workspace_;
+    test_support::ContainerTest::SetUp();
+    if (HasFatalFailure()) return;
     init_.log = &lines_;
-    settings_.user = "1000:1000";
-    settings_.exec_mode = ExecMode::Exec;
-    engine_.images.insert(settings_.image);
-    lifecycle_ = std::make_unique<ContainerLifecycle>(init_, "docker-test", settings_, engine_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(workspace_, ec);
+    lifecycle_ = make_lifecycle();
   }
   // The part with a CA provider that counts its calls.
   void add_part(std::string ca = kCa) {
@@ -96,11 +86,7 @@ class EgressTrustTest : public ::testing::Test {
     lifecycle_->parts().add(*part_);
   }
 
-  std::string workspace_;
   Lines lines_;
-  sdk::BackendInit init_;
-  DockerSettings settings_;
-  FakeEngine engine_;
   std::unique_ptr<ContainerLifecycle> lifecycle_;
   std::unique_ptr<EgressTrustPart> part_;
   std::string ca_;
